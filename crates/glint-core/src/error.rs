@@ -1,0 +1,66 @@
+//! The one error type of glint-core, phrased for the person who passed the bad input.
+
+use thiserror::Error;
+
+/// Why a scene or a ray query was rejected.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum CoreError {
+    /// A ray query held no rays.
+    #[error("the ray query holds no rays: pass at least one origin and direction")]
+    NoRays,
+    /// A ray direction was NaN, infinite or too short to define a direction.
+    #[error(
+        "ray {index} has direction ({x}, {y}, {z}), which is not a finite non-zero vector: give every ray a direction of non-zero length"
+    )]
+    BadDirection {
+        /// Index of the ray in the query (world-major).
+        index: usize,
+        /// The direction's x component.
+        x: f64,
+        /// The direction's y component.
+        y: f64,
+        /// The direction's z component.
+        z: f64,
+    },
+    /// A ray origin was NaN or infinite.
+    #[error("ray {index} starts at ({x}, {y}, {z}), which is not a finite point")]
+    BadOrigin {
+        /// Index of the ray in the query (world-major).
+        index: usize,
+        /// The origin's x component.
+        x: f64,
+        /// The origin's y component.
+        y: f64,
+        /// The origin's z component.
+        z: f64,
+    },
+    /// An array had a shape that does not fit the query.
+    #[error("{field} has {len} entries, but {expected}")]
+    Shape {
+        /// Name of the array.
+        field: &'static str,
+        /// Its length.
+        len: usize,
+        /// What was expected, in words.
+        expected: String,
+    },
+    /// A world index was past the end of the batch.
+    #[error("world {world} does not exist (the batch has {nworld} worlds)")]
+    NoSuchWorld {
+        /// The requested world.
+        world: usize,
+        /// How many worlds exist.
+        nworld: usize,
+    },
+    /// A mesh or height field could not be used for ray casting.
+    #[error("{kind} '{name}' is invalid: {reason}")]
+    BadShape {
+        /// "mesh" or "height field".
+        kind: &'static str,
+        /// Its name in the model.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}

@@ -1,0 +1,215 @@
+//! Triangle meshes and their bottom-level BVH (built once, shared by every world and every
+//! geom that instances the mesh).
+
+use glam::DVec3;
+
+use crate::CoreError;
+use crate::bvh::{Aabb, Bvh, inverse_direction};
+use crate::primitives::MINVAL;
+
+/// One triangle, stored for the ray test: a vertex, two edges from it, and the unnormalized
+/// normal `e1 × e2` (its direction follows the winding).
+#[derive(Clone, Copy, Debug)]
+struct Triangle {
+    v0: DVec3,
+    e1: DVec3,
+    e2: DVec3,
+    n: DVec3,
+}
+
+impl Triangle {
+    fn new([a, b, c]: [DVec3; 3]) -> Self {
+        let (e1, e2) = (b - a, c - a);
+        Triangle {
+            v0: a,
+            e1,
+            e2,
+            n: e1.cross(e2),
+        }
+    }
+
+    /// Two-sided ray test (Möller–Trumbore) with inclusive edges, as MuJoCo's `ray_triangle`.
+    #[inline(always)]
+    fn intersect(&self, o: DVec3, d: DVec3) -> Option<f64> {
+        if d.dot(self.n).abs() < MINVAL {
+            return None;
+        }
+        let p = d.cross(self.e2);
+        let inv = 1.0 / self.e1.dot(p);
+        let s = o - self.v0;
+        let u = s.dot(p) * inv;
+        if !(0.0..=1.0).contains(&u) {
+            return None;
+        }
+        let q = s.cross(self.e1);
+        let v = d.dot(q) * inv;
+        if v < 0.0 || u + v > 1.0 {
+            return None;
+        }
+        let t = self.e2.dot(q) * inv;
+        (t >= 0.0).then_some(t)
+    }
+}
+
+/// Triangles with a BVH over them, in BVH leaf order for locality.
+#[derive(Clone, Debug)]
+pub(crate) struct TriangleSet {
+    bvh: Bvh,
+    tris: Vec<Triangle>,
+    /// For each stored triangle, its index in the order given to [`TriangleSet::new`].
+    source: Vec<u32>,
+    bounds: Aabb,
+}
+
+impl TriangleSet {
+    pub(crate) fn new(tris: Vec<[DVec3; 3]>) -> Self {
+        let boxes: Vec<Aabb> = tris
+            .iter()
+            .map(|t| Aabb::EMPTY.grow(t[0]).grow(t[1]).grow(t[2]))
+            .collect();
+        let bounds = boxes.iter().fold(Aabb::EMPTY, |a, b| a.union(b));
+        let mut bvh = Bvh::build(&boxes, 4);
+        let source = bvh.take_order();
+        let tris = source
+            .iter()
+            .map(|&i| Triangle::new(tris[i as usize]))
+            .collect();
+        TriangleSet {
+            bvh,
+            tris,
+            source,
+            bounds,
+        }
+    }
+
+    /// Local-frame bounds of all triangles.
+    pub(crate) fn bounds(&self) -> Aabb {
+        self.bounds
+    }
+
+    /// Nearest hit with `t <= tmax`: distance, unnormalized winding normal and the triangle's
+    /// index in creation order.
+    #[inline]
+    pub(crate) fn closest(&self, o: DVec3, d: DVec3, tmax: f64) -> Option<(f64, DVec3, u32)> {
+        let mut best: Option<(f64, u32)> = None;
+        self.bvh.closest(o, inverse_direction(d), tmax, |i, tmax| {
+            let t = self.tris[i as usize].intersect(o, d)?;
+            // Equal distances go to the lower source index, as a linear scan would.
+            let better = t < tmax
+                || best.is_none_or(|(bt, bi)| {
+                    t == bt && self.source[i as usize] < self.source[bi as usize]
+                });
+            if !better || t > tmax {
+                return None;
+            }
+            best = Some((t, i));
+            Some(t)
+        });
+        best.map(|(t, i)| (t, self.tris[i as usize].n, self.source[i as usize]))
+    }
+
+    /// Whether any triangle is hit with `t <= tmax`.
+    #[inline]
+    pub(crate) fn any(&self, o: DVec3, d: DVec3, tmax: f64) -> bool {
+        self.bvh.any(o, inverse_direction(d), tmax, |i| {
+            self.tris[i as usize]
+                .intersect(o, d)
+                .is_some_and(|t| t <= tmax)
+        })
+    }
+
+    /// Number of triangles.
+    pub(crate) fn len(&self) -> usize {
+        self.tris.len()
+    }
+
+    /// The hierarchy, for statistics and validation.
+    pub(crate) fn bvh(&self) -> &Bvh {
+        &self.bvh
+    }
+}
+
+/// A triangle mesh as MuJoCo compiled it (vertices in the geom frame of every geom that uses
+/// it), with its BVH.
+#[derive(Clone, Debug)]
+pub struct Mesh {
+    /// Name in the model (may be empty).
+    pub name: String,
+    /// Vertex positions, shape `(nvert, 3)`.
+    pub vert: Vec<[f32; 3]>,
+    /// Vertex indices of each triangle, shape `(nface, 3)`, counter-clockwise seen from outside.
+    pub face: Vec<[u32; 3]>,
+    /// Vertex normals as MuJoCo stores them (for shading), shape `(nnormal, 3)`.
+    pub normal: Vec<[f32; 3]>,
+    tris: TriangleSet,
+}
+
+impl Mesh {
+    /// Builds the mesh and its BVH; fails when it has no faces or a face names a vertex that
+    /// does not exist.
+    pub fn new(
+        name: String,
+        vert: Vec<[f32; 3]>,
+        face: Vec<[u32; 3]>,
+        normal: Vec<[f32; 3]>,
+    ) -> Result<Mesh, CoreError> {
+        let bad = |reason: String| CoreError::BadShape {
+            kind: "mesh",
+            name: name.clone(),
+            reason,
+        };
+        if face.is_empty() {
+            return Err(bad("it has no faces".into()));
+        }
+        if let Some((i, f)) = face
+            .iter()
+            .enumerate()
+            .find(|(_, f)| f.iter().any(|&v| v as usize >= vert.len()))
+        {
+            return Err(bad(format!(
+                "face {i} uses vertex {:?} but the mesh has {} vertices",
+                f,
+                vert.len()
+            )));
+        }
+        if vert.iter().flatten().any(|x| !x.is_finite()) {
+            return Err(bad("a vertex is not finite".into()));
+        }
+        let v = |i: u32| DVec3::from(vert[i as usize].map(f64::from));
+        let tris = TriangleSet::new(face.iter().map(|f| [v(f[0]), v(f[1]), v(f[2])]).collect());
+        Ok(Mesh {
+            name,
+            vert,
+            face,
+            normal,
+            tris,
+        })
+    }
+
+    /// Bounds of the mesh in its own (the geom's) frame.
+    pub fn bounds(&self) -> Aabb {
+        self.tris.bounds()
+    }
+
+    /// The mesh's BVH (for statistics and tests).
+    pub fn bvh(&self) -> &Bvh {
+        self.tris.bvh()
+    }
+
+    /// Nearest hit of a local-frame ray with `t <= tmax`: distance, unit normal (following
+    /// the face winding) and face index.
+    pub fn intersect_local(&self, o: DVec3, d: DVec3, tmax: f64) -> Option<(f64, DVec3, usize)> {
+        self.tris
+            .closest(o, d, tmax)
+            .map(|(t, n, f)| (t, n.normalize(), f as usize))
+    }
+
+    pub(crate) fn triangles(&self) -> &TriangleSet {
+        &self.tris
+    }
+
+    /// Number of triangles.
+    pub fn nface(&self) -> usize {
+        self.tris.len()
+    }
+}

@@ -1,0 +1,214 @@
+//! Exact ray intersection with MuJoCo's analytic geoms (plane, sphere, capsule, ellipsoid,
+//! cylinder, box), with the same acceptance rules as MuJoCo's `engine_ray.c` so that
+//! answers agree with `mj_ray` down to rounding: inclusive boundaries, `t >= 0`, two-sided
+//! quadratic roots, and `mjMINVAL` as the degeneracy threshold.
+
+use glam::{DMat3, DVec3};
+
+use crate::GeomType;
+
+/// MuJoCo's `mjMINVAL`: below this a determinant or a direction component counts as zero.
+pub(crate) const MINVAL: f64 = 1e-15;
+
+/// A hit in a geom's local frame: ray parameter and (not yet normalized) outward normal.
+pub(crate) type LocalHit = (f64, DVec3);
+
+/// Maps a world point into the frame with origin `pos` and axes the columns of `rot`.
+#[inline(always)]
+pub(crate) fn to_local(rot: &DMat3, v: DVec3) -> DVec3 {
+    DVec3::new(rot.x_axis.dot(v), rot.y_axis.dot(v), rot.z_axis.dot(v))
+}
+
+/// Roots of `a x^2 + 2 b x + c = 0`, or `None` when the discriminant is below `MINVAL`.
+#[inline(always)]
+fn quad_roots(a: f64, b: f64, c: f64) -> Option<[f64; 2]> {
+    let det = b * b - a * c;
+    if det < MINVAL {
+        return None;
+    }
+    let det = det.sqrt();
+    Some([(-b - det) / a, (-b + det) / a])
+}
+
+/// The smaller non-negative root, as MuJoCo's `ray_quad` returns.
+#[inline(always)]
+fn first_nonneg(roots: [f64; 2]) -> Option<f64> {
+    if roots[0] >= 0.0 {
+        Some(roots[0])
+    } else if roots[1] >= 0.0 {
+        Some(roots[1])
+    } else {
+        None
+    }
+}
+
+/// Keeps `candidate` when it is closer than `best` (first one wins ties, as in MuJoCo).
+#[inline(always)]
+fn keep(best: &mut Option<LocalHit>, t: f64, normal: DVec3) {
+    if best.is_none_or(|(bt, _)| t < bt) {
+        *best = Some((t, normal));
+    }
+}
+
+/// Intersects the ray `pnt + t * vec` (world frame, `t >= 0`) with an analytic geom at `pos`
+/// with rotation `rot` (columns are the local axes). Returns `t` and the unit world-frame
+/// outward normal. `t` is in units of `|vec|`, as in `mj_ray`. Meshes and height fields need
+/// their triangle data and go through [`crate::RayCaster`]; for them this returns `None`.
+pub fn intersect_primitive(
+    kind: GeomType,
+    size: DVec3,
+    pos: DVec3,
+    rot: &DMat3,
+    pnt: DVec3,
+    vec: DVec3,
+) -> Option<(f64, DVec3)> {
+    let hit = match kind {
+        GeomType::Sphere => return sphere(pos, size.x * size.x, pnt, vec),
+        GeomType::Plane => plane(size, to_local(rot, pnt - pos), to_local(rot, vec)),
+        GeomType::Capsule => capsule(size, to_local(rot, pnt - pos), to_local(rot, vec)),
+        GeomType::Ellipsoid => ellipsoid(size, to_local(rot, pnt - pos), to_local(rot, vec)),
+        GeomType::Cylinder => cylinder(size, to_local(rot, pnt - pos), to_local(rot, vec)),
+        GeomType::Box => box_local(size, to_local(rot, pnt - pos), to_local(rot, vec)),
+        GeomType::Hfield | GeomType::Mesh => None,
+    };
+    hit.map(|(t, n)| (t, (*rot * n).normalize()))
+}
+
+/// Sphere in the world frame (MuJoCo does not rotate into the local frame for spheres).
+#[inline]
+pub(crate) fn sphere(
+    center: DVec3,
+    radius_sqr: f64,
+    pnt: DVec3,
+    vec: DVec3,
+) -> Option<(f64, DVec3)> {
+    let dif = pnt - center;
+    let t = first_nonneg(quad_roots(
+        vec.dot(vec),
+        vec.dot(dif),
+        dif.dot(dif) - radius_sqr,
+    )?)?;
+    Some((t, (dif + t * vec).normalize()))
+}
+
+#[inline]
+fn plane(size: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<LocalHit> {
+    if lvec.z > -MINVAL {
+        return None;
+    }
+    let t = -lpnt.z / lvec.z;
+    if t < 0.0 {
+        return None;
+    }
+    let p = lpnt + t * lvec;
+    let inside = |half: f64, x: f64| half <= 0.0 || x.abs() <= half;
+    (inside(size.x, p.x) && inside(size.y, p.y)).then_some((t, DVec3::Z))
+}
+
+#[inline]
+fn capsule(size: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<LocalHit> {
+    let (r, h) = (size.x, size.y);
+    let mut best = None;
+    let a = lvec.x * lvec.x + lvec.y * lvec.y;
+    let b = lvec.x * lpnt.x + lvec.y * lpnt.y;
+    let c = lpnt.x * lpnt.x + lpnt.y * lpnt.y - r * r;
+    if let Some(t) = quad_roots(a, b, c).and_then(first_nonneg) {
+        let p = lpnt + t * lvec;
+        if p.z.abs() <= h {
+            keep(&mut best, t, DVec3::new(p.x, p.y, 0.0));
+        }
+    }
+    let a = lvec.dot(lvec);
+    for side in [1.0, -1.0] {
+        let dif = DVec3::new(lpnt.x, lpnt.y, lpnt.z - side * h);
+        let Some(roots) = quad_roots(a, lvec.dot(dif), dif.dot(dif) - r * r) else {
+            continue;
+        };
+        for t in roots {
+            let z = lpnt.z + t * lvec.z;
+            if t >= 0.0 && side * z >= h {
+                keep(&mut best, t, dif + t * lvec);
+            }
+        }
+    }
+    best
+}
+
+#[inline]
+fn ellipsoid(size: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<LocalHit> {
+    let s = DVec3::ONE / (size * size);
+    let a = s.x * lvec.x * lvec.x + s.y * lvec.y * lvec.y + s.z * lvec.z * lvec.z;
+    let b = s.x * lvec.x * lpnt.x + s.y * lvec.y * lpnt.y + s.z * lvec.z * lpnt.z;
+    let c = s.x * lpnt.x * lpnt.x + s.y * lpnt.y * lpnt.y + s.z * lpnt.z * lpnt.z - 1.0;
+    let t = first_nonneg(quad_roots(a, b, c)?)?;
+    Some((t, (lpnt + t * lvec) * s))
+}
+
+#[inline]
+fn cylinder(size: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<LocalHit> {
+    let (r, h) = (size.x, size.y);
+    let mut best = None;
+    if lvec.z.abs() > MINVAL {
+        for side in [-1.0, 1.0] {
+            let t = (side * h - lpnt.z) / lvec.z;
+            if t >= 0.0 {
+                let p = lpnt + t * lvec;
+                if p.x * p.x + p.y * p.y <= r * r {
+                    keep(&mut best, t, DVec3::new(0.0, 0.0, side));
+                }
+            }
+        }
+    }
+    let a = lvec.x * lvec.x + lvec.y * lvec.y;
+    let b = lvec.x * lpnt.x + lvec.y * lpnt.y;
+    let c = lpnt.x * lpnt.x + lpnt.y * lpnt.y - r * r;
+    if let Some(t) = quad_roots(a, b, c).and_then(first_nonneg) {
+        let p = lpnt + t * lvec;
+        if p.z.abs() <= h {
+            keep(&mut best, t, DVec3::new(p.x, p.y, 0.0));
+        }
+    }
+    best
+}
+
+/// Distances to the six faces of a box centered at the local origin, in MuJoCo's order
+/// (−X, +X, −Y, +Y, −Z, +Z); `-1` where the ray does not cross that face.
+#[inline]
+pub(crate) fn box_faces(half: DVec3, lpnt: DVec3, lvec: DVec3) -> [f64; 6] {
+    let mut all = [-1.0; 6];
+    for i in 0..3 {
+        if lvec[i].abs() <= MINVAL {
+            continue;
+        }
+        let (j, k) = ((i + 1) % 3, (i + 2) % 3);
+        for (s, side) in [-1.0, 1.0].into_iter().enumerate() {
+            let t = (side * half[i] - lpnt[i]) / lvec[i];
+            if t >= 0.0 {
+                let p = lpnt + t * lvec;
+                if p[j].abs() <= half[j] && p[k].abs() <= half[k] {
+                    all[2 * i + s] = t;
+                }
+            }
+        }
+    }
+    all
+}
+
+/// The nearest face hit in `all` (from [`box_faces`]) with its outward normal.
+#[inline]
+pub(crate) fn nearest_face(all: &[f64; 6]) -> Option<LocalHit> {
+    let mut best = None;
+    for (f, &t) in all.iter().enumerate() {
+        if t >= 0.0 {
+            let mut n = DVec3::ZERO;
+            n[f / 2] = if f % 2 == 0 { -1.0 } else { 1.0 };
+            keep(&mut best, t, n);
+        }
+    }
+    best
+}
+
+#[inline]
+pub(crate) fn box_local(half: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<LocalHit> {
+    nearest_face(&box_faces(half, lpnt, lvec))
+}

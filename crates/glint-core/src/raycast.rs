@@ -1,0 +1,568 @@
+//! Ray queries with `mj_ray`'s semantics over a two-level acceleration structure: the
+//! bottom level (one BVH per mesh and per height field) lives in the [`Scene`]; the top level
+//! (one BVH per world over the geoms' world bounds) lives here and is refitted after each
+//! step. Planes are infinite and tested outside the top level.
+
+use glam::{DMat3, DVec3};
+use rayon::prelude::*;
+
+use crate::bvh::{Aabb, Bvh, inverse_direction};
+use crate::primitives::{self, MINVAL, to_local};
+use crate::{CoreError, GeomType, Poses, Scene};
+
+/// Number of geom groups a ray filter distinguishes (MuJoCo's `mjNGROUP`).
+pub const NGROUP: usize = 6;
+
+/// Which geoms rays can hit, as `mj_ray`'s `geomgroup` and `flg_static` arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RayFilter {
+    /// Groups whose geoms are included (groups outside 0..6 count as the nearest end);
+    /// `None` includes every group.
+    pub geomgroup: Option<[bool; NGROUP]>,
+    /// Whether static geoms (on bodies welded to the world) are included.
+    pub flg_static: bool,
+}
+
+impl Default for RayFilter {
+    fn default() -> Self {
+        RayFilter {
+            geomgroup: None,
+            flg_static: true,
+        }
+    }
+}
+
+impl RayFilter {
+    /// A filter from a bit mask over the six groups (bit `i` includes group `i`).
+    pub fn from_group_mask(mask: u8, flg_static: bool) -> Self {
+        RayFilter {
+            geomgroup: Some(std::array::from_fn(|i| mask & (1 << i) != 0)),
+            flg_static,
+        }
+    }
+}
+
+/// A batch of rays for every world. Each array has length 1 (shared by every ray), `nray`
+/// (shared by every world) or `nworld * nray` (world-major).
+#[derive(Clone, Copy, Debug)]
+pub struct RayBatch<'a> {
+    /// Rays per world.
+    pub nray: usize,
+    /// Ray origins.
+    pub pnt: &'a [DVec3],
+    /// Ray directions; distances are reported in units of their length, as in `mj_ray`.
+    pub vec: &'a [DVec3],
+    /// Body whose geoms each ray ignores (`-1`: none); may be empty (no exclusion).
+    pub bodyexclude: &'a [i32],
+}
+
+impl RayBatch<'_> {
+    #[inline(always)]
+    fn pick<T: Copy>(arr: &[T], nray: usize, w: usize, i: usize) -> T {
+        match arr.len() {
+            1 => arr[0],
+            n if n == nray => arr[i],
+            _ => arr[w * nray + i],
+        }
+    }
+
+    fn check_shape(
+        &self,
+        field: &'static str,
+        len: usize,
+        nworld: usize,
+        allow_empty: bool,
+    ) -> Result<(), CoreError> {
+        let n = self.nray;
+        if (allow_empty && len == 0) || len == 1 || len == n || len == n * nworld {
+            return Ok(());
+        }
+        Err(CoreError::Shape {
+            field,
+            len,
+            expected: format!(
+                "it must hold 1, {n} (nray) or {} (nworld × nray) entries",
+                n * nworld
+            ),
+        })
+    }
+
+    fn validate(&self, nworld: usize) -> Result<(), CoreError> {
+        if self.nray == 0 || self.vec.is_empty() || self.pnt.is_empty() {
+            return Err(CoreError::NoRays);
+        }
+        self.check_shape("pnt", self.pnt.len(), nworld, false)?;
+        self.check_shape("vec", self.vec.len(), nworld, false)?;
+        self.check_shape("bodyexclude", self.bodyexclude.len(), nworld, true)?;
+        if let Some((index, v)) = self
+            .vec
+            .iter()
+            .enumerate()
+            .find(|(_, v)| !v.is_finite() || v.length() < MINVAL)
+        {
+            return Err(CoreError::BadDirection {
+                index,
+                x: v.x,
+                y: v.y,
+                z: v.z,
+            });
+        }
+        if let Some((index, p)) = self.pnt.iter().enumerate().find(|(_, p)| !p.is_finite()) {
+            return Err(CoreError::BadOrigin {
+                index,
+                x: p.x,
+                y: p.y,
+                z: p.z,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The answer for one ray: distance (`-1` on a miss), geom id (`-1` on a miss) and unit
+/// world-frame surface normal (zero on a miss).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RayHit {
+    /// Distance in units of the direction's length, or `-1`.
+    pub dist: f64,
+    /// Geom hit, or `-1`.
+    pub geomid: i32,
+    /// Outward unit normal at the hit, world frame.
+    pub normal: DVec3,
+}
+
+impl RayHit {
+    /// The answer for a ray that hits nothing.
+    pub const MISS: RayHit = RayHit {
+        dist: -1.0,
+        geomid: -1,
+        normal: DVec3::ZERO,
+    };
+}
+
+/// Answers for a batch, each array shaped `(nworld, nray)`.
+#[derive(Clone, Debug, Default)]
+pub struct RayHits {
+    /// Distances, `-1` on a miss.
+    pub dist: Vec<f64>,
+    /// Geom ids, `-1` on a miss.
+    pub geomid: Vec<i32>,
+    /// Unit normals, zero on a miss.
+    pub normal: Vec<DVec3>,
+}
+
+/// The top-level acceleration structure of every world, and the casting entry points.
+#[derive(Clone, Debug)]
+pub struct RayCaster {
+    /// Geoms of type plane (tested against every ray).
+    planes: Vec<u32>,
+    /// Geoms in the top level, in primitive order.
+    tlas_geoms: Vec<u32>,
+    /// Their local-frame bounds.
+    local_bounds: Vec<Aabb>,
+    /// One top-level BVH per world.
+    tlas: Vec<Bvh>,
+}
+
+const CHUNK: usize = 256;
+
+/// World-frame bounds of a local box under the frame `(pos, rot)`.
+fn world_bounds(local: &Aabb, pos: DVec3, rot: &DMat3) -> Aabb {
+    let (c, h) = (local.center(), 0.5 * (local.max - local.min));
+    let half = rot.x_axis.abs() * h.x + rot.y_axis.abs() * h.y + rot.z_axis.abs() * h.z;
+    Aabb::from_center_half(pos + *rot * c, half)
+}
+
+impl RayCaster {
+    /// Builds the top level of every world of `poses`.
+    pub fn new(scene: &Scene, poses: &Poses) -> RayCaster {
+        let (mut planes, mut tlas_geoms, mut local_bounds) = (Vec::new(), Vec::new(), Vec::new());
+        for g in 0..scene.ngeom() {
+            if !scene.geom_visible(g) {
+                continue;
+            }
+            match scene.geom_local_bounds(g) {
+                None => planes.push(g as u32),
+                Some(b) => {
+                    tlas_geoms.push(g as u32);
+                    local_bounds.push(b);
+                }
+            }
+        }
+        let mut caster = RayCaster {
+            planes,
+            tlas_geoms,
+            local_bounds,
+            tlas: Vec::new(),
+        };
+        caster.rebuild(poses);
+        caster
+    }
+
+    /// Number of worlds the caster was built for.
+    pub fn nworld(&self) -> usize {
+        self.tlas.len()
+    }
+
+    fn boxes(&self, poses: &Poses, w: usize) -> Vec<Aabb> {
+        let (xpos, xmat) = poses.geoms(w);
+        self.tlas_geoms
+            .iter()
+            .zip(&self.local_bounds)
+            .map(|(&g, b)| world_bounds(b, xpos[g as usize], &xmat[g as usize]))
+            .collect()
+    }
+
+    /// Rebuilds every world's top level from scratch (use after large motions, or when the
+    /// number of worlds changes).
+    pub fn rebuild(&mut self, poses: &Poses) {
+        self.tlas = (0..poses.nworld)
+            .into_par_iter()
+            .map(|w| Bvh::build(&self.boxes(poses, w), 2))
+            .collect();
+    }
+
+    /// Refits every world's top level to new poses (as MuJoCo Warp's `refit_bvh`), in parallel.
+    pub fn refit(&mut self, poses: &Poses) {
+        if self.tlas.len() != poses.nworld {
+            return self.rebuild(poses);
+        }
+        let this = &*self;
+        let boxes: Vec<Vec<Aabb>> = (0..poses.nworld)
+            .into_par_iter()
+            .map(|w| this.boxes(poses, w))
+            .collect();
+        self.tlas
+            .par_iter_mut()
+            .zip(boxes)
+            .for_each(|(bvh, b)| bvh.refit(&b));
+    }
+
+    /// Refits world `w` only.
+    pub fn refit_world(&mut self, poses: &Poses, w: usize) {
+        let boxes = self.boxes(poses, w);
+        self.tlas[w].refit(&boxes);
+    }
+
+    /// The top-level BVH of world `w` and its geom ids per primitive (for tests and stats).
+    pub fn tlas(&self, w: usize) -> (&Bvh, &[u32]) {
+        (&self.tlas[w], &self.tlas_geoms)
+    }
+
+    /// Whether geom `g` passes the filter's group and static tests.
+    fn eligible(scene: &Scene, filter: &RayFilter) -> Vec<bool> {
+        (0..scene.ngeom())
+            .map(|g| {
+                let body = scene.geom_bodyid[g] as usize;
+                let group_ok = filter
+                    .geomgroup
+                    .is_none_or(|gg| gg[scene.geom_group[g].clamp(0, NGROUP as i32 - 1) as usize]);
+                group_ok && (filter.flg_static || scene.body_weldid[body] != 0)
+            })
+            .collect()
+    }
+
+    fn check(&self, poses: &Poses, batch: &RayBatch, out_len: usize) -> Result<(), CoreError> {
+        if poses.nworld != self.tlas.len() {
+            return Err(CoreError::Shape {
+                field: "poses",
+                len: poses.nworld,
+                expected: format!("the ray caster was built for {} worlds", self.tlas.len()),
+            });
+        }
+        batch.validate(poses.nworld)?;
+        let want = poses.nworld * batch.nray;
+        if out_len != want {
+            return Err(CoreError::Shape {
+                field: "output",
+                len: out_len,
+                expected: format!("it must hold nworld × nray = {want} entries"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Casts every ray of `batch` in every world, closest hit, into caller-owned arrays of
+    /// shape `(nworld, nray)`. Parallel over rays and worlds on the current rayon pool.
+    #[allow(clippy::too_many_arguments)]
+    pub fn rays_into(
+        &self,
+        scene: &Scene,
+        poses: &Poses,
+        batch: &RayBatch,
+        filter: &RayFilter,
+        dist: &mut [f64],
+        geomid: &mut [i32],
+        normal: &mut [DVec3],
+    ) -> Result<(), CoreError> {
+        self.check(poses, batch, dist.len())?;
+        for (field, len) in [("geomid", geomid.len()), ("normal", normal.len())] {
+            if len != dist.len() {
+                return Err(CoreError::Shape {
+                    field,
+                    len,
+                    expected: format!("it must hold as many entries as dist ({})", dist.len()),
+                });
+            }
+        }
+        let eligible = Self::eligible(scene, filter);
+        let nray = batch.nray;
+        dist.par_chunks_mut(CHUNK)
+            .zip(geomid.par_chunks_mut(CHUNK))
+            .zip(normal.par_chunks_mut(CHUNK))
+            .enumerate()
+            .for_each(|(chunk, ((dist, geomid), normal))| {
+                for k in 0..dist.len() {
+                    let idx = chunk * CHUNK + k;
+                    let (w, i) = (idx / nray, idx % nray);
+                    let hit = self.cast(scene, poses, w, &eligible, batch, i);
+                    dist[k] = hit.dist;
+                    geomid[k] = hit.geomid;
+                    normal[k] = hit.normal;
+                }
+            });
+        Ok(())
+    }
+
+    /// Allocating wrapper of [`RayCaster::rays_into`].
+    pub fn rays(
+        &self,
+        scene: &Scene,
+        poses: &Poses,
+        batch: &RayBatch,
+        filter: &RayFilter,
+    ) -> Result<RayHits, CoreError> {
+        let n = poses.nworld * batch.nray;
+        let mut hits = RayHits {
+            dist: vec![0.0; n],
+            geomid: vec![0; n],
+            normal: vec![DVec3::ZERO; n],
+        };
+        self.rays_into(
+            scene,
+            poses,
+            batch,
+            filter,
+            &mut hits.dist,
+            &mut hits.geomid,
+            &mut hits.normal,
+        )?;
+        Ok(hits)
+    }
+
+    /// One ray in world `w`, as `mj_ray`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn ray(
+        &self,
+        scene: &Scene,
+        poses: &Poses,
+        w: usize,
+        pnt: DVec3,
+        vec: DVec3,
+        filter: &RayFilter,
+        bodyexclude: i32,
+    ) -> Result<RayHit, CoreError> {
+        poses.check_world(w)?;
+        let batch = RayBatch {
+            nray: 1,
+            pnt: &[pnt],
+            vec: &[vec],
+            bodyexclude: &[bodyexclude],
+        };
+        batch.validate(1)?;
+        Ok(self.cast(scene, poses, w, &Self::eligible(scene, filter), &batch, 0))
+    }
+
+    /// Any-hit query: `out[w * nray + i]` is true when ray `i` of world `w` hits an eligible
+    /// geom at a distance below `max_dist` (an array with the batch's broadcasting rules).
+    pub fn occluded_into(
+        &self,
+        scene: &Scene,
+        poses: &Poses,
+        batch: &RayBatch,
+        filter: &RayFilter,
+        max_dist: &[f64],
+        out: &mut [bool],
+    ) -> Result<(), CoreError> {
+        self.check(poses, batch, out.len())?;
+        batch.check_shape("max_dist", max_dist.len(), poses.nworld, false)?;
+        let eligible = Self::eligible(scene, filter);
+        let nray = batch.nray;
+        out.par_chunks_mut(CHUNK)
+            .enumerate()
+            .for_each(|(chunk, out)| {
+                for (k, o) in out.iter_mut().enumerate() {
+                    let idx = chunk * CHUNK + k;
+                    let (w, i) = (idx / nray, idx % nray);
+                    let tmax = RayBatch::pick(max_dist, nray, w, i);
+                    *o = self.occluded(scene, poses, w, &eligible, batch, i, tmax);
+                }
+            });
+        Ok(())
+    }
+
+    #[inline]
+    fn cast(
+        &self,
+        scene: &Scene,
+        poses: &Poses,
+        w: usize,
+        eligible: &[bool],
+        batch: &RayBatch,
+        i: usize,
+    ) -> RayHit {
+        let nray = batch.nray;
+        let pnt = RayBatch::pick(batch.pnt, nray, w, i);
+        let vec = RayBatch::pick(batch.vec, nray, w, i);
+        let exclude = if batch.bodyexclude.is_empty() {
+            -1
+        } else {
+            RayBatch::pick(batch.bodyexclude, nray, w, i)
+        };
+        let (xpos, xmat) = poses.geoms(w);
+        let usable = |g: usize| eligible[g] && scene.geom_bodyid[g] != exclude;
+
+        let mut best = Best {
+            t: f64::INFINITY,
+            g: -1,
+            n: DVec3::ZERO,
+        };
+        for &g in &self.planes {
+            let g = g as usize;
+            if usable(g) {
+                if let Some((t, n)) =
+                    intersect_geom(scene, g, xpos[g], &xmat[g], pnt, vec, f64::INFINITY)
+                {
+                    best.offer(g, t, n);
+                }
+            }
+        }
+        let geoms = &self.tlas_geoms;
+        let start = best.t;
+        self.tlas[w].closest(pnt, inverse_direction(vec), start, |prim, tmax| {
+            let g = geoms[prim as usize] as usize;
+            if !usable(g) {
+                return None;
+            }
+            let (t, n) = intersect_geom(scene, g, xpos[g], &xmat[g], pnt, vec, tmax)?;
+            best.offer(g, t, n).then_some(t)
+        });
+        if best.g < 0 {
+            RayHit::MISS
+        } else {
+            RayHit {
+                dist: best.t,
+                geomid: best.g,
+                normal: best.n,
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn occluded(
+        &self,
+        scene: &Scene,
+        poses: &Poses,
+        w: usize,
+        eligible: &[bool],
+        batch: &RayBatch,
+        i: usize,
+        max_dist: f64,
+    ) -> bool {
+        let nray = batch.nray;
+        let pnt = RayBatch::pick(batch.pnt, nray, w, i);
+        let vec = RayBatch::pick(batch.vec, nray, w, i);
+        let exclude = if batch.bodyexclude.is_empty() {
+            -1
+        } else {
+            RayBatch::pick(batch.bodyexclude, nray, w, i)
+        };
+        let (xpos, xmat) = poses.geoms(w);
+        let usable = |g: usize| eligible[g] && scene.geom_bodyid[g] != exclude;
+        let blocks =
+            |g: usize| usable(g) && geom_blocks(scene, g, xpos[g], &xmat[g], pnt, vec, max_dist);
+        self.planes.iter().any(|&g| blocks(g as usize))
+            || self.tlas[w].any(pnt, inverse_direction(vec), max_dist, |prim| {
+                blocks(self.tlas_geoms[prim as usize] as usize)
+            })
+    }
+}
+
+/// The closest hit so far of one ray.
+struct Best {
+    t: f64,
+    g: i32,
+    n: DVec3,
+}
+
+impl Best {
+    /// Takes the hit when it is closer, or equally close on a lower geom id (MuJoCo scans
+    /// geoms in id order and keeps the first of equal distances). Returns whether it did.
+    #[inline(always)]
+    fn offer(&mut self, g: usize, t: f64, n: DVec3) -> bool {
+        let take = t < self.t || (t == self.t && (g as i32) < self.g);
+        if take {
+            *self = Best { t, g: g as i32, n };
+        }
+        take
+    }
+}
+
+/// Closest hit of geom `g` at pose `(pos, rot)` with `t <= tmax`: distance and unit
+/// world-frame normal.
+#[inline]
+fn intersect_geom(
+    scene: &Scene,
+    g: usize,
+    pos: DVec3,
+    rot: &DMat3,
+    pnt: DVec3,
+    vec: DVec3,
+    tmax: f64,
+) -> Option<(f64, DVec3)> {
+    let kind = scene.geom_type[g];
+    let (t, n) = match kind {
+        GeomType::Mesh => {
+            let mesh = &scene.mesh[scene.geom_dataid[g] as usize];
+            let (t, n, _) =
+                mesh.triangles()
+                    .closest(to_local(rot, pnt - pos), to_local(rot, vec), tmax)?;
+            (t, (*rot * n).normalize())
+        }
+        GeomType::Hfield => {
+            let hf = &scene.hfield[scene.geom_dataid[g] as usize];
+            let (t, n) = hf.intersect_local(to_local(rot, pnt - pos), to_local(rot, vec), tmax)?;
+            (t, (*rot * n).normalize())
+        }
+        _ => primitives::intersect_primitive(kind, scene.geom_size[g], pos, rot, pnt, vec)?,
+    };
+    (t <= tmax).then_some((t, n))
+}
+
+/// Whether geom `g` is hit with `t < max_dist`.
+#[inline]
+fn geom_blocks(
+    scene: &Scene,
+    g: usize,
+    pos: DVec3,
+    rot: &DMat3,
+    pnt: DVec3,
+    vec: DVec3,
+    max_dist: f64,
+) -> bool {
+    match scene.geom_type[g] {
+        GeomType::Mesh => {
+            let mesh = &scene.mesh[scene.geom_dataid[g] as usize];
+            mesh.triangles()
+                .any(to_local(rot, pnt - pos), to_local(rot, vec), max_dist)
+                && {
+                    // `any` accepts t == max_dist; the query wants strictly closer.
+                    intersect_geom(scene, g, pos, rot, pnt, vec, max_dist)
+                        .is_some_and(|(t, _)| t < max_dist)
+                }
+        }
+        _ => intersect_geom(scene, g, pos, rot, pnt, vec, max_dist)
+            .is_some_and(|(t, _)| t < max_dist),
+    }
+}

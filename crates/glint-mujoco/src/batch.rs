@@ -1,0 +1,218 @@
+//! A batch of `nworld` MuJoCo worlds over one compiled model, stepped in parallel, with
+//! per-world poses refreshed into glint's structure-of-arrays [`Poses`].
+
+use std::sync::Arc;
+
+use glam::{DMat3, DVec3};
+use glint_core::{Poses, mat_from_mujoco};
+use mujoco_rs::prelude::{MjData, MjModel};
+use rayon::prelude::*;
+
+use crate::{Model, MujocoError};
+
+/// `nworld` MuJoCo `MjData` over one model, and their poses.
+pub struct WorldBatch {
+    model: Model,
+    pub(crate) data: Vec<MjData<Arc<MjModel>>>,
+    poses: Poses,
+}
+
+impl std::fmt::Debug for WorldBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorldBatch")
+            .field("nworld", &self.data.len())
+            .field("model", &self.model)
+            .finish()
+    }
+}
+
+/// One world's share of every pose array.
+struct WorldPoses<'a> {
+    geom_xpos: &'a mut [DVec3],
+    geom_xmat: &'a mut [DMat3],
+    xpos: &'a mut [DVec3],
+    xmat: &'a mut [DMat3],
+    cam_xpos: &'a mut [DVec3],
+    cam_xmat: &'a mut [DMat3],
+    light_xpos: &'a mut [DVec3],
+    light_xdir: &'a mut [DVec3],
+    site_xpos: &'a mut [DVec3],
+    site_xmat: &'a mut [DMat3],
+}
+
+/// Splits a `(nworld, n)` array into `nworld` rows (also when `n == 0`).
+fn rows<T>(mut v: &mut [T], nworld: usize) -> Vec<&mut [T]> {
+    let n = v.len() / nworld;
+    let mut out = Vec::with_capacity(nworld);
+    for _ in 0..nworld {
+        let (row, rest) = v.split_at_mut(n);
+        out.push(row);
+        v = rest;
+    }
+    out
+}
+
+fn copy_vec3(dst: &mut [DVec3], src: *const f64) {
+    if dst.is_empty() {
+        return;
+    }
+    // SAFETY: `src` is an mjData array of `3 * dst.len()` doubles (one row per object).
+    let src = unsafe { std::slice::from_raw_parts(src, 3 * dst.len()) };
+    for (d, s) in dst.iter_mut().zip(src.chunks_exact(3)) {
+        *d = DVec3::new(s[0], s[1], s[2]);
+    }
+}
+
+fn copy_mat(dst: &mut [DMat3], src: *const f64) {
+    if dst.is_empty() {
+        return;
+    }
+    // SAFETY: `src` is an mjData array of `9 * dst.len()` doubles (one row-major 3×3 each).
+    let src = unsafe { std::slice::from_raw_parts(src, 9 * dst.len()) };
+    for (d, s) in dst.iter_mut().zip(src.chunks_exact(9)) {
+        *d = mat_from_mujoco(s);
+    }
+}
+
+fn refresh(data: &MjData<Arc<MjModel>>, out: WorldPoses) {
+    let d = data.ffi();
+    copy_vec3(out.geom_xpos, d.geom_xpos);
+    copy_mat(out.geom_xmat, d.geom_xmat);
+    copy_vec3(out.xpos, d.xpos);
+    copy_mat(out.xmat, d.xmat);
+    copy_vec3(out.cam_xpos, d.cam_xpos);
+    copy_mat(out.cam_xmat, d.cam_xmat);
+    copy_vec3(out.light_xpos, d.light_xpos);
+    copy_vec3(out.light_xdir, d.light_xdir);
+    copy_vec3(out.site_xpos, d.site_xpos);
+    copy_mat(out.site_xmat, d.site_xmat);
+}
+
+impl WorldBatch {
+    /// `nworld` worlds at the model's initial state, with kinematics computed.
+    pub fn new(model: &Model, nworld: usize) -> Result<WorldBatch, MujocoError> {
+        if nworld == 0 {
+            return Err(MujocoError::NoWorlds);
+        }
+        let data = (0..nworld)
+            .map(|_| MjData::new(model.mj().clone()))
+            .collect();
+        let poses = Poses::new(model.scene(), nworld);
+        let mut batch = WorldBatch {
+            model: model.clone(),
+            data,
+            poses,
+        };
+        batch.forward();
+        Ok(batch)
+    }
+
+    /// Number of worlds.
+    pub fn nworld(&self) -> usize {
+        self.data.len()
+    }
+
+    /// The model every world simulates.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// The poses of every world after the last step, forward or reset.
+    pub fn poses(&self) -> &Poses {
+        &self.poses
+    }
+
+    /// Simulation time of world `w` in seconds.
+    pub fn time(&self, w: usize) -> f64 {
+        self.data[w].ffi().time
+    }
+
+    /// Runs `f` on every world in parallel (each world on one thread), then refreshes poses.
+    fn each_world(&mut self, f: impl Fn(&mut MjData<Arc<MjModel>>) + Sync) {
+        let nworld = self.data.len();
+        let p = &mut self.poses;
+        let parts = rows(&mut p.geom_xpos, nworld)
+            .into_iter()
+            .zip(rows(&mut p.geom_xmat, nworld))
+            .zip(rows(&mut p.xpos, nworld))
+            .zip(rows(&mut p.xmat, nworld))
+            .zip(rows(&mut p.cam_xpos, nworld))
+            .zip(rows(&mut p.cam_xmat, nworld))
+            .zip(rows(&mut p.light_xpos, nworld))
+            .zip(rows(&mut p.light_xdir, nworld))
+            .zip(rows(&mut p.site_xpos, nworld))
+            .zip(rows(&mut p.site_xmat, nworld))
+            .map(
+                |(((((((((gp, gm), bp), bm), cp), cm), lp), ld), sp), sm)| WorldPoses {
+                    geom_xpos: gp,
+                    geom_xmat: gm,
+                    xpos: bp,
+                    xmat: bm,
+                    cam_xpos: cp,
+                    cam_xmat: cm,
+                    light_xpos: lp,
+                    light_xdir: ld,
+                    site_xpos: sp,
+                    site_xmat: sm,
+                },
+            )
+            .collect::<Vec<_>>();
+        self.data.par_iter_mut().zip(parts).for_each(|(d, out)| {
+            f(d);
+            refresh(d, out);
+        });
+    }
+
+    /// Advances every world by `nstep` physics steps, in parallel.
+    pub fn step(&mut self, nstep: usize) {
+        self.each_world(|d| {
+            for _ in 0..nstep {
+                d.step();
+            }
+        });
+    }
+
+    /// Recomputes kinematics (and everything `mj_forward` computes) without advancing time.
+    pub fn forward(&mut self) {
+        self.each_world(|d| d.forward());
+    }
+
+    /// Resets every world to the model's initial state.
+    pub fn reset(&mut self) {
+        self.each_world(|d| {
+            d.reset();
+            d.forward();
+        });
+    }
+
+    /// Sets the generalized position of world `w` (length `nq`) and recomputes its poses.
+    pub fn set_qpos(&mut self, w: usize, qpos: &[f64]) -> Result<(), MujocoError> {
+        let nq = self.model.mj().ffi().nq as usize;
+        if qpos.len() != nq {
+            return Err(glint_core::CoreError::Shape {
+                field: "qpos",
+                len: qpos.len(),
+                expected: format!("the model has nq = {nq}"),
+            }
+            .into());
+        }
+        self.poses.check_world(w)?;
+        let d = &mut self.data[w];
+        // SAFETY: qpos is an mjData array of nq doubles.
+        unsafe { std::slice::from_raw_parts_mut(d.ffi_mut().qpos, nq) }.copy_from_slice(qpos);
+        self.forward();
+        Ok(())
+    }
+
+    /// Number of generalized coordinates.
+    pub fn nq(&self) -> usize {
+        self.model.mj().ffi().nq as usize
+    }
+
+    /// Generalized positions of world `w`.
+    pub fn qpos(&self, w: usize) -> &[f64] {
+        let d = self.data[w].ffi();
+        // SAFETY: qpos is an mjData array of nq doubles, alive as long as `self`.
+        unsafe { std::slice::from_raw_parts(d.qpos, self.nq()) }
+    }
+}

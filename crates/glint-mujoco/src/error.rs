@@ -1,0 +1,45 @@
+//! The one error type of glint-mujoco.
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+/// Why a model could not be loaded or a batch could not be built.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum MujocoError {
+    /// The MJCF file does not exist or cannot be read.
+    #[error("cannot read MJCF file '{path}': {reason}")]
+    Unreadable {
+        /// The path as given.
+        path: PathBuf,
+        /// What the operating system said.
+        reason: String,
+    },
+    /// MuJoCo's compiler rejected the model; `message` is MuJoCo's own text.
+    #[error("MuJoCo could not load {source_name}: {message}")]
+    Load {
+        /// The file, or "the MJCF string".
+        source_name: String,
+        /// MuJoCo's error text (names the element, attribute and line where it can).
+        message: String,
+    },
+    /// The model has a geom glint cannot cast rays against.
+    #[error(
+        "geom {geom} ('{name}') has MuJoCo geom type {kind}, which glint cannot ray-cast (SDF and flex geoms are not supported); remove it or give it a primitive or mesh type"
+    )]
+    UnsupportedGeom {
+        /// Geom id.
+        geom: usize,
+        /// Geom name.
+        name: String,
+        /// MuJoCo's `mjtGeom` value.
+        kind: i32,
+    },
+    /// A batch was asked for with no worlds.
+    #[error("a world batch needs at least one world (nworld = 0)")]
+    NoWorlds,
+    /// The extracted scene failed glint's checks.
+    #[error(transparent)]
+    Core(#[from] glint_core::CoreError),
+}

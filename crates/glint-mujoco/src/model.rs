@@ -1,0 +1,290 @@
+//! Loading MJCF through MuJoCo and extracting glint's [`Scene`] from the compiled `mjModel`.
+
+use std::ffi::CStr;
+use std::os::raw::c_char;
+use std::path::Path;
+use std::sync::Arc;
+
+use glam::DVec3;
+use glint_core::{GeomType, Hfield, Mesh, Scene};
+use mujoco_rs::mujoco_c::mjModel;
+use mujoco_rs::prelude::MjModel;
+
+use crate::MujocoError;
+
+/// A compiled MuJoCo model and the glint [`Scene`] extracted from it, both immutable and
+/// shared by every world.
+#[derive(Clone)]
+pub struct Model {
+    mj: Arc<MjModel>,
+    scene: Arc<Scene>,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model")
+            .field("ngeom", &self.scene.ngeom())
+            .field("nbody", &self.scene.nbody())
+            .finish()
+    }
+}
+
+impl Model {
+    /// Loads an MJCF file; includes, meshes, textures and height fields resolve relative to it.
+    pub fn from_xml_file(path: impl AsRef<Path>) -> Result<Model, MujocoError> {
+        let path = path.as_ref();
+        let unreadable = |reason: String| MujocoError::Unreadable {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let meta = std::fs::metadata(path).map_err(|e| unreadable(e.to_string()))?;
+        if !meta.is_file() {
+            return Err(unreadable("it is not a file".into()));
+        }
+        let mj = MjModel::from_xml(path).map_err(|e| MujocoError::Load {
+            source_name: format!("'{}'", path.display()),
+            message: load_message(e),
+        })?;
+        Self::from_mj(mj)
+    }
+
+    /// Loads MJCF from a string (assets must then be absolute paths or built-in).
+    pub fn from_xml_str(xml: &str) -> Result<Model, MujocoError> {
+        let mj = MjModel::from_xml_string(xml).map_err(|e| MujocoError::Load {
+            source_name: "the MJCF string".into(),
+            message: load_message(e),
+        })?;
+        Self::from_mj(mj)
+    }
+
+    fn from_mj(mj: MjModel) -> Result<Model, MujocoError> {
+        let scene = extract_scene(mj.ffi())?;
+        scene.validate()?;
+        Ok(Model {
+            mj: Arc::new(mj),
+            scene: Arc::new(scene),
+        })
+    }
+
+    /// The extracted scene.
+    pub fn scene(&self) -> &Arc<Scene> {
+        &self.scene
+    }
+
+    /// The physics timestep in seconds.
+    pub fn timestep(&self) -> f64 {
+        self.mj.ffi().opt.timestep
+    }
+
+    pub(crate) fn mj(&self) -> &Arc<MjModel> {
+        &self.mj
+    }
+}
+
+fn load_message(e: mujoco_rs::error::MjModelError) -> String {
+    let text = e.to_string();
+    text.strip_prefix("model load failed: ")
+        .unwrap_or(&text)
+        .trim()
+        .to_string()
+}
+
+/// Views `n` elements at `ptr` (an `mjModel` array) as a slice; empty when `n` is 0.
+fn arr<T>(ptr: *const T, n: i64) -> &'static [T] {
+    if n <= 0 || ptr.is_null() {
+        return &[];
+    }
+    // SAFETY: MuJoCo allocates every mjModel array with the documented length (`n` times the
+    // per-object width) for the model's lifetime; callers only keep the slices while the
+    // model is borrowed (the 'static is local to `extract_scene`, which copies everything).
+    unsafe { std::slice::from_raw_parts(ptr, n as usize) }
+}
+
+fn name(m: &mjModel, adr: *const i32, i: usize) -> String {
+    let adr = arr(adr, i as i64 + 1)[i];
+    let names = arr(m.names as *const c_char, m.nnames);
+    if adr < 0 || adr as usize >= names.len() {
+        return String::new();
+    }
+    // SAFETY: MuJoCo stores names NUL-terminated inside `names`.
+    unsafe { CStr::from_ptr(names.as_ptr().add(adr as usize)) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn names(m: &mjModel, adr: *const i32, n: i64) -> Vec<String> {
+    (0..n.max(0) as usize).map(|i| name(m, adr, i)).collect()
+}
+
+fn vec3(v: &[f64], i: usize) -> DVec3 {
+    DVec3::new(v[3 * i], v[3 * i + 1], v[3 * i + 2])
+}
+
+fn fixed<const N: usize, T: Copy + Default>(v: &[T], i: usize) -> [T; N] {
+    std::array::from_fn(|k| v[N * i + k])
+}
+
+fn extract_scene(m: &mjModel) -> Result<Scene, MujocoError> {
+    let (ngeom, nbody) = (m.ngeom, m.nbody);
+    let geom_name = names(m, m.name_geomadr, ngeom);
+    let raw_type = arr(m.geom_type, ngeom);
+    let mut geom_type = Vec::with_capacity(ngeom as usize);
+    for (g, &t) in raw_type.iter().enumerate() {
+        let kind = GeomType::from_mujoco(t).ok_or_else(|| MujocoError::UnsupportedGeom {
+            geom: g,
+            name: geom_name[g].clone(),
+            kind: t,
+        })?;
+        geom_type.push(kind);
+    }
+    let size = arr(m.geom_size, 3 * ngeom);
+    let rgba = arr(m.geom_rgba, 4 * ngeom);
+    let nmat = m.nmat;
+    let mat_rgba = arr(m.mat_rgba, 4 * nmat);
+    let (emission, specular, shininess, reflectance) = (
+        arr(m.mat_emission, nmat),
+        arr(m.mat_specular, nmat),
+        arr(m.mat_shininess, nmat),
+        arr(m.mat_reflectance, nmat),
+    );
+    // mat_texid is (nmat, mjNTEXROLE); role 1 is the RGB (base colour) texture.
+    let ntexrole = 10;
+    let mat_texid_all = arr(m.mat_texid, ntexrole * nmat);
+    let ntex = m.ntex;
+    let (tex_w, tex_h) = (arr(m.tex_width, ntex), arr(m.tex_height, ntex));
+    let nlight = m.nlight;
+    let ncam = m.ncam;
+    let cutoff = arr(m.light_cutoff, nlight);
+    let exponent = arr(m.light_exponent, nlight);
+
+    let scene = Scene {
+        geom_type,
+        geom_size: (0..ngeom as usize).map(|g| vec3(size, g)).collect(),
+        geom_group: arr(m.geom_group, ngeom).to_vec(),
+        geom_bodyid: arr(m.geom_bodyid, ngeom).to_vec(),
+        geom_contype: arr(m.geom_contype, ngeom).to_vec(),
+        geom_conaffinity: arr(m.geom_conaffinity, ngeom).to_vec(),
+        geom_dataid: arr(m.geom_dataid, ngeom).to_vec(),
+        geom_matid: arr(m.geom_matid, ngeom).to_vec(),
+        geom_rgba: (0..ngeom as usize)
+            .map(|g| fixed::<4, f32>(rgba, g))
+            .collect(),
+        geom_name,
+        body_parentid: arr(m.body_parentid, nbody).to_vec(),
+        body_rootid: arr(m.body_rootid, nbody).to_vec(),
+        body_weldid: arr(m.body_weldid, nbody).to_vec(),
+        body_name: names(m, m.name_bodyadr, nbody),
+        mesh: extract_meshes(m)?,
+        hfield: extract_hfields(m)?,
+        mat_rgba: (0..nmat as usize)
+            .map(|i| fixed::<4, f32>(mat_rgba, i))
+            .collect(),
+        mat_texid: (0..nmat as usize)
+            .map(|i| mat_texid_all[ntexrole as usize * i + 1])
+            .collect(),
+        mat_texrepeat: (0..nmat as usize)
+            .map(|i| fixed::<2, f32>(arr(m.mat_texrepeat, 2 * nmat), i))
+            .collect(),
+        mat_shading: (0..nmat as usize)
+            .map(|i| [emission[i], specular[i], shininess[i], reflectance[i]])
+            .collect(),
+        mat_name: names(m, m.name_matadr, nmat),
+        tex_type: arr(m.tex_type, ntex).to_vec(),
+        tex_size: (0..ntex as usize).map(|i| [tex_w[i], tex_h[i]]).collect(),
+        tex_file: (0..ntex as usize)
+            .map(|i| path_at(m, arr(m.tex_pathadr, ntex)[i]))
+            .collect(),
+        tex_name: names(m, m.name_texadr, ntex),
+        light_bodyid: arr(m.light_bodyid, nlight).to_vec(),
+        light_type: arr(m.light_type, nlight).to_vec(),
+        light_castshadow: arr(m.light_castshadow, nlight).to_vec(),
+        light_active: arr(m.light_active, nlight).to_vec(),
+        light_diffuse: (0..nlight as usize)
+            .map(|i| fixed::<3, f32>(arr(m.light_diffuse, 3 * nlight), i))
+            .collect(),
+        light_ambient: (0..nlight as usize)
+            .map(|i| fixed::<3, f32>(arr(m.light_ambient, 3 * nlight), i))
+            .collect(),
+        light_specular: (0..nlight as usize)
+            .map(|i| fixed::<3, f32>(arr(m.light_specular, 3 * nlight), i))
+            .collect(),
+        light_attenuation: (0..nlight as usize)
+            .map(|i| fixed::<3, f32>(arr(m.light_attenuation, 3 * nlight), i))
+            .collect(),
+        light_spot: (0..nlight as usize)
+            .map(|i| [cutoff[i], exponent[i]])
+            .collect(),
+        light_name: names(m, m.name_lightadr, nlight),
+        cam_bodyid: arr(m.cam_bodyid, ncam).to_vec(),
+        cam_fovy: arr(m.cam_fovy, ncam).to_vec(),
+        cam_resolution: (0..ncam as usize)
+            .map(|i| fixed::<2, i32>(arr(m.cam_resolution, 2 * ncam), i))
+            .collect(),
+        cam_name: names(m, m.name_camadr, ncam),
+        site_bodyid: arr(m.site_bodyid, m.nsite).to_vec(),
+        site_name: names(m, m.name_siteadr, m.nsite),
+    };
+    Ok(scene)
+}
+
+fn path_at(m: &mjModel, adr: i32) -> String {
+    let paths = arr(m.paths as *const c_char, m.npaths);
+    if adr < 0 || adr as usize >= paths.len() {
+        return String::new();
+    }
+    // SAFETY: MuJoCo stores paths NUL-terminated inside `paths`.
+    unsafe { CStr::from_ptr(paths.as_ptr().add(adr as usize)) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn extract_meshes(m: &mjModel) -> Result<Vec<Mesh>, MujocoError> {
+    let nmesh = m.nmesh;
+    let (vertadr, vertnum) = (arr(m.mesh_vertadr, nmesh), arr(m.mesh_vertnum, nmesh));
+    let (faceadr, facenum) = (arr(m.mesh_faceadr, nmesh), arr(m.mesh_facenum, nmesh));
+    let (normaladr, normalnum) = (arr(m.mesh_normaladr, nmesh), arr(m.mesh_normalnum, nmesh));
+    let vert = arr(m.mesh_vert, 3 * m.nmeshvert);
+    let face = arr(m.mesh_face, 3 * m.nmeshface);
+    let normal = arr(m.mesh_normal, 3 * m.nmeshnormal);
+    let mesh_names = names(m, m.name_meshadr, nmesh);
+    (0..nmesh as usize)
+        .map(|i| {
+            let v = (0..vertnum[i] as usize)
+                .map(|k| fixed::<3, f32>(vert, vertadr[i] as usize + k))
+                .collect();
+            let f = (0..facenum[i] as usize)
+                .map(|k| fixed::<3, i32>(face, faceadr[i] as usize + k).map(|x| x as u32))
+                .collect();
+            let n = (0..normalnum[i] as usize)
+                .map(|k| fixed::<3, f32>(normal, normaladr[i] as usize + k))
+                .collect();
+            Ok(Mesh::new(mesh_names[i].clone(), v, f, n)?)
+        })
+        .collect()
+}
+
+fn extract_hfields(m: &mjModel) -> Result<Vec<Hfield>, MujocoError> {
+    let n = m.nhfield;
+    let (nrow, ncol, adr) = (
+        arr(m.hfield_nrow, n),
+        arr(m.hfield_ncol, n),
+        arr(m.hfield_adr, n),
+    );
+    let size = arr(m.hfield_size, 4 * n);
+    let data = arr(m.hfield_data, m.nhfielddata);
+    let hf_names = names(m, m.name_hfieldadr, n);
+    (0..n as usize)
+        .map(|i| {
+            let (r, c) = (nrow[i] as usize, ncol[i] as usize);
+            let start = adr[i] as usize;
+            let d = data[start..start + r * c].to_vec();
+            Ok(Hfield::new(
+                hf_names[i].clone(),
+                r,
+                c,
+                fixed::<4, f64>(size, i),
+                d,
+            )?)
+        })
+        .collect()
+}
