@@ -16,33 +16,21 @@ pub struct Aabb {
 
 impl Aabb {
     /// The box that contains nothing; the identity of [`Aabb::union`].
-    pub const EMPTY: Aabb = Aabb {
-        min: DVec3::splat(f64::INFINITY),
-        max: DVec3::splat(f64::NEG_INFINITY),
-    };
+    pub const EMPTY: Aabb = Aabb { min: DVec3::splat(f64::INFINITY), max: DVec3::splat(f64::NEG_INFINITY) };
 
     /// A box from its center and half-extents.
     pub fn from_center_half(center: DVec3, half: DVec3) -> Self {
-        Aabb {
-            min: center - half,
-            max: center + half,
-        }
+        Aabb { min: center - half, max: center + half }
     }
 
     /// The smallest box holding `self` and `other`.
     pub fn union(&self, other: &Aabb) -> Aabb {
-        Aabb {
-            min: self.min.min(other.min),
-            max: self.max.max(other.max),
-        }
+        Aabb { min: self.min.min(other.min), max: self.max.max(other.max) }
     }
 
     /// The smallest box holding `self` and the point `p`.
     pub fn grow(&self, p: DVec3) -> Aabb {
-        Aabb {
-            min: self.min.min(p),
-            max: self.max.max(p),
-        }
+        Aabb { min: self.min.min(p), max: self.max.max(p) }
     }
 
     /// Center point.
@@ -65,10 +53,7 @@ impl Aabb {
     fn padded(&self) -> Aabb {
         let scale = self.min.abs().max(self.max.abs()).max_element();
         let eps = 1e-9 * scale + 1e-12;
-        Aabb {
-            min: self.min - DVec3::splat(eps),
-            max: self.max + DVec3::splat(eps),
-        }
+        Aabb { min: self.min - DVec3::splat(eps), max: self.max + DVec3::splat(eps) }
     }
 
     /// Entry distance of the ray `origin + t * dir`, `t` in `[0, tmax]`, or `None` on a miss.
@@ -88,13 +73,17 @@ impl Aabb {
 #[inline]
 pub fn inverse_direction(dir: DVec3) -> DVec3 {
     let inv = |d: f64| {
-        if d.abs() > 1e-300 {
-            1.0 / d
-        } else {
-            1e300_f64.copysign(d)
-        }
+        if d.abs() > 1e-300 { 1.0 / d } else { 1e300_f64.copysign(d) }
     };
     DVec3::new(inv(dir.x), inv(dir.y), inv(dir.z))
+}
+
+/// Drives [`Bvh::walk`]: decides which boxes a query enters and handles primitives.
+pub(crate) trait Visitor {
+    /// Entry distance of the query into `b`, or `None` to skip the subtree.
+    fn entry(&self, b: &Aabb) -> Option<f64>;
+    /// Handles one primitive of a visited leaf; returns true to stop the traversal.
+    fn prim(&mut self, prim: u32) -> bool;
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -124,29 +113,18 @@ impl Bvh {
     /// Builds a hierarchy over `boxes` with at most `max_leaf` primitives per leaf where a split
     /// is possible. An empty slice gives an empty hierarchy that every ray misses.
     pub fn build(boxes: &[Aabb], max_leaf: usize) -> Bvh {
-        let mut bvh = Bvh {
-            nodes: Vec::with_capacity(2 * boxes.len().max(1)),
-            prims: (0..boxes.len() as u32).collect(),
-        };
+        let mut bvh =
+            Bvh { nodes: Vec::with_capacity(2 * boxes.len().max(1)), prims: (0..boxes.len() as u32).collect() };
         if boxes.is_empty() {
             return bvh;
         }
         let centers: Vec<DVec3> = boxes.iter().map(Aabb::center).collect();
-        bvh.nodes.push(Node {
-            bounds: Aabb::EMPTY,
-            start: 0,
-            count: boxes.len() as u32,
-        });
+        bvh.nodes.push(Node { bounds: Aabb::EMPTY, start: 0, count: boxes.len() as u32 });
         let mut work = vec![(0usize, 1usize)];
         while let Some((node, depth)) = work.pop() {
-            let (start, count) = (
-                bvh.nodes[node].start as usize,
-                bvh.nodes[node].count as usize,
-            );
+            let (start, count) = (bvh.nodes[node].start as usize, bvh.nodes[node].count as usize);
             let range = start..start + count;
-            let bounds = bvh.prims[range.clone()]
-                .iter()
-                .fold(Aabb::EMPTY, |b, &p| b.union(&boxes[p as usize]));
+            let bounds = bvh.prims[range.clone()].iter().fold(Aabb::EMPTY, |b, &p| b.union(&boxes[p as usize]));
             bvh.nodes[node].bounds = bounds.padded();
             if count <= 1 {
                 continue;
@@ -161,21 +139,9 @@ impl Bvh {
                 continue;
             };
             let left = bvh.nodes.len();
-            bvh.nodes.push(Node {
-                bounds: Aabb::EMPTY,
-                start: start as u32,
-                count: mid as u32,
-            });
-            bvh.nodes.push(Node {
-                bounds: Aabb::EMPTY,
-                start: (start + mid) as u32,
-                count: (count - mid) as u32,
-            });
-            bvh.nodes[node] = Node {
-                bounds: bvh.nodes[node].bounds,
-                start: left as u32,
-                count: 0,
-            };
+            bvh.nodes.push(Node { bounds: Aabb::EMPTY, start: start as u32, count: mid as u32 });
+            bvh.nodes.push(Node { bounds: Aabb::EMPTY, start: (start + mid) as u32, count: (count - mid) as u32 });
+            bvh.nodes[node] = Node { bounds: bvh.nodes[node].bounds, start: left as u32, count: 0 };
             work.push((left, depth + 1));
             work.push((left + 1, depth + 1));
         }
@@ -191,10 +157,7 @@ impl Bvh {
             let node = self.nodes[i];
             let bounds = if node.count > 0 {
                 let range = node.start as usize..(node.start + node.count) as usize;
-                self.prims[range]
-                    .iter()
-                    .fold(Aabb::EMPTY, |b, &p| b.union(&boxes[p as usize]))
-                    .padded()
+                self.prims[range].iter().fold(Aabb::EMPTY, |b, &p| b.union(&boxes[p as usize])).padded()
             } else {
                 let (l, r) = (node.start as usize, node.start as usize + 1);
                 self.nodes[l].bounds.union(&self.nodes[r].bounds)
@@ -245,10 +208,7 @@ impl Bvh {
                 }
             } else {
                 for c in [node.start as usize, node.start as usize + 1] {
-                    if c <= i
-                        || c >= self.nodes.len()
-                        || !node.bounds.contains(&self.nodes[c].bounds)
-                    {
+                    if c <= i || c >= self.nodes.len() || !node.bounds.contains(&self.nodes[c].bounds) {
                         return Err(format!("node {i} does not contain child {c}"));
                     }
                 }
@@ -261,51 +221,60 @@ impl Bvh {
     /// primitives; `hit` returns the primitive's distance when it is closer than (or ties with)
     /// `tmax`, which then shrinks. Returns the final `tmax`.
     #[inline]
-    pub fn closest(
-        &self,
-        origin: DVec3,
-        inv_dir: DVec3,
-        mut tmax: f64,
-        mut hit: impl FnMut(u32, f64) -> Option<f64>,
-    ) -> f64 {
-        self.walk(origin, inv_dir, &mut tmax, |prim, tmax| {
-            if let Some(t) = hit(prim, *tmax) {
-                *tmax = t;
+    pub fn closest(&self, origin: DVec3, inv_dir: DVec3, tmax: f64, hit: impl FnMut(u32, f64) -> Option<f64>) -> f64 {
+        struct Closest<F> {
+            origin: DVec3,
+            inv_dir: DVec3,
+            tmax: f64,
+            hit: F,
+        }
+        impl<F: FnMut(u32, f64) -> Option<f64>> Visitor for Closest<F> {
+            #[inline(always)]
+            fn entry(&self, b: &Aabb) -> Option<f64> {
+                b.ray_entry(self.origin, self.inv_dir, self.tmax)
             }
-            false
-        });
-        tmax
+            #[inline(always)]
+            fn prim(&mut self, prim: u32) -> bool {
+                if let Some(t) = (self.hit)(prim, self.tmax) {
+                    self.tmax = t;
+                }
+                false
+            }
+        }
+        let mut v = Closest { origin, inv_dir, tmax, hit };
+        self.walk(&mut v);
+        v.tmax
     }
 
     /// Whether `hit(prim)` is true for any primitive whose box the ray segment `[0, tmax]`
     /// crosses; stops at the first.
     #[inline]
-    pub fn any(
-        &self,
-        origin: DVec3,
-        inv_dir: DVec3,
-        tmax: f64,
-        mut hit: impl FnMut(u32) -> bool,
-    ) -> bool {
-        let mut tmax = tmax;
-        self.walk(origin, inv_dir, &mut tmax, |prim, _| hit(prim))
+    pub fn any(&self, origin: DVec3, inv_dir: DVec3, tmax: f64, hit: impl FnMut(u32) -> bool) -> bool {
+        struct Any<F> {
+            origin: DVec3,
+            inv_dir: DVec3,
+            tmax: f64,
+            hit: F,
+        }
+        impl<F: FnMut(u32) -> bool> Visitor for Any<F> {
+            #[inline(always)]
+            fn entry(&self, b: &Aabb) -> Option<f64> {
+                b.ray_entry(self.origin, self.inv_dir, self.tmax)
+            }
+            #[inline(always)]
+            fn prim(&mut self, prim: u32) -> bool {
+                (self.hit)(prim)
+            }
+        }
+        self.walk(&mut Any { origin, inv_dir, tmax, hit })
     }
 
-    /// Front-to-back traversal; `visit` returns true to stop.
+    /// Front-to-back traversal driven by `v`: subtrees whose box `v.entry` rejects are
+    /// skipped, nearer children are visited first, and `v.prim` returns true to stop.
+    /// Returns whether it stopped early.
     #[inline(always)]
-    fn walk(
-        &self,
-        origin: DVec3,
-        inv_dir: DVec3,
-        tmax: &mut f64,
-        mut visit: impl FnMut(u32, &mut f64) -> bool,
-    ) -> bool {
-        if self.nodes.is_empty()
-            || self.nodes[0]
-                .bounds
-                .ray_entry(origin, inv_dir, *tmax)
-                .is_none()
-        {
+    pub(crate) fn walk(&self, v: &mut impl Visitor) -> bool {
+        if self.nodes.is_empty() || v.entry(&self.nodes[0].bounds).is_none() {
             return false;
         }
         let mut stack = [0u32; STACK];
@@ -315,19 +284,15 @@ impl Bvh {
             let node = &self.nodes[stack[top] as usize];
             if node.count > 0 {
                 for &p in &self.prims[node.start as usize..(node.start + node.count) as usize] {
-                    if visit(p, tmax) {
+                    if v.prim(p) {
                         return true;
                     }
                 }
                 continue;
             }
             let (l, r) = (node.start, node.start + 1);
-            let tl = self.nodes[l as usize]
-                .bounds
-                .ray_entry(origin, inv_dir, *tmax);
-            let tr = self.nodes[r as usize]
-                .bounds
-                .ray_entry(origin, inv_dir, *tmax);
+            let tl = v.entry(&self.nodes[l as usize].bounds);
+            let tr = v.entry(&self.nodes[r as usize].bounds);
             match (tl, tr) {
                 (Some(a), Some(b)) => {
                     let (near, far) = if a <= b { (l, r) } else { (r, l) };
@@ -345,8 +310,6 @@ impl Bvh {
                 }
                 (None, None) => {}
             }
-            // A tree deeper than the stack is impossible: builds split at the median at worst.
-            debug_assert!(top < STACK - 1);
         }
         false
     }
@@ -355,32 +318,16 @@ impl Bvh {
     pub fn depth(&self) -> usize {
         fn go(nodes: &[Node], i: usize) -> usize {
             let n = nodes[i];
-            if n.count > 0 {
-                1
-            } else {
-                1 + go(nodes, n.start as usize).max(go(nodes, n.start as usize + 1))
-            }
+            if n.count > 0 { 1 } else { 1 + go(nodes, n.start as usize).max(go(nodes, n.start as usize + 1)) }
         }
-        if self.nodes.is_empty() {
-            0
-        } else {
-            go(&self.nodes, 0)
-        }
+        if self.nodes.is_empty() { 0 } else { go(&self.nodes, 0) }
     }
 }
 
 /// Splits `prims` in place along the best binned-SAH plane; returns the size of the left part,
 /// or `None` when a leaf is cheaper (or no split separates the centers).
-fn split(
-    prims: &mut [u32],
-    boxes: &[Aabb],
-    centers: &[DVec3],
-    bounds: &Aabb,
-    max_leaf: usize,
-) -> Option<usize> {
-    let cb = prims
-        .iter()
-        .fold(Aabb::EMPTY, |b, &p| b.grow(centers[p as usize]));
+fn split(prims: &mut [u32], boxes: &[Aabb], centers: &[DVec3], bounds: &Aabb, max_leaf: usize) -> Option<usize> {
+    let cb = prims.iter().fold(Aabb::EMPTY, |b, &p| b.grow(centers[p as usize]));
     let extent = cb.max - cb.min;
     let axis = if extent.x >= extent.y && extent.x >= extent.z {
         0
@@ -393,8 +340,7 @@ fn split(
     if span <= 0.0 {
         return None;
     }
-    let bin_of =
-        |p: u32| (((centers[p as usize][axis] - lo) / span * BINS as f64) as usize).min(BINS - 1);
+    let bin_of = |p: u32| (((centers[p as usize][axis] - lo) / span * BINS as f64) as usize).min(BINS - 1);
     let mut bin_box = [Aabb::EMPTY; BINS];
     let mut bin_n = [0usize; BINS];
     for &p in prims.iter() {
@@ -427,9 +373,7 @@ fn split(
         }
     }
     let leaf_cost = bounds.half_area() * prims.len() as f64;
-    if !best_cost.is_finite()
-        || (prims.len() <= max_leaf && best_cost + bounds.half_area() >= leaf_cost)
-    {
+    if !best_cost.is_finite() || (prims.len() <= max_leaf && best_cost + bounds.half_area() >= leaf_cost) {
         return None;
     }
     let mut mid = 0;
@@ -444,9 +388,7 @@ fn split(
 
 /// Splits `prims` at the median center along the axis of largest center spread.
 fn split_median(prims: &mut [u32], centers: &[DVec3]) -> Option<usize> {
-    let cb = prims
-        .iter()
-        .fold(Aabb::EMPTY, |b, &p| b.grow(centers[p as usize]));
+    let cb = prims.iter().fold(Aabb::EMPTY, |b, &p| b.grow(centers[p as usize]));
     let e = cb.max - cb.min;
     let axis = if e.x >= e.y && e.x >= e.z {
         0
@@ -456,9 +398,7 @@ fn split_median(prims: &mut [u32], centers: &[DVec3]) -> Option<usize> {
         2
     };
     let mid = prims.len() / 2;
-    prims.select_nth_unstable_by(mid, |&a, &b| {
-        centers[a as usize][axis].total_cmp(&centers[b as usize][axis])
-    });
+    prims.select_nth_unstable_by(mid, |&a, &b| centers[a as usize][axis].total_cmp(&centers[b as usize][axis]));
     Some(mid)
 }
 

@@ -29,42 +29,20 @@ pub struct Hfield {
 impl Hfield {
     /// Builds the height field and its cell BVH; fails when the grid is smaller than 2×2, the
     /// data does not have `nrow * ncol` values, or a size is not positive.
-    pub fn new(
-        name: String,
-        nrow: usize,
-        ncol: usize,
-        size: [f64; 4],
-        data: Vec<f32>,
-    ) -> Result<Hfield, CoreError> {
-        let bad = |reason: String| CoreError::BadShape {
-            kind: "height field",
-            name: name.clone(),
-            reason,
-        };
+    pub fn new(name: String, nrow: usize, ncol: usize, size: [f64; 4], data: Vec<f32>) -> Result<Hfield, CoreError> {
+        let bad = |reason: String| CoreError::BadShape { kind: "height field", name: name.clone(), reason };
         if nrow < 2 || ncol < 2 {
-            return Err(bad(format!(
-                "its grid is {nrow}×{ncol}; it needs at least 2×2"
-            )));
+            return Err(bad(format!("its grid is {nrow}×{ncol}; it needs at least 2×2")));
         }
         if data.len() != nrow * ncol {
-            return Err(bad(format!(
-                "it has {} elevations for a {nrow}×{ncol} grid",
-                data.len()
-            )));
+            return Err(bad(format!("it has {} elevations for a {nrow}×{ncol} grid", data.len())));
         }
         if size.iter().any(|s| !s.is_finite() || *s < 0.0) || size[0] <= 0.0 || size[1] <= 0.0 {
             return Err(bad(format!("its size {size:?} must be positive")));
         }
-        let (dx, dy) = (
-            2.0 * size[0] / (ncol - 1) as f64,
-            2.0 * size[1] / (nrow - 1) as f64,
-        );
+        let (dx, dy) = (2.0 * size[0] / (ncol - 1) as f64, 2.0 * size[1] / (nrow - 1) as f64);
         let vertex = |r: usize, c: usize| {
-            DVec3::new(
-                dx * c as f64 - size[0],
-                dy * r as f64 - size[1],
-                data[r * ncol + c] as f64 * size[2],
-            )
+            DVec3::new(dx * c as f64 - size[0], dy * r as f64 - size[1], data[r * ncol + c] as f64 * size[2])
         };
         let mut tris = Vec::with_capacity(2 * (nrow - 1) * (ncol - 1));
         for r in 0..nrow - 1 {
@@ -74,23 +52,13 @@ impl Hfield {
                 tris.push([vertex(r, c), vertex(r + 1, c + 1), vertex(r + 1, c)]);
             }
         }
-        Ok(Hfield {
-            name,
-            nrow,
-            ncol,
-            size,
-            data,
-            surface: TriangleSet::new(tris),
-        })
+        Ok(Hfield { name, nrow, ncol, size, data, surface: TriangleSet::new(tris) })
     }
 
     /// Bounds in the geom frame: from `-base_z` to `elevation_z`.
     pub fn bounds(&self) -> Aabb {
         let s = self.size;
-        Aabb {
-            min: DVec3::new(-s[0], -s[1], -s[3]),
-            max: DVec3::new(s[0], s[1], s[2]),
-        }
+        Aabb { min: DVec3::new(-s[0], -s[1], -s[3]), max: DVec3::new(s[0], s[1], s[2]) }
     }
 
     fn elevation(&self, r: usize, c: usize) -> f64 {
@@ -101,8 +69,7 @@ impl Hfield {
     pub(crate) fn intersect_local(&self, o: DVec3, d: DVec3, tmax: f64) -> Option<LocalHit> {
         let s = self.size;
         let base_half = DVec3::new(s[0], s[1], 0.5 * s[3]);
-        let mut best =
-            box_local(base_half, o - DVec3::new(0.0, 0.0, -0.5 * s[3]), d).filter(|h| h.0 <= tmax);
+        let mut best = box_local(base_half, o - DVec3::new(0.0, 0.0, -0.5 * s[3]), d).filter(|h| h.0 <= tmax);
         let top_half = DVec3::new(s[0], s[1], 0.5 * s[2]);
         let top = box_faces(top_half, o - DVec3::new(0.0, 0.0, 0.5 * s[2]), d);
         if top.iter().all(|&t| t < 0.0) {
@@ -115,11 +82,7 @@ impl Hfield {
             }
         }
         for (face, &t) in top.iter().enumerate().take(4) {
-            if t >= 0.0
-                && t <= tmax
-                && best.is_none_or(|h| t < h.0)
-                && self.below_profile(face, o + t * d)
-            {
+            if t >= 0.0 && t <= tmax && best.is_none_or(|h| t < h.0) && self.below_profile(face, o + t * d) {
                 let mut n = DVec3::ZERO;
                 n[face / 2] = if face % 2 == 0 { -1.0 } else { 1.0 };
                 best = Some((t, n));
@@ -132,10 +95,7 @@ impl Hfield {
     /// surface profile along that wall.
     fn below_profile(&self, face: usize, p: DVec3) -> bool {
         let s = self.size;
-        let (dx, dy) = (
-            2.0 * s[0] / (self.ncol - 1) as f64,
-            2.0 * s[1] / (self.nrow - 1) as f64,
-        );
+        let (dx, dy) = (2.0 * s[0] / (self.ncol - 1) as f64, 2.0 * s[1] / (self.nrow - 1) as f64);
         let z = p.z / s[2];
         let (y, y0, z0, z1);
         if face < 2 {

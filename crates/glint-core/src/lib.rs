@@ -10,6 +10,7 @@ mod error;
 mod geom;
 mod hfield;
 mod mesh;
+mod packet;
 mod poses;
 mod primitives;
 mod raycast;

@@ -4,7 +4,8 @@
 use glam::DVec3;
 
 use crate::CoreError;
-use crate::bvh::{Aabb, Bvh, inverse_direction};
+use crate::bvh::{Aabb, Bvh, Visitor, inverse_direction};
+use crate::packet::{PACKET, Packet};
 use crate::primitives::MINVAL;
 
 /// One triangle, stored for the ray test: a vertex, two edges from it, and the unnormalized
@@ -20,12 +21,7 @@ struct Triangle {
 impl Triangle {
     fn new([a, b, c]: [DVec3; 3]) -> Self {
         let (e1, e2) = (b - a, c - a);
-        Triangle {
-            v0: a,
-            e1,
-            e2,
-            n: e1.cross(e2),
-        }
+        Triangle { v0: a, e1, e2, n: e1.cross(e2) }
     }
 
     /// Two-sided ray test (Möller–Trumbore) with inclusive edges, as MuJoCo's `ray_triangle`.
@@ -63,23 +59,12 @@ pub(crate) struct TriangleSet {
 
 impl TriangleSet {
     pub(crate) fn new(tris: Vec<[DVec3; 3]>) -> Self {
-        let boxes: Vec<Aabb> = tris
-            .iter()
-            .map(|t| Aabb::EMPTY.grow(t[0]).grow(t[1]).grow(t[2]))
-            .collect();
+        let boxes: Vec<Aabb> = tris.iter().map(|t| Aabb::EMPTY.grow(t[0]).grow(t[1]).grow(t[2])).collect();
         let bounds = boxes.iter().fold(Aabb::EMPTY, |a, b| a.union(b));
         let mut bvh = Bvh::build(&boxes, 4);
         let source = bvh.take_order();
-        let tris = source
-            .iter()
-            .map(|&i| Triangle::new(tris[i as usize]))
-            .collect();
-        TriangleSet {
-            bvh,
-            tris,
-            source,
-            bounds,
-        }
+        let tris = source.iter().map(|&i| Triangle::new(tris[i as usize])).collect();
+        TriangleSet { bvh, tris, source, bounds }
     }
 
     /// Local-frame bounds of all triangles.
@@ -95,10 +80,8 @@ impl TriangleSet {
         self.bvh.closest(o, inverse_direction(d), tmax, |i, tmax| {
             let t = self.tris[i as usize].intersect(o, d)?;
             // Equal distances go to the lower source index, as a linear scan would.
-            let better = t < tmax
-                || best.is_none_or(|(bt, bi)| {
-                    t == bt && self.source[i as usize] < self.source[bi as usize]
-                });
+            let better =
+                t < tmax || best.is_none_or(|(bt, bi)| t == bt && self.source[i as usize] < self.source[bi as usize]);
             if !better || t > tmax {
                 return None;
             }
@@ -108,14 +91,52 @@ impl TriangleSet {
         best.map(|(t, i)| (t, self.tris[i as usize].n, self.source[i as usize]))
     }
 
+    /// Nearest hit of every ray of a packet with `t <= tmax[r]`, as [`TriangleSet::closest`].
+    #[inline]
+    pub(crate) fn closest_packet(&self, p: &Packet, tmax: &[f64; PACKET]) -> [Option<(f64, DVec3, u32)>; PACKET] {
+        struct Walk<'a> {
+            set: &'a TriangleSet,
+            p: &'a Packet,
+            tmax: [f64; PACKET],
+            best: [Option<u32>; PACKET],
+            packet_tmax: f64,
+        }
+        impl Visitor for Walk<'_> {
+            #[inline(always)]
+            fn entry(&self, b: &Aabb) -> Option<f64> {
+                self.p.entry(b, self.packet_tmax)
+            }
+            #[inline(always)]
+            fn prim(&mut self, i: u32) -> bool {
+                let tri = &self.set.tris[i as usize];
+                let mut changed = false;
+                for r in 0..self.p.n {
+                    let Some(t) = tri.intersect(self.p.o, self.p.d[r]) else { continue };
+                    let tie_wins =
+                        || self.best[r].is_none_or(|b| self.set.source[i as usize] < self.set.source[b as usize]);
+                    if t < self.tmax[r] || (t == self.tmax[r] && tie_wins()) {
+                        self.tmax[r] = t;
+                        self.best[r] = Some(i);
+                        changed = true;
+                    }
+                }
+                if changed {
+                    self.packet_tmax = self.tmax[..self.p.n].iter().fold(0.0f64, |a, &b| a.max(b));
+                }
+                false
+            }
+        }
+        let packet_tmax = tmax[..p.n].iter().fold(0.0f64, |a, &b| a.max(b));
+        let mut walk = Walk { set: self, p, tmax: *tmax, best: [None; PACKET], packet_tmax };
+        self.bvh.walk(&mut walk);
+        std::array::from_fn(|r| walk.best[r].map(|i| (walk.tmax[r], self.tris[i as usize].n, self.source[i as usize])))
+    }
+
     /// Whether any triangle is hit with `t <= tmax`.
     #[inline]
     pub(crate) fn any(&self, o: DVec3, d: DVec3, tmax: f64) -> bool {
-        self.bvh.any(o, inverse_direction(d), tmax, |i| {
-            self.tris[i as usize]
-                .intersect(o, d)
-                .is_some_and(|t| t <= tmax)
-        })
+        self.bvh
+            .any(o, inverse_direction(d), tmax, |i| self.tris[i as usize].intersect(o, d).is_some_and(|t| t <= tmax))
     }
 
     /// Number of triangles.
@@ -153,37 +174,19 @@ impl Mesh {
         face: Vec<[u32; 3]>,
         normal: Vec<[f32; 3]>,
     ) -> Result<Mesh, CoreError> {
-        let bad = |reason: String| CoreError::BadShape {
-            kind: "mesh",
-            name: name.clone(),
-            reason,
-        };
+        let bad = |reason: String| CoreError::BadShape { kind: "mesh", name: name.clone(), reason };
         if face.is_empty() {
             return Err(bad("it has no faces".into()));
         }
-        if let Some((i, f)) = face
-            .iter()
-            .enumerate()
-            .find(|(_, f)| f.iter().any(|&v| v as usize >= vert.len()))
-        {
-            return Err(bad(format!(
-                "face {i} uses vertex {:?} but the mesh has {} vertices",
-                f,
-                vert.len()
-            )));
+        if let Some((i, f)) = face.iter().enumerate().find(|(_, f)| f.iter().any(|&v| v as usize >= vert.len())) {
+            return Err(bad(format!("face {i} uses vertex {:?} but the mesh has {} vertices", f, vert.len())));
         }
         if vert.iter().flatten().any(|x| !x.is_finite()) {
             return Err(bad("a vertex is not finite".into()));
         }
         let v = |i: u32| DVec3::from(vert[i as usize].map(f64::from));
         let tris = TriangleSet::new(face.iter().map(|f| [v(f[0]), v(f[1]), v(f[2])]).collect());
-        Ok(Mesh {
-            name,
-            vert,
-            face,
-            normal,
-            tris,
-        })
+        Ok(Mesh { name, vert, face, normal, tris })
     }
 
     /// Bounds of the mesh in its own (the geom's) frame.
@@ -199,9 +202,7 @@ impl Mesh {
     /// Nearest hit of a local-frame ray with `t <= tmax`: distance, unit normal (following
     /// the face winding) and face index.
     pub fn intersect_local(&self, o: DVec3, d: DVec3, tmax: f64) -> Option<(f64, DVec3, usize)> {
-        self.tris
-            .closest(o, d, tmax)
-            .map(|(t, n, f)| (t, n.normalize(), f as usize))
+        self.tris.closest(o, d, tmax).map(|(t, n, f)| (t, n.normalize(), f as usize))
     }
 
     pub(crate) fn triangles(&self) -> &TriangleSet {

@@ -35,9 +35,7 @@ pub struct Poses {
 
 /// Converts MuJoCo's row-major 3×3 `xmat` into a matrix whose columns are the local axes.
 pub fn mat_from_mujoco(xmat: &[f64]) -> DMat3 {
-    DMat3::from_cols_array(&[
-        xmat[0], xmat[3], xmat[6], xmat[1], xmat[4], xmat[7], xmat[2], xmat[5], xmat[8],
-    ])
+    DMat3::from_cols_array(&[xmat[0], xmat[3], xmat[6], xmat[1], xmat[4], xmat[7], xmat[2], xmat[5], xmat[8]])
 }
 
 impl Poses {
@@ -68,22 +66,12 @@ impl Poses {
     /// Geom positions and orientations of world `w`.
     pub fn geoms(&self, w: usize) -> (&[DVec3], &[DMat3]) {
         let n = self.ngeom();
-        (
-            &self.geom_xpos[w * n..(w + 1) * n],
-            &self.geom_xmat[w * n..(w + 1) * n],
-        )
+        (&self.geom_xpos[w * n..(w + 1) * n], &self.geom_xmat[w * n..(w + 1) * n])
     }
 
     /// Checks that world `w` exists.
     pub fn check_world(&self, w: usize) -> Result<(), CoreError> {
-        if w < self.nworld {
-            Ok(())
-        } else {
-            Err(CoreError::NoSuchWorld {
-                world: w,
-                nworld: self.nworld,
-            })
-        }
+        if w < self.nworld { Ok(()) } else { Err(CoreError::NoSuchWorld { world: w, nworld: self.nworld }) }
     }
 
     /// Position and orientation of site `s` in world `w`.

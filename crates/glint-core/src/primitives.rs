@@ -76,18 +76,9 @@ pub fn intersect_primitive(
 
 /// Sphere in the world frame (MuJoCo does not rotate into the local frame for spheres).
 #[inline]
-pub(crate) fn sphere(
-    center: DVec3,
-    radius_sqr: f64,
-    pnt: DVec3,
-    vec: DVec3,
-) -> Option<(f64, DVec3)> {
+pub(crate) fn sphere(center: DVec3, radius_sqr: f64, pnt: DVec3, vec: DVec3) -> Option<(f64, DVec3)> {
     let dif = pnt - center;
-    let t = first_nonneg(quad_roots(
-        vec.dot(vec),
-        vec.dot(dif),
-        dif.dot(dif) - radius_sqr,
-    )?)?;
+    let t = first_nonneg(quad_roots(vec.dot(vec), vec.dot(dif), dif.dot(dif) - radius_sqr)?)?;
     Some((t, (dif + t * vec).normalize()))
 }
 

@@ -6,7 +6,8 @@
 use glam::{DMat3, DVec3};
 use rayon::prelude::*;
 
-use crate::bvh::{Aabb, Bvh, inverse_direction};
+use crate::bvh::{Aabb, Bvh, Visitor, inverse_direction};
+use crate::packet::{PACKET, Packet};
 use crate::primitives::{self, MINVAL, to_local};
 use crate::{CoreError, GeomType, Poses, Scene};
 
@@ -25,20 +26,14 @@ pub struct RayFilter {
 
 impl Default for RayFilter {
     fn default() -> Self {
-        RayFilter {
-            geomgroup: None,
-            flg_static: true,
-        }
+        RayFilter { geomgroup: None, flg_static: true }
     }
 }
 
 impl RayFilter {
     /// A filter from a bit mask over the six groups (bit `i` includes group `i`).
     pub fn from_group_mask(mask: u8, flg_static: bool) -> Self {
-        RayFilter {
-            geomgroup: Some(std::array::from_fn(|i| mask & (1 << i) != 0)),
-            flg_static,
-        }
+        RayFilter { geomgroup: Some(std::array::from_fn(|i| mask & (1 << i) != 0)), flg_static }
     }
 }
 
@@ -66,13 +61,7 @@ impl RayBatch<'_> {
         }
     }
 
-    fn check_shape(
-        &self,
-        field: &'static str,
-        len: usize,
-        nworld: usize,
-        allow_empty: bool,
-    ) -> Result<(), CoreError> {
+    fn check_shape(&self, field: &'static str, len: usize, nworld: usize, allow_empty: bool) -> Result<(), CoreError> {
         let n = self.nray;
         if (allow_empty && len == 0) || len == 1 || len == n || len == n * nworld {
             return Ok(());
@@ -80,10 +69,7 @@ impl RayBatch<'_> {
         Err(CoreError::Shape {
             field,
             len,
-            expected: format!(
-                "it must hold 1, {n} (nray) or {} (nworld × nray) entries",
-                n * nworld
-            ),
+            expected: format!("it must hold 1, {n} (nray) or {} (nworld × nray) entries", n * nworld),
         })
     }
 
@@ -94,26 +80,11 @@ impl RayBatch<'_> {
         self.check_shape("pnt", self.pnt.len(), nworld, false)?;
         self.check_shape("vec", self.vec.len(), nworld, false)?;
         self.check_shape("bodyexclude", self.bodyexclude.len(), nworld, true)?;
-        if let Some((index, v)) = self
-            .vec
-            .iter()
-            .enumerate()
-            .find(|(_, v)| !v.is_finite() || v.length() < MINVAL)
-        {
-            return Err(CoreError::BadDirection {
-                index,
-                x: v.x,
-                y: v.y,
-                z: v.z,
-            });
+        if let Some((index, v)) = self.vec.iter().enumerate().find(|(_, v)| !v.is_finite() || v.length() < MINVAL) {
+            return Err(CoreError::BadDirection { index, x: v.x, y: v.y, z: v.z });
         }
         if let Some((index, p)) = self.pnt.iter().enumerate().find(|(_, p)| !p.is_finite()) {
-            return Err(CoreError::BadOrigin {
-                index,
-                x: p.x,
-                y: p.y,
-                z: p.z,
-            });
+            return Err(CoreError::BadOrigin { index, x: p.x, y: p.y, z: p.z });
         }
         Ok(())
     }
@@ -133,11 +104,7 @@ pub struct RayHit {
 
 impl RayHit {
     /// The answer for a ray that hits nothing.
-    pub const MISS: RayHit = RayHit {
-        dist: -1.0,
-        geomid: -1,
-        normal: DVec3::ZERO,
-    };
+    pub const MISS: RayHit = RayHit { dist: -1.0, geomid: -1, normal: DVec3::ZERO };
 }
 
 /// Answers for a batch, each array shaped `(nworld, nray)`.
@@ -162,6 +129,8 @@ pub struct RayCaster {
     local_bounds: Vec<Aabb>,
     /// One top-level BVH per world.
     tlas: Vec<Bvh>,
+    /// World bounds of the top-level geoms, shape `(nworld, ntlas)`.
+    tlas_boxes: Vec<Vec<Aabb>>,
 }
 
 const CHUNK: usize = 256;
@@ -189,12 +158,7 @@ impl RayCaster {
                 }
             }
         }
-        let mut caster = RayCaster {
-            planes,
-            tlas_geoms,
-            local_bounds,
-            tlas: Vec::new(),
-        };
+        let mut caster = RayCaster { planes, tlas_geoms, local_bounds, tlas: Vec::new(), tlas_boxes: Vec::new() };
         caster.rebuild(poses);
         caster
     }
@@ -216,10 +180,8 @@ impl RayCaster {
     /// Rebuilds every world's top level from scratch (use after large motions, or when the
     /// number of worlds changes).
     pub fn rebuild(&mut self, poses: &Poses) {
-        self.tlas = (0..poses.nworld)
-            .into_par_iter()
-            .map(|w| Bvh::build(&self.boxes(poses, w), 2))
-            .collect();
+        self.tlas_boxes = (0..poses.nworld).into_par_iter().map(|w| self.boxes(poses, w)).collect();
+        self.tlas = self.tlas_boxes.par_iter().map(|b| Bvh::build(b, 2)).collect();
     }
 
     /// Refits every world's top level to new poses (as MuJoCo Warp's `refit_bvh`), in parallel.
@@ -227,21 +189,15 @@ impl RayCaster {
         if self.tlas.len() != poses.nworld {
             return self.rebuild(poses);
         }
-        let this = &*self;
-        let boxes: Vec<Vec<Aabb>> = (0..poses.nworld)
-            .into_par_iter()
-            .map(|w| this.boxes(poses, w))
-            .collect();
-        self.tlas
-            .par_iter_mut()
-            .zip(boxes)
-            .for_each(|(bvh, b)| bvh.refit(&b));
+        let (geoms, local) = (&self.tlas_geoms, &self.local_bounds);
+        self.tlas.par_iter_mut().zip(self.tlas_boxes.par_iter_mut()).enumerate().for_each(|(w, (bvh, boxes))| {
+            refit_world(geoms, local, poses, w, boxes, bvh);
+        });
     }
 
     /// Refits world `w` only.
     pub fn refit_world(&mut self, poses: &Poses, w: usize) {
-        let boxes = self.boxes(poses, w);
-        self.tlas[w].refit(&boxes);
+        refit_world(&self.tlas_geoms, &self.local_bounds, poses, w, &mut self.tlas_boxes[w], &mut self.tlas[w]);
     }
 
     /// The top-level BVH of world `w` and its geom ids per primitive (for tests and stats).
@@ -254,9 +210,8 @@ impl RayCaster {
         (0..scene.ngeom())
             .map(|g| {
                 let body = scene.geom_bodyid[g] as usize;
-                let group_ok = filter
-                    .geomgroup
-                    .is_none_or(|gg| gg[scene.geom_group[g].clamp(0, NGROUP as i32 - 1) as usize]);
+                let group_ok =
+                    filter.geomgroup.is_none_or(|gg| gg[scene.geom_group[g].clamp(0, NGROUP as i32 - 1) as usize]);
                 group_ok && (filter.flg_static || scene.body_weldid[body] != 0)
             })
             .collect()
@@ -312,16 +267,103 @@ impl RayCaster {
             .zip(normal.par_chunks_mut(CHUNK))
             .enumerate()
             .for_each(|(chunk, ((dist, geomid), normal))| {
-                for k in 0..dist.len() {
+                let mut k = 0;
+                while k < dist.len() {
                     let idx = chunk * CHUNK + k;
                     let (w, i) = (idx / nray, idx % nray);
-                    let hit = self.cast(scene, poses, w, &eligible, batch, i);
-                    dist[k] = hit.dist;
-                    geomid[k] = hit.geomid;
-                    normal[k] = hit.normal;
+                    let run = PACKET.min(dist.len() - k).min(nray - i);
+                    let hits = self.cast_run(scene, poses, w, &eligible, batch, i, run);
+                    for (r, hit) in hits[..run].iter().enumerate() {
+                        dist[k + r] = hit.dist;
+                        geomid[k + r] = hit.geomid;
+                        normal[k + r] = hit.normal;
+                    }
+                    k += run;
                 }
             });
         Ok(())
+    }
+
+    /// Casts rays `i..i + run` of world `w` (`run <= PACKET`), as one packet when they share
+    /// an origin and body exclusion and their directions share signs, else one by one.
+    #[allow(clippy::too_many_arguments)]
+    fn cast_run(
+        &self,
+        scene: &Scene,
+        poses: &Poses,
+        w: usize,
+        eligible: &[bool],
+        batch: &RayBatch,
+        i: usize,
+        run: usize,
+    ) -> [RayHit; PACKET] {
+        let mut hits = [RayHit::MISS; PACKET];
+        let nray = batch.nray;
+        let o = RayBatch::pick(batch.pnt, nray, w, i);
+        let exclude =
+            |k: usize| if batch.bodyexclude.is_empty() { -1 } else { RayBatch::pick(batch.bodyexclude, nray, w, k) };
+        let shared =
+            run > 1 && (i..i + run).all(|k| RayBatch::pick(batch.pnt, nray, w, k) == o && exclude(k) == exclude(i));
+        let packet = if shared {
+            let dirs: [DVec3; PACKET] =
+                std::array::from_fn(|r| if r < run { RayBatch::pick(batch.vec, nray, w, i + r) } else { DVec3::X });
+            Packet::new(o, &dirs[..run])
+        } else {
+            None
+        };
+        match packet {
+            Some(p) => {
+                let best = self.cast_packet(scene, poses, w, eligible, exclude(i), &p);
+                for r in 0..run {
+                    hits[r] = best[r].hit();
+                }
+            }
+            None => {
+                for (r, hit) in hits[..run].iter_mut().enumerate() {
+                    *hit = self.cast(scene, poses, w, eligible, batch, i + r);
+                }
+            }
+        }
+        hits
+    }
+
+    /// Closest hits of a packet of rays in world `w`.
+    fn cast_packet(
+        &self,
+        scene: &Scene,
+        poses: &Poses,
+        w: usize,
+        eligible: &[bool],
+        exclude: i32,
+        p: &Packet,
+    ) -> [Best; PACKET] {
+        let (xpos, xmat) = poses.geoms(w);
+        let mut best = [Best::NONE; PACKET];
+        for &g in &self.planes {
+            let g = g as usize;
+            if eligible[g] && scene.geom_bodyid[g] != exclude {
+                for r in 0..p.n {
+                    if let Some((t, n)) = intersect_geom(scene, g, xpos[g], &xmat[g], p.o, p.d[r], f64::INFINITY) {
+                        best[r].offer(g, t, n);
+                    }
+                }
+            }
+        }
+        let mut walk = PacketWalk {
+            scene,
+            xpos,
+            xmat,
+            eligible,
+            exclude,
+            geoms: &self.tlas_geoms,
+            boxes: &self.tlas_boxes[w],
+            p,
+            best,
+            packet_tmax: 0.0,
+        };
+        walk.update_tmax();
+        self.tlas[w].walk(&mut walk);
+        walk.best
     }
 
     /// Allocating wrapper of [`RayCaster::rays_into`].
@@ -333,20 +375,8 @@ impl RayCaster {
         filter: &RayFilter,
     ) -> Result<RayHits, CoreError> {
         let n = poses.nworld * batch.nray;
-        let mut hits = RayHits {
-            dist: vec![0.0; n],
-            geomid: vec![0; n],
-            normal: vec![DVec3::ZERO; n],
-        };
-        self.rays_into(
-            scene,
-            poses,
-            batch,
-            filter,
-            &mut hits.dist,
-            &mut hits.geomid,
-            &mut hits.normal,
-        )?;
+        let mut hits = RayHits { dist: vec![0.0; n], geomid: vec![0; n], normal: vec![DVec3::ZERO; n] };
+        self.rays_into(scene, poses, batch, filter, &mut hits.dist, &mut hits.geomid, &mut hits.normal)?;
         Ok(hits)
     }
 
@@ -363,12 +393,7 @@ impl RayCaster {
         bodyexclude: i32,
     ) -> Result<RayHit, CoreError> {
         poses.check_world(w)?;
-        let batch = RayBatch {
-            nray: 1,
-            pnt: &[pnt],
-            vec: &[vec],
-            bodyexclude: &[bodyexclude],
-        };
+        let batch = RayBatch { nray: 1, pnt: &[pnt], vec: &[vec], bodyexclude: &[bodyexclude] };
         batch.validate(1)?;
         Ok(self.cast(scene, poses, w, &Self::eligible(scene, filter), &batch, 0))
     }
@@ -388,51 +413,31 @@ impl RayCaster {
         batch.check_shape("max_dist", max_dist.len(), poses.nworld, false)?;
         let eligible = Self::eligible(scene, filter);
         let nray = batch.nray;
-        out.par_chunks_mut(CHUNK)
-            .enumerate()
-            .for_each(|(chunk, out)| {
-                for (k, o) in out.iter_mut().enumerate() {
-                    let idx = chunk * CHUNK + k;
-                    let (w, i) = (idx / nray, idx % nray);
-                    let tmax = RayBatch::pick(max_dist, nray, w, i);
-                    *o = self.occluded(scene, poses, w, &eligible, batch, i, tmax);
-                }
-            });
+        out.par_chunks_mut(CHUNK).enumerate().for_each(|(chunk, out)| {
+            for (k, o) in out.iter_mut().enumerate() {
+                let idx = chunk * CHUNK + k;
+                let (w, i) = (idx / nray, idx % nray);
+                let tmax = RayBatch::pick(max_dist, nray, w, i);
+                *o = self.occluded(scene, poses, w, &eligible, batch, i, tmax);
+            }
+        });
         Ok(())
     }
 
     #[inline]
-    fn cast(
-        &self,
-        scene: &Scene,
-        poses: &Poses,
-        w: usize,
-        eligible: &[bool],
-        batch: &RayBatch,
-        i: usize,
-    ) -> RayHit {
+    fn cast(&self, scene: &Scene, poses: &Poses, w: usize, eligible: &[bool], batch: &RayBatch, i: usize) -> RayHit {
         let nray = batch.nray;
         let pnt = RayBatch::pick(batch.pnt, nray, w, i);
         let vec = RayBatch::pick(batch.vec, nray, w, i);
-        let exclude = if batch.bodyexclude.is_empty() {
-            -1
-        } else {
-            RayBatch::pick(batch.bodyexclude, nray, w, i)
-        };
+        let exclude = if batch.bodyexclude.is_empty() { -1 } else { RayBatch::pick(batch.bodyexclude, nray, w, i) };
         let (xpos, xmat) = poses.geoms(w);
         let usable = |g: usize| eligible[g] && scene.geom_bodyid[g] != exclude;
 
-        let mut best = Best {
-            t: f64::INFINITY,
-            g: -1,
-            n: DVec3::ZERO,
-        };
+        let mut best = Best { t: f64::INFINITY, g: -1, n: DVec3::ZERO };
         for &g in &self.planes {
             let g = g as usize;
             if usable(g) {
-                if let Some((t, n)) =
-                    intersect_geom(scene, g, xpos[g], &xmat[g], pnt, vec, f64::INFINITY)
-                {
+                if let Some((t, n)) = intersect_geom(scene, g, xpos[g], &xmat[g], pnt, vec, f64::INFINITY) {
                     best.offer(g, t, n);
                 }
             }
@@ -447,15 +452,7 @@ impl RayCaster {
             let (t, n) = intersect_geom(scene, g, xpos[g], &xmat[g], pnt, vec, tmax)?;
             best.offer(g, t, n).then_some(t)
         });
-        if best.g < 0 {
-            RayHit::MISS
-        } else {
-            RayHit {
-                dist: best.t,
-                geomid: best.g,
-                normal: best.n,
-            }
-        }
+        if best.g < 0 { RayHit::MISS } else { RayHit { dist: best.t, geomid: best.g, normal: best.n } }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -473,23 +470,18 @@ impl RayCaster {
         let nray = batch.nray;
         let pnt = RayBatch::pick(batch.pnt, nray, w, i);
         let vec = RayBatch::pick(batch.vec, nray, w, i);
-        let exclude = if batch.bodyexclude.is_empty() {
-            -1
-        } else {
-            RayBatch::pick(batch.bodyexclude, nray, w, i)
-        };
+        let exclude = if batch.bodyexclude.is_empty() { -1 } else { RayBatch::pick(batch.bodyexclude, nray, w, i) };
         let (xpos, xmat) = poses.geoms(w);
         let usable = |g: usize| eligible[g] && scene.geom_bodyid[g] != exclude;
-        let blocks =
-            |g: usize| usable(g) && geom_blocks(scene, g, xpos[g], &xmat[g], pnt, vec, max_dist);
+        let blocks = |g: usize| usable(g) && geom_blocks(scene, g, xpos[g], &xmat[g], pnt, vec, max_dist);
         self.planes.iter().any(|&g| blocks(g as usize))
-            || self.tlas[w].any(pnt, inverse_direction(vec), max_dist, |prim| {
-                blocks(self.tlas_geoms[prim as usize] as usize)
-            })
+            || self.tlas[w]
+                .any(pnt, inverse_direction(vec), max_dist, |prim| blocks(self.tlas_geoms[prim as usize] as usize))
     }
 }
 
 /// The closest hit so far of one ray.
+#[derive(Clone, Copy)]
 struct Best {
     t: f64,
     g: i32,
@@ -497,6 +489,12 @@ struct Best {
 }
 
 impl Best {
+    const NONE: Best = Best { t: f64::INFINITY, g: -1, n: DVec3::ZERO };
+
+    fn hit(&self) -> RayHit {
+        if self.g < 0 { RayHit::MISS } else { RayHit { dist: self.t, geomid: self.g, normal: self.n } }
+    }
+
     /// Takes the hit when it is closer, or equally close on a lower geom id (MuJoCo scans
     /// geoms in id order and keeps the first of equal distances). Returns whether it did.
     #[inline(always)]
@@ -525,9 +523,7 @@ fn intersect_geom(
     let (t, n) = match kind {
         GeomType::Mesh => {
             let mesh = &scene.mesh[scene.geom_dataid[g] as usize];
-            let (t, n, _) =
-                mesh.triangles()
-                    .closest(to_local(rot, pnt - pos), to_local(rot, vec), tmax)?;
+            let (t, n, _) = mesh.triangles().closest(to_local(rot, pnt - pos), to_local(rot, vec), tmax)?;
             (t, (*rot * n).normalize())
         }
         GeomType::Hfield => {
@@ -542,27 +538,89 @@ fn intersect_geom(
 
 /// Whether geom `g` is hit with `t < max_dist`.
 #[inline]
-fn geom_blocks(
-    scene: &Scene,
-    g: usize,
-    pos: DVec3,
-    rot: &DMat3,
-    pnt: DVec3,
-    vec: DVec3,
-    max_dist: f64,
-) -> bool {
+fn geom_blocks(scene: &Scene, g: usize, pos: DVec3, rot: &DMat3, pnt: DVec3, vec: DVec3, max_dist: f64) -> bool {
     match scene.geom_type[g] {
         GeomType::Mesh => {
             let mesh = &scene.mesh[scene.geom_dataid[g] as usize];
-            mesh.triangles()
-                .any(to_local(rot, pnt - pos), to_local(rot, vec), max_dist)
-                && {
-                    // `any` accepts t == max_dist; the query wants strictly closer.
-                    intersect_geom(scene, g, pos, rot, pnt, vec, max_dist)
-                        .is_some_and(|(t, _)| t < max_dist)
-                }
+            mesh.triangles().any(to_local(rot, pnt - pos), to_local(rot, vec), max_dist) && {
+                // `any` accepts t == max_dist; the query wants strictly closer.
+                intersect_geom(scene, g, pos, rot, pnt, vec, max_dist).is_some_and(|(t, _)| t < max_dist)
+            }
         }
-        _ => intersect_geom(scene, g, pos, rot, pnt, vec, max_dist)
-            .is_some_and(|(t, _)| t < max_dist),
+        _ => intersect_geom(scene, g, pos, rot, pnt, vec, max_dist).is_some_and(|(t, _)| t < max_dist),
+    }
+}
+
+fn refit_world(geoms: &[u32], local: &[Aabb], poses: &Poses, w: usize, boxes: &mut [Aabb], bvh: &mut Bvh) {
+    let (xpos, xmat) = poses.geoms(w);
+    for ((b, &g), l) in boxes.iter_mut().zip(geoms).zip(local) {
+        *b = world_bounds(l, xpos[g as usize], &xmat[g as usize]);
+    }
+    bvh.refit(boxes);
+}
+
+/// A packet's walk through one world's top level.
+struct PacketWalk<'a> {
+    scene: &'a Scene,
+    xpos: &'a [DVec3],
+    xmat: &'a [DMat3],
+    eligible: &'a [bool],
+    exclude: i32,
+    geoms: &'a [u32],
+    boxes: &'a [Aabb],
+    p: &'a Packet,
+    best: [Best; PACKET],
+    /// The largest current best distance of the packet's rays.
+    packet_tmax: f64,
+}
+
+impl PacketWalk<'_> {
+    fn update_tmax(&mut self) {
+        self.packet_tmax = self.best[..self.p.n].iter().fold(0.0, |a, b| a.max(b.t));
+    }
+
+    /// Meshes: the packet goes on into the mesh's BVH together when it keeps common signs
+    /// in the mesh frame. Returns false when the rays must go one by one.
+    fn mesh(&mut self, g: usize) -> bool {
+        let (pos, rot) = (self.xpos[g], &self.xmat[g]);
+        let Some(local) = self.p.to_frame(pos, rot) else { return false };
+        let mesh = &self.scene.mesh[self.scene.geom_dataid[g] as usize];
+        let tmax: [f64; PACKET] = std::array::from_fn(|r| self.best[r].t);
+        let hits = mesh.triangles().closest_packet(&local, &tmax);
+        for (r, hit) in hits[..self.p.n].iter().enumerate() {
+            if let Some((t, n, _)) = *hit {
+                self.best[r].offer(g, t, (*rot * n).normalize());
+            }
+        }
+        true
+    }
+}
+
+impl Visitor for PacketWalk<'_> {
+    #[inline(always)]
+    fn entry(&self, b: &Aabb) -> Option<f64> {
+        self.p.entry(b, self.packet_tmax)
+    }
+
+    #[inline]
+    fn prim(&mut self, prim: u32) -> bool {
+        let g = self.geoms[prim as usize] as usize;
+        if !self.eligible[g] || self.scene.geom_bodyid[g] == self.exclude {
+            return false;
+        }
+        if self.scene.geom_type[g] != GeomType::Mesh || !self.mesh(g) {
+            let bounds = &self.boxes[prim as usize];
+            for r in 0..self.p.n {
+                let (d, tmax) = (self.p.d[r], self.best[r].t);
+                if bounds.ray_entry(self.p.o, self.p.inv[r], tmax).is_none() {
+                    continue;
+                }
+                if let Some((t, n)) = intersect_geom(self.scene, g, self.xpos[g], &self.xmat[g], self.p.o, d, tmax) {
+                    self.best[r].offer(g, t, n);
+                }
+            }
+        }
+        self.update_tmax();
+        false
     }
 }

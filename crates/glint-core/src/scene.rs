@@ -176,11 +176,7 @@ impl Scene {
         ];
         for (field, len) in lens {
             if len != n {
-                return Err(CoreError::Shape {
-                    field,
-                    len,
-                    expected: format!("the scene has {n} geoms"),
-                });
+                return Err(CoreError::Shape { field, len, expected: format!("the scene has {n} geoms") });
             }
         }
         for g in 0..n {
@@ -194,38 +190,23 @@ impl Scene {
                 return Err(CoreError::Shape {
                     field: "geom_dataid",
                     len: n,
-                    expected: format!(
-                        "geom {g} ({}) refers to {} {id} of {count}",
-                        kind.name(),
-                        kind.name()
-                    ),
+                    expected: format!("geom {g} ({}) refers to {} {id} of {count}", kind.name(), kind.name()),
                 });
             }
         }
         let nbody = self.nbody();
-        if let Some(g) = self
-            .geom_bodyid
-            .iter()
-            .position(|&b| b < 0 || b as usize >= nbody)
-        {
+        if let Some(g) = self.geom_bodyid.iter().position(|&b| b < 0 || b as usize >= nbody) {
             return Err(CoreError::Shape {
                 field: "geom_bodyid",
                 len: n,
                 expected: format!("geom {g} refers to a body outside 0..{nbody}"),
             });
         }
-        if let Some(g) = self
-            .geom_matid
-            .iter()
-            .position(|&m| m >= self.mat_rgba.len() as i32)
-        {
+        if let Some(g) = self.geom_matid.iter().position(|&m| m >= self.mat_rgba.len() as i32) {
             return Err(CoreError::Shape {
                 field: "geom_matid",
                 len: n,
-                expected: format!(
-                    "geom {g} refers to a material outside 0..{}",
-                    self.mat_rgba.len()
-                ),
+                expected: format!("geom {g} refers to a material outside 0..{}", self.mat_rgba.len()),
             });
         }
         Ok(())

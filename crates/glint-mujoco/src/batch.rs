@@ -19,10 +19,7 @@ pub struct WorldBatch {
 
 impl std::fmt::Debug for WorldBatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WorldBatch")
-            .field("nworld", &self.data.len())
-            .field("model", &self.model)
-            .finish()
+        f.debug_struct("WorldBatch").field("nworld", &self.data.len()).field("model", &self.model).finish()
     }
 }
 
@@ -94,15 +91,9 @@ impl WorldBatch {
         if nworld == 0 {
             return Err(MujocoError::NoWorlds);
         }
-        let data = (0..nworld)
-            .map(|_| MjData::new(model.mj().clone()))
-            .collect();
+        let data = (0..nworld).map(|_| MjData::new(model.mj().clone())).collect();
         let poses = Poses::new(model.scene(), nworld);
-        let mut batch = WorldBatch {
-            model: model.clone(),
-            data,
-            poses,
-        };
+        let mut batch = WorldBatch { model: model.clone(), data, poses };
         batch.forward();
         Ok(batch)
     }
@@ -142,20 +133,18 @@ impl WorldBatch {
             .zip(rows(&mut p.light_xdir, nworld))
             .zip(rows(&mut p.site_xpos, nworld))
             .zip(rows(&mut p.site_xmat, nworld))
-            .map(
-                |(((((((((gp, gm), bp), bm), cp), cm), lp), ld), sp), sm)| WorldPoses {
-                    geom_xpos: gp,
-                    geom_xmat: gm,
-                    xpos: bp,
-                    xmat: bm,
-                    cam_xpos: cp,
-                    cam_xmat: cm,
-                    light_xpos: lp,
-                    light_xdir: ld,
-                    site_xpos: sp,
-                    site_xmat: sm,
-                },
-            )
+            .map(|(((((((((gp, gm), bp), bm), cp), cm), lp), ld), sp), sm)| WorldPoses {
+                geom_xpos: gp,
+                geom_xmat: gm,
+                xpos: bp,
+                xmat: bm,
+                cam_xpos: cp,
+                cam_xmat: cm,
+                light_xpos: lp,
+                light_xdir: ld,
+                site_xpos: sp,
+                site_xmat: sm,
+            })
             .collect::<Vec<_>>();
         self.data.par_iter_mut().zip(parts).for_each(|(d, out)| {
             f(d);

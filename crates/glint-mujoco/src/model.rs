@@ -22,10 +22,7 @@ pub struct Model {
 
 impl std::fmt::Debug for Model {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Model")
-            .field("ngeom", &self.scene.ngeom())
-            .field("nbody", &self.scene.nbody())
-            .finish()
+        f.debug_struct("Model").field("ngeom", &self.scene.ngeom()).field("nbody", &self.scene.nbody()).finish()
     }
 }
 
@@ -33,10 +30,7 @@ impl Model {
     /// Loads an MJCF file; includes, meshes, textures and height fields resolve relative to it.
     pub fn from_xml_file(path: impl AsRef<Path>) -> Result<Model, MujocoError> {
         let path = path.as_ref();
-        let unreadable = |reason: String| MujocoError::Unreadable {
-            path: path.to_path_buf(),
-            reason,
-        };
+        let unreadable = |reason: String| MujocoError::Unreadable { path: path.to_path_buf(), reason };
         let meta = std::fs::metadata(path).map_err(|e| unreadable(e.to_string()))?;
         if !meta.is_file() {
             return Err(unreadable("it is not a file".into()));
@@ -50,20 +44,15 @@ impl Model {
 
     /// Loads MJCF from a string (assets must then be absolute paths or built-in).
     pub fn from_xml_str(xml: &str) -> Result<Model, MujocoError> {
-        let mj = MjModel::from_xml_string(xml).map_err(|e| MujocoError::Load {
-            source_name: "the MJCF string".into(),
-            message: load_message(e),
-        })?;
+        let mj = MjModel::from_xml_string(xml)
+            .map_err(|e| MujocoError::Load { source_name: "the MJCF string".into(), message: load_message(e) })?;
         Self::from_mj(mj)
     }
 
     fn from_mj(mj: MjModel) -> Result<Model, MujocoError> {
         let scene = extract_scene(mj.ffi())?;
         scene.validate()?;
-        Ok(Model {
-            mj: Arc::new(mj),
-            scene: Arc::new(scene),
-        })
+        Ok(Model { mj: Arc::new(mj), scene: Arc::new(scene) })
     }
 
     /// The extracted scene.
@@ -83,10 +72,7 @@ impl Model {
 
 fn load_message(e: mujoco_rs::error::MjModelError) -> String {
     let text = e.to_string();
-    text.strip_prefix("model load failed: ")
-        .unwrap_or(&text)
-        .trim()
-        .to_string()
+    text.strip_prefix("model load failed: ").unwrap_or(&text).trim().to_string()
 }
 
 /// Views `n` elements at `ptr` (an `mjModel` array) as a slice; empty when `n` is 0.
@@ -107,9 +93,7 @@ fn name(m: &mjModel, adr: *const i32, i: usize) -> String {
         return String::new();
     }
     // SAFETY: MuJoCo stores names NUL-terminated inside `names`.
-    unsafe { CStr::from_ptr(names.as_ptr().add(adr as usize)) }
-        .to_string_lossy()
-        .into_owned()
+    unsafe { CStr::from_ptr(names.as_ptr().add(adr as usize)) }.to_string_lossy().into_owned()
 }
 
 fn names(m: &mjModel, adr: *const i32, n: i64) -> Vec<String> {
@@ -166,9 +150,7 @@ fn extract_scene(m: &mjModel) -> Result<Scene, MujocoError> {
         geom_conaffinity: arr(m.geom_conaffinity, ngeom).to_vec(),
         geom_dataid: arr(m.geom_dataid, ngeom).to_vec(),
         geom_matid: arr(m.geom_matid, ngeom).to_vec(),
-        geom_rgba: (0..ngeom as usize)
-            .map(|g| fixed::<4, f32>(rgba, g))
-            .collect(),
+        geom_rgba: (0..ngeom as usize).map(|g| fixed::<4, f32>(rgba, g)).collect(),
         geom_name,
         body_parentid: arr(m.body_parentid, nbody).to_vec(),
         body_rootid: arr(m.body_rootid, nbody).to_vec(),
@@ -176,50 +158,30 @@ fn extract_scene(m: &mjModel) -> Result<Scene, MujocoError> {
         body_name: names(m, m.name_bodyadr, nbody),
         mesh: extract_meshes(m)?,
         hfield: extract_hfields(m)?,
-        mat_rgba: (0..nmat as usize)
-            .map(|i| fixed::<4, f32>(mat_rgba, i))
-            .collect(),
-        mat_texid: (0..nmat as usize)
-            .map(|i| mat_texid_all[ntexrole as usize * i + 1])
-            .collect(),
-        mat_texrepeat: (0..nmat as usize)
-            .map(|i| fixed::<2, f32>(arr(m.mat_texrepeat, 2 * nmat), i))
-            .collect(),
-        mat_shading: (0..nmat as usize)
-            .map(|i| [emission[i], specular[i], shininess[i], reflectance[i]])
-            .collect(),
+        mat_rgba: (0..nmat as usize).map(|i| fixed::<4, f32>(mat_rgba, i)).collect(),
+        mat_texid: (0..nmat as usize).map(|i| mat_texid_all[ntexrole as usize * i + 1]).collect(),
+        mat_texrepeat: (0..nmat as usize).map(|i| fixed::<2, f32>(arr(m.mat_texrepeat, 2 * nmat), i)).collect(),
+        mat_shading: (0..nmat as usize).map(|i| [emission[i], specular[i], shininess[i], reflectance[i]]).collect(),
         mat_name: names(m, m.name_matadr, nmat),
         tex_type: arr(m.tex_type, ntex).to_vec(),
         tex_size: (0..ntex as usize).map(|i| [tex_w[i], tex_h[i]]).collect(),
-        tex_file: (0..ntex as usize)
-            .map(|i| path_at(m, arr(m.tex_pathadr, ntex)[i]))
-            .collect(),
+        tex_file: (0..ntex as usize).map(|i| path_at(m, arr(m.tex_pathadr, ntex)[i])).collect(),
         tex_name: names(m, m.name_texadr, ntex),
         light_bodyid: arr(m.light_bodyid, nlight).to_vec(),
         light_type: arr(m.light_type, nlight).to_vec(),
         light_castshadow: arr(m.light_castshadow, nlight).to_vec(),
         light_active: arr(m.light_active, nlight).to_vec(),
-        light_diffuse: (0..nlight as usize)
-            .map(|i| fixed::<3, f32>(arr(m.light_diffuse, 3 * nlight), i))
-            .collect(),
-        light_ambient: (0..nlight as usize)
-            .map(|i| fixed::<3, f32>(arr(m.light_ambient, 3 * nlight), i))
-            .collect(),
-        light_specular: (0..nlight as usize)
-            .map(|i| fixed::<3, f32>(arr(m.light_specular, 3 * nlight), i))
-            .collect(),
+        light_diffuse: (0..nlight as usize).map(|i| fixed::<3, f32>(arr(m.light_diffuse, 3 * nlight), i)).collect(),
+        light_ambient: (0..nlight as usize).map(|i| fixed::<3, f32>(arr(m.light_ambient, 3 * nlight), i)).collect(),
+        light_specular: (0..nlight as usize).map(|i| fixed::<3, f32>(arr(m.light_specular, 3 * nlight), i)).collect(),
         light_attenuation: (0..nlight as usize)
             .map(|i| fixed::<3, f32>(arr(m.light_attenuation, 3 * nlight), i))
             .collect(),
-        light_spot: (0..nlight as usize)
-            .map(|i| [cutoff[i], exponent[i]])
-            .collect(),
+        light_spot: (0..nlight as usize).map(|i| [cutoff[i], exponent[i]]).collect(),
         light_name: names(m, m.name_lightadr, nlight),
         cam_bodyid: arr(m.cam_bodyid, ncam).to_vec(),
         cam_fovy: arr(m.cam_fovy, ncam).to_vec(),
-        cam_resolution: (0..ncam as usize)
-            .map(|i| fixed::<2, i32>(arr(m.cam_resolution, 2 * ncam), i))
-            .collect(),
+        cam_resolution: (0..ncam as usize).map(|i| fixed::<2, i32>(arr(m.cam_resolution, 2 * ncam), i)).collect(),
         cam_name: names(m, m.name_camadr, ncam),
         site_bodyid: arr(m.site_bodyid, m.nsite).to_vec(),
         site_name: names(m, m.name_siteadr, m.nsite),
@@ -233,9 +195,7 @@ fn path_at(m: &mjModel, adr: i32) -> String {
         return String::new();
     }
     // SAFETY: MuJoCo stores paths NUL-terminated inside `paths`.
-    unsafe { CStr::from_ptr(paths.as_ptr().add(adr as usize)) }
-        .to_string_lossy()
-        .into_owned()
+    unsafe { CStr::from_ptr(paths.as_ptr().add(adr as usize)) }.to_string_lossy().into_owned()
 }
 
 fn extract_meshes(m: &mjModel) -> Result<Vec<Mesh>, MujocoError> {
@@ -249,15 +209,11 @@ fn extract_meshes(m: &mjModel) -> Result<Vec<Mesh>, MujocoError> {
     let mesh_names = names(m, m.name_meshadr, nmesh);
     (0..nmesh as usize)
         .map(|i| {
-            let v = (0..vertnum[i] as usize)
-                .map(|k| fixed::<3, f32>(vert, vertadr[i] as usize + k))
-                .collect();
+            let v = (0..vertnum[i] as usize).map(|k| fixed::<3, f32>(vert, vertadr[i] as usize + k)).collect();
             let f = (0..facenum[i] as usize)
                 .map(|k| fixed::<3, i32>(face, faceadr[i] as usize + k).map(|x| x as u32))
                 .collect();
-            let n = (0..normalnum[i] as usize)
-                .map(|k| fixed::<3, f32>(normal, normaladr[i] as usize + k))
-                .collect();
+            let n = (0..normalnum[i] as usize).map(|k| fixed::<3, f32>(normal, normaladr[i] as usize + k)).collect();
             Ok(Mesh::new(mesh_names[i].clone(), v, f, n)?)
         })
         .collect()
@@ -265,11 +221,7 @@ fn extract_meshes(m: &mjModel) -> Result<Vec<Mesh>, MujocoError> {
 
 fn extract_hfields(m: &mjModel) -> Result<Vec<Hfield>, MujocoError> {
     let n = m.nhfield;
-    let (nrow, ncol, adr) = (
-        arr(m.hfield_nrow, n),
-        arr(m.hfield_ncol, n),
-        arr(m.hfield_adr, n),
-    );
+    let (nrow, ncol, adr) = (arr(m.hfield_nrow, n), arr(m.hfield_ncol, n), arr(m.hfield_adr, n));
     let size = arr(m.hfield_size, 4 * n);
     let data = arr(m.hfield_data, m.nhfielddata);
     let hf_names = names(m, m.name_hfieldadr, n);
@@ -278,13 +230,7 @@ fn extract_hfields(m: &mjModel) -> Result<Vec<Hfield>, MujocoError> {
             let (r, c) = (nrow[i] as usize, ncol[i] as usize);
             let start = adr[i] as usize;
             let d = data[start..start + r * c].to_vec();
-            Ok(Hfield::new(
-                hf_names[i].clone(),
-                r,
-                c,
-                fixed::<4, f64>(size, i),
-                d,
-            )?)
+            Ok(Hfield::new(hf_names[i].clone(), r, c, fixed::<4, f64>(size, i), d)?)
         })
         .collect()
 }

@@ -18,14 +18,7 @@ fn group_bytes(filter: &RayFilter) -> Option<[u8; 6]> {
 /// MuJoCo's ray queries on the worlds of a [`WorldBatch`].
 pub trait MujocoRays {
     /// `mj_ray` in world `w`.
-    fn mj_ray(
-        &self,
-        w: usize,
-        pnt: DVec3,
-        vec: DVec3,
-        filter: &RayFilter,
-        bodyexclude: i32,
-    ) -> RayHit;
+    fn mj_ray(&self, w: usize, pnt: DVec3, vec: DVec3, filter: &RayFilter, bodyexclude: i32) -> RayHit;
 
     /// `mj_multiRay` in world `w`: rays from one origin, written into caller-owned buffers
     /// of length `vec.len()`. Geoms farther than `cutoff` are skipped, as in MuJoCo.
@@ -45,14 +38,7 @@ pub trait MujocoRays {
 }
 
 impl MujocoRays for WorldBatch {
-    fn mj_ray(
-        &self,
-        w: usize,
-        pnt: DVec3,
-        vec: DVec3,
-        filter: &RayFilter,
-        bodyexclude: i32,
-    ) -> RayHit {
+    fn mj_ray(&self, w: usize, pnt: DVec3, vec: DVec3, filter: &RayFilter, bodyexclude: i32) -> RayHit {
         if !(vec.length() >= MINVAL) {
             return RayHit::MISS;
         }
@@ -74,15 +60,7 @@ impl MujocoRays for WorldBatch {
                 &mut normal,
             )
         };
-        if geomid < 0 {
-            RayHit::MISS
-        } else {
-            RayHit {
-                dist,
-                geomid,
-                normal: DVec3::from(normal),
-            }
-        }
+        if geomid < 0 { RayHit::MISS } else { RayHit { dist, geomid, normal: DVec3::from(normal) } }
     }
 
     fn mj_multi_ray(

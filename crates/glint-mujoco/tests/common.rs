@@ -14,11 +14,7 @@ pub fn rng(seed: u64) -> ChaCha8Rng {
 
 pub fn unit(rng: &mut impl Rng) -> DVec3 {
     loop {
-        let v = DVec3::new(
-            rng.gen_range(-1.0..1.0),
-            rng.gen_range(-1.0..1.0),
-            rng.gen_range(-1.0..1.0),
-        );
+        let v = DVec3::new(rng.gen_range(-1.0..1.0), rng.gen_range(-1.0..1.0), rng.gen_range(-1.0..1.0));
         let l = v.length();
         if l > 1e-3 && l <= 1.0 {
             return v / l;
@@ -27,11 +23,7 @@ pub fn unit(rng: &mut impl Rng) -> DVec3 {
 }
 
 pub fn point_in(rng: &mut impl Rng, half: f64) -> DVec3 {
-    DVec3::new(
-        rng.gen_range(-half..half),
-        rng.gen_range(-half..half),
-        rng.gen_range(-half..half),
-    )
+    DVec3::new(rng.gen_range(-half..half), rng.gen_range(-half..half), rng.gen_range(-half..half))
 }
 
 pub struct Setup {
@@ -82,9 +74,7 @@ pub fn record(report: &mut Report, pnt: DVec3, vec: DVec3, g: RayHit, m: RayHit)
     }
     let mut note = |kind: &str, report: &mut Report| {
         if report.examples.len() < 12 {
-            report.examples.push(format!(
-                "{kind}: pnt {pnt:?} vec {vec:?} glint {g:?} mujoco {m:?}"
-            ));
+            report.examples.push(format!("{kind}: pnt {pnt:?} vec {vec:?} glint {g:?} mujoco {m:?}"));
         }
     };
     if g.geomid != m.geomid {
@@ -113,23 +103,11 @@ pub fn compare(s: &Setup, rays: &[(DVec3, DVec3)], filter: &RayFilter, bodyexclu
     let scene = s.batch.model().scene();
     let pnt: Vec<DVec3> = rays.iter().map(|r| r.0).collect();
     let vec: Vec<DVec3> = rays.iter().map(|r| r.1).collect();
-    let batch = RayBatch {
-        nray: rays.len(),
-        pnt: &pnt,
-        vec: &vec,
-        bodyexclude: &[bodyexclude],
-    };
-    let hits = s
-        .caster
-        .rays(scene, s.batch.poses(), &batch, filter)
-        .unwrap();
+    let batch = RayBatch { nray: rays.len(), pnt: &pnt, vec: &vec, bodyexclude: &[bodyexclude] };
+    let hits = s.caster.rays(scene, s.batch.poses(), &batch, filter).unwrap();
     let mut report = Report::default();
     for (i, &(p, v)) in rays.iter().enumerate() {
-        let g = RayHit {
-            dist: hits.dist[i],
-            geomid: hits.geomid[i],
-            normal: hits.normal[i],
-        };
+        let g = RayHit { dist: hits.dist[i], geomid: hits.geomid[i], normal: hits.normal[i] };
         let m = s.batch.mj_ray(0, p, v, filter, bodyexclude);
         record(&mut report, p, v, g, m);
     }
@@ -146,14 +124,6 @@ pub fn assert_parity(name: &str, r: &Report, normal_ties: usize) {
     for e in &r.examples {
         eprintln!("  {e}");
     }
-    assert!(
-        r.agree_fraction() >= 0.9999,
-        "{name}: only {:.5} of rays agree",
-        r.agree_fraction()
-    );
-    assert!(
-        r.normal_mismatch <= normal_ties,
-        "{name}: {} normals disagree",
-        r.normal_mismatch
-    );
+    assert!(r.agree_fraction() >= 0.9999, "{name}: only {:.5} of rays agree", r.agree_fraction());
+    assert!(r.normal_mismatch <= normal_ties, "{name}: {} normals disagree", r.normal_mismatch);
 }

@@ -1,0 +1,230 @@
+//! `glint bench`: glint measured against MuJoCo in one process, as ratios.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use glam::DVec3;
+use glint_core::{RayBatch, RayCaster, RayFilter};
+use glint_mujoco::{Model, MujocoRays, WorldBatch};
+use serde::Serialize;
+
+use crate::patterns::Pattern;
+
+/// The benchmarks.
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// Casts one sensor's rays with glint and with MuJoCo's `mj_multiRay` in the same process
+    /// and prints both rates, their ratio and their agreement.
+    Rays(RaysArgs),
+}
+
+/// Arguments of `glint bench rays`.
+#[derive(Args)]
+pub struct RaysArgs {
+    /// MJCF scene file.
+    scene: PathBuf,
+    /// Ray layout: vlp16, os1-64, mid360, or a number of rays spread over the sphere.
+    #[arg(long, default_value = "os1-64")]
+    pattern: Pattern,
+    /// Sensor origin X,Y,Z in metres (default: the site named `lidar`, else 0,0,1).
+    #[arg(long, value_parser = parse_point)]
+    origin: Option<DVec3>,
+    /// Number of worlds (each casts the whole pattern).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    worlds: u32,
+    /// Threads for glint's parallel run (default: all cores).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    threads: Option<u32>,
+    /// Timed runs per measurement (the median is reported), after one warm-up run.
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(5..))]
+    repeats: u32,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_point(s: &str) -> Result<DVec3, String> {
+    let parts: Vec<&str> = s.split(',').collect();
+    let bad = || format!("'{s}' is not a point: write X,Y,Z in metres, e.g. 0,0,1.5");
+    if parts.len() != 3 {
+        return Err(bad());
+    }
+    let v: Vec<f64> = parts.iter().map(|p| p.trim().parse::<f64>()).collect::<Result<_, _>>().map_err(|_| bad())?;
+    let p = DVec3::new(v[0], v[1], v[2]);
+    if !p.is_finite() {
+        return Err(format!("'{s}' is not a finite point"));
+    }
+    Ok(p)
+}
+
+/// What `glint bench rays --json` prints.
+#[derive(Serialize)]
+struct RaysReport {
+    scene: String,
+    pattern: String,
+    ngeom: usize,
+    ntriangle: usize,
+    worlds: usize,
+    threads: usize,
+    origin: [f64; 3],
+    rays: usize,
+    glint_rays_per_s: f64,
+    glint_rays_per_s_1thread: f64,
+    mujoco_rays_per_s: f64,
+    speedup_1thread: f64,
+    thread_scaling: f64,
+    bvh_build_s: f64,
+    refit_s: f64,
+    refit_fraction_of_scan: f64,
+    hit_mismatch: usize,
+    max_abs_diff_m: f64,
+    hits: usize,
+}
+
+/// Median wall time of `repeats` runs of `f` after one warm-up run.
+fn median_time(repeats: u32, mut f: impl FnMut()) -> f64 {
+    f();
+    let mut times: Vec<f64> = (0..repeats)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+fn pool(threads: usize) -> Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build().context("cannot start the thread pool")
+}
+
+pub fn run(cmd: BenchCommand) -> Result<()> {
+    match cmd {
+        BenchCommand::Rays(args) => rays(args),
+    }
+}
+
+fn rays(args: RaysArgs) -> Result<()> {
+    let model = Model::from_xml_file(&args.scene)?;
+    let scene = model.scene().clone();
+    let nworld = args.worlds as usize;
+    let mut batch = WorldBatch::new(&model, nworld)?;
+    let origin = match args.origin {
+        Some(p) => p,
+        None => scene.site_id("lidar").map_or(DVec3::new(0.0, 0.0, 1.0), |s| batch.poses().site(0, s).0),
+    };
+    let dirs = args.pattern.directions();
+    if dirs.is_empty() {
+        bail!("the pattern has no rays");
+    }
+    let nray = dirs.len();
+    let threads = args.threads.map_or_else(rayon::current_num_threads, |t| t as usize);
+    let (one, many) = (pool(1)?, pool(threads)?);
+    let filter = RayFilter::default();
+
+    let mut caster = RayCaster::new(&scene, batch.poses());
+    let bvh_build_s = median_time(args.repeats, || caster = RayCaster::new(&scene, batch.poses()));
+    let refit_s = median_time(args.repeats.max(50), || caster.refit_world(batch.poses(), 0));
+
+    let pnt = [origin];
+    let rays = RayBatch { nray, pnt: &pnt, vec: &dirs, bodyexclude: &[-1] };
+    let total = nworld * nray;
+    let (mut dist, mut geomid, mut normal) = (vec![0.0; total], vec![0i32; total], vec![DVec3::ZERO; total]);
+    let mut cast = |pool: &rayon::ThreadPool| {
+        pool.install(|| caster.rays_into(&scene, batch.poses(), &rays, &filter, &mut dist, &mut geomid, &mut normal))
+    };
+    cast(&one)?;
+    let t1 = median_time(args.repeats, || cast(&one).expect("validated above"));
+    let tn = median_time(args.repeats, || cast(&many).expect("validated above"));
+    let (dist, geomid) = {
+        cast(&one)?;
+        (dist, geomid)
+    };
+
+    let dirs_arr: Vec<[f64; 3]> = dirs.iter().map(|d| d.to_array()).collect();
+    let (mut mdist, mut mgeom, mut mnormal) = (vec![0.0; nray], vec![0i32; nray], vec![[0.0; 3]; nray]);
+    let mujoco_all = |batch: &mut WorldBatch, mdist: &mut [f64], mgeom: &mut [i32], mnormal: &mut [[f64; 3]]| {
+        for w in 0..nworld {
+            batch.mj_multi_ray(w, origin, &dirs_arr, &filter, -1, 1e10, mdist, mgeom, mnormal);
+        }
+    };
+    let tm = median_time(args.repeats, || mujoco_all(&mut batch, &mut mdist, &mut mgeom, &mut mnormal));
+
+    let (mut hit_mismatch, mut max_abs_diff_m, mut hits) = (0usize, 0.0f64, 0usize);
+    for w in 0..nworld {
+        batch.mj_multi_ray(w, origin, &dirs_arr, &filter, -1, 1e10, &mut mdist, &mut mgeom, &mut mnormal);
+        for i in 0..nray {
+            let (g, m) = (geomid[w * nray + i], mgeom[i]);
+            hits += usize::from(g >= 0);
+            if (g >= 0) != (m >= 0) {
+                hit_mismatch += 1;
+            } else if g >= 0 {
+                max_abs_diff_m = max_abs_diff_m.max((dist[w * nray + i] - mdist[i]).abs());
+            }
+        }
+    }
+
+    let report = RaysReport {
+        scene: args.scene.display().to_string(),
+        pattern: format!("{:?}", args.pattern).to_lowercase(),
+        ngeom: scene.ngeom(),
+        ntriangle: scene
+            .geom_dataid
+            .iter()
+            .zip(&scene.geom_type)
+            .filter(|(_, t)| **t == glint_core::GeomType::Mesh)
+            .map(|(&d, _)| scene.mesh[d as usize].nface())
+            .sum(),
+        worlds: nworld,
+        threads,
+        origin: origin.to_array(),
+        rays: total,
+        glint_rays_per_s: total as f64 / tn,
+        glint_rays_per_s_1thread: total as f64 / t1,
+        mujoco_rays_per_s: total as f64 / tm,
+        speedup_1thread: tm / t1,
+        thread_scaling: t1 / tn,
+        bvh_build_s,
+        refit_s,
+        refit_fraction_of_scan: refit_s / (t1 / nworld as f64),
+        hit_mismatch,
+        max_abs_diff_m,
+        hits,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print_table(&report);
+    }
+    Ok(())
+}
+
+fn print_table(r: &RaysReport) {
+    println!(
+        "scene    {} ({} geoms, {} mesh triangles in geoms), {} world(s)",
+        r.scene, r.ngeom, r.ntriangle, r.worlds
+    );
+    println!(
+        "pattern  {}: {} rays from ({:.3}, {:.3}, {:.3}), {} hits",
+        r.pattern, r.rays, r.origin[0], r.origin[1], r.origin[2], r.hits
+    );
+    println!("{:<34} {:>14}", "", "rays/s");
+    println!("{:<34} {:>14.0}", "glint, 1 thread", r.glint_rays_per_s_1thread);
+    println!("{:<34} {:>14.0}", format!("glint, {} threads", r.threads), r.glint_rays_per_s);
+    println!("{:<34} {:>14.0}", "MuJoCo mj_multiRay, 1 thread", r.mujoco_rays_per_s);
+    println!("speed-up over MuJoCo (1 thread each)  {:.2}x", r.speedup_1thread);
+    println!("thread scaling ({} threads / 1)        {:.2}x", r.threads, r.thread_scaling);
+    println!(
+        "top-level BVH build {:.3} ms, refit of one world {:.4} ms ({:.2}% of one scan)",
+        r.bvh_build_s * 1e3,
+        r.refit_s * 1e3,
+        100.0 * r.refit_fraction_of_scan
+    );
+    println!(
+        "agreement with MuJoCo: {} hit/miss mismatches, max |distance difference| {:.3e} m",
+        r.hit_mismatch, r.max_abs_diff_m
+    );
+}
