@@ -5,6 +5,9 @@
 
 use glam::DVec3;
 
+use crate::wide::{BinaryNode, Wide, ray_entry4};
+pub(crate) use crate::wide::{Node4, Visitor, WIDTH};
+
 /// An axis-aligned box. An empty box has `min > max` on every axis.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Aabb {
@@ -78,22 +81,7 @@ pub fn inverse_direction(dir: DVec3) -> DVec3 {
     DVec3::new(inv(dir.x), inv(dir.y), inv(dir.z))
 }
 
-/// Drives [`Bvh::walk`]: decides which boxes a query enters and handles primitives.
-pub(crate) trait Visitor {
-    /// Entry distance of the query into `b`, or `None` to skip the subtree.
-    fn entry(&self, b: &Aabb) -> Option<f64>;
-    /// Handles one primitive of a visited leaf; returns true to stop the traversal.
-    fn prim(&mut self, prim: u32) -> bool;
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Node {
-    bounds: Aabb,
-    /// Leaf: first entry of `prims`. Interior: index of the left child (the right is next).
-    start: u32,
-    /// Leaf: number of primitives (at least 1). Interior: 0.
-    count: u32,
-}
+type Node = BinaryNode;
 
 /// A binary BVH over primitive boxes. Primitives are referred to by their index in the box
 /// slice given to [`Bvh::build`].
@@ -101,10 +89,11 @@ struct Node {
 pub struct Bvh {
     nodes: Vec<Node>,
     prims: Vec<u32>,
+    /// The 4-wide form traversal uses, derived from `nodes`.
+    wide: Wide,
 }
 
-const BINS: usize = 16;
-const STACK: usize = 128;
+const BINS: usize = 32;
 /// Below this depth splits follow the SAH; deeper ones split at the median, which bounds the
 /// depth (and so the traversal stack) for any input.
 const SAH_DEPTH: usize = 64;
@@ -113,8 +102,11 @@ impl Bvh {
     /// Builds a hierarchy over `boxes` with at most `max_leaf` primitives per leaf where a split
     /// is possible. An empty slice gives an empty hierarchy that every ray misses.
     pub fn build(boxes: &[Aabb], max_leaf: usize) -> Bvh {
-        let mut bvh =
-            Bvh { nodes: Vec::with_capacity(2 * boxes.len().max(1)), prims: (0..boxes.len() as u32).collect() };
+        let mut bvh = Bvh {
+            nodes: Vec::with_capacity(2 * boxes.len().max(1)),
+            prims: (0..boxes.len() as u32).collect(),
+            wide: Wide::default(),
+        };
         if boxes.is_empty() {
             return bvh;
         }
@@ -145,6 +137,7 @@ impl Bvh {
             work.push((left, depth + 1));
             work.push((left + 1, depth + 1));
         }
+        bvh.wide = Wide::from_binary(&bvh.nodes);
         bvh
     }
 
@@ -164,6 +157,7 @@ impl Bvh {
             };
             self.nodes[i].bounds = bounds;
         }
+        self.wide.refit(&self.nodes);
     }
 
     /// Number of primitives.
@@ -230,8 +224,8 @@ impl Bvh {
         }
         impl<F: FnMut(u32, f64) -> Option<f64>> Visitor for Closest<F> {
             #[inline(always)]
-            fn entry(&self, b: &Aabb) -> Option<f64> {
-                b.ray_entry(self.origin, self.inv_dir, self.tmax)
+            fn entry4(&self, n: &Node4) -> [f64; WIDTH] {
+                ray_entry4(n, self.origin, self.inv_dir, self.tmax)
             }
             #[inline(always)]
             fn prim(&mut self, prim: u32) -> bool {
@@ -258,8 +252,8 @@ impl Bvh {
         }
         impl<F: FnMut(u32) -> bool> Visitor for Any<F> {
             #[inline(always)]
-            fn entry(&self, b: &Aabb) -> Option<f64> {
-                b.ray_entry(self.origin, self.inv_dir, self.tmax)
+            fn entry4(&self, n: &Node4) -> [f64; WIDTH] {
+                ray_entry4(n, self.origin, self.inv_dir, self.tmax)
             }
             #[inline(always)]
             fn prim(&mut self, prim: u32) -> bool {
@@ -269,49 +263,12 @@ impl Bvh {
         self.walk(&mut Any { origin, inv_dir, tmax, hit })
     }
 
-    /// Front-to-back traversal driven by `v`: subtrees whose box `v.entry` rejects are
+    /// Front-to-back traversal driven by `v`: subtrees whose box `v.entry4` rejects are
     /// skipped, nearer children are visited first, and `v.prim` returns true to stop.
     /// Returns whether it stopped early.
     #[inline(always)]
     pub(crate) fn walk(&self, v: &mut impl Visitor) -> bool {
-        if self.nodes.is_empty() || v.entry(&self.nodes[0].bounds).is_none() {
-            return false;
-        }
-        let mut stack = [0u32; STACK];
-        let mut top = 1usize;
-        while top > 0 {
-            top -= 1;
-            let node = &self.nodes[stack[top] as usize];
-            if node.count > 0 {
-                for &p in &self.prims[node.start as usize..(node.start + node.count) as usize] {
-                    if v.prim(p) {
-                        return true;
-                    }
-                }
-                continue;
-            }
-            let (l, r) = (node.start, node.start + 1);
-            let tl = v.entry(&self.nodes[l as usize].bounds);
-            let tr = v.entry(&self.nodes[r as usize].bounds);
-            match (tl, tr) {
-                (Some(a), Some(b)) => {
-                    let (near, far) = if a <= b { (l, r) } else { (r, l) };
-                    stack[top] = far;
-                    stack[top + 1] = near;
-                    top += 2;
-                }
-                (Some(_), None) => {
-                    stack[top] = l;
-                    top += 1;
-                }
-                (None, Some(_)) => {
-                    stack[top] = r;
-                    top += 1;
-                }
-                (None, None) => {}
-            }
-        }
-        false
+        self.wide.walk(&self.prims, v)
     }
 
     /// Depth of the deepest leaf (1 for a single leaf), for tests and statistics.

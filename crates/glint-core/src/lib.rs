@@ -15,6 +15,7 @@ mod poses;
 mod primitives;
 mod raycast;
 mod scene;
+mod wide;
 
 pub use bvh::{Aabb, Bvh};
 pub use error::CoreError;

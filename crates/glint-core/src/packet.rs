@@ -5,7 +5,7 @@
 
 use glam::{BVec3, DMat3, DVec3};
 
-use crate::bvh::{Aabb, inverse_direction};
+use crate::bvh::{Aabb, Node4, WIDTH, inverse_direction};
 use crate::primitives::to_local;
 
 /// Rays per packet.
@@ -18,6 +18,10 @@ pub(crate) struct Packet {
     pub d: [DVec3; PACKET],
     pub inv: [DVec3; PACKET],
     pub n: usize,
+    /// Inverse directions by axis (structure of arrays, for vectorized per-ray box tests).
+    inv_axis: [[f64; PACKET]; 3],
+    /// Bit `r` set for each ray `r < n`.
+    lanes: u32,
     /// Per axis: whether the inverse directions are positive.
     positive: BVec3,
     /// Per-axis bounds of the inverse directions.
@@ -26,29 +30,51 @@ pub(crate) struct Packet {
 }
 
 impl Packet {
-    /// A packet of `dirs` (at most [`PACKET`]) from `o`, or `None` when some axis has
-    /// directions of both signs.
-    pub(crate) fn new(o: DVec3, dirs: &[DVec3]) -> Option<Packet> {
-        debug_assert!(!dirs.is_empty() && dirs.len() <= PACKET);
-        let mut p = Packet {
-            o,
+    /// An empty packet, to be filled by [`Packet::set`].
+    pub(crate) fn empty() -> Packet {
+        Packet {
+            o: DVec3::ZERO,
             d: [DVec3::ZERO; PACKET],
             inv: [DVec3::ZERO; PACKET],
-            n: dirs.len(),
+            n: 0,
+            inv_axis: [[1.0; PACKET]; 3],
+            lanes: 0,
             positive: BVec3::FALSE,
             lo: DVec3::INFINITY,
             hi: DVec3::NEG_INFINITY,
-        };
-        for (k, &d) in dirs.iter().enumerate() {
-            let inv = inverse_direction(d);
-            p.d[k] = d;
-            p.inv[k] = inv;
-            p.lo = p.lo.min(inv);
-            p.hi = p.hi.max(inv);
         }
-        p.positive = p.lo.cmpgt(DVec3::ZERO);
-        let negative = p.hi.cmplt(DVec3::ZERO);
-        ((p.positive | negative).all()).then_some(p)
+    }
+
+    /// A packet of `dirs` (at most [`PACKET`]) from `o`, or `None` when some axis has
+    /// directions of both signs.
+    pub(crate) fn new(o: DVec3, dirs: &[DVec3]) -> Option<Packet> {
+        let mut p = Packet::empty();
+        p.set(o, dirs.len(), |k| dirs[k]).then_some(p)
+    }
+
+    /// Refills the packet with `n` rays from `o` (directions from `dir(k)`); returns false
+    /// when some axis has directions of both signs.
+    #[inline]
+    pub(crate) fn set(&mut self, o: DVec3, n: usize, dir: impl Fn(usize) -> DVec3) -> bool {
+        debug_assert!(n > 0 && n <= PACKET);
+        self.o = o;
+        self.n = n;
+        self.lanes = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+        let (mut lo, mut hi) = (DVec3::INFINITY, DVec3::NEG_INFINITY);
+        for k in 0..n {
+            let d = dir(k);
+            let inv = inverse_direction(d);
+            self.d[k] = d;
+            self.inv[k] = inv;
+            for a in 0..3 {
+                self.inv_axis[a][k] = inv[a];
+            }
+            lo = lo.min(inv);
+            hi = hi.max(inv);
+        }
+        (self.lo, self.hi) = (lo, hi);
+        self.positive = lo.cmpgt(DVec3::ZERO);
+        (self.positive | hi.cmplt(DVec3::ZERO)).all()
     }
 
     /// The same rays in the frame `(pos, rot)`, or `None` when they lose a common sign there.
@@ -60,14 +86,53 @@ impl Packet {
         Packet::new(to_local(rot, self.o - pos), &local[..self.n])
     }
 
-    /// A lower bound of the entry distance of any ray of the packet into `b` within
-    /// `[0, tmax]`, or `None` when no ray can enter it.
+    /// Bit mask of the rays `r` whose segment `[0, tmax[r]]` enters `b`.
     #[inline(always)]
-    pub(crate) fn entry(&self, b: &Aabb, tmax: f64) -> Option<f64> {
-        let near = DVec3::select(self.positive, b.min, b.max) - self.o;
-        let far = DVec3::select(self.positive, b.max, b.min) - self.o;
-        let enter = (near * self.lo).min(near * self.hi).max_element().max(0.0);
-        let leave = (far * self.lo).max(far * self.hi).min_element().min(tmax);
-        (enter <= leave).then_some(enter)
+    pub(crate) fn enters(&self, b: &Aabb, tmax: &[f64; PACKET]) -> u32 {
+        let mut near = [0.0f64; PACKET];
+        let mut far = *tmax;
+        for a in 0..3 {
+            let (lo, hi) = if self.positive.test(a) { (b.min[a], b.max[a]) } else { (b.max[a], b.min[a]) };
+            let (dlo, dhi) = (lo - self.o[a], hi - self.o[a]);
+            let inv = &self.inv_axis[a];
+            for r in 0..PACKET {
+                let (t0, t1) = (dlo * inv[r], dhi * inv[r]);
+                near[r] = if t0 > near[r] { t0 } else { near[r] };
+                far[r] = if t1 < far[r] { t1 } else { far[r] };
+            }
+        }
+        let mut mask = 0u32;
+        for r in 0..PACKET {
+            mask |= u32::from(near[r] <= far[r]) << r;
+        }
+        mask & self.lanes
+    }
+
+    /// Per lane of `n`: a lower bound of the entry distance of any ray of the packet into
+    /// the lane's box within `[0, tmax]`, or `INFINITY` when no ray can enter it.
+    #[inline(always)]
+    pub(crate) fn entry4(&self, n: &Node4, tmax: f64) -> [f64; WIDTH] {
+        let mut enter = [0.0f64; WIDTH];
+        let mut leave = [tmax; WIDTH];
+        for a in 0..3 {
+            let (near, far) = if self.positive.test(a) { (&n.min[a], &n.max[a]) } else { (&n.max[a], &n.min[a]) };
+            let (lo, hi, o) = (self.lo[a], self.hi[a], self.o[a]);
+            for l in 0..WIDTH {
+                let (dn, df) = (near[l] as f64 - o, far[l] as f64 - o);
+                let (n0, n1) = (dn * lo, dn * hi);
+                let (f0, f1) = (df * lo, df * hi);
+                let t_in = if n0 < n1 { n0 } else { n1 };
+                let t_out = if f0 > f1 { f0 } else { f1 };
+                enter[l] = if t_in > enter[l] { t_in } else { enter[l] };
+                leave[l] = if t_out < leave[l] { t_out } else { leave[l] };
+            }
+        }
+        let mut out = [f64::INFINITY; WIDTH];
+        for l in 0..WIDTH {
+            if enter[l] <= leave[l] {
+                out[l] = enter[l];
+            }
+        }
+        out
     }
 }

@@ -64,14 +64,23 @@ pub fn intersect_primitive(
 ) -> Option<(f64, DVec3)> {
     let hit = match kind {
         GeomType::Sphere => return sphere(pos, size.x * size.x, pnt, vec),
-        GeomType::Plane => plane(size, to_local(rot, pnt - pos), to_local(rot, vec)),
-        GeomType::Capsule => capsule(size, to_local(rot, pnt - pos), to_local(rot, vec)),
-        GeomType::Ellipsoid => ellipsoid(size, to_local(rot, pnt - pos), to_local(rot, vec)),
-        GeomType::Cylinder => cylinder(size, to_local(rot, pnt - pos), to_local(rot, vec)),
-        GeomType::Box => box_local(size, to_local(rot, pnt - pos), to_local(rot, vec)),
-        GeomType::Hfield | GeomType::Mesh => None,
+        _ => intersect_local(kind, size, to_local(rot, pnt - pos), to_local(rot, vec)),
     };
     hit.map(|(t, n)| (t, (*rot * n).normalize()))
+}
+
+/// Local-frame intersection for the analytic types other than the sphere (which MuJoCo
+/// intersects in the world frame); `None` for the others.
+#[inline]
+pub(crate) fn intersect_local(kind: GeomType, size: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<LocalHit> {
+    match kind {
+        GeomType::Plane => plane(size, lpnt, lvec),
+        GeomType::Capsule => capsule(size, lpnt, lvec),
+        GeomType::Ellipsoid => ellipsoid(size, lpnt, lvec),
+        GeomType::Cylinder => cylinder(size, lpnt, lvec),
+        GeomType::Box => box_entry(size, lpnt, lvec),
+        _ => None,
+    }
 }
 
 /// Sphere in the world frame (MuJoCo does not rotate into the local frame for spheres).
@@ -202,4 +211,32 @@ pub(crate) fn nearest_face(all: &[f64; 6]) -> Option<LocalHit> {
 #[inline]
 pub(crate) fn box_local(half: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<LocalHit> {
     nearest_face(&box_faces(half, lpnt, lvec))
+}
+
+/// The box's nearest face hit, as [`box_local`], but testing only the entry faces when the
+/// origin is outside: a ray from outside meets the entry face first, so the exit faces
+/// matter only from inside.
+#[inline]
+fn box_entry(half: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<LocalHit> {
+    if lpnt.abs().cmple(half).all() {
+        return box_local(half, lpnt, lvec);
+    }
+    let mut best = None;
+    for i in 0..3 {
+        if lvec[i].abs() <= MINVAL {
+            continue;
+        }
+        let side = if lvec[i] > 0.0 { -1.0 } else { 1.0 };
+        let t = (side * half[i] - lpnt[i]) / lvec[i];
+        if t >= 0.0 {
+            let (j, k) = ((i + 1) % 3, (i + 2) % 3);
+            let p = lpnt + t * lvec;
+            if p[j].abs() <= half[j] && p[k].abs() <= half[k] {
+                let mut n = DVec3::ZERO;
+                n[i] = side;
+                keep(&mut best, t, n);
+            }
+        }
+    }
+    best
 }

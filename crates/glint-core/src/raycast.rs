@@ -6,7 +6,7 @@
 use glam::{DMat3, DVec3};
 use rayon::prelude::*;
 
-use crate::bvh::{Aabb, Bvh, Visitor, inverse_direction};
+use crate::bvh::{Aabb, Bvh, Node4, Visitor, WIDTH, inverse_direction};
 use crate::packet::{PACKET, Packet};
 use crate::primitives::{self, MINVAL, to_local};
 use crate::{CoreError, GeomType, Poses, Scene};
@@ -80,7 +80,7 @@ impl RayBatch<'_> {
         self.check_shape("pnt", self.pnt.len(), nworld, false)?;
         self.check_shape("vec", self.vec.len(), nworld, false)?;
         self.check_shape("bodyexclude", self.bodyexclude.len(), nworld, true)?;
-        if let Some((index, v)) = self.vec.iter().enumerate().find(|(_, v)| !v.is_finite() || v.length() < MINVAL) {
+        if let Some((index, v)) = self.vec.iter().enumerate().find(|(_, v)| !(v.length_squared() >= MINVAL * MINVAL)) {
             return Err(CoreError::BadDirection { index, x: v.x, y: v.y, z: v.z });
         }
         if let Some((index, p)) = self.pnt.iter().enumerate().find(|(_, p)| !p.is_finite()) {
@@ -267,12 +267,13 @@ impl RayCaster {
             .zip(normal.par_chunks_mut(CHUNK))
             .enumerate()
             .for_each(|(chunk, ((dist, geomid), normal))| {
+                let mut packet = Packet::empty();
                 let mut k = 0;
                 while k < dist.len() {
                     let idx = chunk * CHUNK + k;
                     let (w, i) = (idx / nray, idx % nray);
                     let run = PACKET.min(dist.len() - k).min(nray - i);
-                    let hits = self.cast_run(scene, poses, w, &eligible, batch, i, run);
+                    let hits = self.cast_run(scene, poses, w, &eligible, batch, i, run, &mut packet);
                     for (r, hit) in hits[..run].iter().enumerate() {
                         dist[k + r] = hit.dist;
                         geomid[k + r] = hit.geomid;
@@ -296,6 +297,7 @@ impl RayCaster {
         batch: &RayBatch,
         i: usize,
         run: usize,
+        packet: &mut Packet,
     ) -> [RayHit; PACKET] {
         let mut hits = [RayHit::MISS; PACKET];
         let nray = batch.nray;
@@ -304,24 +306,14 @@ impl RayCaster {
             |k: usize| if batch.bodyexclude.is_empty() { -1 } else { RayBatch::pick(batch.bodyexclude, nray, w, k) };
         let shared =
             run > 1 && (i..i + run).all(|k| RayBatch::pick(batch.pnt, nray, w, k) == o && exclude(k) == exclude(i));
-        let packet = if shared {
-            let dirs: [DVec3; PACKET] =
-                std::array::from_fn(|r| if r < run { RayBatch::pick(batch.vec, nray, w, i + r) } else { DVec3::X });
-            Packet::new(o, &dirs[..run])
-        } else {
-            None
-        };
-        match packet {
-            Some(p) => {
-                let best = self.cast_packet(scene, poses, w, eligible, exclude(i), &p);
-                for r in 0..run {
-                    hits[r] = best[r].hit();
-                }
+        if shared && packet.set(o, run, |r| RayBatch::pick(batch.vec, nray, w, i + r)) {
+            let best = self.cast_packet(scene, poses, w, eligible, exclude(i), packet);
+            for (r, hit) in hits[..run].iter_mut().enumerate() {
+                *hit = best.hit(r);
             }
-            None => {
-                for (r, hit) in hits[..run].iter_mut().enumerate() {
-                    *hit = self.cast(scene, poses, w, eligible, batch, i + r);
-                }
+        } else {
+            for (r, hit) in hits[..run].iter_mut().enumerate() {
+                *hit = self.cast(scene, poses, w, eligible, batch, i + r);
             }
         }
         hits
@@ -336,15 +328,23 @@ impl RayCaster {
         eligible: &[bool],
         exclude: i32,
         p: &Packet,
-    ) -> [Best; PACKET] {
+    ) -> PacketBest {
         let (xpos, xmat) = poses.geoms(w);
-        let mut best = [Best::NONE; PACKET];
+        let mut best = PacketBest::new();
         for &g in &self.planes {
             let g = g as usize;
             if eligible[g] && scene.geom_bodyid[g] != exclude {
+                // One local origin for the packet; rays facing away are rejected on one dot.
+                let (rot, size) = (&xmat[g], scene.geom_size[g]);
+                let lpnt = to_local(rot, p.o - xpos[g]);
                 for r in 0..p.n {
-                    if let Some((t, n)) = intersect_geom(scene, g, xpos[g], &xmat[g], p.o, p.d[r], f64::INFINITY) {
-                        best[r].offer(g, t, n);
+                    if rot.z_axis.dot(p.d[r]) > -MINVAL {
+                        continue;
+                    }
+                    if let Some((t, n)) =
+                        primitives::intersect_local(GeomType::Plane, size, lpnt, to_local(rot, p.d[r]))
+                    {
+                        best.offer(r, g, t, *rot * n);
                     }
                 }
             }
@@ -481,7 +481,6 @@ impl RayCaster {
 }
 
 /// The closest hit so far of one ray.
-#[derive(Clone, Copy)]
 struct Best {
     t: f64,
     g: i32,
@@ -489,12 +488,6 @@ struct Best {
 }
 
 impl Best {
-    const NONE: Best = Best { t: f64::INFINITY, g: -1, n: DVec3::ZERO };
-
-    fn hit(&self) -> RayHit {
-        if self.g < 0 { RayHit::MISS } else { RayHit { dist: self.t, geomid: self.g, normal: self.n } }
-    }
-
     /// Takes the hit when it is closer, or equally close on a lower geom id (MuJoCo scans
     /// geoms in id order and keeps the first of equal distances). Returns whether it did.
     #[inline(always)]
@@ -559,6 +552,31 @@ fn refit_world(geoms: &[u32], local: &[Aabb], poses: &Poses, w: usize, boxes: &m
     bvh.refit(boxes);
 }
 
+/// Closest hits so far of a packet's rays (structure of arrays).
+struct PacketBest {
+    t: [f64; PACKET],
+    g: [i32; PACKET],
+    n: [DVec3; PACKET],
+}
+
+impl PacketBest {
+    fn new() -> Self {
+        PacketBest { t: [f64::INFINITY; PACKET], g: [-1; PACKET], n: [DVec3::ZERO; PACKET] }
+    }
+
+    /// As [`Best::offer`], for ray `r`.
+    #[inline(always)]
+    fn offer(&mut self, r: usize, g: usize, t: f64, n: DVec3) {
+        if t < self.t[r] || (t == self.t[r] && (g as i32) < self.g[r]) {
+            (self.t[r], self.g[r], self.n[r]) = (t, g as i32, n);
+        }
+    }
+
+    fn hit(&self, r: usize) -> RayHit {
+        if self.g[r] < 0 { RayHit::MISS } else { RayHit { dist: self.t[r], geomid: self.g[r], normal: self.n[r] } }
+    }
+}
+
 /// A packet's walk through one world's top level.
 struct PacketWalk<'a> {
     scene: &'a Scene,
@@ -569,27 +587,31 @@ struct PacketWalk<'a> {
     geoms: &'a [u32],
     boxes: &'a [Aabb],
     p: &'a Packet,
-    best: [Best; PACKET],
+    best: PacketBest,
     /// The largest current best distance of the packet's rays.
     packet_tmax: f64,
 }
 
 impl PacketWalk<'_> {
     fn update_tmax(&mut self) {
-        self.packet_tmax = self.best[..self.p.n].iter().fold(0.0, |a, b| a.max(b.t));
+        let mut m = 0.0f64;
+        for r in 0..self.p.n {
+            m = if self.best.t[r] > m { self.best.t[r] } else { m };
+        }
+        self.packet_tmax = m;
     }
 
     /// Meshes: the packet goes on into the mesh's BVH together when it keeps common signs
     /// in the mesh frame. Returns false when the rays must go one by one.
+    #[allow(dead_code)]
     fn mesh(&mut self, g: usize) -> bool {
         let (pos, rot) = (self.xpos[g], &self.xmat[g]);
         let Some(local) = self.p.to_frame(pos, rot) else { return false };
         let mesh = &self.scene.mesh[self.scene.geom_dataid[g] as usize];
-        let tmax: [f64; PACKET] = std::array::from_fn(|r| self.best[r].t);
-        let hits = mesh.triangles().closest_packet(&local, &tmax);
+        let hits = mesh.triangles().closest_packet(&local, &self.best.t);
         for (r, hit) in hits[..self.p.n].iter().enumerate() {
             if let Some((t, n, _)) = *hit {
-                self.best[r].offer(g, t, (*rot * n).normalize());
+                self.best.offer(r, g, t, (*rot * n).normalize());
             }
         }
         true
@@ -598,8 +620,8 @@ impl PacketWalk<'_> {
 
 impl Visitor for PacketWalk<'_> {
     #[inline(always)]
-    fn entry(&self, b: &Aabb) -> Option<f64> {
-        self.p.entry(b, self.packet_tmax)
+    fn entry4(&self, n: &Node4) -> [f64; WIDTH] {
+        self.p.entry4(n, self.packet_tmax)
     }
 
     #[inline]
@@ -608,16 +630,31 @@ impl Visitor for PacketWalk<'_> {
         if !self.eligible[g] || self.scene.geom_bodyid[g] == self.exclude {
             return false;
         }
-        if self.scene.geom_type[g] != GeomType::Mesh || !self.mesh(g) {
-            let bounds = &self.boxes[prim as usize];
-            for r in 0..self.p.n {
-                let (d, tmax) = (self.p.d[r], self.best[r].t);
-                if bounds.ray_entry(self.p.o, self.p.inv[r], tmax).is_none() {
+        let mut mask = self.p.enters(&self.boxes[prim as usize], &self.best.t);
+        let kind = self.scene.geom_type[g];
+        if matches!(kind, GeomType::Box | GeomType::Capsule | GeomType::Cylinder | GeomType::Ellipsoid) {
+            // One local origin serves the whole packet; normals are rotated only for winners.
+            let (pos, rot, size) = (self.xpos[g], &self.xmat[g], self.scene.geom_size[g]);
+            let lpnt = to_local(rot, self.p.o - pos);
+            while mask != 0 {
+                let r = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                let Some((t, n)) = primitives::intersect_local(kind, size, lpnt, to_local(rot, self.p.d[r])) else {
                     continue;
+                };
+                if t < self.best.t[r] || (t == self.best.t[r] && (g as i32) < self.best.g[r]) {
+                    self.best.offer(r, g, t, (*rot * n).normalize());
                 }
-                if let Some((t, n)) = intersect_geom(self.scene, g, self.xpos[g], &self.xmat[g], self.p.o, d, tmax) {
-                    self.best[r].offer(g, t, n);
-                }
+            }
+            self.update_tmax();
+            return false;
+        }
+        while mask != 0 {
+            let r = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let (d, tmax) = (self.p.d[r], self.best.t[r]);
+            if let Some((t, n)) = intersect_geom(self.scene, g, self.xpos[g], &self.xmat[g], self.p.o, d, tmax) {
+                self.best.offer(r, g, t, n);
             }
         }
         self.update_tmax();
