@@ -70,6 +70,17 @@ fn spiral(n: usize, el_min_deg: f64, el_max_deg: f64) -> Vec<DVec3> {
         .collect()
 }
 
+impl std::fmt::Display for Pattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Pattern::Vlp16 => write!(f, "vlp16"),
+            Pattern::Os1_64 => write!(f, "os1-64"),
+            Pattern::Mid360 => write!(f, "mid360"),
+            Pattern::Sphere(n) => write!(f, "{n}"),
+        }
+    }
+}
+
 impl Pattern {
     /// The unit directions of the pattern.
     pub fn directions(&self) -> Vec<DVec3> {

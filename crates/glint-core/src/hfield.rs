@@ -6,7 +6,7 @@ use glam::DVec3;
 
 use crate::CoreError;
 use crate::bvh::Aabb;
-use crate::mesh::TriangleSet;
+use crate::mesh::{F64Vertices, TriangleSet};
 use crate::primitives::{LocalHit, box_faces, box_local};
 
 /// A height field: `nrow × ncol` elevations in `[0, 1]` (row-major, rows along local Y),
@@ -23,7 +23,7 @@ pub struct Hfield {
     pub size: [f64; 4],
     /// Normalized elevations, shape `(nrow, ncol)`.
     pub data: Vec<f32>,
-    surface: TriangleSet,
+    surface: TriangleSet<F64Vertices>,
 }
 
 impl Hfield {

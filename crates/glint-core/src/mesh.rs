@@ -8,22 +8,59 @@ use crate::bvh::{Aabb, Bvh, Node4, Visitor, WIDTH, inverse_direction};
 use crate::packet::{PACKET, Packet};
 use crate::primitives::MINVAL;
 
-/// One triangle: its three vertices in single precision, as MuJoCo stores mesh vertices.
-/// Tests run in double precision, where the edges of single-precision vertices are exact, so
-/// the arithmetic matches MuJoCo's; 36 bytes per triangle keep large meshes cache-friendly.
-#[derive(Clone, Copy, Debug)]
-struct Triangle {
-    v: [[f32; 3]; 3],
+/// How a [`TriangleSet`] stores its triangles' vertices; all arithmetic runs in double
+/// precision on the stored values.
+pub(crate) trait Vertices: Copy {
+    /// Stores three vertices.
+    fn store(v: [DVec3; 3]) -> Self;
+    /// Reads vertex `i`.
+    fn vertex(&self, i: usize) -> DVec3;
 }
 
-impl Triangle {
+/// Single precision, as MuJoCo stores mesh vertices (so nothing is lost). Edges of
+/// single-precision vertices are exact in double precision, so the tests match MuJoCo's
+/// arithmetic; 36 bytes per triangle keep large meshes cache-friendly.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct F32Vertices([[f32; 3]; 3]);
+
+impl Vertices for F32Vertices {
+    fn store(v: [DVec3; 3]) -> Self {
+        F32Vertices(v.map(|p| p.as_vec3().to_array()))
+    }
+    #[inline(always)]
+    fn vertex(&self, i: usize) -> DVec3 {
+        DVec3::new(self.0[i][0] as f64, self.0[i][1] as f64, self.0[i][2] as f64)
+    }
+}
+
+/// Double precision, for height fields, whose vertices MuJoCo computes in double precision.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct F64Vertices([DVec3; 3]);
+
+impl Vertices for F64Vertices {
+    fn store(v: [DVec3; 3]) -> Self {
+        F64Vertices(v)
+    }
+    #[inline(always)]
+    fn vertex(&self, i: usize) -> DVec3 {
+        self.0[i]
+    }
+}
+
+/// One triangle with its vertices stored as `V`.
+#[derive(Clone, Copy, Debug)]
+struct Triangle<V> {
+    v: V,
+}
+
+impl<V: Vertices> Triangle<V> {
     fn new(v: [DVec3; 3]) -> Self {
-        Triangle { v: v.map(|p| p.as_vec3().to_array()) }
+        Triangle { v: V::store(v) }
     }
 
     #[inline(always)]
     fn vertex(&self, i: usize) -> DVec3 {
-        DVec3::new(self.v[i][0] as f64, self.v[i][1] as f64, self.v[i][2] as f64)
+        self.v.vertex(i)
     }
 
     /// Unnormalized normal `e1 × e2` (its direction follows the winding).
@@ -61,18 +98,18 @@ impl Triangle {
 
 /// Triangles with a BVH over them, in BVH leaf order for locality.
 #[derive(Clone, Debug)]
-pub(crate) struct TriangleSet {
+pub(crate) struct TriangleSet<V> {
     bvh: Bvh,
-    tris: Vec<Triangle>,
+    tris: Vec<Triangle<V>>,
     /// For each stored triangle, its index in the order given to [`TriangleSet::new`].
     source: Vec<u32>,
     bounds: Aabb,
 }
 
-impl TriangleSet {
+impl<V: Vertices> TriangleSet<V> {
     pub(crate) fn new(tris: Vec<[DVec3; 3]>) -> Self {
         // Bounds come from the stored (single-precision) vertices, so they contain them.
-        let tris: Vec<Triangle> = tris.into_iter().map(Triangle::new).collect();
+        let tris: Vec<Triangle<V>> = tris.into_iter().map(Triangle::new).collect();
         let tris: Vec<[DVec3; 3]> = tris.iter().map(|t| [t.vertex(0), t.vertex(1), t.vertex(2)]).collect();
         let boxes: Vec<Aabb> = tris.iter().map(|t| Aabb::EMPTY.grow(t[0]).grow(t[1]).grow(t[2])).collect();
         let bounds = boxes.iter().fold(Aabb::EMPTY, |a, b| a.union(b));
@@ -109,14 +146,14 @@ impl TriangleSet {
     /// Nearest hit of every ray of a packet with `t <= tmax[r]`, as [`TriangleSet::closest`].
     #[inline]
     pub(crate) fn closest_packet(&self, p: &Packet, tmax: &[f64; PACKET]) -> [Option<(f64, DVec3, u32)>; PACKET] {
-        struct Walk<'a> {
-            set: &'a TriangleSet,
+        struct Walk<'a, V> {
+            set: &'a TriangleSet<V>,
             p: &'a Packet,
             tmax: [f64; PACKET],
             best: [Option<u32>; PACKET],
             packet_tmax: f64,
         }
-        impl Visitor for Walk<'_> {
+        impl<V: Vertices> Visitor for Walk<'_, V> {
             #[inline(always)]
             fn entry4(&self, n: &Node4) -> [f64; WIDTH] {
                 self.p.entry4(n, self.packet_tmax)
@@ -179,7 +216,7 @@ pub struct Mesh {
     pub face: Vec<[u32; 3]>,
     /// Vertex normals as MuJoCo stores them (for shading), shape `(nnormal, 3)`.
     pub normal: Vec<[f32; 3]>,
-    tris: TriangleSet,
+    tris: TriangleSet<F32Vertices>,
 }
 
 impl Mesh {
@@ -222,7 +259,7 @@ impl Mesh {
         self.tris.closest(o, d, tmax).map(|(t, n, f)| (t, n.normalize(), f as usize))
     }
 
-    pub(crate) fn triangles(&self) -> &TriangleSet {
+    pub(crate) fn triangles(&self) -> &TriangleSet<F32Vertices> {
         &self.tris
     }
 

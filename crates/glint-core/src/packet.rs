@@ -5,7 +5,7 @@
 
 use glam::{BVec3, DMat3, DVec3};
 
-use crate::bvh::{Aabb, Node4, WIDTH, inverse_direction};
+use crate::bvh::{Aabb, Node4, WIDTH};
 use crate::primitives::to_local;
 
 /// Rays per packet.
@@ -16,7 +16,6 @@ pub(crate) const PACKET: usize = 16;
 pub(crate) struct Packet {
     pub o: DVec3,
     pub d: [DVec3; PACKET],
-    pub inv: [DVec3; PACKET],
     pub n: usize,
     /// Inverse directions by axis (structure of arrays, for vectorized per-ray box tests).
     inv_axis: [[f64; PACKET]; 3],
@@ -35,7 +34,6 @@ impl Packet {
         Packet {
             o: DVec3::ZERO,
             d: [DVec3::ZERO; PACKET],
-            inv: [DVec3::ZERO; PACKET],
             n: 0,
             inv_axis: [[1.0; PACKET]; 3],
             lanes: 0,
@@ -60,17 +58,24 @@ impl Packet {
         self.o = o;
         self.n = n;
         self.lanes = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
-        let (mut lo, mut hi) = (DVec3::INFINITY, DVec3::NEG_INFINITY);
         for k in 0..n {
             let d = dir(k);
-            let inv = inverse_direction(d);
             self.d[k] = d;
-            self.inv[k] = inv;
             for a in 0..3 {
-                self.inv_axis[a][k] = inv[a];
+                self.inv_axis[a][k] = d[a];
             }
-            lo = lo.min(inv);
-            hi = hi.max(inv);
+        }
+        // Inverses as arrays (vectorized divisions); unused lanes repeat ray 0.
+        let (mut lo, mut hi) = (DVec3::INFINITY, DVec3::NEG_INFINITY);
+        for a in 0..3 {
+            let axis = &mut self.inv_axis[a];
+            let first = axis[0];
+            for (k, x) in axis.iter_mut().enumerate() {
+                let d = if k < n { *x } else { first };
+                *x = if d.abs() > 1e-300 { 1.0 / d } else { 1e300_f64.copysign(d) };
+            }
+            lo[a] = axis.iter().fold(f64::INFINITY, |m, &x| if x < m { x } else { m });
+            hi[a] = axis.iter().fold(f64::NEG_INFINITY, |m, &x| if x > m { x } else { m });
         }
         (self.lo, self.hi) = (lo, hi);
         self.positive = lo.cmpgt(DVec3::ZERO);

@@ -573,7 +573,12 @@ impl PacketBest {
     }
 
     fn hit(&self, r: usize) -> RayHit {
-        if self.g[r] < 0 { RayHit::MISS } else { RayHit { dist: self.t[r], geomid: self.g[r], normal: self.n[r] } }
+        // Normals are kept unnormalized until here, so only the winner pays for it.
+        if self.g[r] < 0 {
+            RayHit::MISS
+        } else {
+            RayHit { dist: self.t[r], geomid: self.g[r], normal: self.n[r].normalize() }
+        }
     }
 }
 
@@ -611,7 +616,7 @@ impl PacketWalk<'_> {
         let hits = mesh.triangles().closest_packet(&local, &self.best.t);
         for (r, hit) in hits[..self.p.n].iter().enumerate() {
             if let Some((t, n, _)) = *hit {
-                self.best.offer(r, g, t, (*rot * n).normalize());
+                self.best.offer(r, g, t, *rot * n);
             }
         }
         true
@@ -643,7 +648,7 @@ impl Visitor for PacketWalk<'_> {
                     continue;
                 };
                 if t < self.best.t[r] || (t == self.best.t[r] && (g as i32) < self.best.g[r]) {
-                    self.best.offer(r, g, t, (*rot * n).normalize());
+                    self.best.offer(r, g, t, *rot * n);
                 }
             }
             self.update_tmax();

@@ -1,14 +1,15 @@
 //! Loading MJCF through MuJoCo and extracting glint's [`Scene`] from the compiled `mjModel`.
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::os::raw::c_char;
 use std::path::Path;
 use std::sync::Arc;
 
 use glam::DVec3;
 use glint_core::{GeomType, Hfield, Mesh, Scene};
-use mujoco_rs::mujoco_c::mjModel;
+use mujoco_rs::mujoco_c::{mj_deleteModel, mj_loadXML, mjModel};
 use mujoco_rs::prelude::MjModel;
+use mujoco_rs::wrappers::mj_auxiliary::MjVfs;
 
 use crate::MujocoError;
 
@@ -37,15 +38,24 @@ impl Model {
         }
         let mj = MjModel::from_xml(path).map_err(|e| MujocoError::Load {
             source_name: format!("'{}'", path.display()),
-            message: load_message(e),
+            message: path.to_str().and_then(|p| full_load_error(p, None)).unwrap_or_else(|| load_message(e)),
         })?;
         Self::from_mj(mj)
     }
 
     /// Loads MJCF from a string (assets must then be absolute paths or built-in).
     pub fn from_xml_str(xml: &str) -> Result<Model, MujocoError> {
-        let mj = MjModel::from_xml_string(xml)
-            .map_err(|e| MujocoError::Load { source_name: "the MJCF string".into(), message: load_message(e) })?;
+        let mj = MjModel::from_xml_string(xml).map_err(|e| {
+            let mut vfs = MjVfs::new();
+            let full = vfs
+                .add_from_buffer(STRING_NAME, xml.as_bytes())
+                .ok()
+                .and_then(|_| full_load_error(STRING_NAME, Some(&vfs)));
+            MujocoError::Load {
+                source_name: "the MJCF string".into(),
+                message: full.unwrap_or_else(|| load_message(e)),
+            }
+        })?;
         Self::from_mj(mj)
     }
 
@@ -68,6 +78,29 @@ impl Model {
     pub(crate) fn mj(&self) -> &Arc<MjModel> {
         &self.mj
     }
+}
+
+/// The name an MJCF string is given inside MuJoCo's virtual file system.
+const STRING_NAME: &str = "model.xml";
+
+/// MuJoCo's whole error text for a model that failed to load (`mujoco-rs` keeps only its
+/// first 100 characters): loads it again with a larger buffer.
+fn full_load_error(filename: &str, vfs: Option<&MjVfs>) -> Option<String> {
+    let name = CString::new(filename).ok()?;
+    let mut buf = vec![0 as c_char; 4096];
+    // SAFETY: `name` is NUL-terminated, `vfs` is null or a live VFS, and MuJoCo writes at most
+    // `buf.len()` bytes (NUL-terminated) into `buf`.
+    let model = unsafe {
+        mj_loadXML(name.as_ptr(), vfs.map_or(std::ptr::null(), |v| v.ffi()), buf.as_mut_ptr(), buf.len() as i32)
+    };
+    if !model.is_null() {
+        // SAFETY: MuJoCo allocated this model and nothing else refers to it.
+        unsafe { mj_deleteModel(model) };
+        return None;
+    }
+    // SAFETY: MuJoCo NUL-terminates the message inside `buf`.
+    let text = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().trim().to_string();
+    (!text.is_empty()).then_some(text)
 }
 
 fn load_message(e: mujoco_rs::error::MjModelError) -> String {

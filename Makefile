@@ -1,0 +1,42 @@
+# glint: `make demo` runs the main job on the bundled scenes, `make test` runs every test.
+# Both fetch MuJoCo 3.17's library once (scripts/fetch-mujoco.sh) and build what they need.
+
+CARGO ?= cargo
+MUJOCO_LIB := .deps/mujoco/lib/libmujoco.so
+GLINT := target/release/glint
+SCENES := primitives crowded meshes
+
+.PHONY: all deps build demo test bench lint clean
+
+all: build
+
+deps: $(MUJOCO_LIB)
+
+$(MUJOCO_LIB): scripts/fetch-mujoco.sh
+	@bash scripts/fetch-mujoco.sh
+
+build: deps
+	$(CARGO) build --release -p glint-cli
+
+# The ray benchmark on the three example scenes: glint against MuJoCo's own caster.
+demo: build
+	@for s in $(SCENES); do echo; $(GLINT) bench rays examples/$$s.xml --pattern os1-64 || exit 1; done
+
+# Every test; benchmarks run in their short mode (see `make bench` for the full runs).
+test: deps
+	LD_LIBRARY_PATH=$(CURDIR)/.deps/mujoco/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} $(CARGO) test --release --workspace
+
+# Full benchmarks: every example scene with every pattern, JSON lines in out/bench.jsonl.
+bench: build
+	@mkdir -p out
+	@rm -f out/bench.jsonl
+	@for s in $(SCENES); do for p in os1-64 vlp16 mid360; do \
+		$(GLINT) bench rays examples/$$s.xml --pattern $$p --repeats 11 --json | tee -a out/bench.jsonl || exit 1; \
+	done; done
+
+lint: deps
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+
+clean:
+	$(CARGO) clean

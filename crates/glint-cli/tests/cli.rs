@@ -1,0 +1,106 @@
+//! `glint bench rays` end to end, in its short mode, and its answers to bad input.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn glint(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_glint")).args(args).output().expect("glint runs")
+}
+
+fn example(name: &str) -> String {
+    let p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "..", "examples", name].iter().collect();
+    p.to_string_lossy().into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs a command that must fail cleanly, and returns its error text.
+fn fails(args: &[&str]) -> String {
+    let o = glint(args);
+    let err = stderr(&o);
+    assert!(!o.status.success(), "{args:?} should fail");
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    err
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("glint-cli-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn bench_json_reports_rates_ratio_and_agreement() {
+    let o = glint(&["bench", "rays", &example("crowded.xml"), "--pattern", "os1-64", "--repeats", "5", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    for key in
+        ["rays", "glint_rays_per_s", "glint_rays_per_s_1thread", "mujoco_rays_per_s", "hit_mismatch", "max_abs_diff_m"]
+    {
+        assert!(v.get(key).is_some(), "missing key {key}");
+    }
+    assert_eq!(v["rays"], 65_536);
+    assert_eq!(v["hit_mismatch"], 0, "glint must agree with mj_ray on every ray");
+    assert!(v["max_abs_diff_m"].as_f64().unwrap() < 1e-9);
+    // A ratio measured in one run, not an absolute time: the BVH must beat MuJoCo's linear
+    // scan over 1 000 geoms by a wide margin even on a loaded machine.
+    let ratio = v["speedup_1thread"].as_f64().unwrap();
+    assert!(ratio > 3.0, "glint is only {ratio:.2}x MuJoCo on the crowded scene");
+    assert!(v["hits"].as_u64().unwrap() > 50_000);
+}
+
+#[test]
+fn bench_table_and_worlds() {
+    let o =
+        glint(&["bench", "rays", &example("primitives.xml"), "--pattern", "2000", "--worlds", "3", "--repeats", "5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("3 world(s)"), "{out}");
+    assert!(out.contains("6000 rays") || out.contains("2000: 6000 rays"), "{out}");
+    assert!(out.contains("0 hit/miss mismatches"), "{out}");
+}
+
+#[test]
+fn missing_scene_file_is_named() {
+    let err = fails(&["bench", "rays", "/nonexistent/scene.xml"]);
+    assert!(err.contains("/nonexistent/scene.xml") && err.contains("cannot read"), "{err}");
+}
+
+#[test]
+fn malformed_xml_gives_mujocos_message() {
+    let dir = temp_dir("malformed");
+    let path = dir.join("bad.xml");
+    std::fs::write(&path, "<mujoco><worldbody><geom type='sphere' size='1'></worldbody>").unwrap();
+    let err = fails(&["bench", "rays", path.to_str().unwrap()]);
+    assert!(err.contains("MuJoCo could not load") && err.contains("bad.xml"), "{err}");
+}
+
+#[test]
+fn mesh_that_does_not_load_is_named() {
+    let dir = temp_dir("badmesh");
+    std::fs::write(dir.join("junk.stl"), b"this is not an stl file").unwrap();
+    let path = dir.join("scene.xml");
+    std::fs::write(&path, "<mujoco><asset><mesh name='m' file='junk.stl'/></asset><worldbody><geom type='mesh' mesh='m'/></worldbody></mujoco>").unwrap();
+    let err = fails(&["bench", "rays", path.to_str().unwrap()]);
+    assert!(err.contains("junk.stl"), "{err}");
+}
+
+#[test]
+fn unknown_pattern_and_zero_rays_are_rejected() {
+    let err = fails(&["bench", "rays", &example("primitives.xml"), "--pattern", "hdl64"]);
+    assert!(err.contains("unknown pattern 'hdl64'"), "{err}");
+    let err = fails(&["bench", "rays", &example("primitives.xml"), "--pattern", "0"]);
+    assert!(err.contains("0 rays"), "{err}");
+}
+
+#[test]
+fn bad_origin_and_counts_are_rejected() {
+    let err = fails(&["bench", "rays", &example("primitives.xml"), "--origin", "nan,0,1"]);
+    assert!(err.contains("nan,0,1"), "{err}");
+    let err = fails(&["bench", "rays", &example("primitives.xml"), "--origin", "1,2"]);
+    assert!(err.contains("X,Y,Z"), "{err}");
+    let err = fails(&["bench", "rays", &example("primitives.xml"), "--worlds", "0"]);
+    assert!(err.contains("--worlds"), "{err}");
+}
