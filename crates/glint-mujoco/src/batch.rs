@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use glam::{DMat3, DVec3};
 use glint_core::{Poses, mat_from_mujoco};
+use mujoco_rs::mujoco_c::mjtWarning;
 use mujoco_rs::prelude::{MjData, MjModel};
 use rayon::prelude::*;
 
@@ -186,11 +187,28 @@ impl WorldBatch {
             .into());
         }
         self.poses.check_world(w)?;
+        if let Some(i) = qpos.iter().position(|q| !q.is_finite()) {
+            return Err(glint_core::CoreError::Shape {
+                field: "qpos",
+                len: qpos.len(),
+                expected: format!("every value must be finite, and qpos[{i}] is {}", qpos[i]),
+            }
+            .into());
+        }
         let d = &mut self.data[w];
         // SAFETY: qpos is an mjData array of nq doubles.
         unsafe { std::slice::from_raw_parts_mut(d.ffi_mut().qpos, nq) }.copy_from_slice(qpos);
         self.forward();
         Ok(())
+    }
+
+    /// Whether MuJoCo found world `w` unstable (NaN, infinite or huge accelerations, positions
+    /// or velocities) since its last reset; MuJoCo resets such a world's state when it happens.
+    pub fn unstable(&self, w: usize) -> bool {
+        let warnings = &self.data[w].ffi().warning;
+        [mjtWarning::mjWARN_BADQPOS, mjtWarning::mjWARN_BADQVEL, mjtWarning::mjWARN_BADQACC]
+            .iter()
+            .any(|&k| warnings[k as usize].number > 0)
     }
 
     /// Number of generalized coordinates.

@@ -3,13 +3,15 @@
 use std::ffi::{CStr, CString};
 use std::os::raw::c_char;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Once};
 
 use glam::DVec3;
 use glint_core::{GeomType, Hfield, Mesh, Scene};
+use mujoco_rs::logging::set_log_handler;
 use mujoco_rs::mujoco_c::{mj_deleteModel, mj_loadXML, mjModel};
 use mujoco_rs::prelude::MjModel;
 use mujoco_rs::wrappers::mj_auxiliary::MjVfs;
+use mujoco_rs::wrappers::mj_logging::{MjLogMessage, MjtLogLevel};
 
 use crate::MujocoError;
 
@@ -27,9 +29,31 @@ impl std::fmt::Debug for Model {
     }
 }
 
+/// Routes MuJoCo's messages to standard error, once per process, before the first model
+/// loads. MuJoCo's default handler prints to standard output (where `glint ... --json` writes
+/// its answer) and appends to `MUJOCO_LOG.TXT` in the working directory.
+fn route_mujoco_messages() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: runs once, before glint has loaded any model or started any world, so no
+        // other thread is using MuJoCo through glint.
+        unsafe { set_log_handler(forward_message) };
+    });
+}
+
+fn forward_message(message: &MjLogMessage) {
+    let kind = match message.level() {
+        MjtLogLevel::mjLOG_ERROR => "error",
+        MjtLogLevel::mjLOG_WARNING => "warning",
+        _ => "info",
+    };
+    eprintln!("MuJoCo {kind}: {}", message.subject());
+}
+
 impl Model {
     /// Loads an MJCF file; includes, meshes, textures and height fields resolve relative to it.
     pub fn from_xml_file(path: impl AsRef<Path>) -> Result<Model, MujocoError> {
+        route_mujoco_messages();
         let path = path.as_ref();
         let unreadable = |reason: String| MujocoError::Unreadable { path: path.to_path_buf(), reason };
         let meta = std::fs::metadata(path).map_err(|e| unreadable(e.to_string()))?;
@@ -45,6 +69,7 @@ impl Model {
 
     /// Loads MJCF from a string (assets must then be absolute paths or built-in).
     pub fn from_xml_str(xml: &str) -> Result<Model, MujocoError> {
+        route_mujoco_messages();
         let mj = MjModel::from_xml_string(xml).map_err(|e| {
             let mut vfs = MjVfs::new();
             let full = vfs
