@@ -131,31 +131,42 @@ fn rays(args: RaysArgs) -> Result<()> {
     }
     let nray = dirs.len();
     let threads = args.threads.map_or_else(rayon::current_num_threads, |t| t as usize);
-    let (one, many) = (pool(1)?, pool(threads)?);
     let filter = RayFilter::default();
 
-    // Bottom level: rebuild every mesh's BVH as model loading does (height fields are small).
-    let blas_build_s = median_time(args.repeats, || {
-        for m in &scene.mesh {
-            std::hint::black_box(Mesh::new(m.name.clone(), m.vert.clone(), m.face.clone(), Vec::new()).ok());
-        }
+    // Every timed phase runs in a pool made for it and dropped after it: idle rayon workers
+    // spin for a while, and on a small machine a spinning pool would steal the cores the next
+    // phase is timing.
+    let phase = |n: usize| pool(n);
+    let (caster, blas_build_s, bvh_build_s, refit_s) = phase(1)?.install(|| {
+        // Bottom level: rebuild every mesh's BVH as model loading does (height fields are small).
+        let blas_build_s = median_time(args.repeats, || {
+            for m in &scene.mesh {
+                std::hint::black_box(Mesh::new(m.name.clone(), m.vert.clone(), m.face.clone(), Vec::new()).ok());
+            }
+        });
+        let mut caster = RayCaster::new(&scene, batch.poses());
+        let bvh_build_s = median_time(args.repeats, || caster = RayCaster::new(&scene, batch.poses()));
+        let refit_s = median_time(args.repeats.max(50), || caster.refit_world(batch.poses(), 0));
+        (caster, blas_build_s, bvh_build_s, refit_s)
     });
-    let mut caster = RayCaster::new(&scene, batch.poses());
-    let bvh_build_s = median_time(args.repeats, || caster = RayCaster::new(&scene, batch.poses()));
-    let refit_s = median_time(args.repeats.max(50), || caster.refit_world(batch.poses(), 0));
 
     let pnt = [origin];
     let rays = RayBatch { nray, pnt: &pnt, vec: &dirs, bodyexclude: &[-1] };
     let total = nworld * nray;
     let (mut dist, mut geomid, mut normal) = (vec![0.0; total], vec![0i32; total], vec![DVec3::ZERO; total]);
-    let mut cast = |pool: &rayon::ThreadPool| {
-        pool.install(|| caster.rays_into(&scene, batch.poses(), &rays, &filter, &mut dist, &mut geomid, &mut normal))
+    let mut cast = || caster.rays_into(&scene, batch.poses(), &rays, &filter, &mut dist, &mut geomid, &mut normal);
+    phase(1)?.install(&mut cast)?;
+    let mut timed = |n: usize| -> Result<f64> {
+        let p = phase(n)?;
+        let t = p.install(|| median_time(args.repeats, || cast().expect("validated above")));
+        drop(p);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        Ok(t)
     };
-    cast(&one)?;
-    let t1 = median_time(args.repeats, || cast(&one).expect("validated above"));
-    let tn = median_time(args.repeats, || cast(&many).expect("validated above"));
+    let t1 = timed(1)?;
+    let tn = timed(threads)?;
     let (dist, geomid) = {
-        cast(&one)?;
+        phase(1)?.install(&mut cast)?;
         (dist, geomid)
     };
 

@@ -5,9 +5,10 @@
 use glam::DVec3;
 
 use crate::CoreError;
+use crate::GeomType;
 use crate::bvh::Aabb;
 use crate::mesh::{F64Vertices, TriangleSet};
-use crate::primitives::{LocalHit, box_faces, box_local};
+use crate::primitives::{LocalHit, box_faces, box_local, passes_bounding_sphere};
 
 /// A height field: `nrow × ncol` elevations in `[0, 1]` (row-major, rows along local Y),
 /// scaled by `size = [radius_x, radius_y, elevation_z, base_z]`.
@@ -68,18 +69,28 @@ impl Hfield {
     /// Nearest hit of a local-frame ray with the solid, with `t <= tmax`.
     pub(crate) fn intersect_local(&self, o: DVec3, d: DVec3, tmax: f64) -> Option<LocalHit> {
         let s = self.size;
+        // MuJoCo's box test (ray_box) starts with a bounding-sphere test; both boxes use it.
         let base_half = DVec3::new(s[0], s[1], 0.5 * s[3]);
-        let mut best = box_local(base_half, o - DVec3::new(0.0, 0.0, -0.5 * s[3]), d).filter(|h| h.0 <= tmax);
+        let base_dif = o - DVec3::new(0.0, 0.0, -0.5 * s[3]);
+        let mut best = if passes_bounding_sphere(GeomType::Box, base_half, base_dif, d) {
+            box_local(base_half, base_dif, d).filter(|h| h.0 <= tmax)
+        } else {
+            None
+        };
         let top_half = DVec3::new(s[0], s[1], 0.5 * s[2]);
-        let top = box_faces(top_half, o - DVec3::new(0.0, 0.0, 0.5 * s[2]), d);
+        let top_dif = o - DVec3::new(0.0, 0.0, 0.5 * s[2]);
+        if !passes_bounding_sphere(GeomType::Box, top_half, top_dif, d) {
+            return best;
+        }
+        let top = box_faces(top_half, top_dif, d);
         if top.iter().all(|&t| t < 0.0) {
             return best;
         }
         let bound = best.map_or(tmax, |h| h.0);
-        if let Some((t, n, _)) = self.surface.closest(o, d, bound) {
-            if best.is_none_or(|h| t < h.0) {
-                best = Some((t, n));
-            }
+        if let Some((t, n, _)) = self.surface.closest(o, d, bound)
+            && best.is_none_or(|h| t < h.0)
+        {
+            best = Some((t, n));
         }
         for (face, &t) in top.iter().enumerate().take(4) {
             if t >= 0.0 && t <= tmax && best.is_none_or(|h| t < h.0) && self.below_profile(face, o + t * d) {

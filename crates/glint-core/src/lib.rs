@@ -17,7 +17,7 @@ mod raycast;
 mod scene;
 mod wide;
 
-pub use bvh::{Aabb, Bvh};
+pub use bvh::{Aabb, Bvh, inverse_direction};
 pub use error::CoreError;
 pub use geom::GeomType;
 pub use hfield::Hfield;

@@ -85,8 +85,8 @@ impl Packet {
     /// The same rays in the frame `(pos, rot)`, or `None` when they lose a common sign there.
     pub(crate) fn to_frame(&self, pos: DVec3, rot: &DMat3) -> Option<Packet> {
         let mut local = [DVec3::ZERO; PACKET];
-        for k in 0..self.n {
-            local[k] = to_local(rot, self.d[k]);
+        for (l, d) in local.iter_mut().zip(&self.d[..self.n]) {
+            *l = to_local(rot, *d);
         }
         Packet::new(to_local(rot, self.o - pos), &local[..self.n])
     }

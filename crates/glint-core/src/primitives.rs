@@ -19,11 +19,12 @@ pub(crate) fn to_local(rot: &DMat3, v: DVec3) -> DVec3 {
     DVec3::new(rot.x_axis.dot(v), rot.y_axis.dot(v), rot.z_axis.dot(v))
 }
 
-/// Roots of `a x^2 + 2 b x + c = 0`, or `None` when the discriminant is below `MINVAL`.
+/// Roots of `a x^2 + 2 b x + c = 0`, or `None` when the discriminant is negative. (Older
+/// MuJoCo rejected discriminants below `mjMINVAL`; 3.17 accepts tangent rays, measured.)
 #[inline(always)]
 fn quad_roots(a: f64, b: f64, c: f64) -> Option<[f64; 2]> {
     let det = b * b - a * c;
-    if det < MINVAL {
+    if det < 0.0 {
         return None;
     }
     let det = det.sqrt();
@@ -62,11 +63,58 @@ pub fn intersect_primitive(
     pnt: DVec3,
     vec: DVec3,
 ) -> Option<(f64, DVec3)> {
+    if !passes_bounding_sphere(kind, size, pnt - pos, vec) {
+        return None;
+    }
     let hit = match kind {
         GeomType::Sphere => return sphere(pos, size.x * size.x, pnt, vec),
         _ => intersect_local(kind, size, to_local(rot, pnt - pos), to_local(rot, vec)),
     };
     hit.map(|(t, n)| (t, (*rot * n).normalize()))
+}
+
+/// Squared radius of the sphere MuJoCo tests first for capsules, cylinders and boxes (a ray
+/// that misses it misses the geom, even where it would graze the geom's surface).
+#[inline(always)]
+pub(crate) fn bounding_sphere_sqr(kind: GeomType, size: DVec3) -> Option<f64> {
+    match kind {
+        GeomType::Capsule => Some((size.x + size.y) * (size.x + size.y)),
+        GeomType::Cylinder => Some(size.x * size.x + size.y * size.y),
+        GeomType::Box => Some(size.length_squared()),
+        _ => None,
+    }
+}
+
+/// MuJoCo's bounding-sphere pre-test in the world frame; `dif` is `pnt - pos`.
+#[inline(always)]
+pub(crate) fn passes_bounding_sphere(kind: GeomType, size: DVec3, dif: DVec3, vec: DVec3) -> bool {
+    BoundingSphere::new(kind, size, dif).passes(vec)
+}
+
+/// The bounding-sphere pre-test for one origin, shared by many directions.
+#[derive(Clone, Copy)]
+pub(crate) struct BoundingSphere {
+    dif: DVec3,
+    /// `|dif|^2 - r^2`, or `None` for types without the pre-test.
+    c: Option<f64>,
+}
+
+impl BoundingSphere {
+    #[inline(always)]
+    pub(crate) fn new(kind: GeomType, size: DVec3, dif: DVec3) -> Self {
+        BoundingSphere { dif, c: bounding_sphere_sqr(kind, size).map(|r2| dif.dot(dif) - r2) }
+    }
+
+    /// Whether a ray along `vec` passes MuJoCo's test: the larger root of the quadratic,
+    /// `(-b + sqrt(det)) / a`, is non-negative. With `b <= 0` it is, so the square root is
+    /// needed only for rays heading away from the center.
+    #[inline(always)]
+    pub(crate) fn passes(&self, vec: DVec3) -> bool {
+        let Some(c) = self.c else { return true };
+        let (a, b) = (vec.dot(vec), vec.dot(self.dif));
+        let det = b * b - a * c;
+        det >= 0.0 && (b <= 0.0 || -b + det.sqrt() >= 0.0)
+    }
 }
 
 /// Local-frame intersection for the analytic types other than the sphere (which MuJoCo
@@ -78,7 +126,7 @@ pub(crate) fn intersect_local(kind: GeomType, size: DVec3, lpnt: DVec3, lvec: DV
         GeomType::Capsule => capsule(size, lpnt, lvec),
         GeomType::Ellipsoid => ellipsoid(size, lpnt, lvec),
         GeomType::Cylinder => cylinder(size, lpnt, lvec),
-        GeomType::Box => box_entry(size, lpnt, lvec),
+        GeomType::Box => box_local(size, lpnt, lvec),
         _ => None,
     }
 }
@@ -175,20 +223,20 @@ fn cylinder(size: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<LocalHit> {
 /// (−X, +X, −Y, +Y, −Z, +Z); `-1` where the ray does not cross that face.
 #[inline]
 pub(crate) fn box_faces(half: DVec3, lpnt: DVec3, lvec: DVec3) -> [f64; 6] {
+    // All six face distances at once (vectorized divisions; division is exact either way).
+    let num: [f64; 6] = std::array::from_fn(|f| if f % 2 == 0 { -half[f / 2] } else { half[f / 2] } - lpnt[f / 2]);
+    let den: [f64; 6] = std::array::from_fn(|f| lvec[f / 2]);
+    let t: [f64; 6] = std::array::from_fn(|f| num[f] / den[f]);
     let mut all = [-1.0; 6];
-    for i in 0..3 {
-        if lvec[i].abs() <= MINVAL {
+    for f in 0..6 {
+        let i = f / 2;
+        if lvec[i].abs() <= MINVAL || t[f] < 0.0 {
             continue;
         }
         let (j, k) = ((i + 1) % 3, (i + 2) % 3);
-        for (s, side) in [-1.0, 1.0].into_iter().enumerate() {
-            let t = (side * half[i] - lpnt[i]) / lvec[i];
-            if t >= 0.0 {
-                let p = lpnt + t * lvec;
-                if p[j].abs() <= half[j] && p[k].abs() <= half[k] {
-                    all[2 * i + s] = t;
-                }
-            }
+        let p = lpnt + t[f] * lvec;
+        if p[j].abs() <= half[j] && p[k].abs() <= half[k] {
+            all[f] = t[f];
         }
     }
     all
@@ -211,32 +259,4 @@ pub(crate) fn nearest_face(all: &[f64; 6]) -> Option<LocalHit> {
 #[inline]
 pub(crate) fn box_local(half: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<LocalHit> {
     nearest_face(&box_faces(half, lpnt, lvec))
-}
-
-/// The box's nearest face hit, as [`box_local`], but testing only the entry faces when the
-/// origin is outside: a ray from outside meets the entry face first, so the exit faces
-/// matter only from inside.
-#[inline]
-fn box_entry(half: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<LocalHit> {
-    if lpnt.abs().cmple(half).all() {
-        return box_local(half, lpnt, lvec);
-    }
-    let mut best = None;
-    for i in 0..3 {
-        if lvec[i].abs() <= MINVAL {
-            continue;
-        }
-        let side = if lvec[i] > 0.0 { -1.0 } else { 1.0 };
-        let t = (side * half[i] - lpnt[i]) / lvec[i];
-        if t >= 0.0 {
-            let (j, k) = ((i + 1) % 3, (i + 2) % 3);
-            let p = lpnt + t * lvec;
-            if p[j].abs() <= half[j] && p[k].abs() <= half[k] {
-                let mut n = DVec3::ZERO;
-                n[i] = side;
-                keep(&mut best, t, n);
-            }
-        }
-    }
-    best
 }

@@ -80,7 +80,9 @@ impl RayBatch<'_> {
         self.check_shape("pnt", self.pnt.len(), nworld, false)?;
         self.check_shape("vec", self.vec.len(), nworld, false)?;
         self.check_shape("bodyexclude", self.bodyexclude.len(), nworld, true)?;
-        if let Some((index, v)) = self.vec.iter().enumerate().find(|(_, v)| !(v.length_squared() >= MINVAL * MINVAL)) {
+        if let Some((index, v)) =
+            self.vec.iter().enumerate().find(|(_, v)| !v.is_finite() || v.length_squared() < MINVAL * MINVAL)
+        {
             return Err(CoreError::BadDirection { index, x: v.x, y: v.y, z: v.z });
         }
         if let Some((index, p)) = self.pnt.iter().enumerate().find(|(_, p)| !p.is_finite()) {
@@ -436,10 +438,10 @@ impl RayCaster {
         let mut best = Best { t: f64::INFINITY, g: -1, n: DVec3::ZERO };
         for &g in &self.planes {
             let g = g as usize;
-            if usable(g) {
-                if let Some((t, n)) = intersect_geom(scene, g, xpos[g], &xmat[g], pnt, vec, f64::INFINITY) {
-                    best.offer(g, t, n);
-                }
+            if usable(g)
+                && let Some((t, n)) = intersect_geom(scene, g, xpos[g], &xmat[g], pnt, vec, f64::INFINITY)
+            {
+                best.offer(g, t, n);
             }
         }
         let geoms = &self.tlas_geoms;
@@ -640,18 +642,26 @@ impl Visitor for PacketWalk<'_> {
         if matches!(kind, GeomType::Box | GeomType::Capsule | GeomType::Cylinder | GeomType::Ellipsoid) {
             // One local origin serves the whole packet; normals are rotated only for winners.
             let (pos, rot, size) = (self.xpos[g], &self.xmat[g], self.scene.geom_size[g]);
-            let lpnt = to_local(rot, self.p.o - pos);
+            let dif = self.p.o - pos;
+            let (lpnt, sphere) = (to_local(rot, dif), primitives::BoundingSphere::new(kind, size, dif));
+            let mut changed = false;
             while mask != 0 {
                 let r = mask.trailing_zeros() as usize;
                 mask &= mask - 1;
+                if !sphere.passes(self.p.d[r]) {
+                    continue;
+                }
                 let Some((t, n)) = primitives::intersect_local(kind, size, lpnt, to_local(rot, self.p.d[r])) else {
                     continue;
                 };
                 if t < self.best.t[r] || (t == self.best.t[r] && (g as i32) < self.best.g[r]) {
                     self.best.offer(r, g, t, *rot * n);
+                    changed = true;
                 }
             }
-            self.update_tmax();
+            if changed {
+                self.update_tmax();
+            }
             return false;
         }
         while mask != 0 {

@@ -151,14 +151,14 @@ impl Wide {
             // Gather entered lanes, then push them farthest first.
             let mut order = [(0.0f64, 0usize); WIDTH];
             let mut n = 0;
-            for l in 0..node.nchild as usize {
-                if t[l] < f64::INFINITY {
+            for (l, &tl) in t.iter().enumerate().take(node.nchild as usize) {
+                if tl < f64::INFINITY {
                     let mut k = n;
-                    while k > 0 && order[k - 1].0 < t[l] {
+                    while k > 0 && order[k - 1].0 < tl {
                         order[k] = order[k - 1];
                         k -= 1;
                     }
-                    order[k] = (t[l], l);
+                    order[k] = (tl, l);
                     n += 1;
                 }
             }

@@ -45,7 +45,8 @@ fn forward_message(message: &MjLogMessage) {
     let kind = match message.level() {
         MjtLogLevel::mjLOG_ERROR => "error",
         MjtLogLevel::mjLOG_WARNING => "warning",
-        _ => "info",
+        // Informational messages (compile times and the like) are not for glint's users.
+        _ => return,
     };
     eprintln!("MuJoCo {kind}: {}", message.subject());
 }

@@ -39,7 +39,7 @@ pub trait MujocoRays {
 
 impl MujocoRays for WorldBatch {
     fn mj_ray(&self, w: usize, pnt: DVec3, vec: DVec3, filter: &RayFilter, bodyexclude: i32) -> RayHit {
-        if !(vec.length() >= MINVAL) {
+        if !vec.is_finite() || vec.length() < MINVAL {
             return RayHit::MISS;
         }
         let groups = group_bytes(filter);
