@@ -6,7 +6,7 @@
 use glam::{BVec3, DMat3, DVec3};
 
 use crate::bvh::{Aabb, Node4, WIDTH};
-use crate::primitives::to_local;
+use crate::primitives::{MINVAL, to_local};
 
 /// Rays per packet.
 pub(crate) const PACKET: usize = 16;
@@ -19,6 +19,8 @@ pub(crate) struct Packet {
     pub n: usize,
     /// Inverse directions by axis (structure of arrays, for vectorized per-ray box tests).
     inv_axis: [[f64; PACKET]; 3],
+    /// Directions by axis (unused lanes repeat ray 0).
+    dir_axis: [[f64; PACKET]; 3],
     /// Bit `r` set for each ray `r < n`.
     lanes: u32,
     /// Per axis: whether the inverse directions are positive.
@@ -36,6 +38,7 @@ impl Packet {
             d: [DVec3::ZERO; PACKET],
             n: 0,
             inv_axis: [[1.0; PACKET]; 3],
+            dir_axis: [[1.0; PACKET]; 3],
             lanes: 0,
             positive: BVec3::FALSE,
             lo: DVec3::INFINITY,
@@ -72,6 +75,7 @@ impl Packet {
             let first = axis[0];
             for (k, x) in axis.iter_mut().enumerate() {
                 let d = if k < n { *x } else { first };
+                self.dir_axis[a][k] = d;
                 *x = if d.abs() > 1e-300 { 1.0 / d } else { 1e300_f64.copysign(d) };
             }
             lo[a] = axis.iter().fold(f64::INFINITY, |m, &x| if x < m { x } else { m });
@@ -89,6 +93,30 @@ impl Packet {
             *l = to_local(rot, *d);
         }
         Packet::new(to_local(rot, self.o - pos), &local[..self.n])
+    }
+
+    /// Where each ray meets a plane geom at `(pos, rot)` with `size` (MuJoCo's `ray_plane`:
+    /// front face only, `t >= 0`, inside the rectangle when the size is positive), as arrays
+    /// over the packet; `INFINITY` where a ray misses.
+    #[inline(always)]
+    pub(crate) fn plane(&self, pos: DVec3, rot: &DMat3, size: DVec3) -> [f64; PACKET] {
+        let lpnt = to_local(rot, self.o - pos);
+        let (ax, ay, az) = (rot.x_axis, rot.y_axis, rot.z_axis);
+        let [dx, dy, dz] = &self.dir_axis;
+        let mut out = [f64::INFINITY; PACKET];
+        for r in 0..PACKET {
+            // Same operation order as `to_local`, so the values equal the one-ray path's.
+            let lx = ax.x * dx[r] + ax.y * dy[r] + ax.z * dz[r];
+            let ly = ay.x * dx[r] + ay.y * dy[r] + ay.z * dz[r];
+            let lz = az.x * dx[r] + az.y * dy[r] + az.z * dz[r];
+            let t = -lpnt.z / lz;
+            let (px, py) = (lpnt.x + t * lx, lpnt.y + t * ly);
+            let inside = (size.x <= 0.0 || px.abs() <= size.x) && (size.y <= 0.0 || py.abs() <= size.y);
+            if lz <= -MINVAL && t >= 0.0 && inside {
+                out[r] = t;
+            }
+        }
+        out
     }
 
     /// Bit mask of the rays `r` whose segment `[0, tmax[r]]` enters `b`.

@@ -242,21 +242,29 @@ pub(crate) fn box_faces(half: DVec3, lpnt: DVec3, lvec: DVec3) -> [f64; 6] {
     all
 }
 
-/// The nearest face hit in `all` (from [`box_faces`]) with its outward normal.
-#[inline]
-pub(crate) fn nearest_face(all: &[f64; 6]) -> Option<LocalHit> {
-    let mut best = None;
-    for (f, &t) in all.iter().enumerate() {
-        if t >= 0.0 {
-            let mut n = DVec3::ZERO;
-            n[f / 2] = if f % 2 == 0 { -1.0 } else { 1.0 };
-            keep(&mut best, t, n);
-        }
-    }
-    best
-}
-
+/// The nearest face hit of a box centered at the local origin with its outward normal: the
+/// first face in MuJoCo's order among those at the smallest distance.
 #[inline]
 pub(crate) fn box_local(half: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<LocalHit> {
-    nearest_face(&box_faces(half, lpnt, lvec))
+    let num: [f64; 6] = std::array::from_fn(|f| if f % 2 == 0 { -half[f / 2] } else { half[f / 2] } - lpnt[f / 2]);
+    let den: [f64; 6] = std::array::from_fn(|f| lvec[f / 2]);
+    let t: [f64; 6] = std::array::from_fn(|f| num[f] / den[f]);
+    let (mut best_t, mut best_f) = (f64::INFINITY, usize::MAX);
+    for (f, &tf) in t.iter().enumerate() {
+        let i = f / 2;
+        // Farther faces (and equal ones, which come later in MuJoCo's order) cannot win.
+        if !(tf >= 0.0 && tf < best_t) || lvec[i].abs() <= MINVAL {
+            continue;
+        }
+        let (j, k) = ((i + 1) % 3, (i + 2) % 3);
+        let (pj, pk) = (lpnt[j] + tf * lvec[j], lpnt[k] + tf * lvec[k]);
+        if pj.abs() <= half[j] && pk.abs() <= half[k] {
+            (best_t, best_f) = (tf, f);
+        }
+    }
+    (best_f < 6).then(|| {
+        let mut n = DVec3::ZERO;
+        n[best_f / 2] = if best_f % 2 == 0 { -1.0 } else { 1.0 };
+        (best_t, n)
+    })
 }

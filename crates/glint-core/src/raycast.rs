@@ -3,6 +3,8 @@
 //! (one BVH per world over the geoms' world bounds) lives here and is refitted after each
 //! step. Planes are infinite and tested outside the top level.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use glam::{DMat3, DVec3};
 use rayon::prelude::*;
 
@@ -73,22 +75,63 @@ impl RayBatch<'_> {
         })
     }
 
-    fn validate(&self, nworld: usize) -> Result<(), CoreError> {
+    /// Checks the directions and origins stored at `range` (indices into the arrays; entries
+    /// past an array's end are skipped).
+    fn check_rays(&self, range: std::ops::Range<usize>) -> Result<(), CoreError> {
+        let vecs = &self.vec[range.start.min(self.vec.len())..range.end.min(self.vec.len())];
+        if let Some(k) = vecs.iter().position(|v| !v.is_finite() || v.length_squared() < MINVAL * MINVAL) {
+            let (index, v) = (range.start + k, vecs[k]);
+            return Err(CoreError::BadDirection { index, x: v.x, y: v.y, z: v.z });
+        }
+        let pnts = &self.pnt[range.start.min(self.pnt.len())..range.end.min(self.pnt.len())];
+        if let Some(k) = pnts.iter().position(|p| !p.is_finite()) {
+            let (index, p) = (range.start + k, pnts[k]);
+            return Err(CoreError::BadOrigin { index, x: p.x, y: p.y, z: p.z });
+        }
+        Ok(())
+    }
+
+    /// Whether the rays of flat indices `first..first + len` (world-major) have finite origins
+    /// and usable directions: scans the parts of each array those rays use.
+    fn chunk_ok(&self, first: usize, len: usize) -> bool {
+        let good_dir = |v: &DVec3| v.is_finite() && v.length_squared() >= MINVAL * MINVAL;
+        let good_pnt = |p: &DVec3| p.is_finite();
+        self.used(self.vec, first, len).all(|part| part.iter().all(good_dir))
+            && self.used(self.pnt, first, len).all(|part| part.iter().all(good_pnt))
+    }
+
+    /// The parts of `arr` (shaped by the broadcasting rules) that flat rays
+    /// `first..first + len` read: at most two runs.
+    fn used<'b>(&self, arr: &'b [DVec3], first: usize, len: usize) -> impl Iterator<Item = &'b [DVec3]> {
+        let n = self.nray;
+        let (a, b): (&[DVec3], &[DVec3]) = match arr.len() {
+            1 => (arr, &[]),
+            l if l == n && len < n => {
+                let start = first % n;
+                let end = start + len;
+                if end <= n { (&arr[start..end], &[]) } else { (&arr[start..], &arr[..end - n]) }
+            }
+            l if l == n => (arr, &[]),
+            _ => (&arr[first..first + len], &[]),
+        };
+        [a, b].into_iter()
+    }
+
+    /// Checks the shapes only (`rays_into` checks the rays chunk by chunk inside its parallel
+    /// loop, where a serial pass would cost a visible share of the time).
+    fn validate_shapes(&self, nworld: usize) -> Result<(), CoreError> {
         if self.nray == 0 || self.vec.is_empty() || self.pnt.is_empty() {
             return Err(CoreError::NoRays);
         }
         self.check_shape("pnt", self.pnt.len(), nworld, false)?;
         self.check_shape("vec", self.vec.len(), nworld, false)?;
-        self.check_shape("bodyexclude", self.bodyexclude.len(), nworld, true)?;
-        if let Some((index, v)) =
-            self.vec.iter().enumerate().find(|(_, v)| !v.is_finite() || v.length_squared() < MINVAL * MINVAL)
-        {
-            return Err(CoreError::BadDirection { index, x: v.x, y: v.y, z: v.z });
-        }
-        if let Some((index, p)) = self.pnt.iter().enumerate().find(|(_, p)| !p.is_finite()) {
-            return Err(CoreError::BadOrigin { index, x: p.x, y: p.y, z: p.z });
-        }
-        Ok(())
+        self.check_shape("bodyexclude", self.bodyexclude.len(), nworld, true)
+    }
+
+    /// Checks shapes and every ray.
+    fn validate(&self, nworld: usize) -> Result<(), CoreError> {
+        self.validate_shapes(nworld)?;
+        self.check_rays(0..self.vec.len().max(self.pnt.len()))
     }
 }
 
@@ -135,7 +178,7 @@ pub struct RayCaster {
     tlas_boxes: Vec<Vec<Aabb>>,
 }
 
-const CHUNK: usize = 256;
+const CHUNK: usize = 1024;
 
 /// World-frame bounds of a local box under the frame `(pos, rot)`.
 fn world_bounds(local: &Aabb, pos: DVec3, rot: &DMat3) -> Aabb {
@@ -219,7 +262,9 @@ impl RayCaster {
             .collect()
     }
 
-    fn check(&self, poses: &Poses, batch: &RayBatch, out_len: usize) -> Result<(), CoreError> {
+    /// Checks the batch against the caster and the output length; the rays themselves only
+    /// when `rays` is set (`rays_into` checks them inside its parallel loop instead).
+    fn check(&self, poses: &Poses, batch: &RayBatch, out_len: usize, rays: bool) -> Result<(), CoreError> {
         if poses.nworld != self.tlas.len() {
             return Err(CoreError::Shape {
                 field: "poses",
@@ -227,7 +272,11 @@ impl RayCaster {
                 expected: format!("the ray caster was built for {} worlds", self.tlas.len()),
             });
         }
-        batch.validate(poses.nworld)?;
+        if rays {
+            batch.validate(poses.nworld)?;
+        } else {
+            batch.validate_shapes(poses.nworld)?;
+        }
         let want = poses.nworld * batch.nray;
         if out_len != want {
             return Err(CoreError::Shape {
@@ -252,7 +301,7 @@ impl RayCaster {
         geomid: &mut [i32],
         normal: &mut [DVec3],
     ) -> Result<(), CoreError> {
-        self.check(poses, batch, dist.len())?;
+        self.check(poses, batch, dist.len(), false)?;
         for (field, len) in [("geomid", geomid.len()), ("normal", normal.len())] {
             if len != dist.len() {
                 return Err(CoreError::Shape {
@@ -264,30 +313,39 @@ impl RayCaster {
         }
         let eligible = Self::eligible(scene, filter);
         let nray = batch.nray;
+        let bad_ray = AtomicBool::new(false);
         dist.par_chunks_mut(CHUNK)
             .zip(geomid.par_chunks_mut(CHUNK))
             .zip(normal.par_chunks_mut(CHUNK))
             .enumerate()
             .for_each(|(chunk, ((dist, geomid), normal))| {
                 let mut packet = Packet::empty();
+                if !batch.chunk_ok(chunk * CHUNK, dist.len()) {
+                    bad_ray.store(true, Ordering::Relaxed);
+                    return;
+                }
                 let mut k = 0;
                 while k < dist.len() {
                     let idx = chunk * CHUNK + k;
                     let (w, i) = (idx / nray, idx % nray);
                     let run = PACKET.min(dist.len() - k).min(nray - i);
-                    let hits = self.cast_run(scene, poses, w, &eligible, batch, i, run, &mut packet);
-                    for (r, hit) in hits[..run].iter().enumerate() {
-                        dist[k + r] = hit.dist;
-                        geomid[k + r] = hit.geomid;
-                        normal[k + r] = hit.normal;
-                    }
+                    let out = Out {
+                        dist: &mut dist[k..k + run],
+                        geomid: &mut geomid[k..k + run],
+                        normal: &mut normal[k..k + run],
+                    };
+                    self.cast_run(scene, poses, w, &eligible, batch, i, &mut packet, out);
                     k += run;
                 }
             });
+        if bad_ray.load(Ordering::Relaxed) {
+            // Only on this path: the serial check finds and names the first bad ray.
+            batch.validate(poses.nworld)?;
+        }
         Ok(())
     }
 
-    /// Casts rays `i..i + run` of world `w` (`run <= PACKET`), as one packet when they share
+    /// Casts rays `i..` of world `w` (as many as `out` holds, at most `PACKET`), as one packet when they share
     /// an origin and body exclusion and their directions share signs, else one by one.
     #[allow(clippy::too_many_arguments)]
     fn cast_run(
@@ -298,11 +356,10 @@ impl RayCaster {
         eligible: &[bool],
         batch: &RayBatch,
         i: usize,
-        run: usize,
         packet: &mut Packet,
-    ) -> [RayHit; PACKET] {
-        let mut hits = [RayHit::MISS; PACKET];
-        let nray = batch.nray;
+        mut out: Out,
+    ) {
+        let (nray, run) = (batch.nray, out.dist.len());
         let o = RayBatch::pick(batch.pnt, nray, w, i);
         let exclude =
             |k: usize| if batch.bodyexclude.is_empty() { -1 } else { RayBatch::pick(batch.bodyexclude, nray, w, k) };
@@ -310,15 +367,14 @@ impl RayCaster {
             run > 1 && (i..i + run).all(|k| RayBatch::pick(batch.pnt, nray, w, k) == o && exclude(k) == exclude(i));
         if shared && packet.set(o, run, |r| RayBatch::pick(batch.vec, nray, w, i + r)) {
             let best = self.cast_packet(scene, poses, w, eligible, exclude(i), packet);
-            for (r, hit) in hits[..run].iter_mut().enumerate() {
-                *hit = best.hit(r);
+            for r in 0..run {
+                out.set(r, best.hit(r));
             }
         } else {
-            for (r, hit) in hits[..run].iter_mut().enumerate() {
-                *hit = self.cast(scene, poses, w, eligible, batch, i + r);
+            for r in 0..run {
+                out.set(r, self.cast(scene, poses, w, eligible, batch, i + r));
             }
         }
-        hits
     }
 
     /// Closest hits of a packet of rays in world `w`.
@@ -336,17 +392,10 @@ impl RayCaster {
         for &g in &self.planes {
             let g = g as usize;
             if eligible[g] && scene.geom_bodyid[g] != exclude {
-                // One local origin for the packet; rays facing away are rejected on one dot.
-                let (rot, size) = (&xmat[g], scene.geom_size[g]);
-                let lpnt = to_local(rot, p.o - xpos[g]);
-                for r in 0..p.n {
-                    if rot.z_axis.dot(p.d[r]) > -MINVAL {
-                        continue;
-                    }
-                    if let Some((t, n)) =
-                        primitives::intersect_local(GeomType::Plane, size, lpnt, to_local(rot, p.d[r]))
-                    {
-                        best.offer(r, g, t, *rot * n);
+                let t = p.plane(xpos[g], &xmat[g], scene.geom_size[g]);
+                for (r, &t) in t.iter().enumerate().take(p.n) {
+                    if t < f64::INFINITY {
+                        best.offer(r, g, t, xmat[g].z_axis);
                     }
                 }
             }
@@ -411,7 +460,7 @@ impl RayCaster {
         max_dist: &[f64],
         out: &mut [bool],
     ) -> Result<(), CoreError> {
-        self.check(poses, batch, out.len())?;
+        self.check(poses, batch, out.len(), true)?;
         batch.check_shape("max_dist", max_dist.len(), poses.nworld, false)?;
         let eligible = Self::eligible(scene, filter);
         let nray = batch.nray;
@@ -479,6 +528,22 @@ impl RayCaster {
         self.planes.iter().any(|&g| blocks(g as usize))
             || self.tlas[w]
                 .any(pnt, inverse_direction(vec), max_dist, |prim| blocks(self.tlas_geoms[prim as usize] as usize))
+    }
+}
+
+/// Output slices for a run of rays.
+struct Out<'a> {
+    dist: &'a mut [f64],
+    geomid: &'a mut [i32],
+    normal: &'a mut [DVec3],
+}
+
+impl Out<'_> {
+    #[inline(always)]
+    fn set(&mut self, r: usize, hit: RayHit) {
+        self.dist[r] = hit.dist;
+        self.geomid[r] = hit.geomid;
+        self.normal[r] = hit.normal;
     }
 }
 
@@ -674,5 +739,73 @@ impl Visitor for PacketWalk<'_> {
         }
         self.update_tmax();
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One sphere of radius 1 at (0, 0, 5), on the world body.
+    fn sphere_scene() -> (Scene, Poses) {
+        let scene = Scene {
+            geom_type: vec![GeomType::Sphere],
+            geom_size: vec![DVec3::new(1.0, 0.0, 0.0)],
+            geom_group: vec![0],
+            geom_bodyid: vec![0],
+            geom_contype: vec![1],
+            geom_conaffinity: vec![1],
+            geom_dataid: vec![-1],
+            geom_matid: vec![-1],
+            geom_rgba: vec![[1.0; 4]],
+            geom_name: vec!["ball".into()],
+            body_parentid: vec![0],
+            body_rootid: vec![0],
+            body_weldid: vec![0],
+            body_name: vec!["world".into()],
+            ..Scene::default()
+        };
+        scene.validate().unwrap();
+        let mut poses = Poses::new(&scene, 1);
+        poses.geom_xpos[0] = DVec3::new(0.0, 0.0, 5.0);
+        (scene, poses)
+    }
+
+    #[test]
+    fn a_bad_ray_deep_in_a_large_batch_is_named() {
+        let (scene, poses) = sphere_scene();
+        let caster = RayCaster::new(&scene, &poses);
+        let mut dirs = vec![DVec3::Z; 10_000];
+        let filter = RayFilter::default();
+        let cast = |pnt: &[DVec3], vec: &[DVec3]| {
+            caster.rays(&scene, &poses, &RayBatch { nray: 10_000, pnt, vec, bodyexclude: &[] }, &filter)
+        };
+        let hits = cast(&[DVec3::ZERO], &dirs).unwrap();
+        assert!(hits.dist.iter().all(|&d| d == 4.0));
+        dirs[7_777] = DVec3::new(f64::NAN, 0.0, 1.0);
+        let err = cast(&[DVec3::ZERO], &dirs).unwrap_err();
+        assert!(matches!(err, CoreError::BadDirection { index: 7_777, .. }), "{err}");
+        dirs[7_777] = DVec3::Z;
+        let mut origins = vec![DVec3::ZERO; 10_000];
+        origins[9_999].x = f64::INFINITY;
+        let err = cast(&origins, &dirs).unwrap_err();
+        assert!(err.to_string().contains("ray 9999 starts at"), "{err}");
+    }
+
+    #[test]
+    fn packets_and_single_rays_agree() {
+        let (scene, poses) = sphere_scene();
+        let caster = RayCaster::new(&scene, &poses);
+        // A fan of coherent rays (packets) and the same rays one by one.
+        let dirs: Vec<DVec3> =
+            (0..64).map(|k| DVec3::new(0.005 * (k as f64 - 32.0), 0.01 * (k % 8) as f64, 1.0).normalize()).collect();
+        let batch = RayBatch { nray: dirs.len(), pnt: &[DVec3::new(0.1, 0.0, 0.0)], vec: &dirs, bodyexclude: &[] };
+        let hits = caster.rays(&scene, &poses, &batch, &RayFilter::default()).unwrap();
+        for (i, &d) in dirs.iter().enumerate() {
+            let one = caster.ray(&scene, &poses, 0, DVec3::new(0.1, 0.0, 0.0), d, &RayFilter::default(), -1).unwrap();
+            assert_eq!((hits.dist[i], hits.geomid[i]), (one.dist, one.geomid));
+            assert!((hits.normal[i] - one.normal).length() < 1e-15);
+        }
+        assert!(hits.geomid.iter().filter(|&&g| g == 0).count() > 30);
     }
 }

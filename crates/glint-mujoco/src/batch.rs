@@ -50,6 +50,12 @@ fn rows<T>(mut v: &mut [T], nworld: usize) -> Vec<&mut [T]> {
     out
 }
 
+/// Row `w` of a `(nworld, n)` array.
+fn row_of<T>(v: &mut [T], w: usize, nworld: usize) -> &mut [T] {
+    let n = v.len() / nworld;
+    &mut v[w * n..(w + 1) * n]
+}
+
 fn copy_vec3(dst: &mut [DVec3], src: *const f64) {
     if dst.is_empty() {
         return;
@@ -175,7 +181,8 @@ impl WorldBatch {
         });
     }
 
-    /// Sets the generalized position of world `w` (length `nq`) and recomputes its poses.
+    /// Sets the generalized position of world `w` (length `nq`) and recomputes its poses; the
+    /// other worlds are untouched.
     pub fn set_qpos(&mut self, w: usize, qpos: &[f64]) -> Result<(), MujocoError> {
         let nq = self.model.mj().ffi().nq as usize;
         if qpos.len() != nq {
@@ -198,7 +205,23 @@ impl WorldBatch {
         let d = &mut self.data[w];
         // SAFETY: qpos is an mjData array of nq doubles.
         unsafe { std::slice::from_raw_parts_mut(d.ffi_mut().qpos, nq) }.copy_from_slice(qpos);
-        self.forward();
+        d.forward();
+        // Only this world changed: the others keep their poses (and their refitted BVHs).
+        let nworld = self.data.len();
+        let p = &mut self.poses;
+        let out = WorldPoses {
+            geom_xpos: row_of(&mut p.geom_xpos, w, nworld),
+            geom_xmat: row_of(&mut p.geom_xmat, w, nworld),
+            xpos: row_of(&mut p.xpos, w, nworld),
+            xmat: row_of(&mut p.xmat, w, nworld),
+            cam_xpos: row_of(&mut p.cam_xpos, w, nworld),
+            cam_xmat: row_of(&mut p.cam_xmat, w, nworld),
+            light_xpos: row_of(&mut p.light_xpos, w, nworld),
+            light_xdir: row_of(&mut p.light_xdir, w, nworld),
+            site_xpos: row_of(&mut p.site_xpos, w, nworld),
+            site_xmat: row_of(&mut p.site_xmat, w, nworld),
+        };
+        refresh(&self.data[w], out);
         Ok(())
     }
 

@@ -191,3 +191,19 @@ fn missing_and_malformed_files_name_the_problem() {
     let err = Model::from_xml_file(env!("CARGO_MANIFEST_DIR")).unwrap_err().to_string();
     assert!(err.contains("not a file"), "{err}");
 }
+
+#[test]
+fn set_qpos_touches_only_its_world() {
+    let model = Model::from_xml_str(SCENE).unwrap();
+    let mut batch = WorldBatch::new(&model, 3).unwrap();
+    batch.step(50); // poses after a step lag qpos by one integration step
+    let before = batch.poses().geom_xpos.clone();
+    let mut q = batch.qpos(1).to_vec();
+    q[2] += 1.0; // lift the robot in world 1
+    batch.set_qpos(1, &q).unwrap();
+    let n = model.scene().ngeom();
+    let after = &batch.poses().geom_xpos;
+    assert_eq!(after[..n], before[..n], "world 0 must not change");
+    assert_eq!(after[2 * n..], before[2 * n..], "world 2 must not change");
+    assert!((after[n + 2].z - before[n + 2].z - 1.0).abs() < 0.05, "world 1's robot rose by about 1 m");
+}
