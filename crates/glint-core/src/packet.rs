@@ -124,9 +124,11 @@ impl Packet {
     pub(crate) fn enters(&self, b: &Aabb, tmax: &[f64; PACKET]) -> u32 {
         let mut near = [0.0f64; PACKET];
         let mut far = *tmax;
+        let (o, bmin, bmax) = (self.o.to_array(), b.min.to_array(), b.max.to_array());
+        let positive = [self.positive.x, self.positive.y, self.positive.z];
         for a in 0..3 {
-            let (lo, hi) = if self.positive.test(a) { (b.min[a], b.max[a]) } else { (b.max[a], b.min[a]) };
-            let (dlo, dhi) = (lo - self.o[a], hi - self.o[a]);
+            let (lo, hi) = if positive[a] { (bmin[a], bmax[a]) } else { (bmax[a], bmin[a]) };
+            let (dlo, dhi) = (lo - o[a], hi - o[a]);
             let inv = &self.inv_axis[a];
             for r in 0..PACKET {
                 let (t0, t1) = (dlo * inv[r], dhi * inv[r]);
@@ -147,9 +149,11 @@ impl Packet {
     pub(crate) fn entry4(&self, n: &Node4, tmax: f64) -> [f64; WIDTH] {
         let mut enter = [0.0f64; WIDTH];
         let mut leave = [tmax; WIDTH];
+        let (los, his, os) = (self.lo.to_array(), self.hi.to_array(), self.o.to_array());
+        let positive = [self.positive.x, self.positive.y, self.positive.z];
         for a in 0..3 {
-            let (near, far) = if self.positive.test(a) { (&n.min[a], &n.max[a]) } else { (&n.max[a], &n.min[a]) };
-            let (lo, hi, o) = (self.lo[a], self.hi[a], self.o[a]);
+            let (near, far) = if positive[a] { (&n.min[a], &n.max[a]) } else { (&n.max[a], &n.min[a]) };
+            let (lo, hi, o) = (los[a], his[a], os[a]);
             for l in 0..WIDTH {
                 let (dn, df) = (near[l] as f64 - o, far[l] as f64 - o);
                 let (n0, n1) = (dn * lo, dn * hi);

@@ -223,6 +223,8 @@ fn cylinder(size: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<LocalHit> {
 /// (−X, +X, −Y, +Y, −Z, +Z); `-1` where the ray does not cross that face.
 #[inline]
 pub(crate) fn box_faces(half: DVec3, lpnt: DVec3, lvec: DVec3) -> [f64; 6] {
+    // Arrays, not glam's runtime-indexed vectors (whose `[i]` is a branch).
+    let (half, lpnt, lvec) = (half.to_array(), lpnt.to_array(), lvec.to_array());
     // All six face distances at once (vectorized divisions; division is exact either way).
     let num: [f64; 6] = std::array::from_fn(|f| if f % 2 == 0 { -half[f / 2] } else { half[f / 2] } - lpnt[f / 2]);
     let den: [f64; 6] = std::array::from_fn(|f| lvec[f / 2]);
@@ -234,8 +236,8 @@ pub(crate) fn box_faces(half: DVec3, lpnt: DVec3, lvec: DVec3) -> [f64; 6] {
             continue;
         }
         let (j, k) = ((i + 1) % 3, (i + 2) % 3);
-        let p = lpnt + t[f] * lvec;
-        if p[j].abs() <= half[j] && p[k].abs() <= half[k] {
+        let (pj, pk) = (lpnt[j] + t[f] * lvec[j], lpnt[k] + t[f] * lvec[k]);
+        if pj.abs() <= half[j] && pk.abs() <= half[k] {
             all[f] = t[f];
         }
     }
@@ -246,6 +248,69 @@ pub(crate) fn box_faces(half: DVec3, lpnt: DVec3, lvec: DVec3) -> [f64; 6] {
 /// first face in MuJoCo's order among those at the smallest distance.
 #[inline]
 pub(crate) fn box_local(half: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<LocalHit> {
+    if lpnt.abs().cmpgt(half).any()
+        && let Some(clear) = box_from_outside(half, lpnt, lvec)
+    {
+        return clear;
+    }
+    box_all_faces(half, lpnt, lvec)
+}
+
+/// A ray from outside a box, decided on the three faces it can enter through (half the
+/// divisions of MuJoCo's six-face loop), when the answer is clear: it enters through one
+/// face well inside its edges (so no exit face can be as near, whatever the rounding), or
+/// it misses every entry face by a margin (so it passes no silhouette edge, the only place
+/// where an exit face could be hit without an entry face). `None` when neither holds: near
+/// edges and corners the caller runs MuJoCo's loop.
+#[inline]
+fn box_from_outside(half: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<Option<LocalHit>> {
+    let (half, lpnt, lvec) = (half.to_array(), lpnt.to_array(), lvec.to_array());
+    let (mut best, mut clear_miss) = (None::<(f64, usize)>, true);
+    for i in 0..3 {
+        if lvec[i].abs() <= MINVAL {
+            continue;
+        }
+        let f = if lvec[i] > 0.0 { 2 * i } else { 2 * i + 1 };
+        let t = (if f % 2 == 0 { -half[i] } else { half[i] } - lpnt[i]) / lvec[i];
+        if !(t >= 0.0) {
+            continue;
+        }
+        let (j, k) = ((i + 1) % 3, (i + 2) % 3);
+        let (pj, pk) = (lpnt[j] + t * lvec[j], lpnt[k] + t * lvec[k]);
+        // Far beyond rounding (about 1e-16 relative), yet almost never met.
+        let margin = 1e-9 * (1.0 + pj.abs().max(pk.abs()).max(half[j]).max(half[k]));
+        let (dj, dk) = (pj.abs() - half[j], pk.abs() - half[k]);
+        if dj <= 0.0 && dk <= 0.0 {
+            clear_miss = false;
+            if dj > -margin || dk > -margin || best.is_some_and(|(bt, _)| bt == t) {
+                return None;
+            }
+            if best.is_none_or(|(bt, _)| t < bt) {
+                best = Some((t, f));
+            }
+        } else if dj.max(dk) <= margin {
+            return None;
+        }
+    }
+    match best {
+        Some((t, f)) => Some(Some((t, face_normal(f)))),
+        None if clear_miss => Some(None),
+        None => None,
+    }
+}
+
+/// Outward normal of box face `f` (MuJoCo's order: −X, +X, −Y, +Y, −Z, +Z).
+#[inline(always)]
+pub(crate) fn face_normal(f: usize) -> DVec3 {
+    let mut n = [0.0; 3];
+    n[f / 2] = if f % 2 == 0 { -1.0 } else { 1.0 };
+    DVec3::from_array(n)
+}
+
+/// MuJoCo's six-face loop (`ray_box`).
+#[inline]
+fn box_all_faces(half: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<LocalHit> {
+    let (half, lpnt, lvec) = (half.to_array(), lpnt.to_array(), lvec.to_array());
     let num: [f64; 6] = std::array::from_fn(|f| if f % 2 == 0 { -half[f / 2] } else { half[f / 2] } - lpnt[f / 2]);
     let den: [f64; 6] = std::array::from_fn(|f| lvec[f / 2]);
     let t: [f64; 6] = std::array::from_fn(|f| num[f] / den[f]);
@@ -262,9 +327,5 @@ pub(crate) fn box_local(half: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<LocalHi
             (best_t, best_f) = (tf, f);
         }
     }
-    (best_f < 6).then(|| {
-        let mut n = DVec3::ZERO;
-        n[best_f / 2] = if best_f % 2 == 0 { -1.0 } else { 1.0 };
-        (best_t, n)
-    })
+    (best_f < 6).then(|| (best_t, face_normal(best_f)))
 }

@@ -703,6 +703,9 @@ impl Visitor for PacketWalk<'_> {
             return false;
         }
         let mut mask = self.p.enters(&self.boxes[prim as usize], &self.best.t);
+        if mask == 0 {
+            return false;
+        }
         let kind = self.scene.geom_type[g];
         if matches!(kind, GeomType::Box | GeomType::Capsule | GeomType::Cylinder | GeomType::Ellipsoid) {
             // One local origin serves the whole packet; normals are rotated only for winners.

@@ -9,7 +9,8 @@ use crate::bvh::Aabb;
 
 /// Lanes per node.
 pub(crate) const WIDTH: usize = 4;
-const STACK: usize = 384;
+/// Traversal stack entries kept on the stack (about 21 levels of a 4-wide tree).
+const STACK: usize = 64;
 
 /// A 4-wide node. Lane `l < nchild` is a child: an interior node (`count[l] == 0`, `child[l]`
 /// its index) or a leaf over `prims[child[l] .. child[l] + count[l]]`.
@@ -132,12 +133,21 @@ impl Wide {
         if self.nodes.is_empty() {
             return false;
         }
-        // Entries are (index, count): count 0 is a wide node, otherwise a leaf run.
+        // Entries are (index, count): count 0 is a wide node, otherwise a leaf run. A small
+        // array serves every realistic tree (it is zeroed on each walk, so its size is paid
+        // per ray); deeper trees spill into a vector, newest entries first.
         let mut stack = [(0u32, 0u32); STACK];
+        let mut spill: Vec<(u32, u32)> = Vec::new();
         let mut top = 1usize;
-        while top > 0 {
-            top -= 1;
-            let (index, count) = stack[top];
+        loop {
+            let (index, count) = match spill.pop() {
+                Some(entry) => entry,
+                None if top > 0 => {
+                    top -= 1;
+                    stack[top]
+                }
+                None => break,
+            };
             if count > 0 {
                 for &p in &prims[index as usize..(index + count) as usize] {
                     if v.prim(p) {
@@ -163,8 +173,13 @@ impl Wide {
                 }
             }
             for &(_, l) in &order[..n] {
-                stack[top] = (node.child[l], node.count[l]);
-                top += 1;
+                let entry = (node.child[l], node.count[l]);
+                if spill.is_empty() && top < STACK {
+                    stack[top] = entry;
+                    top += 1;
+                } else {
+                    spill.push(entry);
+                }
             }
         }
         false
@@ -192,6 +207,8 @@ impl Node4 {
 pub(crate) fn ray_entry4(n: &Node4, o: DVec3, inv: DVec3, tmax: f64) -> [f64; WIDTH] {
     let mut near = [0.0f64; WIDTH];
     let mut far = [tmax; WIDTH];
+    // Arrays, not glam's runtime-indexed vectors (whose `[a]` is a branch).
+    let (o, inv) = (o.to_array(), inv.to_array());
     for a in 0..3 {
         let (lo, hi) = if inv[a] >= 0.0 { (&n.min[a], &n.max[a]) } else { (&n.max[a], &n.min[a]) };
         for l in 0..WIDTH {
