@@ -272,7 +272,7 @@ fn box_from_outside(half: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<Option<Loca
         }
         let f = if lvec[i] > 0.0 { 2 * i } else { 2 * i + 1 };
         let t = (if f % 2 == 0 { -half[i] } else { half[i] } - lpnt[i]) / lvec[i];
-        if !(t >= 0.0) {
+        if t < 0.0 {
             continue;
         }
         let (j, k) = ((i + 1) % 3, (i + 2) % 3);
@@ -303,7 +303,7 @@ fn box_from_outside(half: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<Option<Loca
 #[inline(always)]
 pub(crate) fn face_normal(f: usize) -> DVec3 {
     let mut n = [0.0; 3];
-    n[f / 2] = if f % 2 == 0 { -1.0 } else { 1.0 };
+    n[f / 2] = if f.is_multiple_of(2) { -1.0 } else { 1.0 };
     DVec3::from_array(n)
 }
 
