@@ -26,6 +26,8 @@ pub struct RaysArgs {
     /// MJCF scene file.
     scene: PathBuf,
     /// Ray layout: vlp16, os1-64, mid360, or a number of rays spread over the sphere.
+    /// Spinning layouts are cast in 4 × 4 tiles of bins × channels, as glint's sensors
+    /// cast them; MuJoCo gets the same rays in the same order.
     #[arg(long, default_value = "os1-64")]
     pattern: Pattern,
     /// Sensor origin X,Y,Z in metres (default: the site named `lidar`, else 0,0,1).
@@ -125,7 +127,7 @@ fn rays(args: RaysArgs) -> Result<()> {
         Some(p) => p,
         None => scene.site_id("lidar").map_or(DVec3::new(0.0, 0.0, 1.0), |s| batch.poses().site(0, s).0),
     };
-    let dirs = args.pattern.directions();
+    let dirs = args.pattern.cast_order();
     if dirs.is_empty() {
         bail!("the pattern has no rays");
     }

@@ -81,7 +81,39 @@ impl std::fmt::Display for Pattern {
     }
 }
 
+/// Side of the square tiles (bins × channels) that spinning patterns are cast in.
+const TILE: usize = 4;
+
+/// Reorders a spinning layout (index `bin * channels + channel`) into `TILE × TILE` tiles
+/// of neighbouring bins and channels: each tile is one packet of 16 rays, tighter than 16
+/// channels of one bin. Leftover bins or channels form smaller tiles.
+fn tiled(dirs: &[DVec3], channels: usize) -> Vec<DVec3> {
+    let bins = dirs.len() / channels;
+    let mut out = Vec::with_capacity(dirs.len());
+    for b0 in (0..bins).step_by(TILE) {
+        for c0 in (0..channels).step_by(TILE) {
+            for b in b0..(b0 + TILE).min(bins) {
+                for c in c0..(c0 + TILE).min(channels) {
+                    out.push(dirs[b * channels + c]);
+                }
+            }
+        }
+    }
+    out
+}
+
 impl Pattern {
+    /// The directions in the order glint casts them, which is the order its lidar sensors
+    /// use: spinning patterns in 4 × 4 tiles of bins × channels (coherent packets), the
+    /// others in emission order. The same array goes to MuJoCo.
+    pub fn cast_order(&self) -> Vec<DVec3> {
+        match *self {
+            Pattern::Vlp16 => tiled(&self.directions(), 16),
+            Pattern::Os1_64 => tiled(&self.directions(), 64),
+            _ => self.directions(),
+        }
+    }
+
     /// The unit directions of the pattern.
     pub fn directions(&self) -> Vec<DVec3> {
         match *self {
@@ -112,6 +144,23 @@ mod tests {
         assert!((os[63].z.asin().to_degrees() - 22.5).abs() < 1e-9);
         // bin 1 is one step counter-clockwise from +X
         assert!(os[64].y > 0.0);
+    }
+
+    #[test]
+    fn cast_order_is_a_permutation_in_tiles() {
+        let dirs = Pattern::Os1_64.directions();
+        let tiled = Pattern::Os1_64.cast_order();
+        assert_eq!(tiled.len(), dirs.len());
+        // First tile: bins 0..4, channels 0..4.
+        assert_eq!(tiled[..4], dirs[..4]);
+        assert_eq!(tiled[4..8], dirs[64..68]);
+        let key = |d: &DVec3| (d.x.to_bits(), d.y.to_bits(), d.z.to_bits());
+        let mut a: Vec<_> = dirs.iter().map(key).collect();
+        let mut b: Vec<_> = tiled.iter().map(key).collect();
+        a.sort_unstable();
+        b.sort_unstable();
+        assert_eq!(a, b);
+        assert_eq!(Pattern::Mid360.cast_order(), Pattern::Mid360.directions());
     }
 
     #[test]
