@@ -207,3 +207,62 @@ fn set_qpos_touches_only_its_world() {
     assert_eq!(after[2 * n..], before[2 * n..], "world 2 must not change");
     assert!((after[n + 2].z - before[n + 2].z - 1.0).abs() < 0.05, "world 1's robot rose by about 1 m");
 }
+
+/// Writes a binary STL of a closed tetrahedron.
+fn write_tetra_stl(path: &std::path::Path) {
+    let v = [[0.0f32, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
+    let faces = [[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]];
+    let mut bytes = vec![0u8; 80];
+    bytes.extend_from_slice(&(faces.len() as u32).to_le_bytes());
+    for f in faces {
+        bytes.extend_from_slice(&[0u8; 12]); // normal: MuJoCo recomputes it
+        for i in f {
+            for c in v[i] {
+                bytes.extend_from_slice(&c.to_le_bytes());
+            }
+        }
+        bytes.extend_from_slice(&[0u8; 2]);
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn includes_meshes_and_height_fields_resolve_relative_to_the_model_file() {
+    let dir = std::env::temp_dir().join(format!("glint-relative-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("parts/assets")).unwrap();
+    write_tetra_stl(&dir.join("parts/assets/tetra.stl"));
+    // MuJoCo's binary height-field format: nrow, ncol (int32), then nrow*ncol float32.
+    let mut hf = Vec::new();
+    hf.extend_from_slice(&2i32.to_le_bytes());
+    hf.extend_from_slice(&3i32.to_le_bytes());
+    for z in [0.0f32, 0.5, 1.0, 0.25, 0.75, 0.5] {
+        hf.extend_from_slice(&z.to_le_bytes());
+    }
+    std::fs::write(dir.join("parts/assets/ground.bin"), hf).unwrap();
+    std::fs::write(
+        dir.join("parts/robot.xml"),
+        r#"<mujoco><worldbody><body name="robot" pos="0 0 1"><geom type="mesh" mesh="tetra"/></body></worldbody></mujoco>"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("scene.xml"),
+        r#"<mujoco>
+          <compiler meshdir="parts/assets" assetdir="parts/assets"/>
+          <asset>
+            <mesh name="tetra" file="tetra.stl"/>
+            <hfield name="ground" file="ground.bin" size="2 2 0.3 0.1"/>
+          </asset>
+          <worldbody><geom type="hfield" hfield="ground"/></worldbody>
+          <include file="parts/robot.xml"/>
+        </mujoco>"#,
+    )
+    .unwrap();
+    // Loaded from another working directory: paths resolve against the model file.
+    let model = Model::from_xml_file(dir.join("scene.xml")).unwrap();
+    let s = model.scene();
+    assert_eq!(s.body_name, ["world", "robot"]);
+    assert_eq!(s.mesh[0].nface(), 4);
+    assert_eq!((s.hfield[0].nrow, s.hfield[0].ncol), (2, 3));
+    assert_eq!(s.geom_type, [GeomType::Hfield, GeomType::Mesh]);
+    std::fs::remove_dir_all(&dir).ok();
+}
