@@ -312,6 +312,7 @@ impl RayCaster {
             }
         }
         let eligible = Self::eligible(scene, filter);
+        let q = Query { scene, poses, eligible: &eligible, batch };
         let nray = batch.nray;
         let bad_ray = AtomicBool::new(false);
         dist.par_chunks_mut(CHUNK)
@@ -334,7 +335,7 @@ impl RayCaster {
                         geomid: &mut geomid[k..k + run],
                         normal: &mut normal[k..k + run],
                     };
-                    self.cast_run(scene, poses, w, &eligible, batch, i, &mut packet, out);
+                    self.cast_run(&q, w, i, &mut packet, out);
                     k += run;
                 }
             });
@@ -347,51 +348,33 @@ impl RayCaster {
 
     /// Casts rays `i..` of world `w` (as many as `out` holds, at most `PACKET`), as one packet when they share
     /// an origin and body exclusion and their directions share signs, else one by one.
-    #[allow(clippy::too_many_arguments)]
-    fn cast_run(
-        &self,
-        scene: &Scene,
-        poses: &Poses,
-        w: usize,
-        eligible: &[bool],
-        batch: &RayBatch,
-        i: usize,
-        packet: &mut Packet,
-        mut out: Out,
-    ) {
-        let (nray, run) = (batch.nray, out.dist.len());
-        let o = RayBatch::pick(batch.pnt, nray, w, i);
-        let exclude =
-            |k: usize| if batch.bodyexclude.is_empty() { -1 } else { RayBatch::pick(batch.bodyexclude, nray, w, k) };
-        let shared =
-            run > 1 && (i..i + run).all(|k| RayBatch::pick(batch.pnt, nray, w, k) == o && exclude(k) == exclude(i));
+    fn cast_run(&self, q: &Query, w: usize, i: usize, packet: &mut Packet, mut out: Out) {
+        let (batch, run) = (q.batch, out.dist.len());
+        let nray = batch.nray;
+        let (o, exclude) = (RayBatch::pick(batch.pnt, nray, w, i), q.exclude(w, i));
+        let shared = run > 1
+            && (i..i + run).all(|k| RayBatch::pick(batch.pnt, nray, w, k) == o)
+            && (batch.bodyexclude.len() <= 1 || (i..i + run).all(|k| q.exclude(w, k) == exclude));
         if shared && packet.set(o, run, |r| RayBatch::pick(batch.vec, nray, w, i + r)) {
-            let best = self.cast_packet(scene, poses, w, eligible, exclude(i), packet);
+            let best = self.cast_packet(q, w, exclude, packet);
             for r in 0..run {
                 out.set(r, best.hit(r));
             }
         } else {
             for r in 0..run {
-                out.set(r, self.cast(scene, poses, w, eligible, batch, i + r));
+                out.set(r, self.cast(q, w, i + r));
             }
         }
     }
 
     /// Closest hits of a packet of rays in world `w`.
-    fn cast_packet(
-        &self,
-        scene: &Scene,
-        poses: &Poses,
-        w: usize,
-        eligible: &[bool],
-        exclude: i32,
-        p: &Packet,
-    ) -> PacketBest {
-        let (xpos, xmat) = poses.geoms(w);
+    fn cast_packet(&self, q: &Query, w: usize, exclude: i32, p: &Packet) -> PacketBest {
+        let (scene, eligible) = (q.scene, q.eligible);
+        let (xpos, xmat) = q.poses.geoms(w);
         let mut best = PacketBest::new();
         for &g in &self.planes {
             let g = g as usize;
-            if eligible[g] && scene.geom_bodyid[g] != exclude {
+            if q.usable(g, exclude) {
                 let t = p.plane(xpos[g], &xmat[g], scene.geom_size[g]);
                 for (r, &t) in t.iter().enumerate().take(p.n) {
                     if t < f64::INFINITY {
@@ -446,7 +429,8 @@ impl RayCaster {
         poses.check_world(w)?;
         let batch = RayBatch { nray: 1, pnt: &[pnt], vec: &[vec], bodyexclude: &[bodyexclude] };
         batch.validate(1)?;
-        Ok(self.cast(scene, poses, w, &Self::eligible(scene, filter), &batch, 0))
+        let eligible = Self::eligible(scene, filter);
+        Ok(self.cast(&Query { scene, poses, eligible: &eligible, batch: &batch }, w, 0))
     }
 
     /// Any-hit query: `out[w * nray + i]` is true when ray `i` of world `w` hits an eligible
@@ -463,26 +447,25 @@ impl RayCaster {
         self.check(poses, batch, out.len(), true)?;
         batch.check_shape("max_dist", max_dist.len(), poses.nworld, false)?;
         let eligible = Self::eligible(scene, filter);
+        let q = Query { scene, poses, eligible: &eligible, batch };
         let nray = batch.nray;
         out.par_chunks_mut(CHUNK).enumerate().for_each(|(chunk, out)| {
             for (k, o) in out.iter_mut().enumerate() {
                 let idx = chunk * CHUNK + k;
                 let (w, i) = (idx / nray, idx % nray);
                 let tmax = RayBatch::pick(max_dist, nray, w, i);
-                *o = self.occluded(scene, poses, w, &eligible, batch, i, tmax);
+                *o = self.occluded(&q, w, i, tmax);
             }
         });
         Ok(())
     }
 
     #[inline]
-    fn cast(&self, scene: &Scene, poses: &Poses, w: usize, eligible: &[bool], batch: &RayBatch, i: usize) -> RayHit {
-        let nray = batch.nray;
-        let pnt = RayBatch::pick(batch.pnt, nray, w, i);
-        let vec = RayBatch::pick(batch.vec, nray, w, i);
-        let exclude = if batch.bodyexclude.is_empty() { -1 } else { RayBatch::pick(batch.bodyexclude, nray, w, i) };
-        let (xpos, xmat) = poses.geoms(w);
-        let usable = |g: usize| eligible[g] && scene.geom_bodyid[g] != exclude;
+    fn cast(&self, q: &Query, w: usize, i: usize) -> RayHit {
+        let scene = q.scene;
+        let (pnt, vec, exclude) = q.ray(w, i);
+        let (xpos, xmat) = q.poses.geoms(w);
+        let usable = |g: usize| q.usable(g, exclude);
 
         let mut best = Best { t: f64::INFINITY, g: -1, n: DVec3::ZERO };
         for &g in &self.planes {
@@ -506,28 +489,46 @@ impl RayCaster {
         if best.g < 0 { RayHit::MISS } else { RayHit { dist: best.t, geomid: best.g, normal: best.n } }
     }
 
-    #[allow(clippy::too_many_arguments)]
     #[inline]
-    fn occluded(
-        &self,
-        scene: &Scene,
-        poses: &Poses,
-        w: usize,
-        eligible: &[bool],
-        batch: &RayBatch,
-        i: usize,
-        max_dist: f64,
-    ) -> bool {
-        let nray = batch.nray;
-        let pnt = RayBatch::pick(batch.pnt, nray, w, i);
-        let vec = RayBatch::pick(batch.vec, nray, w, i);
-        let exclude = if batch.bodyexclude.is_empty() { -1 } else { RayBatch::pick(batch.bodyexclude, nray, w, i) };
-        let (xpos, xmat) = poses.geoms(w);
-        let usable = |g: usize| eligible[g] && scene.geom_bodyid[g] != exclude;
+    fn occluded(&self, q: &Query, w: usize, i: usize, max_dist: f64) -> bool {
+        let scene = q.scene;
+        let (pnt, vec, exclude) = q.ray(w, i);
+        let (xpos, xmat) = q.poses.geoms(w);
+        let usable = |g: usize| q.usable(g, exclude);
         let blocks = |g: usize| usable(g) && geom_blocks(scene, g, xpos[g], &xmat[g], pnt, vec, max_dist);
         self.planes.iter().any(|&g| blocks(g as usize))
             || self.tlas[w]
                 .any(pnt, inverse_direction(vec), max_dist, |prim| blocks(self.tlas_geoms[prim as usize] as usize))
+    }
+}
+
+/// What every ray of one query shares: the scene, the poses, the geoms the filter lets
+/// through, and the batch.
+struct Query<'a> {
+    scene: &'a Scene,
+    poses: &'a Poses,
+    eligible: &'a [bool],
+    batch: &'a RayBatch<'a>,
+}
+
+impl Query<'_> {
+    /// Origin, direction and excluded body of ray `i` of world `w`.
+    #[inline(always)]
+    fn ray(&self, w: usize, i: usize) -> (DVec3, DVec3, i32) {
+        let b = self.batch;
+        (RayBatch::pick(b.pnt, b.nray, w, i), RayBatch::pick(b.vec, b.nray, w, i), self.exclude(w, i))
+    }
+
+    #[inline(always)]
+    fn exclude(&self, w: usize, i: usize) -> i32 {
+        let b = self.batch;
+        if b.bodyexclude.is_empty() { -1 } else { RayBatch::pick(b.bodyexclude, b.nray, w, i) }
+    }
+
+    /// Whether geom `g` can be hit by a ray that excludes body `exclude`.
+    #[inline(always)]
+    fn usable(&self, g: usize, exclude: i32) -> bool {
+        self.eligible[g] && self.scene.geom_bodyid[g] != exclude
     }
 }
 
