@@ -85,8 +85,9 @@ impl std::fmt::Display for Pattern {
 const TILE: usize = 4;
 
 /// Reorders a spinning layout (index `bin * channels + channel`) into `TILE × TILE` tiles
-/// of neighbouring bins and channels: each tile is one packet of 16 rays, tighter than 16
-/// channels of one bin. Leftover bins or channels form smaller tiles.
+/// of neighbouring bins and channels (two tiles make one packet of 32 rays, 4 bins × 8
+/// channels, tighter than 32 channels of one bin). Leftover bins or channels form smaller
+/// tiles.
 fn tiled(dirs: &[DVec3], channels: usize) -> Vec<DVec3> {
     let bins = dirs.len() / channels;
     let mut out = Vec::with_capacity(dirs.len());

@@ -8,8 +8,10 @@ use glam::{BVec3, DMat3, DVec3};
 use crate::bvh::{Aabb, Node4, WIDTH};
 use crate::primitives::{MINVAL, to_local};
 
-/// Rays per packet.
-pub(crate) const PACKET: usize = 16;
+/// Rays per packet (ray masks are `u32`). With spinning scans cast in 4 × 4 tiles, a packet
+/// is 4 bins × 8 channels; 32 measured faster than 16 or 8.
+pub(crate) const PACKET: usize = 32;
+const _: () = assert!(PACKET <= 32);
 
 /// Up to [`PACKET`] rays from one origin.
 #[derive(Clone, Debug)]
@@ -60,7 +62,7 @@ impl Packet {
         debug_assert!(n > 0 && n <= PACKET);
         self.o = o;
         self.n = n;
-        self.lanes = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+        self.lanes = u32::MAX >> (32 - n);
         for k in 0..n {
             let d = dir(k);
             self.d[k] = d;
