@@ -24,18 +24,21 @@ pub struct RayFilter {
     pub geomgroup: Option<[bool; NGROUP]>,
     /// Whether static geoms (on bodies welded to the world) are included.
     pub flg_static: bool,
+    /// A root body (MuJoCo's `body_rootid`) whose whole kinematic tree rays pass through, or
+    /// `-1`. Not an `mj_ray` argument: lidars use it to ignore their own robot.
+    pub exclude_tree: i32,
 }
 
 impl Default for RayFilter {
     fn default() -> Self {
-        RayFilter { geomgroup: None, flg_static: true }
+        RayFilter { geomgroup: None, flg_static: true, exclude_tree: -1 }
     }
 }
 
 impl RayFilter {
     /// A filter from a bit mask over the six groups (bit `i` includes group `i`).
     pub fn from_group_mask(mask: u8, flg_static: bool) -> Self {
-        RayFilter { geomgroup: Some(std::array::from_fn(|i| mask & (1 << i) != 0)), flg_static }
+        RayFilter { geomgroup: Some(std::array::from_fn(|i| mask & (1 << i) != 0)), flg_static, exclude_tree: -1 }
     }
 }
 
@@ -257,7 +260,8 @@ impl RayCaster {
                 let body = scene.geom_bodyid[g] as usize;
                 let group_ok =
                     filter.geomgroup.is_none_or(|gg| gg[scene.geom_group[g].clamp(0, NGROUP as i32 - 1) as usize]);
-                group_ok && (filter.flg_static || scene.body_weldid[body] != 0)
+                let tree_ok = filter.exclude_tree < 0 || scene.body_rootid[body] != filter.exclude_tree;
+                group_ok && tree_ok && (filter.flg_static || scene.body_weldid[body] != 0)
             })
             .collect()
     }
@@ -265,6 +269,18 @@ impl RayCaster {
     /// Checks the batch against the caster and the output length; the rays themselves only
     /// when `rays` is set (`rays_into` checks them inside its parallel loop instead).
     fn check(&self, poses: &Poses, batch: &RayBatch, out_len: usize, rays: bool) -> Result<(), CoreError> {
+        self.check_worlds(poses, 0..poses.nworld, batch, out_len, rays)
+    }
+
+    /// As `check`, for a query over the worlds `worlds` only.
+    fn check_worlds(
+        &self,
+        poses: &Poses,
+        worlds: std::ops::Range<usize>,
+        batch: &RayBatch,
+        out_len: usize,
+        rays: bool,
+    ) -> Result<(), CoreError> {
         if poses.nworld != self.tlas.len() {
             return Err(CoreError::Shape {
                 field: "poses",
@@ -272,12 +288,16 @@ impl RayCaster {
                 expected: format!("the ray caster was built for {} worlds", self.tlas.len()),
             });
         }
-        if rays {
-            batch.validate(poses.nworld)?;
-        } else {
-            batch.validate_shapes(poses.nworld)?;
+        if worlds.end > poses.nworld || worlds.is_empty() {
+            return Err(CoreError::NoSuchWorld { world: worlds.end.max(1) - 1, nworld: poses.nworld });
         }
-        let want = poses.nworld * batch.nray;
+        let nworld = worlds.len();
+        if rays {
+            batch.validate(nworld)?;
+        } else {
+            batch.validate_shapes(nworld)?;
+        }
+        let want = nworld * batch.nray;
         if out_len != want {
             return Err(CoreError::Shape {
                 field: "output",
@@ -301,7 +321,26 @@ impl RayCaster {
         geomid: &mut [i32],
         normal: &mut [DVec3],
     ) -> Result<(), CoreError> {
-        self.check(poses, batch, dist.len(), false)?;
+        self.rays_worlds_into(scene, poses, 0..poses.nworld, batch, filter, dist, geomid, normal)
+    }
+
+    /// As [`RayCaster::rays_into`], for the worlds `worlds` only: the batch's arrays and the
+    /// outputs are shaped `(worlds.len(), nray)`, and batch world `k` is world
+    /// `worlds.start + k`. Sensors whose worlds are at different points of a scan use it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn rays_worlds_into(
+        &self,
+        scene: &Scene,
+        poses: &Poses,
+        worlds: std::ops::Range<usize>,
+        batch: &RayBatch,
+        filter: &RayFilter,
+        dist: &mut [f64],
+        geomid: &mut [i32],
+        normal: &mut [DVec3],
+    ) -> Result<(), CoreError> {
+        let world0 = worlds.start;
+        self.check_worlds(poses, worlds, batch, dist.len(), false)?;
         for (field, len) in [("geomid", geomid.len()), ("normal", normal.len())] {
             if len != dist.len() {
                 return Err(CoreError::Shape {
@@ -312,7 +351,7 @@ impl RayCaster {
             }
         }
         let eligible = Self::eligible(scene, filter);
-        let q = Query { scene, poses, eligible: &eligible, batch };
+        let q = Query { scene, poses, eligible: &eligible, batch, world0 };
         let nray = batch.nray;
         let bad_ray = AtomicBool::new(false);
         dist.par_chunks_mut(CHUNK)
@@ -341,7 +380,7 @@ impl RayCaster {
             });
         if bad_ray.load(Ordering::Relaxed) {
             // Only on this path: the serial check finds and names the first bad ray.
-            batch.validate(poses.nworld)?;
+            batch.validate(dist.len() / nray)?;
         }
         Ok(())
     }
@@ -370,7 +409,7 @@ impl RayCaster {
     /// Closest hits of a packet of rays in world `w`.
     fn cast_packet(&self, q: &Query, w: usize, exclude: i32, p: &Packet) -> PacketBest {
         let (scene, eligible) = (q.scene, q.eligible);
-        let (xpos, xmat) = q.poses.geoms(w);
+        let (xpos, xmat) = q.poses.geoms(q.world0 + w);
         let mut best = PacketBest::new();
         for &g in &self.planes {
             let g = g as usize;
@@ -390,13 +429,13 @@ impl RayCaster {
             eligible,
             exclude,
             geoms: &self.tlas_geoms,
-            boxes: &self.tlas_boxes[w],
+            boxes: &self.tlas_boxes[q.world0 + w],
             p,
             best,
             packet_tmax: 0.0,
         };
         walk.update_tmax();
-        self.tlas[w].walk(&mut walk);
+        self.tlas[q.world0 + w].walk(&mut walk);
         walk.best
     }
 
@@ -430,7 +469,7 @@ impl RayCaster {
         let batch = RayBatch { nray: 1, pnt: &[pnt], vec: &[vec], bodyexclude: &[bodyexclude] };
         batch.validate(1)?;
         let eligible = Self::eligible(scene, filter);
-        Ok(self.cast(&Query { scene, poses, eligible: &eligible, batch: &batch }, w, 0))
+        Ok(self.cast(&Query { scene, poses, eligible: &eligible, batch: &batch, world0: w }, 0, 0))
     }
 
     /// Any-hit query: `out[w * nray + i]` is true when ray `i` of world `w` hits an eligible
@@ -447,7 +486,7 @@ impl RayCaster {
         self.check(poses, batch, out.len(), true)?;
         batch.check_shape("max_dist", max_dist.len(), poses.nworld, false)?;
         let eligible = Self::eligible(scene, filter);
-        let q = Query { scene, poses, eligible: &eligible, batch };
+        let q = Query { scene, poses, eligible: &eligible, batch, world0: 0 };
         let nray = batch.nray;
         out.par_chunks_mut(CHUNK).enumerate().for_each(|(chunk, out)| {
             for (k, o) in out.iter_mut().enumerate() {
@@ -464,7 +503,7 @@ impl RayCaster {
     fn cast(&self, q: &Query, w: usize, i: usize) -> RayHit {
         let scene = q.scene;
         let (pnt, vec, exclude) = q.ray(w, i);
-        let (xpos, xmat) = q.poses.geoms(w);
+        let (xpos, xmat) = q.poses.geoms(q.world0 + w);
         let usable = |g: usize| q.usable(g, exclude);
 
         let mut best = Best { t: f64::INFINITY, g: -1, n: DVec3::ZERO };
@@ -478,7 +517,7 @@ impl RayCaster {
         }
         let geoms = &self.tlas_geoms;
         let start = best.t;
-        self.tlas[w].closest(pnt, inverse_direction(vec), start, |prim, tmax| {
+        self.tlas[q.world0 + w].closest(pnt, inverse_direction(vec), start, |prim, tmax| {
             let g = geoms[prim as usize] as usize;
             if !usable(g) {
                 return None;
@@ -493,11 +532,11 @@ impl RayCaster {
     fn occluded(&self, q: &Query, w: usize, i: usize, max_dist: f64) -> bool {
         let scene = q.scene;
         let (pnt, vec, exclude) = q.ray(w, i);
-        let (xpos, xmat) = q.poses.geoms(w);
+        let (xpos, xmat) = q.poses.geoms(q.world0 + w);
         let usable = |g: usize| q.usable(g, exclude);
         let blocks = |g: usize| usable(g) && geom_blocks(scene, g, xpos[g], &xmat[g], pnt, vec, max_dist);
         self.planes.iter().any(|&g| blocks(g as usize))
-            || self.tlas[w]
+            || self.tlas[q.world0 + w]
                 .any(pnt, inverse_direction(vec), max_dist, |prim| blocks(self.tlas_geoms[prim as usize] as usize))
     }
 }
@@ -509,6 +548,8 @@ struct Query<'a> {
     poses: &'a Poses,
     eligible: &'a [bool],
     batch: &'a RayBatch<'a>,
+    /// The world that the batch's world 0 stands for.
+    world0: usize,
 }
 
 impl Query<'_> {

@@ -1071,7 +1071,14 @@ fn filters() {
 
     // flg_static = false: geoms welded to the world (the world's own and the static bodies')
     // disappear; the hinged and free bodies stay.
-    let (rep, hits) = compare_batch(&s, 0, &pnt, &vec, &[], &RayFilter { geomgroup: None, flg_static: false });
+    let (rep, hits) = compare_batch(
+        &s,
+        0,
+        &pnt,
+        &vec,
+        &[],
+        &RayFilter { geomgroup: None, flg_static: false, ..RayFilter::default() },
+    );
     f.exact("no static geoms", &rep, 0, 0, 0);
     let n = per_geom(ng, &hits);
     for g in 0..ng {
@@ -1113,7 +1120,7 @@ fn filters() {
     let block: Vec<i32> = (0..dirs.len()).map(|i| ((i / 16) as i32 % (nbody + 1)) - 1).collect();
     for (label, filter) in [
         ("fan, group 0 and 5", RayFilter::from_group_mask(0b100001, true)),
-        ("fan, no static", RayFilter { geomgroup: None, flg_static: false }),
+        ("fan, no static", RayFilter { geomgroup: None, flg_static: false, ..RayFilter::default() }),
     ] {
         let (rep, _) = compare_batch(&s, 0, &[DVec3::new(0.0, 0.0, 1.0)], &dirs, &block, &filter);
         f.exact(label, &rep, 0, 0, 0);

@@ -1,0 +1,74 @@
+//! The one error type of glint-lidar, phrased for the person who passed the bad input.
+
+use thiserror::Error;
+
+/// Why a lidar binding, configuration or query was rejected.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum LidarError {
+    /// A numeric field was outside the seed's range (or not finite).
+    #[error("lidar field `{field}` is {value}, outside its range {range}")]
+    OutOfRange {
+        /// Field name as in the manifest.
+        field: &'static str,
+        /// The rejected value.
+        value: f64,
+        /// The allowed range, in words.
+        range: &'static str,
+    },
+    /// Two fields contradict each other.
+    #[error("lidar fields conflict: {0}")]
+    Conflict(String),
+    /// The binding names neither a body nor a site.
+    #[error("lidar binding '{name}' has no attach target: set `attach_site` or `attach_body`")]
+    NoAttachTarget {
+        /// The binding's output name (may be empty).
+        name: String,
+    },
+    /// The attach target does not exist in the model.
+    #[error("lidar binding '{name}' attaches to {kind} '{target}', which the model does not have{hint}")]
+    UnknownTarget {
+        /// The binding's output name.
+        name: String,
+        /// "body" or "site".
+        kind: &'static str,
+        /// The name given.
+        target: String,
+        /// ", did you mean 'x'?" or empty.
+        hint: String,
+    },
+    /// An unknown scan preset name.
+    #[error("unknown lidar scan preset '{0}': use unitree-l1, livox-mid360, velodyne-vlp16 or ouster-os1-64")]
+    UnknownPreset(String),
+    /// A sensor index past the end.
+    #[error("lidar sensor {index} does not exist ({count} sensors are bound)")]
+    NoSuchSensor {
+        /// The requested index.
+        index: usize,
+        /// How many sensors exist.
+        count: usize,
+    },
+    /// A world index past the end.
+    #[error("world {world} does not exist (the batch has {nworld} worlds)")]
+    NoSuchWorld {
+        /// The requested world.
+        world: usize,
+        /// How many worlds exist.
+        nworld: usize,
+    },
+    /// A caller's buffer has the wrong length.
+    #[error("{what} holds {len} entries, but sensor {sensor} has {beams} beams")]
+    BufferLength {
+        /// Which buffer.
+        what: &'static str,
+        /// Its length.
+        len: usize,
+        /// The sensor.
+        sensor: usize,
+        /// Its beam count.
+        beams: usize,
+    },
+    /// The ray core rejected a query (a bug in the sensor, or poses from another scene).
+    #[error(transparent)]
+    Core(#[from] glint_core::CoreError),
+}

@@ -1,0 +1,18 @@
+//! glint-lidar: lidar sensors on glint's ray core. A [`LidarBinding`] attaches a sensor to a
+//! body or site with a [`ScanConfig`] (the seed's fields and ranges, or one of the four
+//! [`ScanPreset`]s); [`Lidars`] holds every bound sensor over a batch of worlds, advances each
+//! sensor's pattern by `rotation_hz × dt` per tick and casts only that slice, and keeps the
+//! newest value per beam in a [`Scan`].
+#![deny(missing_docs)]
+
+mod config;
+mod error;
+mod pattern;
+mod sensor;
+
+pub use config::{
+    LidarBinding, NonRepetitive, ScanConfig, ScanPattern, ScanPreset, SecondaryCapture, SecondaryScope, SelfIgnore,
+};
+pub use error::LidarError;
+pub use pattern::{angles, beam_direction};
+pub use sensor::{Lidars, Scan};
