@@ -18,6 +18,28 @@ pub enum BenchCommand {
     /// Casts one sensor's rays with glint and with MuJoCo's `mj_multiRay` in the same process
     /// and prints both rates, their ratio and their agreement.
     Rays(RaysArgs),
+    /// Times a full revolution of a lidar preset through the sensor API (slicing, frames,
+    /// range cuts, the live scan) against the same rays through the bare ray core.
+    Lidar(LidarArgs),
+}
+
+/// Arguments of `glint bench lidar`.
+#[derive(Args)]
+pub struct LidarArgs {
+    /// MJCF scene file with a site named `lidar`.
+    scene: PathBuf,
+    /// Scan preset: unitree-l1, livox-mid360, velodyne-vlp16 or ouster-os1-64.
+    #[arg(long, default_value = "ouster-os1-64")]
+    preset: String,
+    /// Number of worlds.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    worlds: u32,
+    /// Timed runs per measurement (the median is reported), after one warm-up run.
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(5..))]
+    repeats: u32,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `glint bench rays`.
@@ -115,6 +137,7 @@ fn pool(threads: usize) -> Result<rayon::ThreadPool> {
 pub fn run(cmd: BenchCommand) -> Result<()> {
     match cmd {
         BenchCommand::Rays(args) => rays(args),
+        BenchCommand::Lidar(args) => lidar(args),
     }
 }
 
@@ -285,4 +308,79 @@ fn print_table(r: &RaysReport) {
             r.multiray_culled
         );
     }
+}
+
+/// What `glint bench lidar --json` prints.
+#[derive(Serialize)]
+struct LidarReport {
+    scene: String,
+    preset: String,
+    worlds: usize,
+    beams: usize,
+    sensor_s: f64,
+    core_s: f64,
+    sensor_over_core: f64,
+    hits: usize,
+}
+
+fn lidar(args: LidarArgs) -> Result<()> {
+    use glint_lidar::{LidarBinding, Lidars, ScanConfig, ScanPreset, beam_direction};
+    let model = Model::from_xml_file(&args.scene)?;
+    let scene = model.scene().clone();
+    let nworld = args.worlds as usize;
+    let batch = WorldBatch::new(&model, nworld)?;
+    let preset = ScanPreset::from_name(&args.preset)?;
+    // A frozen pattern casts the whole revolution in one tick.
+    let config = ScanConfig { rotation_hz: 0.0, ..ScanConfig::from_preset(preset) };
+    let site = scene.site_id("lidar").context("the scene has no site named 'lidar' to attach the sensor to")?;
+    let binding =
+        LidarBinding { attach_site: Some(scene.site_name[site].clone()), scan: config, ..LidarBinding::default() };
+    let (mut lidars, _) = Lidars::new(&scene, vec![binding], nworld)?;
+    let caster = RayCaster::new(&scene, batch.poses());
+    let times = vec![0.0; nworld];
+    let one = pool(1)?;
+    let sensor_s = one.install(|| {
+        median_time(args.repeats, || {
+            lidars.tick(&scene, batch.poses(), &caster, 0.01, &times, true).expect("validated at binding");
+        })
+    });
+    // The same rays, in the same (tiled) order, through the bare core.
+    let beams = config.beam_count();
+    let (origin, rot) = batch.poses().site(0, site);
+    let dirs: Vec<DVec3> = (0..beams).map(|k| rot * beam_direction(&config, 0, k)).collect();
+    let order = crate::patterns::Pattern::Os1_64.cast_order_of(&dirs, config.channels as usize);
+    let pnt = [origin];
+    let rays = RayBatch { nray: beams, pnt: &pnt, vec: &order, bodyexclude: &[-1] };
+    let filter = RayFilter::from_group_mask(config.effective_group_mask(), true);
+    let n = nworld * beams;
+    let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0i32; n], vec![DVec3::ZERO; n]);
+    let core_s = one.install(|| {
+        median_time(args.repeats, || {
+            caster
+                .rays_into(&scene, batch.poses(), &rays, &filter, &mut dist, &mut geomid, &mut normal)
+                .expect("valid");
+        })
+    });
+    let report = LidarReport {
+        scene: args.scene.display().to_string(),
+        preset: preset.name().into(),
+        worlds: nworld,
+        beams,
+        sensor_s,
+        core_s,
+        sensor_over_core: sensor_s / core_s,
+        hits: lidars.scan(0, 0)?.hits(),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!(
+            "scene    {} ({} world(s)), preset {}: {} beams, {} hits",
+            report.scene, nworld, report.preset, beams, report.hits
+        );
+        println!("one revolution through the sensor API  {:.3} ms", sensor_s * 1e3);
+        println!("the same rays through the ray core     {:.3} ms", core_s * 1e3);
+        println!("sensor / core                          {:.2}x", report.sensor_over_core);
+    }
+    Ok(())
 }

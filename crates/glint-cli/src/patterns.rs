@@ -104,6 +104,11 @@ fn tiled(dirs: &[DVec3], channels: usize) -> Vec<DVec3> {
 }
 
 impl Pattern {
+    /// `dirs` (a spinning layout with `channels` rows) in the tiled cast order.
+    pub fn cast_order_of(&self, dirs: &[DVec3], channels: usize) -> Vec<DVec3> {
+        tiled(dirs, channels)
+    }
+
     /// The directions in the order glint casts them, which is the order its lidar sensors
     /// use: spinning patterns in 4 × 4 tiles of bins × channels (coherent packets), the
     /// others in emission order. The same array goes to MuJoCo.

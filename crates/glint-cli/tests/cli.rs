@@ -104,3 +104,18 @@ fn bad_origin_and_counts_are_rejected() {
     let err = fails(&["bench", "rays", &example("primitives.xml"), "--worlds", "0"]);
     assert!(err.contains("--worlds"), "{err}");
 }
+
+#[test]
+fn bench_lidar_compares_the_sensor_api_with_the_bare_core() {
+    let o =
+        glint(&["bench", "lidar", &example("crowded.xml"), "--preset", "ouster-os1-64", "--repeats", "5", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(v["beams"], 65_536);
+    assert!(v["hits"].as_u64().unwrap() > 40_000, "{v}");
+    // A ratio from one run; loose, to catch a sensor layer that does far more than cast.
+    let ratio = v["sensor_over_core"].as_f64().unwrap();
+    assert!(ratio < 2.0, "the sensor API costs {ratio:.2}x the bare core");
+    let err = fails(&["bench", "lidar", &example("crowded.xml"), "--preset", "hdl-64"]);
+    assert!(err.contains("unknown lidar scan preset 'hdl-64'"), "{err}");
+}

@@ -18,12 +18,8 @@ pub struct Scan {
     pub point: Vec<[f32; 3]>,
     /// Unit surface normal at the hit, world frame (zero for a miss).
     pub normal: Vec<[f32; 3]>,
-    /// Beam direction in the world frame when it was cast.
-    pub direction: Vec<[f32; 3]>,
     /// Simulation time of the tick that cast the beam (seconds), or `-1` before its first.
     pub time: Vec<f64>,
-    /// Cast order within its tick (`0..` per tick; for colouring by sample order).
-    pub order: Vec<u32>,
 }
 
 impl Scan {
@@ -33,9 +29,7 @@ impl Scan {
             geomid: vec![-1; beams],
             point: vec![[0.0; 3]; beams],
             normal: vec![[0.0; 3]; beams],
-            direction: vec![[0.0; 3]; beams],
             time: vec![-1.0; beams],
-            order: vec![0; beams],
         }
     }
 
@@ -74,8 +68,24 @@ struct Sensor {
     body: usize,
     /// Beam directions in the sensor frame for a spinning pattern (fixed).
     spinning: Vec<DVec3>,
+    /// A whole spinning revolution in cast order: beam indices and their directions.
+    revolution: (Vec<usize>, Vec<DVec3>),
     clocks: Vec<Clock>,
     scans: Vec<Scan>,
+    /// Buffers reused from tick to tick.
+    scratch: Scratch,
+}
+
+/// Per-tick working arrays, kept to avoid allocating on every tick.
+#[derive(Clone, Debug, Default)]
+struct Scratch {
+    beams: Vec<usize>,
+    local: Vec<DVec3>,
+    pnt: Vec<DVec3>,
+    vec: Vec<DVec3>,
+    dist: Vec<f64>,
+    geomid: Vec<i32>,
+    normal: Vec<DVec3>,
 }
 
 /// Every bound lidar of a scene, over `nworld` worlds. Sensors are addressed by 0-based index
@@ -147,7 +157,16 @@ impl Sensor {
                 None => scene.body_name[body].clone(),
             };
         }
-        let mut sensor = Sensor { binding, site, body, spinning: Vec::new(), clocks: Vec::new(), scans: Vec::new() };
+        let mut sensor = Sensor {
+            binding,
+            site,
+            body,
+            spinning: Vec::new(),
+            revolution: (Vec::new(), Vec::new()),
+            clocks: Vec::new(),
+            scans: Vec::new(),
+            scratch: Scratch::default(),
+        };
         sensor.configure(nworld);
         Ok((sensor, warnings))
     }
@@ -161,6 +180,12 @@ impl Sensor {
         };
         self.clocks = vec![Clock::default(); nworld];
         self.scans = vec![Scan::new(c.beam_count()); nworld];
+        self.revolution = (Vec::new(), Vec::new());
+        if matches!(c.pattern, ScanPattern::Spinning) {
+            let mut rev = (Vec::new(), Vec::new());
+            self.slice(0, self.units(), &mut rev.0, &mut rev.1);
+            self.revolution = rev;
+        }
     }
 
     /// Sensor origin and orientation (columns: sensor axes) in world `w`.
@@ -180,6 +205,8 @@ impl Sensor {
         let mut filter = RayFilter::from_group_mask(c.effective_group_mask(), true);
         let body = self.body as i32;
         let exclude = match c.self_ignore {
+            // A sensor on the world body has no robot to ignore: it sees the whole world.
+            _ if self.body == 0 => -1,
             SelfIgnore::None => -1,
             SelfIgnore::MountBody => body,
             SelfIgnore::WholeRobot => {
@@ -464,7 +491,7 @@ fn tick_sensor(
     let nworld = times.len();
     let slices: Vec<(u64, u64)> = (0..nworld).map(|w| sensor.advance(w, dt)).collect();
     let (filter, exclude) = sensor.filter(scene);
-    let (mut beams, mut local) = (Vec::new(), Vec::new());
+    let mut scratch = std::mem::take(&mut sensor.scratch);
     // Worlds whose slices match are cast together: the usual case is all of them.
     let mut w0 = 0;
     while w0 < nworld {
@@ -473,12 +500,30 @@ fn tick_sensor(
             w1 += 1;
         }
         let (from, to) = slices[w0];
-        sensor.slice(from, to, &mut beams, &mut local);
-        if !beams.is_empty() {
-            cast(sensor, scene, poses, caster, w0..w1, (&beams, &local), &filter, exclude, times)?;
+        let whole = to - from == sensor.units() && from % sensor.units() == 0 && !sensor.revolution.0.is_empty();
+        // A whole revolution from bin 0 uses the cached cast order (taken out and put back,
+        // so the scans can be written meanwhile).
+        let (beams, local) = if whole {
+            std::mem::take(&mut sensor.revolution)
+        } else {
+            let (mut beams, mut local) = (std::mem::take(&mut scratch.beams), std::mem::take(&mut scratch.local));
+            sensor.slice(from, to, &mut beams, &mut local);
+            (beams, local)
+        };
+        let result = if beams.is_empty() {
+            Ok(())
+        } else {
+            cast(sensor, scene, poses, caster, w0..w1, (&beams, &local), &mut scratch, &filter, exclude, times)
+        };
+        if whole {
+            sensor.revolution = (beams, local);
+        } else {
+            (scratch.beams, scratch.local) = (beams, local);
         }
+        result?;
         w0 = w1;
     }
+    sensor.scratch = scratch;
     Ok(())
 }
 
@@ -492,38 +537,44 @@ fn cast(
     caster: &RayCaster,
     worlds: std::ops::Range<usize>,
     (beams, local): (&[usize], &[DVec3]),
+    scratch: &mut Scratch,
     filter: &RayFilter,
     exclude: i32,
     times: &[f64],
 ) -> Result<(), LidarError> {
-    let nray = beams.len();
-    let nw = worlds.len();
-    let frames: Vec<(DVec3, DMat3)> = worlds.clone().map(|w| sensor.frame(poses, w)).collect();
-    let mut pnt = Vec::with_capacity(nw * nray);
-    let mut vec = Vec::with_capacity(nw * nray);
-    for &(o, rot) in &frames {
-        pnt.extend(std::iter::repeat_n(o, nray));
+    let Scratch { pnt, vec, dist, geomid, normal, .. } = scratch;
+    let (nray, nw) = (beams.len(), worlds.len());
+    pnt.clear();
+    vec.clear();
+    for w in worlds.clone() {
+        let (o, rot) = sensor.frame(poses, w);
+        // One origin serves a single world; several worlds need one per ray.
+        if nw == 1 {
+            pnt.push(o);
+        } else {
+            pnt.extend(std::iter::repeat_n(o, nray));
+        }
         vec.extend(local.iter().map(|&d| rot * d));
     }
-    let batch = RayBatch { nray, pnt: &pnt, vec: &vec, bodyexclude: &[exclude] };
-    let (mut dist, mut geomid, mut normal) =
-        (vec![0.0; nw * nray], vec![0i32; nw * nray], vec![DVec3::ZERO; nw * nray]);
-    caster.rays_worlds_into(scene, poses, worlds.clone(), &batch, filter, &mut dist, &mut geomid, &mut normal)?;
+    let n = nw * nray;
+    dist.resize(n, 0.0);
+    geomid.resize(n, 0);
+    normal.resize(n, DVec3::ZERO);
+    let batch = RayBatch { nray, pnt, vec, bodyexclude: &[exclude] };
+    caster.rays_worlds_into(scene, poses, worlds.clone(), &batch, filter, dist, geomid, normal)?;
     let c = sensor.binding.scan;
     for (j, w) in worlds.enumerate() {
         let scan = &mut sensor.scans[w];
+        let o = pnt[if nw == 1 { 0 } else { j * nray }];
         for (r, &k) in beams.iter().enumerate() {
             let i = j * nray + r;
-            let (d, g) = (dist[i], geomid[i]);
+            let (d, g, dir) = (dist[i], geomid[i], vec[i]);
             let hit = g >= 0 && c.min_range <= d && d < c.max_range;
-            let (dir, o) = (vec[i], pnt[i]);
             scan.range[k] = if hit { d as f32 } else { -1.0 };
             scan.geomid[k] = if hit { g } else { -1 };
             scan.point[k] = if hit { (o + dir * d).as_vec3().to_array() } else { [0.0; 3] };
             scan.normal[k] = if hit { normal[i].as_vec3().to_array() } else { [0.0; 3] };
-            scan.direction[k] = dir.as_vec3().to_array();
             scan.time[k] = times[w];
-            scan.order[k] = r as u32;
         }
     }
     Ok(())
