@@ -6,7 +6,7 @@ MUJOCO_LIB := .deps/mujoco/lib/libmujoco.so
 GLINT := target/release/glint
 SCENES := primitives crowded meshes
 
-.PHONY: all deps build demo test bench lint clean
+.PHONY: all deps pydeps build demo test bench lint clean
 
 all: build
 
@@ -14,6 +14,10 @@ deps: $(MUJOCO_LIB)
 
 $(MUJOCO_LIB): scripts/fetch-mujoco.sh
 	@bash scripts/fetch-mujoco.sh
+
+# Pinned Python packages some tests use to read glint's files (plyfile), in .deps/venv.
+pydeps:
+	@bash scripts/python-deps.sh
 
 build: deps
 	$(CARGO) build --release -p glint-cli
@@ -23,7 +27,7 @@ demo: build
 	@for s in $(SCENES); do echo; $(GLINT) bench rays examples/$$s.xml --pattern os1-64 || exit 1; done
 
 # Every test; benchmarks run in their short mode (see `make bench` for the full runs).
-test: deps
+test: deps pydeps
 	LD_LIBRARY_PATH=$(CURDIR)/.deps/mujoco/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} $(CARGO) test --release --workspace
 
 # Full benchmarks: every example scene with every pattern, JSON lines in out/bench.jsonl.

@@ -1,7 +1,9 @@
 //! The `glint` command-line tool.
 
 mod bench;
+mod draw;
 mod patterns;
+mod scan;
 
 use clap::{Parser, Subcommand};
 
@@ -18,12 +20,16 @@ enum Command {
     /// Benchmarks against MuJoCo.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Steps a manifest's scene, scans with one lidar, and writes a PLY point cloud, a range
+    /// image (spinning units) and a top-down view of the returns.
+    Scan(scan::ScanArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(cmd) => bench::run(cmd),
+        Command::Scan(args) => scan::run(args),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

@@ -119,3 +119,65 @@ fn bench_lidar_compares_the_sensor_api_with_the_bare_core() {
     let err = fails(&["bench", "lidar", &example("crowded.xml"), "--preset", "hdl-64"]);
     assert!(err.contains("unknown lidar scan preset 'hdl-64'"), "{err}");
 }
+
+/// The repository's pinned Python (plyfile, numpy), installed by `make test`.
+fn python() -> PathBuf {
+    let p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "..", ".deps", "venv", "bin", "python"].iter().collect();
+    assert!(p.exists(), "{} is missing: run `make test`, which installs the pinned Python packages", p.display());
+    p
+}
+
+#[test]
+fn scan_writes_a_ply_other_tools_read_and_pngs() {
+    let out = temp_dir("scan");
+    let o = glint(&["scan", &example("primitives.toml"), "--out", out.to_str().unwrap(), "--colour-by", "height"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(text.contains("28800 beams") && text.contains("hit rate") && text.contains("per full scan"), "{text}");
+    let hits: usize = text.split(" hits").next().unwrap().rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(hits > 10_000, "{text}");
+    // Read the cloud with plyfile, a reader that is not ours.
+    let script = format!(
+        "import plyfile, numpy as np\n\
+         v = plyfile.PlyData.read(r'{}')['vertex']\n\
+         names = [p.name for p in v.properties]\n\
+         assert names == ['x', 'y', 'z', 'range', 'channel', 'bin', 'geom', 'timestamp'], names\n\
+         assert np.all(np.isfinite(v['x'])) and np.all(v['range'] > 0) and np.all(v['geom'] >= 0)\n\
+         assert v['channel'].max() <= 15 and v['bin'].max() <= 1799\n\
+         assert np.all(v['timestamp'] > 0)\n\
+         print(len(v['x']))",
+        out.join("lidar.ply").display()
+    );
+    let py = Command::new(python()).args(["-c", &script]).output().expect("python runs");
+    assert!(py.status.success(), "plyfile could not read the PLY: {}", String::from_utf8_lossy(&py.stderr));
+    assert_eq!(String::from_utf8_lossy(&py.stdout).trim(), hits.to_string());
+    for (png, w, h) in [("lidar-top.png", 1024, 1024), ("lidar-range.png", 1800, 64)] {
+        let img = image::open(out.join(png)).unwrap_or_else(|e| panic!("{png}: {e}"));
+        assert_eq!((img.width(), img.height()), (w, h), "{png}");
+        assert!(img.to_rgb8().pixels().any(|p| p.0 != [0, 0, 0]), "{png} is blank");
+    }
+    std::fs::remove_dir_all(&out).ok();
+}
+
+#[test]
+fn scan_applies_a_preset_and_names_bad_input() {
+    let out = temp_dir("scan-preset");
+    let o = glint(&["scan", &example("crowded.toml"), "--preset", "livox-mid360", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("20000 beams"));
+    assert!(!out.join("lidar-range.png").exists(), "no range image for a non-repetitive pattern");
+    let err = fails(&["scan", &example("crowded.toml"), "--sensor", "2"]);
+    assert!(err.contains("lidar sensor 2 does not exist (1 sensors are bound)"), "{err}");
+    let err = fails(&["scan", &example("crowded.toml"), "--preset", "hdl-64"]);
+    assert!(err.contains("hdl-64"), "{err}");
+    let err = fails(&["scan", "/no/such.toml"]);
+    assert!(err.contains("cannot read manifest '/no/such.toml'"), "{err}");
+    let bad = out.join("bad.toml");
+    std::fs::write(&bad, "scene = \"x.xml\"\n[[lidar]]\nattach_site = \"lidar\"\nchanels = 3\n").unwrap();
+    let err = fails(&["scan", bad.to_str().unwrap()]);
+    assert!(err.contains("did you mean `channels`"), "{err}");
+    std::fs::write(&bad, "scene = \"missing.xml\"\n").unwrap();
+    let err = fails(&["scan", bad.to_str().unwrap()]);
+    assert!(err.contains("binds no lidar"), "{err}");
+    std::fs::remove_dir_all(&out).ok();
+}

@@ -244,7 +244,8 @@ impl ScanConfig {
             }
         }
         let mut warnings = Vec::new();
-        if self.geom_group_mask > 0x3f {
+        // 255 is the seed's default ("all groups"); other masks with high bits get a word.
+        if self.geom_group_mask > 0x3f && self.geom_group_mask != 255 {
             warnings.push(format!(
                 "geom_group_mask {} sets bits above the six MuJoCo geom groups; only {} (the low six bits) is used",
                 self.geom_group_mask,

@@ -434,6 +434,13 @@ impl Lidars {
         Ok(beams)
     }
 
+    /// Origin and orientation (columns: the sensor's axes) of sensor `index` in world
+    /// `world` for `poses`.
+    pub fn frame(&self, index: usize, world: usize, poses: &Poses) -> Result<(DVec3, DMat3), LidarError> {
+        self.check_world(world)?;
+        Ok(self.sensor(index)?.frame(poses, world))
+    }
+
     /// Restarts the pattern of every sensor in world `world` (an episode start); the live
     /// scans keep their values until overwritten.
     pub fn reset_world(&mut self, world: usize) -> Result<(), LidarError> {

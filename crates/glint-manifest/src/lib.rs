@@ -193,12 +193,8 @@ impl Manifest {
         check_keys(&table, path)?;
         let raw: RawManifest = toml::from_str(text).map_err(|e: toml::de::Error| parse_err(e.to_string()))?;
         let dir = path.parent().unwrap_or(Path::new("."));
-        let lidar = raw
-            .lidar
-            .iter()
-            .enumerate()
-            .map(|(index, l)| l.binding(path, index))
-            .collect::<Result<Vec<_>, _>>()?;
+        let lidar =
+            raw.lidar.iter().enumerate().map(|(index, l)| l.binding(path, index)).collect::<Result<Vec<_>, _>>()?;
         Ok(Manifest { path: path.to_path_buf(), scene: dir.join(&raw.scene), lidar })
     }
 }
@@ -252,7 +248,9 @@ impl RawLidar {
         }
         if self.risley_spin_hz.is_some() || self.risley_prism_hz.is_some() {
             let ScanPattern::NonRepetitive(NonRepetitive::Risley { spin_hz, prism_hz }) = scan.pattern else {
-                return Err(lidar_err(LidarError::Conflict("risley_spin_hz and risley_prism_hz need pattern = \"risley\"".into())));
+                return Err(lidar_err(LidarError::Conflict(
+                    "risley_spin_hz and risley_prism_hz need pattern = \"risley\"".into(),
+                )));
             };
             scan.pattern = ScanPattern::NonRepetitive(NonRepetitive::Risley {
                 spin_hz: self.risley_spin_hz.unwrap_or(spin_hz),

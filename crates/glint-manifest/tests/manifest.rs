@@ -38,7 +38,10 @@ fn a_complete_manifest() {
     assert_eq!(m.scene, Path::new("/scenes/robot.xml"));
     assert_eq!(m.lidar.len(), 2);
     let (a, b) = (&m.lidar[0], &m.lidar[1]);
-    assert_eq!((a.name.as_str(), a.attach_site.as_deref(), a.attach_body.as_deref()), ("roof", Some("lidar"), Some("base")));
+    assert_eq!(
+        (a.name.as_str(), a.attach_site.as_deref(), a.attach_body.as_deref()),
+        ("roof", Some("lidar"), Some("base"))
+    );
     assert_eq!(a.mount_offset.z, 0.1);
     // The preset first, then the fields that adjust it.
     assert_eq!((a.scan.channels, a.scan.azimuth_bins, a.scan.min_range, a.scan.max_range), (64, 1024, 0.5, 60.0));

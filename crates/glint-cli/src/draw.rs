@@ -1,0 +1,532 @@
+//! Drawing lidar scans to PNG: a top-down orthographic view of the returned points and a
+//! range image of a spinning scan, each coloured through one of a few colour ramps.
+//!
+//! The module is self-contained: callers convert their scan into [`Point`]s (or a flat range
+//! buffer) and pick a [`ColourBy`] mode and a [`Ramp`].
+
+use std::f32::consts::{PI, TAU};
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+use anyhow::{Context, bail, ensure};
+use image::{ImageFormat, Rgb, RgbImage};
+
+/// Colour of a NaN ramp parameter: a dim grey, visible on black but clearly "no value".
+const NAN_GREY: [u8; 3] = [80, 80, 80];
+
+/// Colour of every point in [`ColourBy::Solid`] mode, whatever the ramp.
+const SOLID_GREEN: [u8; 3] = [0, 200, 0];
+
+/// Ramp parameter used when a mode's scalar is degenerate (a single channel, all points at
+/// one height, a single emission index): the middle of the ramp.
+const DEGENERATE_T: f32 = 0.5;
+
+/// Scalar each point is coloured by (the seed's colour-by modes that need no material).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColourBy {
+    /// Laser channel (row): `channel / (channels - 1)`; one ramp colour (the ramp's middle)
+    /// when the sensor has a single channel, as Livox sensors do.
+    Channel,
+    /// Measured range, normalised by the largest range among the drawn points.
+    Range,
+    /// World Z, normalised by the lowest..highest Z among the drawn points.
+    Height,
+    /// Sensor-frame azimuth: `(azimuth + π) / 2π`, wrapped into one turn.
+    Azimuth,
+    /// Emission index, normalised by the largest index among the drawn points.
+    SampleOrder,
+    /// Flat green (0, 200, 0) whatever the ramp.
+    Solid,
+    /// `|cos|` of the angle between beam and surface normal (1 = head-on, 0 = grazing).
+    Incidence,
+}
+
+impl ColourBy {
+    /// Every mode, in the order the names are listed in error messages.
+    pub const ALL: [ColourBy; 7] = [
+        ColourBy::Channel,
+        ColourBy::Range,
+        ColourBy::Height,
+        ColourBy::Azimuth,
+        ColourBy::SampleOrder,
+        ColourBy::Solid,
+        ColourBy::Incidence,
+    ];
+
+    /// The mode's command-line name, as accepted by [`FromStr`].
+    pub fn name(self) -> &'static str {
+        match self {
+            ColourBy::Channel => "channel",
+            ColourBy::Range => "range",
+            ColourBy::Height => "height",
+            ColourBy::Azimuth => "azimuth",
+            ColourBy::SampleOrder => "sample-order",
+            ColourBy::Solid => "solid",
+            ColourBy::Incidence => "incidence",
+        }
+    }
+}
+
+impl fmt::Display for ColourBy {
+    /// Writes the mode's command-line name.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ColourBy {
+    type Err = String;
+
+    /// Parses a command-line name; the error lists the valid names.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ColourBy::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = ColourBy::ALL.iter().map(|m| m.name()).collect();
+            format!("unknown colour mode '{s}' (expected one of: {})", names.join(", "))
+        })
+    }
+}
+
+/// Colour ramps: Warm-Green-Blue, Grayscale, Heat, Warm Red-Yellow (the default).
+///
+/// Each ramp is a few colour stops spaced evenly over `t` in [0, 1] and linearly interpolated
+/// between (see [`Ramp::stops`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Ramp {
+    /// Warm orange (255, 140, 0) → green (0, 200, 80) → blue (30, 60, 255).
+    WarmGreenBlue,
+    /// Near-black (40, 40, 40) → white (255, 255, 255); starts above black so the lowest
+    /// value stays visible on the black background.
+    Grayscale,
+    /// Dark red (40, 0, 0) → red (255, 0, 0) → yellow (255, 255, 0) → white (255, 255, 255).
+    Heat,
+    /// Dark red (150, 0, 0) → red (255, 40, 0) → yellow (255, 230, 0). The default.
+    #[default]
+    WarmRedYellow,
+}
+
+impl Ramp {
+    /// Every ramp, in the order the names are listed in error messages.
+    pub const ALL: [Ramp; 4] = [Ramp::WarmGreenBlue, Ramp::Grayscale, Ramp::Heat, Ramp::WarmRedYellow];
+
+    /// The ramp's command-line name, as accepted by [`FromStr`].
+    pub fn name(self) -> &'static str {
+        match self {
+            Ramp::WarmGreenBlue => "warm-green-blue",
+            Ramp::Grayscale => "grayscale",
+            Ramp::Heat => "heat",
+            Ramp::WarmRedYellow => "warm-red-yellow",
+        }
+    }
+
+    /// The ramp's colour stops, spaced evenly over `t` in [0, 1] (the first at 0, the last at 1).
+    pub fn stops(self) -> &'static [[u8; 3]] {
+        match self {
+            Ramp::WarmGreenBlue => &[[255, 140, 0], [0, 200, 80], [30, 60, 255]],
+            Ramp::Grayscale => &[[40, 40, 40], [255, 255, 255]],
+            Ramp::Heat => &[[40, 0, 0], [255, 0, 0], [255, 255, 0], [255, 255, 255]],
+            Ramp::WarmRedYellow => &[[150, 0, 0], [255, 40, 0], [255, 230, 0]],
+        }
+    }
+
+    /// The ramp's colour at `t`: clamped to [0, 1], linearly interpolated between the two
+    /// surrounding stops; a NaN `t` gives a dim grey (80, 80, 80).
+    pub fn colour(self, t: f32) -> [u8; 3] {
+        if t.is_nan() {
+            return NAN_GREY;
+        }
+        let stops = self.stops();
+        let segments = stops.len() - 1;
+        let pos = t.clamp(0.0, 1.0) * segments as f32;
+        // `pos` is in [0, segments]; the last segment also takes `pos == segments`.
+        let i = (pos.floor() as usize).min(segments - 1);
+        let frac = pos - i as f32;
+        let (a, b) = (stops[i], stops[i + 1]);
+        std::array::from_fn(|k| {
+            let v = f32::from(a[k]) + (f32::from(b[k]) - f32::from(a[k])) * frac;
+            v.round().clamp(0.0, 255.0) as u8
+        })
+    }
+}
+
+impl fmt::Display for Ramp {
+    /// Writes the ramp's command-line name.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Ramp {
+    type Err = String;
+
+    /// Parses a command-line name; the error lists the valid names.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ramp::ALL.into_iter().find(|r| r.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = Ramp::ALL.iter().map(|r| r.name()).collect();
+            format!("unknown colour ramp '{s}' (expected one of: {})", names.join(", "))
+        })
+    }
+}
+
+/// One returned point of a scan, everything the colour modes need.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Point {
+    /// Position in the world frame, metres.
+    pub xyz: [f32; 3],
+    /// Measured range, metres.
+    pub range: f32,
+    /// Laser channel (row) that produced the point, `0..channels`.
+    pub channel: u32,
+    /// Total channels (rows) of the sensor; 1 for Livox sensors.
+    pub channels: u32,
+    /// Azimuth in radians, sensor frame.
+    pub azimuth: f32,
+    /// Emission index of the beam within the scan.
+    pub order: u32,
+    /// `|cos|` of the angle between beam and surface normal, 0..1.
+    pub cos_incidence: f32,
+}
+
+/// Ramp parameter of each point for `by`, normalised over `points` as [`top_down_png`]
+/// documents. Unused (and meaningless) for [`ColourBy::Solid`].
+fn scalars(points: &[Point], by: ColourBy) -> Vec<f32> {
+    match by {
+        ColourBy::Channel => points
+            .iter()
+            .map(|p| if p.channels > 1 { p.channel as f32 / (p.channels - 1) as f32 } else { DEGENERATE_T })
+            .collect(),
+        ColourBy::Range => {
+            let max = points.iter().map(|p| p.range).filter(|r| r.is_finite()).fold(0.0f32, f32::max);
+            points.iter().map(|p| if max > 0.0 { p.range / max } else { DEGENERATE_T }).collect()
+        }
+        ColourBy::Height => {
+            let (lo, hi) = points
+                .iter()
+                .map(|p| p.xyz[2])
+                .filter(|z| z.is_finite())
+                .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), z| (lo.min(z), hi.max(z)));
+            points.iter().map(|p| if hi > lo { (p.xyz[2] - lo) / (hi - lo) } else { DEGENERATE_T }).collect()
+        }
+        ColourBy::Azimuth => points.iter().map(|p| (p.azimuth + PI).rem_euclid(TAU) / TAU).collect(),
+        ColourBy::SampleOrder => {
+            let max = points.iter().map(|p| p.order).max().unwrap_or(0);
+            points.iter().map(|p| if max > 0 { p.order as f32 / max as f32 } else { DEGENERATE_T }).collect()
+        }
+        ColourBy::Solid => vec![0.0; points.len()],
+        ColourBy::Incidence => points.iter().map(|p| p.cos_incidence).collect(),
+    }
+}
+
+/// Orthographic top-down framing: world XY → pixel, +X to the right, +Y up.
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    /// World X at the image centre.
+    cx: f32,
+    /// World Y at the image centre.
+    cy: f32,
+    /// Pixels per metre.
+    scale: f32,
+    /// Image side, pixels.
+    size: u32,
+}
+
+impl Frame {
+    /// Frames the XY bounds of the finite points, square (equal scale on both axes) with a 5%
+    /// margin each side; `None` when no point is finite. A single point (zero extent) gets a
+    /// 2 m wide view.
+    fn fit(points: &[Point], size: u32) -> Option<Frame> {
+        let mut lo = [f32::INFINITY; 2];
+        let mut hi = [f32::NEG_INFINITY; 2];
+        for p in points.iter().filter(|p| p.xyz.iter().all(|v| v.is_finite())) {
+            for k in 0..2 {
+                lo[k] = lo[k].min(p.xyz[k]);
+                hi[k] = hi[k].max(p.xyz[k]);
+            }
+        }
+        if lo[0] > hi[0] {
+            return None;
+        }
+        let span = (hi[0] - lo[0]).max(hi[1] - lo[1]);
+        let span = if span > 0.0 { span } else { 2.0 };
+        let view = span * 1.1;
+        Some(Frame { cx: 0.5 * (lo[0] + hi[0]), cy: 0.5 * (lo[1] + hi[1]), scale: size as f32 / view, size })
+    }
+
+    /// Pixel (column, row) holding world `(x, y)`, or `None` outside the image.
+    fn pixel(&self, x: f32, y: f32) -> Option<(u32, u32)> {
+        let half = 0.5 * self.size as f32;
+        let col = ((x - self.cx) * self.scale + half).floor();
+        let row = (half - (y - self.cy) * self.scale).floor();
+        let inside = |v: f32| v >= 0.0 && v < self.size as f32;
+        (inside(col) && inside(row)).then_some((col as u32, row as u32))
+    }
+}
+
+/// Encodes `img` as PNG at `path`, naming the path on failure.
+fn save_png(img: &RgbImage, path: &Path) -> anyhow::Result<()> {
+    img.save_with_format(path, ImageFormat::Png).with_context(|| format!("writing PNG {}", path.display()))
+}
+
+/// Top-down (orthographic, looking down -Z) PNG of `points`, `size` pixels square, framed on
+/// the points' XY bounds with a 5% margin, black background, each point a 2x2 pixel square
+/// coloured by `by` with `ramp` (Solid = flat green (0, 200, 0) whatever the ramp; Channel uses
+/// channel/(channels-1), a single ramp colour when channels == 1; Range normalised by the max
+/// range among the points; Height by min..max z of the points; Azimuth by (az + pi) / 2pi;
+/// SampleOrder by order / max order; Incidence by cos_incidence). Points drawn in order of
+/// increasing height so higher points stay on top. Returns an error naming the path if writing
+/// fails; with no points writes an all-black image.
+///
+/// +X points right and +Y up in the image; both axes share one scale, so the longer XY extent
+/// fills the image. Points with a non-finite coordinate are skipped; degenerate normalisations
+/// (a single channel, one height, one emission index, no positive range) use the ramp's middle.
+/// Errors if `size` is 0.
+pub fn top_down_png(points: &[Point], by: ColourBy, ramp: Ramp, size: u32, path: &Path) -> anyhow::Result<()> {
+    ensure!(size > 0, "top-down image size must be at least 1 pixel (writing {})", path.display());
+    let mut img = RgbImage::new(size, size);
+    if let Some(frame) = Frame::fit(points, size) {
+        let ts = scalars(points, by);
+        let mut idx: Vec<usize> = (0..points.len()).filter(|&i| points[i].xyz.iter().all(|v| v.is_finite())).collect();
+        idx.sort_by(|&a, &b| points[a].xyz[2].total_cmp(&points[b].xyz[2]));
+        for i in idx {
+            let [x, y, _] = points[i].xyz;
+            let Some((col, row)) = frame.pixel(x, y) else { continue };
+            let colour = if by == ColourBy::Solid { SOLID_GREEN } else { ramp.colour(ts[i]) };
+            for (dc, dr) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+                let (c, r) = (col + dc, row + dr);
+                if c < size && r < size {
+                    img.put_pixel(c, r, Rgb(colour));
+                }
+            }
+        }
+    }
+    save_png(&img, path)
+}
+
+/// Range image PNG of a spinning scan: `channels` rows (row 0 at the TOP is the HIGHEST
+/// channel, i.e. channel channels-1) by `bins` columns (column 0 = bin 0, +X, azimuth
+/// increasing to the right), from `range` indexed `bin * channels + channel` (metres, negative
+/// = no return), each pixel coloured by range / max_range with `ramp`, misses black. If
+/// channels < 64 scale rows up by an integer factor so the image is at least 64 pixels tall.
+/// Errors if range.len() != channels*bins (message names both numbers) or on write failure
+/// (naming the path).
+///
+/// NaN ranges count as misses too. Also errors if `channels` or `bins` is 0 or `max_range` is
+/// not a positive finite number.
+pub fn range_image_png(
+    range: &[f32],
+    channels: u32,
+    bins: u32,
+    max_range: f32,
+    ramp: Ramp,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let expected = channels as usize * bins as usize;
+    if range.len() != expected {
+        bail!(
+            "range image needs channels * bins = {channels} * {bins} = {expected} ranges, got {} (writing {})",
+            range.len(),
+            path.display()
+        );
+    }
+    ensure!(channels > 0 && bins > 0, "range image needs at least one channel and one bin, got {channels} x {bins}");
+    ensure!(max_range.is_finite() && max_range > 0.0, "range image max_range must be positive, got {max_range}");
+    let row_scale = if channels < 64 { 64u32.div_ceil(channels) } else { 1 };
+    let height = channels * row_scale;
+    let mut img = RgbImage::new(bins, height);
+    for row in 0..height {
+        let channel = channels - 1 - row / row_scale;
+        for bin in 0..bins {
+            let r = range[bin as usize * channels as usize + channel as usize];
+            if r >= 0.0 {
+                img.put_pixel(bin, row, Rgb(ramp.colour(r / max_range)));
+            }
+        }
+    }
+    save_png(&img, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// A unique temp-file path that removes the file when dropped.
+    struct TempPng(PathBuf);
+
+    impl TempPng {
+        fn new(tag: &str) -> TempPng {
+            static COUNTER: AtomicU32 = AtomicU32::new(0);
+            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+            TempPng(std::env::temp_dir().join(format!("glint-draw-{}-{tag}-{n}.png", std::process::id())))
+        }
+    }
+
+    impl Drop for TempPng {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    fn point(x: f32, y: f32, z: f32) -> Point {
+        Point {
+            xyz: [x, y, z],
+            range: (x * x + y * y + z * z).sqrt(),
+            channel: 0,
+            channels: 1,
+            azimuth: y.atan2(x),
+            order: 0,
+            cos_incidence: 1.0,
+        }
+    }
+
+    #[test]
+    fn draw_ramps_hit_endpoints_and_clamp() {
+        for ramp in Ramp::ALL {
+            let stops = ramp.stops();
+            let (first, last) = (stops[0], stops[stops.len() - 1]);
+            assert_eq!(ramp.colour(0.0), first, "{ramp}");
+            assert_eq!(ramp.colour(1.0), last, "{ramp}");
+            assert_eq!(ramp.colour(-3.0), first, "{ramp}");
+            assert_eq!(ramp.colour(7.0), last, "{ramp}");
+            assert_eq!(ramp.colour(f32::NEG_INFINITY), first, "{ramp}");
+            assert_eq!(ramp.colour(f32::INFINITY), last, "{ramp}");
+            assert_eq!(ramp.colour(f32::NAN), NAN_GREY, "{ramp}");
+        }
+        // Interior stops land exactly; halfway between stops is the midpoint.
+        assert_eq!(Ramp::WarmGreenBlue.colour(0.5), [0, 200, 80]);
+        assert_eq!(Ramp::WarmRedYellow.colour(0.5), [255, 40, 0]);
+        assert_eq!(Ramp::Heat.colour(1.0 / 3.0), [255, 0, 0]);
+        assert_eq!(Ramp::Heat.colour(2.0 / 3.0), [255, 255, 0]);
+        assert_eq!(Ramp::Grayscale.colour(0.5), [148, 148, 148]);
+        assert_eq!(Ramp::default(), Ramp::WarmRedYellow);
+    }
+
+    #[test]
+    fn draw_names_round_trip_and_reject_bad_names() {
+        for m in ColourBy::ALL {
+            assert_eq!(m.to_string().parse::<ColourBy>(), Ok(m));
+        }
+        for r in Ramp::ALL {
+            assert_eq!(r.to_string().parse::<Ramp>(), Ok(r));
+        }
+        let err = "rainbow".parse::<ColourBy>().unwrap_err();
+        assert!(err.contains("rainbow"), "{err}");
+        for m in ColourBy::ALL {
+            assert!(err.contains(m.name()), "{err}");
+        }
+        let err = "jet".parse::<Ramp>().unwrap_err();
+        assert!(err.contains("jet"), "{err}");
+        for r in Ramp::ALL {
+            assert!(err.contains(r.name()), "{err}");
+        }
+    }
+
+    #[test]
+    fn draw_top_down_writes_png_with_points_in_place() {
+        // Corners of a 2 m square: the view is 2.2 m over 100 px, centred on the origin.
+        let pts = [point(1.0, 1.0, 0.0), point(-1.0, 1.0, 0.0), point(-1.0, -1.0, 0.0), point(1.0, -1.0, 0.5)];
+        let tmp = TempPng::new("top");
+        top_down_png(&pts, ColourBy::Solid, Ramp::Heat, 100, &tmp.0).unwrap();
+        let img = image::open(&tmp.0).unwrap().to_rgb8();
+        assert_eq!(img.dimensions(), (100, 100));
+        // (+1, +1) is top-right: column 50 + 1/2.2*100 = 95, row 50 - 45.45 = 4.
+        assert_eq!(img.get_pixel(95, 4).0, SOLID_GREEN);
+        assert_eq!(img.get_pixel(96, 5).0, SOLID_GREEN);
+        // (-1, -1) is bottom-left.
+        assert_eq!(img.get_pixel(4, 95).0, SOLID_GREEN);
+        // Background is black.
+        assert_eq!(img.get_pixel(50, 50).0, [0, 0, 0]);
+        assert_eq!(img.get_pixel(0, 0).0, [0, 0, 0]);
+        let lit = img.pixels().filter(|p| p.0 != [0, 0, 0]).count();
+        assert_eq!(lit, 16, "four 2x2 squares");
+
+        // Height colouring: the highest point gets the ramp's top colour.
+        top_down_png(&pts, ColourBy::Height, Ramp::Heat, 100, &tmp.0).unwrap();
+        let img = image::open(&tmp.0).unwrap().to_rgb8();
+        assert_eq!(img.get_pixel(95, 95).0, Ramp::Heat.colour(1.0));
+        assert_eq!(img.get_pixel(95, 4).0, Ramp::Heat.colour(0.0));
+    }
+
+    #[test]
+    fn draw_top_down_higher_points_on_top() {
+        // Same XY, different heights, listed highest first: the highest must win.
+        let pts = [point(0.0, 0.0, 2.0), point(0.0, 0.0, 0.0), point(1.0, 1.0, 1.0)];
+        let tmp = TempPng::new("stack");
+        top_down_png(&pts, ColourBy::Height, Ramp::Grayscale, 64, &tmp.0).unwrap();
+        let img = image::open(&tmp.0).unwrap().to_rgb8();
+        let frame = Frame::fit(&pts, 64).unwrap();
+        let (c, r) = frame.pixel(0.0, 0.0).unwrap();
+        assert_eq!(img.get_pixel(c, r).0, [255, 255, 255]);
+    }
+
+    #[test]
+    fn draw_top_down_empty_and_single_point() {
+        let tmp = TempPng::new("empty");
+        top_down_png(&[], ColourBy::Range, Ramp::default(), 32, &tmp.0).unwrap();
+        let img = image::open(&tmp.0).unwrap().to_rgb8();
+        assert_eq!(img.dimensions(), (32, 32));
+        assert!(img.pixels().all(|p| p.0 == [0, 0, 0]));
+
+        let pts = [point(3.0, -2.0, 1.0)];
+        top_down_png(&pts, ColourBy::Channel, Ramp::WarmGreenBlue, 32, &tmp.0).unwrap();
+        let img = image::open(&tmp.0).unwrap().to_rgb8();
+        assert_eq!(img.get_pixel(16, 16).0, Ramp::WarmGreenBlue.colour(0.5));
+
+        assert!(top_down_png(&pts, ColourBy::Solid, Ramp::Heat, 0, &tmp.0).is_err());
+    }
+
+    #[test]
+    fn draw_write_failure_names_path() {
+        let path = std::env::temp_dir().join("glint-draw-no-such-dir").join("x.png");
+        let err = top_down_png(&[point(0.0, 0.0, 0.0)], ColourBy::Solid, Ramp::Heat, 8, &path).unwrap_err();
+        assert!(format!("{err:#}").contains(&path.display().to_string()), "{err:#}");
+        let err = range_image_png(&[1.0], 1, 1, 10.0, Ramp::Heat, &path).unwrap_err();
+        assert!(format!("{err:#}").contains(&path.display().to_string()), "{err:#}");
+    }
+
+    #[test]
+    fn draw_range_image_orientation() {
+        let (channels, bins) = (16u32, 8u32);
+        let mut range = vec![-1.0f32; (channels * bins) as usize];
+        // Only the highest channel of bin 0 returns.
+        range[(channels - 1) as usize] = 10.0;
+        let tmp = TempPng::new("range");
+        range_image_png(&range, channels, bins, 20.0, Ramp::WarmRedYellow, &tmp.0).unwrap();
+        let img = image::open(&tmp.0).unwrap().to_rgb8();
+        assert_eq!(img.dimensions(), (8, 64), "16 rows scaled 4x to 64");
+        let lit = Ramp::WarmRedYellow.colour(0.5);
+        for (c, r, p) in img.enumerate_pixels() {
+            let expect = if c == 0 && r < 4 { lit } else { [0, 0, 0] };
+            assert_eq!(p.0, expect, "pixel ({c}, {r})");
+        }
+
+        // Channel 0 of bin 3 lights the bottom block of column 3.
+        let mut range = vec![-1.0f32; (channels * bins) as usize];
+        range[(3 * channels) as usize] = 20.0;
+        range_image_png(&range, channels, bins, 20.0, Ramp::WarmRedYellow, &tmp.0).unwrap();
+        let img = image::open(&tmp.0).unwrap().to_rgb8();
+        for (c, r, p) in img.enumerate_pixels() {
+            let expect = if c == 3 && r >= 60 { Ramp::WarmRedYellow.colour(1.0) } else { [0, 0, 0] };
+            assert_eq!(p.0, expect, "pixel ({c}, {r})");
+        }
+
+        // 64+ channels: no scaling. 24 channels: scaled 3x to 72.
+        range_image_png(&vec![1.0; 64 * 2], 64, 2, 1.0, Ramp::Heat, &tmp.0).unwrap();
+        assert_eq!(image::open(&tmp.0).unwrap().to_rgb8().dimensions(), (2, 64));
+        range_image_png(&vec![f32::NAN; 24 * 5], 24, 5, 1.0, Ramp::Heat, &tmp.0).unwrap();
+        let img = image::open(&tmp.0).unwrap().to_rgb8();
+        assert_eq!(img.dimensions(), (5, 72));
+        assert!(img.pixels().all(|p| p.0 == [0, 0, 0]), "NaN is a miss");
+    }
+
+    #[test]
+    fn draw_range_image_wrong_length_errors() {
+        let tmp = TempPng::new("len");
+        let err = range_image_png(&[1.0; 10], 4, 3, 10.0, Ramp::Heat, &tmp.0).unwrap_err().to_string();
+        assert!(err.contains("12") && err.contains("10"), "{err}");
+        assert!(!tmp.0.exists());
+        assert!(range_image_png(&[], 0, 3, 10.0, Ramp::Heat, &tmp.0).is_err());
+        assert!(range_image_png(&[1.0], 1, 1, 0.0, Ramp::Heat, &tmp.0).is_err());
+    }
+}

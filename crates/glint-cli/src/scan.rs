@@ -1,0 +1,164 @@
+//! `glint scan`: steps a manifest's scene, scans with one of its lidars, and writes a PLY
+//! point cloud, a range image (spinning units) and a top-down view of the returns.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use glint_core::RayCaster;
+use glint_lidar::{Lidars, ScanPattern, ScanPreset};
+use glint_manifest::Manifest;
+use glint_mujoco::{Model, WorldBatch};
+
+use crate::draw::{ColourBy, Point, Ramp, range_image_png, top_down_png};
+
+/// The lidar runner's tick (the spec's default: 10 ms of physics per tick).
+const TICK_S: f64 = 0.01;
+
+/// Arguments of `glint scan`.
+#[derive(Args)]
+pub struct ScanArgs {
+    /// Scene manifest (TOML) with at least one `[[lidar]]` binding.
+    manifest: PathBuf,
+    /// Which lidar (0-based, in binding order).
+    #[arg(long, default_value_t = 0)]
+    sensor: usize,
+    /// Apply a scan preset first: unitree-l1, livox-mid360, velodyne-vlp16, ouster-os1-64.
+    #[arg(long)]
+    preset: Option<String>,
+    /// Lidar ticks (10 ms each) to run; default: one revolution (one cycle for Livox).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    ticks: Option<u32>,
+    /// Output folder (created if missing).
+    #[arg(long, default_value = "out/scan")]
+    out: PathBuf,
+    /// Colour of the top-down view: channel, range, height, azimuth, sample-order, solid,
+    /// incidence.
+    #[arg(long, default_value = "range")]
+    colour_by: ColourBy,
+    /// Colour ramp: warm-green-blue, grayscale, heat, warm-red-yellow.
+    #[arg(long, default_value = "warm-red-yellow")]
+    ramp: Ramp,
+    /// Side of the top-down image, pixels.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(64..=8192))]
+    size: u32,
+}
+
+pub fn run(args: ScanArgs) -> Result<()> {
+    let manifest = Manifest::load(&args.manifest)?;
+    if manifest.lidar.is_empty() {
+        bail!("manifest '{}' binds no lidar: add a [[lidar]] table (see docs/manifest.md)", args.manifest.display());
+    }
+    let model = Model::from_xml_file(&manifest.scene)?;
+    let scene = model.scene().clone();
+    let mut batch = WorldBatch::new(&model, 1)?;
+    let mut caster = RayCaster::new(&scene, batch.poses());
+    let (mut lidars, warnings) = Lidars::new(&scene, manifest.lidar.clone(), 1)?;
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    let s = args.sensor;
+    let mut config = lidars.config(s)?;
+    if let Some(p) = &args.preset {
+        ScanPreset::from_name(p)?.apply(&mut config);
+        for w in lidars.set_config(s, config)? {
+            eprintln!("warning: {w}");
+        }
+    }
+    lidars.set_live(true);
+    let ticks = args.ticks.unwrap_or_else(|| {
+        if config.rotation_hz > 0.0 { (1.0 / (config.rotation_hz * TICK_S)).ceil() as u32 } else { 1 }
+    });
+    let steps = ((TICK_S / model.timestep()).round() as usize).max(1);
+    let mut cast_s = 0.0;
+    for _ in 0..ticks {
+        batch.step(steps);
+        caster.refit(batch.poses());
+        let t = Instant::now();
+        lidars.tick(&scene, batch.poses(), &caster, steps as f64 * model.timestep(), &[batch.time(0)], false)?;
+        cast_s += t.elapsed().as_secs_f64();
+    }
+    if batch.unstable(0) {
+        eprintln!("warning: MuJoCo found the simulation unstable and reset it during the scan");
+    }
+
+    let binding = lidars.binding(s)?.clone();
+    let scan = lidars.scan(s, 0)?;
+    let (origin, _) = lidars.frame(s, 0, batch.poses())?;
+    let beams = scan.len();
+    let (mut az, mut el) = (vec![0.0f32; beams], vec![0.0f32; beams]);
+    lidars.beam_angles(s, 0, &mut az, &mut el)?;
+    let channels = config.channels;
+    let points: Vec<Point> = (0..beams)
+        .filter(|&k| scan.range[k] >= 0.0)
+        .map(|k| {
+            let p = glam::Vec3::from(scan.point[k]);
+            let dir = (p - origin.as_vec3()).normalize_or_zero();
+            Point {
+                xyz: scan.point[k],
+                range: scan.range[k],
+                channel: k as u32 % channels,
+                channels,
+                azimuth: az[k],
+                order: k as u32,
+                cos_incidence: dir.dot(glam::Vec3::from(scan.normal[k])).abs(),
+            }
+        })
+        .collect();
+
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create output folder '{}'", args.out.display()))?;
+    let stem = if binding.name.is_empty() { format!("lidar{s}") } else { binding.name.clone() };
+    let ply = args.out.join(format!("{stem}.ply"));
+    write_ply(&ply, scan, channels, &manifest.path, &stem)?;
+    let top = args.out.join(format!("{stem}-top.png"));
+    top_down_png(&points, args.colour_by, args.ramp, args.size, &top)?;
+    let mut written = vec![ply, top];
+    if matches!(config.pattern, ScanPattern::Spinning) {
+        let image = args.out.join(format!("{stem}-range.png"));
+        range_image_png(&scan.range, channels, config.azimuth_bins, config.max_range as f32, args.ramp, &image)?;
+        written.push(image);
+    }
+
+    let hits = scan.hits();
+    let revolutions = if config.rotation_hz > 0.0 { ticks as f64 * config.rotation_hz * TICK_S } else { ticks as f64 };
+    println!("sensor {s} ('{stem}'): {beams} beams, {hits} hits ({:.1}% hit rate)", 100.0 * hits as f64 / beams as f64);
+    println!(
+        "{ticks} ticks of {:.0} ms, {:.2} revolutions, {:.3} ms per full scan",
+        TICK_S * 1e3,
+        revolutions,
+        1e3 * cast_s / revolutions.max(f64::MIN_POSITIVE)
+    );
+    for path in written {
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// Writes the returns of `scan` as a binary little-endian PLY: world-frame x, y, z and, per
+/// point, range, channel, bin, geom id and timestamp.
+fn write_ply(path: &Path, scan: &glint_lidar::Scan, channels: u32, manifest: &Path, name: &str) -> Result<()> {
+    let hits: Vec<usize> = (0..scan.len()).filter(|&k| scan.range[k] >= 0.0).collect();
+    let mut out = Vec::with_capacity(256 + hits.len() * 36);
+    write!(
+        out,
+        "ply\nformat binary_little_endian 1.0\ncomment glint scan of {} (sensor '{name}'), world frame, metres\n\
+         element vertex {}\nproperty float x\nproperty float y\nproperty float z\nproperty float range\n\
+         property ushort channel\nproperty ushort bin\nproperty int geom\nproperty double timestamp\nend_header\n",
+        manifest.display(),
+        hits.len()
+    )?;
+    for &k in &hits {
+        for c in scan.point[k] {
+            out.extend_from_slice(&c.to_le_bytes());
+        }
+        out.extend_from_slice(&scan.range[k].to_le_bytes());
+        out.extend_from_slice(&((k as u32 % channels) as u16).to_le_bytes());
+        out.extend_from_slice(&((k as u32 / channels) as u16).to_le_bytes());
+        out.extend_from_slice(&scan.geomid[k].to_le_bytes());
+        out.extend_from_slice(&scan.time[k].to_le_bytes());
+    }
+    std::fs::write(path, out).with_context(|| format!("cannot write '{}'", path.display()))
+}
