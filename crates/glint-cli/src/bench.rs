@@ -349,9 +349,10 @@ fn lidar(args: LidarArgs) -> Result<()> {
     let (origin, rot) = batch.poses().site(0, site);
     let dirs: Vec<DVec3> = (0..beams).map(|k| rot * beam_direction(&config, 0, k)).collect();
     let order = crate::patterns::Pattern::Os1_64.cast_order_of(&dirs, config.channels as usize);
+    // The same filter and self-ignore exclusion as the sensor's beams.
+    let (filter, exclude) = lidars.ray_filter(0, &scene)?;
     let pnt = [origin];
-    let rays = RayBatch { nray: beams, pnt: &pnt, vec: &order, bodyexclude: &[-1] };
-    let filter = RayFilter::from_group_mask(config.effective_group_mask(), true);
+    let rays = RayBatch { nray: beams, pnt: &pnt, vec: &order, bodyexclude: &[exclude] };
     let n = nworld * beams;
     let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0i32; n], vec![DVec3::ZERO; n]);
     let core_s = one.install(|| {

@@ -441,6 +441,12 @@ impl Lidars {
         Ok(self.sensor(index)?.frame(poses, world))
     }
 
+    /// The ray filter and the excluded body (`-1`: none) that sensor `index`'s beams use: its
+    /// group mask and self-ignore mode in the ray core's terms.
+    pub fn ray_filter(&self, index: usize, scene: &Scene) -> Result<(RayFilter, i32), LidarError> {
+        Ok(self.sensor(index)?.filter(scene))
+    }
+
     /// Restarts the pattern of every sensor in world `world` (an episode start); the live
     /// scans keep their values until overwritten.
     pub fn reset_world(&mut self, world: usize) -> Result<(), LidarError> {
