@@ -378,3 +378,36 @@ fn every_world_is_scanned_with_its_own_pose() {
     assert!((a.range[k] - b.range[k] - 2.0).abs() < 0.01, "{} vs {}", a.range[k], b.range[k]);
     assert_eq!((a.time[0], b.time[0]), (0.1, 0.2));
 }
+
+#[test]
+fn several_sensors_per_world_tick_together() {
+    let (model, batch, caster) = setup(ROBOT, 2);
+    let spinner = binding(ScanConfig::from_preset(ScanPreset::VelodyneVlp16));
+    let livox = LidarBinding {
+        name: "front".into(),
+        attach_body: Some("head".into()),
+        mount_offset: DVec3::new(0.2, 0.0, 0.0),
+        scan: ScanConfig::from_preset(ScanPreset::LivoxMid360),
+        ..LidarBinding::default()
+    };
+    let (mut lidars, _) = Lidars::new(model.scene(), vec![spinner, livox], 2).unwrap();
+    assert_eq!(lidars.len(), 2);
+    assert_eq!((lidars.beam_count(0).unwrap(), lidars.beam_count(1).unwrap()), (28_800, 20_000));
+    assert_eq!(lidars.binding(1).unwrap().name, "front");
+    lidars.set_live(true);
+    for tick in 1..=5 {
+        let t = tick as f64 * 0.02;
+        lidars.tick(model.scene(), batch.poses(), &caster, 0.02, &[t, t], false).unwrap();
+    }
+    for s in 0..2 {
+        for w in 0..2 {
+            let scan = lidars.scan(s, w).unwrap();
+            assert!(scan.time.iter().all(|&t| t > 0.0), "sensor {s} world {w}: a full revolution after five ticks");
+            assert!(scan.hits() > 1000, "sensor {s} world {w}");
+        }
+    }
+    // The Livox sensor sits 0.2 m ahead of the head's origin, along the head's +X.
+    let (o, _) = lidars.frame(1, 0, batch.poses()).unwrap();
+    assert!((o - DVec3::new(0.2, 0.0, 1.0)).length() < 1e-9, "{o}");
+    assert!(lidars.beam_count(2).is_err());
+}
