@@ -14,9 +14,6 @@ use glint_mujoco::{Model, WorldBatch};
 
 use crate::draw::{ColourBy, Point, Ramp, range_image_png, top_down_png};
 
-/// The lidar runner's tick (the spec's default: 10 ms of physics per tick).
-const TICK_S: f64 = 0.01;
-
 /// Arguments of `glint scan`.
 #[derive(Args)]
 pub struct ScanArgs {
@@ -28,7 +25,8 @@ pub struct ScanArgs {
     /// Apply a scan preset first: unitree-l1, livox-mid360, velodyne-vlp16, ouster-os1-64.
     #[arg(long)]
     preset: Option<String>,
-    /// Lidar ticks (10 ms each) to run; default: one revolution (one cycle for Livox).
+    /// Lidar ticks to run (each `1 / lidar_runner_hz` of the manifest's `[recorder]`, 10 ms
+    /// by default); default: one revolution (one cycle for Livox).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     ticks: Option<u32>,
     /// Output folder (created if missing).
@@ -68,10 +66,11 @@ pub fn run(args: ScanArgs) -> Result<()> {
         }
     }
     lidars.set_live(true);
+    let tick_s = 1.0 / manifest.recorder.lidar_runner_hz;
     let ticks = args.ticks.unwrap_or_else(|| {
-        if config.rotation_hz > 0.0 { (1.0 / (config.rotation_hz * TICK_S)).ceil() as u32 } else { 1 }
+        if config.rotation_hz > 0.0 { (1.0 / (config.rotation_hz * tick_s) - 1e-9).ceil() as u32 } else { 1 }
     });
-    let steps = ((TICK_S / model.timestep()).round() as usize).max(1);
+    let steps = ((tick_s / model.timestep()).round() as usize).max(1);
     let mut cast_s = 0.0;
     for _ in 0..ticks {
         batch.step(steps);
@@ -123,11 +122,16 @@ pub fn run(args: ScanArgs) -> Result<()> {
     }
 
     let hits = scan.hits();
-    let revolutions = if config.rotation_hz > 0.0 { ticks as f64 * config.rotation_hz * TICK_S } else { ticks as f64 };
+    let dt = steps as f64 * model.timestep();
+    let revolutions = if config.rotation_hz > 0.0 {
+        (ticks as f64 * config.rotation_hz * dt).min(ticks as f64)
+    } else {
+        ticks as f64
+    };
     println!("sensor {s} ('{stem}'): {beams} beams, {hits} hits ({:.1}% hit rate)", 100.0 * hits as f64 / beams as f64);
     println!(
         "{ticks} ticks of {:.0} ms, {:.2} revolutions, {:.3} ms per full scan",
-        TICK_S * 1e3,
+        dt * 1e3,
         revolutions,
         1e3 * cast_s / revolutions.max(f64::MIN_POSITIVE)
     );

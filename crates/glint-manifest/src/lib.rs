@@ -69,6 +69,14 @@ pub enum ManifestError {
         /// The valid values.
         valid: &'static str,
     },
+    /// A value outside its range.
+    #[error("manifest '{path}': {message}")]
+    Value {
+        /// The manifest path.
+        path: PathBuf,
+        /// Field, value and range.
+        message: String,
+    },
     /// A lidar binding failed the seed's ranges.
     #[error("manifest '{path}': [[lidar]] {index}: {source}")]
     Lidar {
@@ -82,7 +90,8 @@ pub enum ManifestError {
     },
 }
 
-const TOP_KEYS: &[&str] = &["scene", "lidar"];
+const TOP_KEYS: &[&str] = &["scene", "lidar", "recorder"];
+const RECORDER_KEYS: &[&str] = &["lidar_runner_hz"];
 const LIDAR_KEYS: &[&str] = &[
     "name",
     "attach_body",
@@ -113,6 +122,28 @@ struct RawManifest {
     scene: String,
     #[serde(default)]
     lidar: Vec<RawLidar>,
+    #[serde(default)]
+    recorder: RawRecorder,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawRecorder {
+    lidar_runner_hz: Option<f64>,
+}
+
+/// Recorder settings (the seed's Recorder page). Later issues add the recording itself.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Recorder {
+    /// Rate of the lidar runner, ticks per second: each tick groups the physics steps of
+    /// `1 / lidar_runner_hz` seconds and advances every lidar by that long. Default 100 (10 ms).
+    pub lidar_runner_hz: f64,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder { lidar_runner_hz: 100.0 }
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -151,6 +182,8 @@ pub struct Manifest {
     /// Lidar bindings in order (sensor indices are positions here), presets applied and
     /// every field validated.
     pub lidar: Vec<LidarBinding>,
+    /// Recorder settings.
+    pub recorder: Recorder,
 }
 
 /// Edit distance, for "did you mean".
@@ -195,7 +228,19 @@ impl Manifest {
         let dir = path.parent().unwrap_or(Path::new("."));
         let lidar =
             raw.lidar.iter().enumerate().map(|(index, l)| l.binding(path, index)).collect::<Result<Vec<_>, _>>()?;
-        Ok(Manifest { path: path.to_path_buf(), scene: dir.join(&raw.scene), lidar })
+        let mut recorder = Recorder::default();
+        if let Some(hz) = raw.recorder.lidar_runner_hz {
+            if !(hz.is_finite() && hz > 0.0 && hz <= 10_000.0) {
+                return Err(ManifestError::Value {
+                    path: path.to_path_buf(),
+                    message: format!(
+                        "[recorder] lidar_runner_hz is {hz}, outside its range (0, 10000] ticks per second"
+                    ),
+                });
+            }
+            recorder.lidar_runner_hz = hz;
+        }
+        Ok(Manifest { path: path.to_path_buf(), scene: dir.join(&raw.scene), lidar, recorder })
     }
 }
 
@@ -210,6 +255,11 @@ fn check_keys(table: &toml::Table, path: &Path) -> Result<(), ManifestError> {
         if !TOP_KEYS.contains(&key.as_str()) {
             return Err(unknown("the top level".into(), key, TOP_KEYS));
         }
+    }
+    if let Some(toml::Value::Table(t)) = table.get("recorder")
+        && let Some(key) = t.keys().find(|k| !RECORDER_KEYS.contains(&k.as_str()))
+    {
+        return Err(unknown("[recorder]".into(), key, RECORDER_KEYS));
     }
     if let Some(toml::Value::Array(items)) = table.get("lidar") {
         for (i, item) in items.iter().enumerate() {

@@ -15,6 +15,9 @@ fn a_complete_manifest() {
         r#"
         scene = "robot.xml"
 
+        [recorder]
+        lidar_runner_hz = 50.0
+
         [[lidar]]
         name = "roof"
         attach_body = "base"
@@ -36,6 +39,7 @@ fn a_complete_manifest() {
     )
     .unwrap();
     assert_eq!(m.scene, Path::new("/scenes/robot.xml"));
+    assert_eq!(m.recorder.lidar_runner_hz, 50.0);
     assert_eq!(m.lidar.len(), 2);
     let (a, b) = (&m.lidar[0], &m.lidar[1]);
     assert_eq!(
@@ -57,8 +61,13 @@ fn unknown_keys_name_the_nearest_valid_one() {
     assert!(err.contains("unknown key `chanels` in [[lidar]] 0; did you mean `channels`?"), "{err}");
     let err = parse("scen = \"a.xml\"\n").unwrap_err();
     assert!(err.contains("unknown key `scen` in the top level; did you mean `scene`?"), "{err}");
+    let err = parse("scene = \"a.xml\"\n[recorder]\nlidar_runer_hz = 10.0\n").unwrap_err();
+    assert!(err.contains("unknown key `lidar_runer_hz` in [recorder]; did you mean `lidar_runner_hz`?"), "{err}");
+    let err = parse("scene = \"a.xml\"\n[recorder]\nlidar_runner_hz = 0.0\n").unwrap_err();
+    assert!(err.contains("lidar_runner_hz is 0, outside its range"), "{err}");
+    assert_eq!(parse("scene = \"a.xml\"\n").unwrap().recorder.lidar_runner_hz, 100.0);
     let err = parse("scene = \"a.xml\"\nzzzzzz = 1\n").unwrap_err();
-    assert!(err.contains("valid keys are scene, lidar"), "{err}");
+    assert!(err.contains("valid keys are scene, lidar, recorder"), "{err}");
 }
 
 #[test]
