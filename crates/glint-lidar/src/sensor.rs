@@ -1,7 +1,7 @@
 //! Bound sensors, their tick timing, and their live scans in every world of a batch.
 
 use glam::{DMat3, DVec3};
-use glint_core::{Poses, RayBatch, RayCaster, RayFilter, Scene};
+use glint_core::{Poses, RayBatch, RayCaster, RayFilter, Scene, nearest_name};
 
 use crate::pattern::{angles, beam_direction};
 use crate::{LidarBinding, LidarError, ScanConfig, ScanPattern, SecondaryCapture, SecondaryScope, SelfIgnore};
@@ -97,37 +97,13 @@ pub struct Lidars {
     live: bool,
 }
 
-/// The names in `names` closest to `want` (for "did you mean").
-fn nearest<'a>(want: &str, names: &'a [String]) -> Option<&'a str> {
-    fn distance(a: &str, b: &str) -> usize {
-        let b: Vec<char> = b.chars().collect();
-        let mut row: Vec<usize> = (0..=b.len()).collect();
-        for (i, ca) in a.chars().enumerate() {
-            let mut prev = row[0];
-            row[0] = i + 1;
-            for (j, &cb) in b.iter().enumerate() {
-                let cur = row[j + 1];
-                row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-                prev = cur;
-            }
-        }
-        row[b.len()]
-    }
-    names
-        .iter()
-        .filter(|n| !n.is_empty())
-        .map(|n| (distance(want, n), n.as_str()))
-        .filter(|(d, n)| *d <= want.len().max(n.len()) / 2)
-        .min()
-        .map(|(_, n)| n)
-}
-
 fn resolve(scene: &Scene, b: &LidarBinding) -> Result<(Option<usize>, usize), LidarError> {
     let unknown = |kind, target: &str, names: &[String]| LidarError::UnknownTarget {
         name: b.name.clone(),
         kind,
         target: target.into(),
-        hint: nearest(target, names).map_or(String::new(), |n| format!("; did you mean '{n}'?")),
+        hint: nearest_name(target, names.iter().map(String::as_str))
+            .map_or(String::new(), |n| format!("; did you mean '{n}'?")),
     };
     if let Some(site) = &b.attach_site {
         let s = scene.site_id(site).ok_or_else(|| unknown("site", site, &scene.site_name))?;

@@ -16,6 +16,7 @@
 use std::path::{Path, PathBuf};
 
 use glam::DVec3;
+use glint_core::nearest_name;
 use glint_lidar::{
     LidarBinding, LidarError, NonRepetitive, ScanConfig, ScanPattern, ScanPreset, SecondaryCapture, SecondaryScope,
     SelfIgnore,
@@ -186,27 +187,11 @@ pub struct Manifest {
     pub recorder: Recorder,
 }
 
-/// Edit distance, for "did you mean".
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
-}
-
 /// "; did you mean `x`?" for the nearest valid key, or the whole list when none is close.
 fn hint(key: &str, valid: &[&str]) -> String {
-    match valid.iter().map(|v| (distance(key, v), *v)).min() {
-        Some((d, v)) if d <= key.len().max(v.len()) / 2 => format!("; did you mean `{v}`?"),
-        _ => format!("; valid keys are {}", valid.join(", ")),
+    match nearest_name(key, valid.iter().copied()) {
+        Some(v) => format!("; did you mean `{v}`?"),
+        None => format!("; valid keys are {}", valid.join(", ")),
     }
 }
 
