@@ -197,12 +197,10 @@ impl Sensor {
         (filter, exclude)
     }
 
-    /// Pattern units per revolution: azimuth bins, or points per cycle.
+    /// Pattern units per revolution: azimuth bins (spinning), or points per cycle (which
+    /// non-repetitive patterns keep in `azimuth_bins`).
     fn units(&self) -> u64 {
-        match self.binding.scan.pattern {
-            ScanPattern::Spinning => self.binding.scan.azimuth_bins as u64,
-            _ => self.binding.scan.azimuth_bins as u64,
-        }
+        self.binding.scan.azimuth_bins as u64
     }
 
     /// Advances world `w`'s clock by `dt` and returns the units to cast: `[from, to)` in
