@@ -553,15 +553,23 @@ fn cast(
     for (j, w) in worlds.enumerate() {
         let scan = &mut sensor.scans[w];
         let o = pnt[if nw == 1 { 0 } else { j * nray }];
+        let (t, base) = (times[w], j * nray);
         for (r, &k) in beams.iter().enumerate() {
-            let i = j * nray + r;
-            let (d, g, dir) = (dist[i], geomid[i], vec[i]);
-            let hit = g >= 0 && c.min_range <= d && d < c.max_range;
-            scan.range[k] = if hit { d as f32 } else { -1.0 };
-            scan.geomid[k] = if hit { g } else { -1 };
-            scan.point[k] = if hit { (o + dir * d).as_vec3().to_array() } else { [0.0; 3] };
-            scan.normal[k] = if hit { normal[i].as_vec3().to_array() } else { [0.0; 3] };
-            scan.time[k] = times[w];
+            let i = base + r;
+            let (d, g) = (dist[i], geomid[i]);
+            scan.time[k] = t;
+            if g >= 0 && c.min_range <= d && d < c.max_range {
+                let (p, n) = (o + vec[i] * d, normal[i]);
+                scan.range[k] = d as f32;
+                scan.geomid[k] = g;
+                scan.point[k] = [p.x as f32, p.y as f32, p.z as f32];
+                scan.normal[k] = [n.x as f32, n.y as f32, n.z as f32];
+            } else {
+                scan.range[k] = -1.0;
+                scan.geomid[k] = -1;
+                scan.point[k] = [0.0; 3];
+                scan.normal[k] = [0.0; 3];
+            }
         }
     }
     Ok(())
