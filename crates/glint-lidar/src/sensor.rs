@@ -2,6 +2,7 @@
 
 use glam::{DMat3, DVec3};
 use glint_core::{Poses, RayBatch, RayCaster, RayFilter, Scene, nearest_name};
+use rayon::prelude::*;
 
 use crate::pattern::{angles, beam_direction};
 use crate::{LidarBinding, LidarError, ScanConfig, ScanPattern, SecondaryCapture, SecondaryScope, SelfIgnore};
@@ -531,18 +532,22 @@ fn cast(
 ) -> Result<(), LidarError> {
     let Scratch { pnt, vec, dist, geomid, normal, .. } = scratch;
     let (nray, nw) = (beams.len(), worlds.len());
+    let frames: Vec<(DVec3, DMat3)> = worlds.clone().map(|w| sensor.frame(poses, w)).collect();
+    // One origin serves a single world; several worlds need one per ray. Worlds are
+    // prepared and written back in parallel, like the cast itself.
     pnt.clear();
-    vec.clear();
-    for w in worlds.clone() {
-        let (o, rot) = sensor.frame(poses, w);
-        // One origin serves a single world; several worlds need one per ray.
-        if nw == 1 {
-            pnt.push(o);
-        } else {
-            pnt.extend(std::iter::repeat_n(o, nray));
-        }
-        vec.extend(local.iter().map(|&d| rot * d));
+    if nw == 1 {
+        pnt.push(frames[0].0);
+    } else {
+        pnt.resize(nw * nray, DVec3::ZERO);
+        pnt.par_chunks_mut(nray).zip(&frames).for_each(|(row, (o, _))| row.fill(*o));
     }
+    vec.resize(nw * nray, DVec3::ZERO);
+    vec.par_chunks_mut(nray).zip(&frames).for_each(|(row, (_, rot))| {
+        for (v, &d) in row.iter_mut().zip(local) {
+            *v = *rot * d;
+        }
+    });
     let n = nw * nray;
     dist.resize(n, 0.0);
     geomid.resize(n, 0);
@@ -550,27 +555,28 @@ fn cast(
     let batch = RayBatch { nray, pnt, vec, bodyexclude: &[exclude] };
     caster.rays_worlds_into(scene, poses, worlds.clone(), &batch, filter, dist, geomid, normal)?;
     let c = sensor.binding.scan;
-    for (j, w) in worlds.enumerate() {
-        let scan = &mut sensor.scans[w];
-        let o = pnt[if nw == 1 { 0 } else { j * nray }];
-        let (t, base) = (times[w], j * nray);
-        for (r, &k) in beams.iter().enumerate() {
-            let i = base + r;
-            let (d, g) = (dist[i], geomid[i]);
-            scan.time[k] = t;
-            if g >= 0 && c.min_range <= d && d < c.max_range {
-                let (p, n) = (o + vec[i] * d, normal[i]);
-                scan.range[k] = d as f32;
-                scan.geomid[k] = g;
-                scan.point[k] = [p.x as f32, p.y as f32, p.z as f32];
-                scan.normal[k] = [n.x as f32, n.y as f32, n.z as f32];
-            } else {
-                scan.range[k] = -1.0;
-                scan.geomid[k] = -1;
-                scan.point[k] = [0.0; 3];
-                scan.normal[k] = [0.0; 3];
+    let (dist, geomid, normal, vec) = (&*dist, &*geomid, &*normal, &*vec);
+    sensor.scans[worlds.clone()].par_iter_mut().zip(&frames).zip(&times[worlds]).enumerate().for_each(
+        |(j, ((scan, (o, _)), &t))| {
+            let base = j * nray;
+            for (r, &k) in beams.iter().enumerate() {
+                let i = base + r;
+                let (d, g) = (dist[i], geomid[i]);
+                scan.time[k] = t;
+                if g >= 0 && c.min_range <= d && d < c.max_range {
+                    let (p, n) = (*o + vec[i] * d, normal[i]);
+                    scan.range[k] = d as f32;
+                    scan.geomid[k] = g;
+                    scan.point[k] = [p.x as f32, p.y as f32, p.z as f32];
+                    scan.normal[k] = [n.x as f32, n.y as f32, n.z as f32];
+                } else {
+                    scan.range[k] = -1.0;
+                    scan.geomid[k] = -1;
+                    scan.point[k] = [0.0; 3];
+                    scan.normal[k] = [0.0; 3];
+                }
             }
-        }
-    }
+        },
+    );
     Ok(())
 }
