@@ -555,14 +555,20 @@ fn cast(
     let batch = RayBatch { nray, pnt, vec, bodyexclude: &[exclude] };
     caster.rays_worlds_into(scene, poses, worlds.clone(), &batch, filter, dist, geomid, normal)?;
     let c = sensor.binding.scan;
+    let total = c.beam_count();
+    let runs = beam_runs(beams, total);
+    let runs = &runs;
     let (dist, geomid, normal, vec) = (&*dist, &*geomid, &*normal, &*vec);
     sensor.scans[worlds.clone()].par_iter_mut().zip(&frames).zip(&times[worlds]).enumerate().for_each(
         |(j, ((scan, (o, _)), &t))| {
             let base = j * nray;
+            // A slice is a contiguous run of beam indices (wrapping at the end of the pattern).
+            for range in runs {
+                scan.time[range.clone()].fill(t);
+            }
             for (r, &k) in beams.iter().enumerate() {
                 let i = base + r;
                 let (d, g) = (dist[i], geomid[i]);
-                scan.time[k] = t;
                 if g >= 0 && c.min_range <= d && d < c.max_range {
                     let (p, n) = (*o + vec[i] * d, normal[i]);
                     scan.range[k] = d as f32;
@@ -579,4 +585,35 @@ fn cast(
         },
     );
     Ok(())
+}
+
+/// The beam indices of a slice as at most two contiguous runs (a slice wraps at most once):
+/// from its smallest to largest index, unless that would cover beams it does not hold.
+fn beam_runs(beams: &[usize], total: usize) -> Vec<std::ops::Range<usize>> {
+    let (lo, hi) = beams.iter().fold((usize::MAX, 0), |(lo, hi), &k| (lo.min(k), hi.max(k)));
+    if beams.is_empty() {
+        return Vec::new();
+    }
+    if hi - lo + 1 == beams.len() {
+        return vec![lo..hi + 1];
+    }
+    // Wrapped: the gap is the beams not cast; mark which are present.
+    let mut present = vec![false; total];
+    for &k in beams {
+        present[k] = true;
+    }
+    let mut runs = Vec::new();
+    let mut k = 0;
+    while k < total {
+        if present[k] {
+            let start = k;
+            while k < total && present[k] {
+                k += 1;
+            }
+            runs.push(start..k);
+        } else {
+            k += 1;
+        }
+    }
+    runs
 }
