@@ -595,7 +595,7 @@ fn beam_runs(beams: &[usize], total: usize) -> Vec<std::ops::Range<usize>> {
         return Vec::new();
     }
     if hi - lo + 1 == beams.len() {
-        return vec![lo..hi + 1];
+        return std::iter::once(lo..hi + 1).collect();
     }
     // Wrapped: the gap is the beams not cast; mark which are present.
     let mut present = vec![false; total];
