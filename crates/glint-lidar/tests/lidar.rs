@@ -411,3 +411,20 @@ fn several_sensors_per_world_tick_together() {
     assert!((o - DVec3::new(0.2, 0.0, 1.0)).length() < 1e-9, "{o}");
     assert!(lidars.beam_count(2).is_err());
 }
+
+#[test]
+fn a_slice_that_wraps_past_the_end_of_the_revolution_refreshes_both_ends() {
+    let (model, batch, caster) = setup(ROBOT, 1);
+    let c = ScanConfig::from_preset(ScanPreset::VelodyneVlp16); // 1800 bins, 10 Hz
+    let (mut lidars, _) = Lidars::new(model.scene(), vec![binding(c)], 1).unwrap();
+    // 30 ms ticks: 0.3 revolutions each, so the fourth tick covers bins 1620..1800 and 0..360.
+    for tick in 1..=4 {
+        lidars.tick(model.scene(), batch.poses(), &caster, 0.03, &[tick as f64], true).unwrap();
+    }
+    let scan = lidars.scan(0, 0).unwrap();
+    let bin_time = |bin: usize| scan.time[bin * 16];
+    assert_eq!((bin_time(1620), bin_time(1799), bin_time(0), bin_time(359)), (4.0, 4.0, 4.0, 4.0));
+    // Ticks 1–3 cast bins 0..540, 540..1080 and 1080..1620.
+    assert_eq!((bin_time(360), bin_time(539), bin_time(540), bin_time(1619)), (1.0, 1.0, 2.0, 3.0));
+    assert!(scan.time.iter().all(|&t| t >= 1.0));
+}
