@@ -30,13 +30,17 @@ demo: build
 test: deps pydeps
 	LD_LIBRARY_PATH=$(CURDIR)/.deps/mujoco/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} $(CARGO) test --release --workspace
 
-# Full benchmarks: every example scene with every pattern, JSON lines in out/bench.jsonl.
+# Full benchmarks: every example scene with every pattern, and the lidar API against the bare
+# core, as JSON lines in out/bench.jsonl.
 bench: build
 	@mkdir -p out
 	@rm -f out/bench.jsonl
 	@for s in $(SCENES); do for p in os1-64 vlp16 mid360; do \
 		$(GLINT) bench rays examples/$$s.xml --pattern $$p --repeats 11 --json | tee -a out/bench.jsonl || exit 1; \
 	done; done
+	@for s in $(SCENES); do \
+		$(GLINT) bench lidar examples/$$s.xml --preset ouster-os1-64 --repeats 11 --json | tee -a out/bench.jsonl || exit 1; \
+	done
 
 lint: deps
 	$(CARGO) fmt --all --check
