@@ -4,8 +4,7 @@
 use glam::DVec3;
 
 use crate::CoreError;
-use crate::bvh::{Aabb, Bvh, Node4, Visitor, WIDTH, inverse_direction};
-use crate::packet::{PACKET, Packet};
+use crate::bvh::{Aabb, Bvh, inverse_direction};
 use crate::primitives::MINVAL;
 
 /// How a [`TriangleSet`] stores its triangles' vertices; all arithmetic runs in double
@@ -141,49 +140,6 @@ impl<V: Vertices> TriangleSet<V> {
             Some(t)
         });
         best.map(|(t, i)| (t, self.tris[i as usize].normal(), self.source[i as usize]))
-    }
-
-    /// Nearest hit of every ray of a packet with `t <= tmax[r]`, as [`TriangleSet::closest`].
-    #[inline]
-    pub(crate) fn closest_packet(&self, p: &Packet, tmax: &[f64; PACKET]) -> [Option<(f64, DVec3, u32)>; PACKET] {
-        struct Walk<'a, V> {
-            set: &'a TriangleSet<V>,
-            p: &'a Packet,
-            tmax: [f64; PACKET],
-            best: [Option<u32>; PACKET],
-            packet_tmax: f64,
-        }
-        impl<V: Vertices> Visitor for Walk<'_, V> {
-            #[inline(always)]
-            fn entry4(&self, n: &Node4) -> [f64; WIDTH] {
-                self.p.entry4(n, self.packet_tmax)
-            }
-            #[inline(always)]
-            fn prim(&mut self, i: u32) -> bool {
-                let tri = &self.set.tris[i as usize];
-                let mut changed = false;
-                for r in 0..self.p.n {
-                    let Some(t) = tri.intersect(self.p.o, self.p.d[r]) else { continue };
-                    let tie_wins =
-                        || self.best[r].is_none_or(|b| self.set.source[i as usize] < self.set.source[b as usize]);
-                    if t < self.tmax[r] || (t == self.tmax[r] && tie_wins()) {
-                        self.tmax[r] = t;
-                        self.best[r] = Some(i);
-                        changed = true;
-                    }
-                }
-                if changed {
-                    self.packet_tmax = self.tmax[..self.p.n].iter().fold(0.0f64, |a, &b| a.max(b));
-                }
-                false
-            }
-        }
-        let packet_tmax = tmax[..p.n].iter().fold(0.0f64, |a, &b| a.max(b));
-        let mut walk = Walk { set: self, p, tmax: *tmax, best: [None; PACKET], packet_tmax };
-        self.bvh.walk(&mut walk);
-        std::array::from_fn(|r| {
-            walk.best[r].map(|i| (walk.tmax[r], self.tris[i as usize].normal(), self.source[i as usize]))
-        })
     }
 
     /// Whether any triangle is hit with `t <= tmax`.

@@ -48,13 +48,6 @@ impl Packet {
         }
     }
 
-    /// A packet of `dirs` (at most [`PACKET`]) from `o`, or `None` when some axis has
-    /// directions of both signs.
-    pub(crate) fn new(o: DVec3, dirs: &[DVec3]) -> Option<Packet> {
-        let mut p = Packet::empty();
-        p.set(o, dirs.len(), |k| dirs[k]).then_some(p)
-    }
-
     /// Refills the packet with `n` rays from `o` (directions from `dir(k)`); returns false
     /// when some axis has directions of both signs.
     #[inline]
@@ -86,15 +79,6 @@ impl Packet {
         (self.lo, self.hi) = (lo, hi);
         self.positive = lo.cmpgt(DVec3::ZERO);
         (self.positive | hi.cmplt(DVec3::ZERO)).all()
-    }
-
-    /// The same rays in the frame `(pos, rot)`, or `None` when they lose a common sign there.
-    pub(crate) fn to_frame(&self, pos: DVec3, rot: &DMat3) -> Option<Packet> {
-        let mut local = [DVec3::ZERO; PACKET];
-        for (l, d) in local.iter_mut().zip(&self.d[..self.n]) {
-            *l = to_local(rot, *d);
-        }
-        Packet::new(to_local(rot, self.o - pos), &local[..self.n])
     }
 
     /// Where each ray meets a plane geom at `(pos, rot)` with `size` (MuJoCo's `ray_plane`:

@@ -217,12 +217,9 @@ impl RayCaster {
     }
 
     fn boxes(&self, poses: &Poses, w: usize) -> Vec<Aabb> {
-        let (xpos, xmat) = poses.geoms(w);
-        self.tlas_geoms
-            .iter()
-            .zip(&self.local_bounds)
-            .map(|(&g, b)| world_bounds(b, xpos[g as usize], &xmat[g as usize]))
-            .collect()
+        let mut boxes = vec![Aabb::EMPTY; self.tlas_geoms.len()];
+        world_boxes(&self.tlas_geoms, &self.local_bounds, poses, w, &mut boxes);
+        boxes
     }
 
     /// Rebuilds every world's top level from scratch (use after large motions, or when the
@@ -653,11 +650,16 @@ fn geom_blocks(scene: &Scene, g: usize, pos: DVec3, rot: &DMat3, pnt: DVec3, vec
     }
 }
 
-fn refit_world(geoms: &[u32], local: &[Aabb], poses: &Poses, w: usize, boxes: &mut [Aabb], bvh: &mut Bvh) {
+/// World bounds of the top-level geoms `geoms` (local bounds `local`) in world `w`.
+fn world_boxes(geoms: &[u32], local: &[Aabb], poses: &Poses, w: usize, boxes: &mut [Aabb]) {
     let (xpos, xmat) = poses.geoms(w);
     for ((b, &g), l) in boxes.iter_mut().zip(geoms).zip(local) {
         *b = world_bounds(l, xpos[g as usize], &xmat[g as usize]);
     }
+}
+
+fn refit_world(geoms: &[u32], local: &[Aabb], poses: &Poses, w: usize, boxes: &mut [Aabb], bvh: &mut Bvh) {
+    world_boxes(geoms, local, poses, w, boxes);
     bvh.refit(boxes);
 }
 
@@ -713,22 +715,6 @@ impl PacketWalk<'_> {
             m = if self.best.t[r] > m { self.best.t[r] } else { m };
         }
         self.packet_tmax = m;
-    }
-
-    /// Meshes: the packet goes on into the mesh's BVH together when it keeps common signs
-    /// in the mesh frame. Returns false when the rays must go one by one.
-    #[allow(dead_code)]
-    fn mesh(&mut self, g: usize) -> bool {
-        let (pos, rot) = (self.xpos[g], &self.xmat[g]);
-        let Some(local) = self.p.to_frame(pos, rot) else { return false };
-        let mesh = &self.scene.mesh[self.scene.geom_dataid[g] as usize];
-        let hits = mesh.triangles().closest_packet(&local, &self.best.t);
-        for (r, hit) in hits[..self.p.n].iter().enumerate() {
-            if let Some((t, n, _)) = *hit {
-                self.best.offer(r, g, t, *rot * n);
-            }
-        }
-        true
     }
 }
 
