@@ -382,6 +382,24 @@ impl RayCaster {
         Ok(())
     }
 
+    /// Resolves `filter` once for callers that run their own parallel loop and cast small
+    /// groups of rays serially (a lidar writing each group straight into its scan).
+    pub fn prepare<'a>(
+        &'a self,
+        scene: &'a Scene,
+        poses: &'a Poses,
+        filter: &RayFilter,
+    ) -> Result<PreparedRays<'a>, CoreError> {
+        if poses.nworld != self.tlas.len() {
+            return Err(CoreError::Shape {
+                field: "poses",
+                len: poses.nworld,
+                expected: format!("the ray caster was built for {} worlds", self.tlas.len()),
+            });
+        }
+        Ok(PreparedRays { caster: self, scene, poses, eligible: Self::eligible(scene, filter) })
+    }
+
     /// Casts rays `i..` of world `w` (as many as `out` holds, at most `PACKET`), as one packet when they share
     /// an origin and body exclusion and their directions share signs, else one by one.
     fn cast_run(&self, q: &Query, w: usize, i: usize, packet: &mut Packet, mut out: Out) {
@@ -535,6 +553,62 @@ impl RayCaster {
         self.planes.iter().any(|&g| blocks(g as usize))
             || self.tlas[q.world0 + w]
                 .any(pnt, inverse_direction(vec), max_dist, |prim| blocks(self.tlas_geoms[prim as usize] as usize))
+    }
+}
+
+/// A closest-hit query whose filter is resolved, from [`RayCaster::prepare`]. Each call
+/// casts serially on the calling thread.
+pub struct PreparedRays<'a> {
+    caster: &'a RayCaster,
+    scene: &'a Scene,
+    poses: &'a Poses,
+    eligible: Vec<bool>,
+}
+
+impl PreparedRays<'_> {
+    /// Casts the rays from `origin` along `dirs` in world `world`, ignoring body `exclude`
+    /// (`-1`: none), into `dist`, `geomid` and `normal` (each as long as `dirs`). Rays go in
+    /// packets in the order given, so neighbouring directions should be neighbours here.
+    #[allow(clippy::too_many_arguments)]
+    pub fn cast_from(
+        &self,
+        world: usize,
+        origin: DVec3,
+        dirs: &[DVec3],
+        exclude: i32,
+        dist: &mut [f64],
+        geomid: &mut [i32],
+        normal: &mut [DVec3],
+    ) -> Result<(), CoreError> {
+        self.poses.check_world(world)?;
+        let nray = dirs.len();
+        for (field, len) in [("dist", dist.len()), ("geomid", geomid.len()), ("normal", normal.len())] {
+            if len != nray {
+                return Err(CoreError::Shape {
+                    field,
+                    len,
+                    expected: format!("it must hold one entry per ray ({nray})"),
+                });
+            }
+        }
+        if nray == 0 {
+            return Ok(());
+        }
+        let batch = RayBatch { nray, pnt: &[origin], vec: dirs, bodyexclude: &[exclude] };
+        if !batch.chunk_ok(0, nray) {
+            batch.validate(1)?;
+        }
+        let q = Query { scene: self.scene, poses: self.poses, eligible: &self.eligible, batch: &batch, world0: world };
+        let mut packet = Packet::empty();
+        let mut i = 0;
+        while i < nray {
+            let run = PACKET.min(nray - i);
+            let out =
+                Out { dist: &mut dist[i..i + run], geomid: &mut geomid[i..i + run], normal: &mut normal[i..i + run] };
+            self.caster.cast_run(&q, 0, i, &mut packet, out);
+            i += run;
+        }
+        Ok(())
     }
 }
 
@@ -838,5 +912,35 @@ mod tests {
             assert!((hits.normal[i] - one.normal).length() < 1e-15);
         }
         assert!(hits.geomid.iter().filter(|&&g| g == 0).count() > 30);
+    }
+
+    #[test]
+    fn prepared_casts_match_batched_casts_and_name_bad_input() {
+        let (scene, poses) = sphere_scene();
+        let caster = RayCaster::new(&scene, &poses);
+        let dirs: Vec<DVec3> =
+            (0..100).map(|k| DVec3::new(0.01 * (k as f64 - 50.0), 0.02 * (k % 7) as f64, 1.0).normalize()).collect();
+        let origin = DVec3::new(0.2, -0.1, 0.0);
+        let filter = RayFilter::default();
+        let batch = RayBatch { nray: dirs.len(), pnt: &[origin], vec: &dirs, bodyexclude: &[-1] };
+        let want = caster.rays(&scene, &poses, &batch, &filter).unwrap();
+        let prepared = caster.prepare(&scene, &poses, &filter).unwrap();
+        let (mut dist, mut geomid, mut normal) = (vec![0.0; 100], vec![0; 100], vec![DVec3::ZERO; 100]);
+        prepared.cast_from(0, origin, &dirs, -1, &mut dist, &mut geomid, &mut normal).unwrap();
+        assert_eq!((dist, geomid, normal), (want.dist, want.geomid.clone(), want.normal));
+        assert!(want.geomid.contains(&0) && want.geomid.contains(&-1));
+        // The sphere's own body excluded: nothing is hit.
+        let (mut dist, mut geomid, mut normal) = (vec![0.0; 100], vec![0; 100], vec![DVec3::ZERO; 100]);
+        prepared.cast_from(0, origin, &dirs, 0, &mut dist, &mut geomid, &mut normal).unwrap();
+        assert!(geomid.iter().all(|&g| g == -1));
+
+        let mut bad = dirs.clone();
+        bad[42] = DVec3::ZERO;
+        let err = prepared.cast_from(0, origin, &bad, -1, &mut dist, &mut geomid, &mut normal).unwrap_err();
+        assert!(matches!(err, CoreError::BadDirection { index: 42, .. }), "{err}");
+        let err = prepared.cast_from(1, origin, &dirs, -1, &mut dist, &mut geomid, &mut normal).unwrap_err();
+        assert!(matches!(err, CoreError::NoSuchWorld { world: 1, nworld: 1 }), "{err}");
+        let err = prepared.cast_from(0, origin, &dirs, -1, &mut dist[..5], &mut geomid, &mut normal).unwrap_err();
+        assert!(err.to_string().contains("dist"), "{err}");
     }
 }

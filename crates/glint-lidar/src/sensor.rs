@@ -1,7 +1,7 @@
 //! Bound sensors, their tick timing, and their live scans in every world of a batch.
 
 use glam::{DMat3, DVec3};
-use glint_core::{Poses, RayBatch, RayCaster, RayFilter, Scene, nearest_name};
+use glint_core::{CoreError, Poses, PreparedRays, RayCaster, RayFilter, Scene, nearest_name};
 use rayon::prelude::*;
 
 use crate::pattern::{angles, beam_direction};
@@ -48,6 +48,39 @@ impl Scan {
     pub fn hits(&self) -> usize {
         self.range.iter().filter(|&&r| r >= 0.0).count()
     }
+
+    fn part(&mut self) -> ScanPart<'_> {
+        ScanPart {
+            range: &mut self.range,
+            geomid: &mut self.geomid,
+            point: &mut self.point,
+            normal: &mut self.normal,
+            time: &mut self.time,
+        }
+    }
+}
+
+/// A contiguous run of one scan's beams, written by one group of a tick.
+struct ScanPart<'a> {
+    range: &'a mut [f32],
+    geomid: &'a mut [i32],
+    point: &'a mut [[f32; 3]],
+    normal: &'a mut [[f32; 3]],
+    time: &'a mut [f64],
+}
+
+impl<'a> ScanPart<'a> {
+    fn split_at(self, mid: usize) -> (ScanPart<'a>, ScanPart<'a>) {
+        let (r0, r1) = self.range.split_at_mut(mid);
+        let (g0, g1) = self.geomid.split_at_mut(mid);
+        let (p0, p1) = self.point.split_at_mut(mid);
+        let (n0, n1) = self.normal.split_at_mut(mid);
+        let (t0, t1) = self.time.split_at_mut(mid);
+        (
+            ScanPart { range: r0, geomid: g0, point: p0, normal: n0, time: t0 },
+            ScanPart { range: r1, geomid: g1, point: p1, normal: n1, time: t1 },
+        )
+    }
 }
 
 /// Where a sensor is in its pattern in one world.
@@ -69,21 +102,25 @@ struct Sensor {
     body: usize,
     /// Beam directions in the sensor frame for a spinning pattern (fixed).
     spinning: Vec<DVec3>,
-    /// A whole spinning revolution in cast order: beam indices and their directions.
-    revolution: (Vec<usize>, Vec<DVec3>),
+    /// A spinning pattern's whole groups, cached: the beam offsets of a group in cast order,
+    /// and every whole group's sensor-frame directions in that order, group after group.
+    tile_order: Vec<usize>,
+    tile_dirs: Vec<DVec3>,
     clocks: Vec<Clock>,
     scans: Vec<Scan>,
-    /// Buffers reused from tick to tick.
-    scratch: Scratch,
 }
 
-/// Per-tick working arrays, kept to avoid allocating on every tick.
-#[derive(Clone, Debug, Default)]
-struct Scratch {
-    beams: Vec<usize>,
-    local: Vec<DVec3>,
-    pnt: Vec<DVec3>,
-    vec: Vec<DVec3>,
+/// Pattern units a tick casts as one group: a group's beams are contiguous in the scan and
+/// go to the ray core together. Four bins make whole 4 × 4 tiles of a spinning pattern.
+const GROUP_BINS: u64 = 4;
+const GROUP_POINTS: u64 = 256;
+
+/// Working arrays of one thread's groups.
+#[derive(Default)]
+struct GroupScratch {
+    /// Beam offsets within the group, in cast order.
+    order: Vec<usize>,
+    dirs: Vec<DVec3>,
     dist: Vec<f64>,
     geomid: Vec<i32>,
     normal: Vec<DVec3>,
@@ -139,10 +176,10 @@ impl Sensor {
             site,
             body,
             spinning: Vec::new(),
-            revolution: (Vec::new(), Vec::new()),
+            tile_order: Vec::new(),
+            tile_dirs: Vec::new(),
             clocks: Vec::new(),
             scans: Vec::new(),
-            scratch: Scratch::default(),
         };
         sensor.configure(nworld);
         Ok((sensor, warnings))
@@ -157,11 +194,15 @@ impl Sensor {
         };
         self.clocks = vec![Clock::default(); nworld];
         self.scans = vec![Scan::new(c.beam_count()); nworld];
-        self.revolution = (Vec::new(), Vec::new());
+        (self.tile_order, self.tile_dirs) = (Vec::new(), Vec::new());
         if matches!(c.pattern, ScanPattern::Spinning) {
-            let mut rev = (Vec::new(), Vec::new());
-            self.slice(0, self.units(), &mut rev.0, &mut rev.1);
-            self.revolution = rev;
+            let (mut order, mut dirs) = (Vec::new(), Vec::new());
+            let whole = self.units() / GROUP_BINS * GROUP_BINS;
+            for u0 in (0..whole).step_by(GROUP_BINS as usize) {
+                self.group_rays((u0, u0 + GROUP_BINS), &mut order, &mut dirs);
+                self.tile_dirs.extend_from_slice(&dirs);
+            }
+            self.tile_order = order;
         }
     }
 
@@ -221,37 +262,62 @@ impl Sensor {
         (from, target)
     }
 
-    /// Beam indices and directions (sensor frame) of units `[from, to)`, in cast order.
-    fn slice(&self, from: u64, to: u64, beams: &mut Vec<usize>, dirs: &mut Vec<DVec3>) {
-        beams.clear();
+    /// Splits units `[from, to)` into groups of at most `GROUP_BINS` bins (or `GROUP_POINTS`
+    /// points), aligned to multiples of that size within the revolution and never crossing
+    /// its end, so each covers contiguous beams and whole groups match the cached tiles.
+    fn groups(&self, from: u64, to: u64) -> Vec<(u64, u64)> {
+        let units = self.units();
+        let size = match self.binding.scan.pattern {
+            ScanPattern::Spinning => GROUP_BINS,
+            _ => GROUP_POINTS,
+        };
+        let mut groups = Vec::new();
+        let mut u0 = from;
+        while u0 < to {
+            let rev = u0 / units * units;
+            let u1 = (rev + ((u0 - rev) / size + 1) * size).min(to).min(rev + units);
+            groups.push((u0, u1));
+            u0 = u1;
+        }
+        groups
+    }
+
+    /// The cached sensor-frame directions of a whole, aligned spinning group, if it is one.
+    fn whole_group(&self, (u0, u1): (u64, u64)) -> Option<&[DVec3]> {
+        let first = (u0 % self.units()) as usize;
+        let len = self.tile_order.len();
+        let at = first / GROUP_BINS as usize * len;
+        let aligned = first.is_multiple_of(GROUP_BINS as usize) && u1 - u0 == GROUP_BINS;
+        if aligned && at + len <= self.tile_dirs.len() { Some(&self.tile_dirs[at..at + len]) } else { None }
+    }
+
+    /// Beam offsets (from the group's first beam) and sensor-frame directions of the group
+    /// of units `[u0, u1)`, in cast order: 4 × 4 tiles of bins × channels for a spinning
+    /// pattern (tighter packets than one bin's column), emission order otherwise.
+    fn group_rays(&self, (u0, u1): (u64, u64), order: &mut Vec<usize>, dirs: &mut Vec<DVec3>) {
+        order.clear();
         dirs.clear();
         let c = &self.binding.scan;
         let units = self.units();
+        let first = (u0 % units) as usize;
         match c.pattern {
             ScanPattern::Spinning => {
-                // 4 × 4 tiles of bins × channels: tighter packets than one bin's column.
                 let channels = c.channels as usize;
-                let mut u0 = from;
-                while u0 < to {
-                    let u1 = (u0 + 4).min(to);
-                    for c0 in (0..channels).step_by(4) {
-                        for u in u0..u1 {
-                            let bin = (u % units) as usize;
-                            for ch in c0..(c0 + 4).min(channels) {
-                                let k = bin * channels + ch;
-                                beams.push(k);
-                                dirs.push(self.spinning[k]);
-                            }
+                let bins = (u1 - u0) as usize;
+                for c0 in (0..channels).step_by(4) {
+                    for b in 0..bins {
+                        for ch in c0..(c0 + 4).min(channels) {
+                            let offset = b * channels + ch;
+                            order.push(offset);
+                            dirs.push(self.spinning[first * channels + offset]);
                         }
                     }
-                    u0 = u1;
                 }
             }
             _ => {
-                for u in from..to {
-                    let k = (u % units) as usize;
-                    beams.push(k);
-                    dirs.push(beam_direction(c, u / units, k));
+                for u in u0..u1 {
+                    order.push((u - u0) as usize);
+                    dirs.push(beam_direction(c, u / units, (u % units) as usize));
                 }
             }
         }
@@ -467,7 +533,16 @@ impl Lidars {
     }
 }
 
-/// One sensor's tick in every world.
+/// One group of a tick: its units, its part of a world's scan, that world and its time.
+struct GroupJob<'a> {
+    units: (u64, u64),
+    part: ScanPart<'a>,
+    world: usize,
+    time: f64,
+}
+
+/// One sensor's tick in every world: each world's slice is cut into groups, and all groups of
+/// all worlds are cast in one parallel loop, each writing straight into its part of the scan.
 fn tick_sensor(
     sensor: &mut Sensor,
     scene: &Scene,
@@ -479,141 +554,94 @@ fn tick_sensor(
     let nworld = times.len();
     let slices: Vec<(u64, u64)> = (0..nworld).map(|w| sensor.advance(w, dt)).collect();
     let (filter, exclude) = sensor.filter(scene);
-    let mut scratch = std::mem::take(&mut sensor.scratch);
-    // Worlds whose slices match are cast together: the usual case is all of them.
-    let mut w0 = 0;
-    while w0 < nworld {
-        let mut w1 = w0 + 1;
-        while w1 < nworld && slices[w1] == slices[w0] {
-            w1 += 1;
-        }
-        let (from, to) = slices[w0];
-        let whole = to - from == sensor.units() && from % sensor.units() == 0 && !sensor.revolution.0.is_empty();
-        // A whole revolution from bin 0 uses the cached cast order (taken out and put back,
-        // so the scans can be written meanwhile).
-        let (beams, local) = if whole {
-            std::mem::take(&mut sensor.revolution)
-        } else {
-            let (mut beams, mut local) = (std::mem::take(&mut scratch.beams), std::mem::take(&mut scratch.local));
-            sensor.slice(from, to, &mut beams, &mut local);
-            (beams, local)
-        };
-        let result = if beams.is_empty() {
-            Ok(())
-        } else {
-            cast(sensor, scene, poses, caster, w0..w1, (&beams, &local), &mut scratch, &filter, exclude, times)
-        };
-        if whole {
-            sensor.revolution = (beams, local);
-        } else {
-            (scratch.beams, scratch.local) = (beams, local);
-        }
-        result?;
-        w0 = w1;
+    let frames: Vec<(DVec3, DMat3)> = (0..nworld).map(|w| sensor.frame(poses, w)).collect();
+    let prepared = caster.prepare(scene, poses, &filter)?;
+    let mut scans = std::mem::take(&mut sensor.scans);
+    let mut jobs = Vec::new();
+    for (w, scan) in scans.iter_mut().enumerate() {
+        let (from, to) = slices[w];
+        split_into_jobs(sensor, scan, sensor.groups(from, to), w, times[w], &mut jobs);
     }
-    sensor.scratch = scratch;
-    Ok(())
+    let sensor_ref = &*sensor;
+    let result = jobs.into_par_iter().try_for_each_init(GroupScratch::default, |scratch, job| {
+        cast_group(sensor_ref, &prepared, &frames, exclude, job, scratch)
+    });
+    sensor.scans = scans;
+    result.map_err(LidarError::from)
 }
 
-/// Casts one slice (`beams` with sensor-frame directions `local`) in worlds `worlds` and
-/// writes the results into their scans.
-#[allow(clippy::too_many_arguments)]
-fn cast(
-    sensor: &mut Sensor,
-    scene: &Scene,
-    poses: &Poses,
-    caster: &RayCaster,
-    worlds: std::ops::Range<usize>,
-    (beams, local): (&[usize], &[DVec3]),
-    scratch: &mut Scratch,
-    filter: &RayFilter,
-    exclude: i32,
-    times: &[f64],
-) -> Result<(), LidarError> {
-    let Scratch { pnt, vec, dist, geomid, normal, .. } = scratch;
-    let (nray, nw) = (beams.len(), worlds.len());
-    let frames: Vec<(DVec3, DMat3)> = worlds.clone().map(|w| sensor.frame(poses, w)).collect();
-    // One origin serves a single world; several worlds need one per ray. Worlds are
-    // prepared and written back in parallel, like the cast itself.
-    pnt.clear();
-    if nw == 1 {
-        pnt.push(frames[0].0);
-    } else {
-        pnt.resize(nw * nray, DVec3::ZERO);
-        pnt.par_chunks_mut(nray).zip(&frames).for_each(|(row, (o, _))| row.fill(*o));
+/// Cuts `scan` into the disjoint parts that `groups` write and queues one job per group.
+fn split_into_jobs<'a>(
+    sensor: &Sensor,
+    scan: &'a mut Scan,
+    mut groups: Vec<(u64, u64)>,
+    world: usize,
+    time: f64,
+    jobs: &mut Vec<GroupJob<'a>>,
+) {
+    let units = sensor.units();
+    let per_unit = sensor.binding.scan.beam_count() / units as usize;
+    groups.sort_by_key(|&(u0, _)| u0 % units);
+    let mut rest = scan.part();
+    let mut cursor = 0;
+    for (u0, u1) in groups {
+        let first = (u0 % units) as usize * per_unit;
+        let len = (u1 - u0) as usize * per_unit;
+        let (_, tail) = rest.split_at(first - cursor);
+        let (part, tail) = tail.split_at(len);
+        jobs.push(GroupJob { units: (u0, u1), part, world, time });
+        rest = tail;
+        cursor = first + len;
     }
-    vec.resize(nw * nray, DVec3::ZERO);
-    vec.par_chunks_mut(nray).zip(&frames).for_each(|(row, (_, rot))| {
-        for (v, &d) in row.iter_mut().zip(local) {
-            *v = *rot * d;
+}
+
+/// Casts one group in its world and writes the results into its part of the scan.
+fn cast_group(
+    sensor: &Sensor,
+    prepared: &PreparedRays,
+    frames: &[(DVec3, DMat3)],
+    exclude: i32,
+    job: GroupJob,
+    scratch: &mut GroupScratch,
+) -> Result<(), CoreError> {
+    let GroupScratch { order, dirs, dist, geomid, normal } = scratch;
+    let (origin, rot) = frames[job.world];
+    let order: &[usize] = match sensor.whole_group(job.units) {
+        Some(local) => {
+            dirs.clear();
+            dirs.extend(local.iter().map(|&d| rot * d));
+            &sensor.tile_order
         }
-    });
-    let n = nw * nray;
+        None => {
+            sensor.group_rays(job.units, order, dirs);
+            for d in dirs.iter_mut() {
+                *d = rot * *d;
+            }
+            order
+        }
+    };
+    let n = dirs.len();
     dist.resize(n, 0.0);
     geomid.resize(n, 0);
     normal.resize(n, DVec3::ZERO);
-    let batch = RayBatch { nray, pnt, vec, bodyexclude: &[exclude] };
-    caster.rays_worlds_into(scene, poses, worlds.clone(), &batch, filter, dist, geomid, normal)?;
-    let c = sensor.binding.scan;
-    let total = c.beam_count();
-    let runs = beam_runs(beams, total);
-    let runs = &runs;
-    let (dist, geomid, normal, vec) = (&*dist, &*geomid, &*normal, &*vec);
-    sensor.scans[worlds.clone()].par_iter_mut().zip(&frames).zip(&times[worlds]).enumerate().for_each(
-        |(j, ((scan, (o, _)), &t))| {
-            let base = j * nray;
-            // A slice is a contiguous run of beam indices (wrapping at the end of the pattern).
-            for range in runs {
-                scan.time[range.clone()].fill(t);
-            }
-            for (r, &k) in beams.iter().enumerate() {
-                let i = base + r;
-                let (d, g) = (dist[i], geomid[i]);
-                if g >= 0 && c.min_range <= d && d < c.max_range {
-                    let (p, n) = (*o + vec[i] * d, normal[i]);
-                    scan.range[k] = d as f32;
-                    scan.geomid[k] = g;
-                    scan.point[k] = [p.x as f32, p.y as f32, p.z as f32];
-                    scan.normal[k] = [n.x as f32, n.y as f32, n.z as f32];
-                } else {
-                    scan.range[k] = -1.0;
-                    scan.geomid[k] = -1;
-                    scan.point[k] = [0.0; 3];
-                    scan.normal[k] = [0.0; 3];
-                }
-            }
-        },
-    );
-    Ok(())
-}
-
-/// The beam indices of a slice as at most two contiguous runs (a slice wraps at most once):
-/// from its smallest to largest index, unless that would cover beams it does not hold.
-fn beam_runs(beams: &[usize], total: usize) -> Vec<std::ops::Range<usize>> {
-    let (lo, hi) = beams.iter().fold((usize::MAX, 0), |(lo, hi), &k| (lo.min(k), hi.max(k)));
-    if beams.is_empty() {
-        return Vec::new();
-    }
-    if hi - lo + 1 == beams.len() {
-        return std::iter::once(lo..hi + 1).collect();
-    }
-    // Wrapped: the gap is the beams not cast; mark which are present.
-    let mut present = vec![false; total];
-    for &k in beams {
-        present[k] = true;
-    }
-    let mut runs = Vec::new();
-    let mut k = 0;
-    while k < total {
-        if present[k] {
-            let start = k;
-            while k < total && present[k] {
-                k += 1;
-            }
-            runs.push(start..k);
+    prepared.cast_from(job.world, origin, dirs, exclude, dist, geomid, normal)?;
+    let c = &sensor.binding.scan;
+    let part = job.part;
+    part.time.fill(job.time);
+    for (r, &j) in order.iter().enumerate() {
+        let (d, g) = (dist[r], geomid[r]);
+        if g >= 0 && c.min_range <= d && d < c.max_range {
+            let (p, nrm) = (origin + dirs[r] * d, normal[r]);
+            part.range[j] = d as f32;
+            part.geomid[j] = g;
+            part.point[j] = [p.x as f32, p.y as f32, p.z as f32];
+            part.normal[j] = [nrm.x as f32, nrm.y as f32, nrm.z as f32];
         } else {
-            k += 1;
+            part.range[j] = -1.0;
+            part.geomid[j] = -1;
+            part.point[j] = [0.0; 3];
+            part.normal[j] = [0.0; 3];
         }
     }
-    runs
+    Ok(())
 }
