@@ -37,6 +37,16 @@ pub enum LidarError {
         /// ", did you mean 'x'?" or empty.
         hint: String,
     },
+    /// An unknown name for an enumerated setting.
+    #[error("unknown {what} '{name}': use one of {valid}")]
+    UnknownName {
+        /// What kind of name.
+        what: &'static str,
+        /// The name given.
+        name: String,
+        /// The valid names.
+        valid: &'static str,
+    },
     /// An unknown scan preset name.
     #[error("unknown lidar scan preset '{0}': use unitree-l1, livox-mid360, velodyne-vlp16 or ouster-os1-64")]
     UnknownPreset(String),

@@ -7,6 +7,8 @@
 
 mod config;
 mod error;
+mod material;
+mod params;
 mod pattern;
 mod sensor;
 
@@ -14,5 +16,7 @@ pub use config::{
     LidarBinding, NonRepetitive, ScanConfig, ScanPattern, ScanPreset, SecondaryCapture, SecondaryScope, SelfIgnore,
 };
 pub use error::LidarError;
+pub use material::{Continuation, MaterialPreset, MaterialTable, Metal, NirMaterial};
+pub use params::{RETURN_PARAM_NAMES, ReturnParams, ReturnPreset};
 pub use pattern::{angles, beam_direction};
 pub use sensor::{Lidars, Scan};
