@@ -8,6 +8,7 @@
 mod config;
 mod error;
 mod material;
+mod model;
 mod params;
 mod pattern;
 mod sensor;
@@ -17,6 +18,10 @@ pub use config::{
 };
 pub use error::LidarError;
 pub use material::{Continuation, MaterialPreset, MaterialTable, Metal, NirMaterial};
+pub use model::{
+    Beam, BeamReturn, BeamRng, LegKind, MAX_INTERACTIONS, MEDIUM_INDEX, MaterialLookup, Strength, Surface, Tracer,
+    beam_return, drop_probability, refract, slope,
+};
 pub use params::{RETURN_PARAM_NAMES, ReturnParams, ReturnPreset};
 pub use pattern::{angles, beam_direction};
 pub use sensor::{Lidars, Scan};

@@ -1,0 +1,701 @@
+//! The return model: what a 905 nm lidar reports for a beam, given the surfaces the beam
+//! and its continuations reach. This follows `spec/return-model.md`:
+//!
+//! **Strength** (1.0 = a perfect matte surface at normal incidence), with `c = cos θ`:
+//!
+//! ```text
+//! m       = max(specSlopeFloor, roughness²)                    RMS microfacet slope (rad)
+//! glint   = min(specPeakMax, F0 / (4 m²) · exp(−tan²θ / m²))   monostatic Beckmann peak
+//! diffuse = ρ · (1 − metalness) · c
+//! retro   = retroGain · c^retroCosExp
+//! S       = (1 − r) · (diffuse + glint) + r · retro
+//! ```
+//!
+//! Slab, medium and specular surfaces give a candidate with the glint term only
+//! (`(1 − r) · glint + r · retro`); opaque and porous surfaces the whole `S`. A return from
+//! behind other surfaces carries every two-way loss of its path: `T²` per slab,
+//! `(1 − F0)² · exp(−2 α d)` per medium traversed over `d`, `F0` per fold.
+//!
+//! **Detection**: `S ≥ detectFloor`; `R < maxRangeAtRef · (S / refReflectivity)^rangeExp`;
+//! below `grazingCosCutoff` a return survives with probability `c / grazingCosCutoff`; and
+//! the sensor's `[min_range, max_range)`.
+//!
+//! **Measurement**: range `max(rangeFloor, R + N(0, noiseSigma0 + noiseSlopePerM · R))`;
+//! intensity `S · (intensityRefRange / R)² · min(1, R / nearRangeR0)²`; calibrated
+//! reflectivity `S`.
+//!
+//! **Continuations** (at most [`MAX_INTERACTIONS`] surfaces): slab straight on; medium
+//! refracted by Snell with n = 1.33 and booked at the optical path (`1.33 ·` the
+//! submerged length); porous: with probability `T` the pulse finds a gap and continues at
+//! full strength, otherwise it hits as opaque; specular: folds about the normal when
+//! `m ≤ foldMaxSlope`, and the folded hit is a phantom booked at the total path along the
+//! original beam. Leaving a slab, porous or medium volume (its far face, where the beam runs
+//! along the outward normal) is not an interaction: the two faces of a pane count once.
+//!
+//! One deviation from the spec's loss paragraph: it lists porous gaps among the `T²` losses,
+//! but its class table (followed here) says a pulse that finds a gap continues at full
+//! strength. The gap draw already has probability `T`; multiplying by `T²` as well would count
+//! the gap twice.
+//!
+//! **Echoes**: detected candidates closer than `minReturnSeparation` merge (the stronger
+//! survives); the `maxReturns` strongest are kept; the primary is the strongest and the
+//! secondary the next (none when `maxReturns < 2`).
+//!
+//! Randomness comes from [`BeamRng`], keyed by (seed, world, sensor, beam, tick), so a scan
+//! is the same on any number of threads.
+
+use glam::DVec3;
+use rand::RngCore;
+use rand_distr::{Distribution, StandardNormal};
+
+use crate::{Continuation, NirMaterial, ReturnParams};
+
+/// Most surfaces a beam interacts with (continuations included).
+pub const MAX_INTERACTIONS: usize = 4;
+
+/// Most casts per beam (interactions plus far faces of volumes left behind).
+const MAX_CASTS: usize = 8;
+
+/// Index of refraction of a medium (water at 905 nm).
+pub const MEDIUM_INDEX: f64 = 1.33;
+
+/// Distance a continuation starts past the surface it leaves (m), so it does not find that
+/// surface again.
+const NUDGE: f64 = 1e-5;
+
+/// A surface reached by a beam or a continuation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Surface {
+    /// Distance along this leg from its start (m).
+    pub distance: f64,
+    /// The geom.
+    pub geomid: i32,
+    /// Outward unit normal, world frame.
+    pub normal: DVec3,
+}
+
+/// What a leg of a beam is, for tracers that replay recorded geometry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LegKind {
+    /// Straight on past a surface (slab, porous gap, far face of a volume).
+    Straight,
+    /// Bent into or out of a medium.
+    Refracted,
+    /// Folded about a specular surface's normal.
+    Folded,
+}
+
+/// Casts the continuations of a beam.
+pub trait Tracer {
+    /// The first surface along `dir` (unit) from `origin`, or `None`. `depth` counts the
+    /// legs before this one (1 for the first continuation).
+    fn cast(&mut self, origin: DVec3, dir: DVec3, kind: LegKind, depth: usize) -> Option<Surface>;
+}
+
+/// The NIR material at a hit: `None` where it is not resolvable (a hole in the bake).
+pub trait MaterialLookup: Sync {
+    /// The material of geom `geom` at world point `point`.
+    fn material_at(&self, geom: usize, point: DVec3) -> Option<NirMaterial>;
+}
+
+/// What the model reports for one beam.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BeamReturn {
+    /// Measured range of the primary (strongest) echo (m), `-1` for none.
+    pub range: f32,
+    /// Measured range of the second echo (m), `-1` for none or when `maxReturns < 2`.
+    pub secondary_range: f32,
+    /// Intensity of the primary echo, `-1` for none or when the material is not resolvable.
+    pub intensity: f32,
+    /// Calibrated reflectivity (the strength `S`) of the primary echo, `-1` likewise.
+    pub reflectivity: f32,
+    /// Geom of the primary echo (a phantom reports the surface it folded onto), `-1` for none.
+    pub geomid: i32,
+}
+
+impl BeamReturn {
+    /// No echo.
+    pub const NONE: BeamReturn =
+        BeamReturn { range: -1.0, secondary_range: -1.0, intensity: -1.0, reflectivity: -1.0, geomid: -1 };
+}
+
+/// Counter-based random numbers for one beam of one tick: a SplitMix64 stream over a key
+/// mixed from (seed, world, sensor, beam, tick). Stateless across beams, so any thread can
+/// draw any beam's numbers and get the same ones.
+#[derive(Clone, Debug)]
+pub struct BeamRng {
+    key: u64,
+    counter: u64,
+}
+
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl BeamRng {
+    /// The stream of beam `beam` of sensor `sensor` in world `world` at tick `tick`.
+    pub fn new(seed: u64, world: u64, sensor: u64, beam: u64, tick: u64) -> BeamRng {
+        let mut key = mix(seed ^ 0x6a09_e667_f3bc_c909);
+        for part in [world, sensor, beam, tick] {
+            key = mix(key ^ part.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        }
+        BeamRng { key, counter: 0 }
+    }
+
+    /// A uniform number in `[0, 1)`.
+    pub fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// A standard normal number.
+    pub fn normal(&mut self) -> f64 {
+        StandardNormal.sample(self)
+    }
+}
+
+impl RngCore for BeamRng {
+    fn next_u32(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.counter = self.counter.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        mix(self.key.wrapping_add(self.counter))
+    }
+
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        for chunk in dest.chunks_mut(8) {
+            let v = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&v[..chunk.len()]);
+        }
+    }
+
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand::Error> {
+        self.fill_bytes(dest);
+        Ok(())
+    }
+}
+
+/// The terms of a surface's strength at incidence cosine `c`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Strength {
+    /// Monostatic Beckmann glint.
+    pub glint: f64,
+    /// Lambertian term.
+    pub diffuse: f64,
+    /// Retroreflective term.
+    pub retro: f64,
+    /// Retroreflective blend `r`.
+    pub blend: f64,
+}
+
+impl Strength {
+    /// The strength terms of `material` at incidence cosine `c` under `params`.
+    pub fn of(params: &ReturnParams, material: &NirMaterial, c: f64) -> Strength {
+        let c = c.clamp(0.0, 1.0);
+        let m = slope(params, material);
+        let tan2 = if c > 0.0 { (1.0 - c * c) / (c * c) } else { f64::INFINITY };
+        let glint = (material.f0 as f64 / (4.0 * m * m) * (-tan2 / (m * m)).exp()).min(params.spec_peak_max);
+        Strength {
+            glint,
+            diffuse: material.reflectivity as f64 * (1.0 - material.metalness as f64) * c,
+            retro: params.retro_gain * c.powf(params.retro_cos_exp),
+            blend: material.retroreflective as f64,
+        }
+    }
+
+    /// `S` of an opaque (or porous) surface.
+    pub fn full(&self) -> f64 {
+        (1.0 - self.blend) * (self.diffuse + self.glint) + self.blend * self.retro
+    }
+
+    /// `S` of a slab, medium or specular surface: the glint term (and any retroreflection).
+    pub fn glint_only(&self) -> f64 {
+        (1.0 - self.blend) * self.glint + self.blend * self.retro
+    }
+}
+
+/// RMS slope `m = max(specSlopeFloor, roughness²)` in radians.
+pub fn slope(params: &ReturnParams, material: &NirMaterial) -> f64 {
+    params.spec_slope_floor.max(material.slope())
+}
+
+/// A possible echo before detection.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Candidate {
+    range: f64,
+    strength: f64,
+    cos: f64,
+    geomid: i32,
+}
+
+/// The probability that a return of strength `s` at range `r` and incidence cosine `c` is
+/// dropped (the sensor's range window aside).
+pub fn drop_probability(params: &ReturnParams, s: f64, r: f64, c: f64) -> f64 {
+    if s < params.detect_floor || r >= params.max_range(s) {
+        return 1.0;
+    }
+    if c < params.grazing_cos_cutoff { 1.0 - c / params.grazing_cos_cutoff } else { 0.0 }
+}
+
+/// The sensor-side inputs of one beam.
+#[derive(Clone, Copy, Debug)]
+pub struct Beam {
+    /// Origin (world).
+    pub origin: DVec3,
+    /// Unit direction (world).
+    pub dir: DVec3,
+    /// The sensor's `[min_range, max_range)`.
+    pub window: (f64, f64),
+}
+
+/// How a beam's travel stands between surfaces.
+struct Path {
+    /// Start of the current leg and its unit direction.
+    origin: DVec3,
+    dir: DVec3,
+    /// Range booked along the original beam at the start of the leg.
+    booked: f64,
+    /// Booked metres per geometric metre on this leg (1 in air, 1.33 in a medium).
+    index: f64,
+    /// Product of the two-way losses so far.
+    loss: f64,
+    /// Absorption (1/m) of the medium the leg runs in, if any, and its F0.
+    medium: Option<(f64, f64)>,
+}
+
+/// Runs the return model for one beam whose first surface is `first` (from the clean scan),
+/// following continuations through `tracer`. A first surface whose material is not
+/// resolvable gives no echo ([`BeamReturn::NONE`]).
+pub fn beam_return(
+    params: &ReturnParams,
+    beam: &Beam,
+    first: Option<Surface>,
+    tracer: &mut impl Tracer,
+    materials: &impl MaterialLookup,
+    rng: &mut BeamRng,
+) -> BeamReturn {
+    match trace(params, beam, first, tracer, materials, rng) {
+        Some((candidates, n)) => report(params, beam, &candidates[..n], rng),
+        None => BeamReturn::NONE,
+    }
+}
+
+type Candidates = ([Candidate; MAX_INTERACTIONS], usize);
+
+/// The candidate echoes of a beam in range order; `None` when the first surface's material
+/// is not resolvable.
+fn trace(
+    params: &ReturnParams,
+    beam: &Beam,
+    first: Option<Surface>,
+    tracer: &mut impl Tracer,
+    materials: &impl MaterialLookup,
+    rng: &mut BeamRng,
+) -> Option<Candidates> {
+    let mut candidates = [Candidate { range: 0.0, strength: 0.0, cos: 0.0, geomid: -1 }; MAX_INTERACTIONS];
+    let mut ncand = 0;
+    let mut path = Path { origin: beam.origin, dir: beam.dir, booked: 0.0, index: 1.0, loss: 1.0, medium: None };
+    let mut surface = first;
+    let mut interactions = 0;
+    for leg in 0..MAX_CASTS {
+        let Some(s) = surface else { break };
+        let range = path.booked + path.index * s.distance;
+        if let Some((alpha, _)) = path.medium {
+            path.loss *= (-2.0 * alpha * s.distance).exp();
+        }
+        let point = path.origin + path.dir * s.distance;
+        let Some(material) = materials.material_at(s.geomid as usize, point) else {
+            if leg == 0 {
+                return None;
+            }
+            break;
+        };
+        let along = path.dir.dot(s.normal);
+        let class = material.continuation;
+        let leaving = along > 0.0 && matches!(class, Continuation::Slab | Continuation::Porous | Continuation::Medium);
+        let kind = if leaving {
+            match leave_volume(&mut path, &material, s.normal) {
+                Some(kind) => kind,
+                None => break,
+            }
+        } else {
+            if interactions == MAX_INTERACTIONS {
+                break;
+            }
+            interactions += 1;
+            let c = along.abs();
+            let terms = Strength::of(params, &material, c);
+            let mut candidate = |strength: f64| {
+                candidates[ncand] = Candidate { range, strength, cos: c, geomid: s.geomid };
+                ncand += 1;
+            };
+            match class {
+                Continuation::Slab => {
+                    candidate(path.loss * terms.glint_only());
+                    path.loss *= (material.transmission as f64).powi(2);
+                    LegKind::Straight
+                }
+                Continuation::Medium => {
+                    candidate(path.loss * terms.glint_only());
+                    match refract(path.dir, s.normal, 1.0 / MEDIUM_INDEX) {
+                        Some(bent) => path.dir = bent,
+                        None => break,
+                    }
+                    path.loss *= (1.0 - material.f0 as f64).powi(2);
+                    path.index = MEDIUM_INDEX;
+                    path.medium = Some((material.absorption as f64, material.f0 as f64));
+                    LegKind::Refracted
+                }
+                Continuation::Porous if rng.uniform() < material.transmission as f64 => LegKind::Straight,
+                Continuation::Specular => {
+                    candidate(path.loss * terms.glint_only());
+                    if slope(params, &material) > params.fold_max_slope {
+                        break;
+                    }
+                    path.loss *= material.f0 as f64;
+                    path.dir -= 2.0 * along * s.normal;
+                    LegKind::Folded
+                }
+                _ => {
+                    candidate(path.loss * terms.full());
+                    break;
+                }
+            }
+        };
+        path.origin = point + path.dir * NUDGE;
+        path.booked = range + path.index * NUDGE;
+        surface = tracer.cast(path.origin, path.dir, kind, leg + 1);
+    }
+    Some((candidates, ncand))
+}
+
+/// Leaves the volume whose far face the path reached; `None` on total internal reflection.
+fn leave_volume(path: &mut Path, material: &NirMaterial, normal: DVec3) -> Option<LegKind> {
+    if material.continuation != Continuation::Medium {
+        return Some(LegKind::Straight);
+    }
+    path.dir = refract(path.dir, -normal, MEDIUM_INDEX)?;
+    path.loss *= (1.0 - material.f0 as f64).powi(2);
+    path.index = 1.0;
+    path.medium = None;
+    Some(LegKind::Refracted)
+}
+
+/// Snell refraction of unit `dir` through a surface whose normal `n` faces the incoming
+/// side, with `eta = n_from / n_to`; `None` on total internal reflection.
+pub fn refract(dir: DVec3, n: DVec3, eta: f64) -> Option<DVec3> {
+    let cos_i = -dir.dot(n);
+    let k = 1.0 - eta * eta * (1.0 - cos_i * cos_i);
+    (k >= 0.0).then(|| (eta * dir + (eta * cos_i - k.sqrt()) * n).normalize())
+}
+
+/// Detection, echo merging and measurement of a beam's candidates.
+fn report(params: &ReturnParams, beam: &Beam, candidates: &[Candidate], rng: &mut BeamRng) -> BeamReturn {
+    let mut echoes = [Candidate { range: 0.0, strength: 0.0, cos: 0.0, geomid: -1 }; MAX_INTERACTIONS];
+    let mut n = 0;
+    // Candidates arrive in booked-range order along the path, which is also range order.
+    for &c in candidates {
+        if !detected(params, beam, &c, rng) {
+            continue;
+        }
+        if n > 0 && c.range - echoes[n - 1].range < params.min_return_separation {
+            if c.strength > echoes[n - 1].strength {
+                echoes[n - 1] = c;
+            }
+        } else {
+            echoes[n] = c;
+            n += 1;
+        }
+    }
+    let echoes = &mut echoes[..n];
+    echoes.sort_by(|a, b| b.strength.total_cmp(&a.strength));
+    let Some(primary) = echoes.first() else { return BeamReturn::NONE };
+    let measure = |c: &Candidate, rng: &mut BeamRng| {
+        let noisy = c.range + params.noise_sigma(c.range) * rng.normal();
+        noisy.max(params.range_floor) as f32
+    };
+    let range = measure(primary, rng);
+    let secondary_range = match echoes.get(1) {
+        Some(c) if params.max_returns >= 2 => measure(c, rng),
+        _ => -1.0,
+    };
+    let r = primary.range;
+    let near = (r / params.near_range_r0).min(1.0);
+    let intensity = primary.strength * (params.intensity_ref_range / r).powi(2) * near * near;
+    BeamReturn {
+        range,
+        secondary_range,
+        intensity: intensity as f32,
+        reflectivity: primary.strength as f32,
+        geomid: primary.geomid,
+    }
+}
+
+fn detected(params: &ReturnParams, beam: &Beam, c: &Candidate, rng: &mut BeamRng) -> bool {
+    let (min_range, max_range) = beam.window;
+    if c.strength < params.detect_floor || c.range >= params.max_range(c.strength) {
+        return false;
+    }
+    if !(min_range <= c.range && c.range < max_range) {
+        return false;
+    }
+    c.cos >= params.grazing_cos_cutoff || rng.uniform() < c.cos / params.grazing_cos_cutoff
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{MaterialPreset, ReturnPreset};
+
+    /// Surfaces handed out in order: the continuations of one beam.
+    struct Script(Vec<Surface>);
+
+    impl Tracer for Script {
+        fn cast(&mut self, _: DVec3, _: DVec3, _: LegKind, _: usize) -> Option<Surface> {
+            (!self.0.is_empty()).then(|| self.0.remove(0))
+        }
+    }
+
+    /// Materials by geom id.
+    struct Palette(Vec<NirMaterial>);
+
+    impl MaterialLookup for Palette {
+        fn material_at(&self, geom: usize, _: DVec3) -> Option<NirMaterial> {
+            self.0.get(geom).copied()
+        }
+    }
+
+    fn lambertian(reflectivity: f32) -> NirMaterial {
+        NirMaterial { reflectivity, f0: 0.0, ..MaterialPreset::Diffuse.material() }
+    }
+
+    const FORWARD: DVec3 = DVec3::X;
+
+    fn beam() -> Beam {
+        Beam { origin: DVec3::ZERO, dir: FORWARD, window: (0.0, 1000.0) }
+    }
+
+    /// A surface `d` metres on, facing back along the beam (or tilted by `deg` about Z).
+    fn facing(d: f64, geomid: i32, deg: f64) -> Surface {
+        let a = deg.to_radians();
+        Surface { distance: d, geomid, normal: DVec3::new(-a.cos(), a.sin(), 0.0) }
+    }
+
+    fn run(params: &ReturnParams, surfaces: Vec<Surface>, palette: &Palette, seed: u64) -> BeamReturn {
+        let mut script = Script(surfaces);
+        let first = (!script.0.is_empty()).then(|| script.0.remove(0));
+        beam_return(params, &beam(), first, &mut script, palette, &mut BeamRng::new(seed, 0, 0, 0, 0))
+    }
+
+    fn candidates(params: &ReturnParams, surfaces: Vec<Surface>, palette: &Palette) -> Vec<Candidate> {
+        let mut script = Script(surfaces);
+        let first = Some(script.0.remove(0));
+        let (c, n) = trace(params, &beam(), first, &mut script, palette, &mut BeamRng::new(0, 0, 0, 0, 0)).unwrap();
+        c[..n].to_vec()
+    }
+
+    fn noiseless() -> ReturnParams {
+        ReturnParams { noise_sigma0: 0.0, noise_slope_per_m: 0.0, ..ReturnParams::default() }
+    }
+
+    #[test]
+    fn oracle_1_maximum_range_follows_reflectivity() {
+        let p = noiseless();
+        let board = Palette(vec![lambertian(0.9)]);
+        assert!(run(&p, vec![facing(19.9, 0, 0.0)], &board, 0).range > 0.0);
+        assert_eq!(run(&p, vec![facing(20.1, 0, 0.0)], &board, 0).range, -1.0);
+        assert!((p.max_range(0.1) - 9.9).abs() <= 0.1, "{}", p.max_range(0.1));
+        let dark = Palette(vec![lambertian(0.1)]);
+        assert!(run(&p, vec![facing(9.8, 0, 0.0)], &dark, 0).range > 0.0);
+        assert_eq!(run(&p, vec![facing(10.0, 0, 0.0)], &dark, 0).range, -1.0);
+        let mid = ReturnPreset::LivoxMid360.params();
+        assert!((mid.max_range(0.1) - 39.9).abs() <= 0.1, "{}", mid.max_range(0.1));
+        let slope = (p.max_range(0.8).ln() - p.max_range(0.2).ln()) / (0.8f64.ln() - 0.2f64.ln());
+        assert!((slope - p.range_exp).abs() < 1e-12);
+    }
+
+    #[test]
+    fn oracle_2_noise_grows_with_range_and_never_goes_below_the_floor() {
+        let p = ReturnPreset::OusterOs1.params();
+        let board = Palette(vec![lambertian(0.9)]);
+        for (range, sigma) in [(10.0, 0.025), (100.0, 0.070)] {
+            let errors: Vec<f64> = (0..20_000)
+                .map(|seed| run(&p, vec![facing(range, 0, 0.0)], &board, seed).range as f64 - range)
+                .collect();
+            let mean = errors.iter().sum::<f64>() / errors.len() as f64;
+            let std = (errors.iter().map(|e| (e - mean).powi(2)).sum::<f64>() / errors.len() as f64).sqrt();
+            assert!((std / sigma - 1.0).abs() < 0.05, "σ at {range} m is {std}");
+            assert!(mean.abs() < 3.0 * sigma / (errors.len() as f64).sqrt() + 2e-4, "mean {mean}");
+        }
+        let noisy = ReturnParams { noise_sigma0: 0.5, ..p };
+        let near = (0..2_000).map(|seed| run(&noisy, vec![facing(0.3, 0, 0.0)], &board, seed).range);
+        assert!(near.into_iter().all(|r| r >= noisy.range_floor as f32));
+    }
+
+    #[test]
+    fn oracle_3_intensity_falls_with_range_and_calibrated_reflectivity_does_not() {
+        let p = noiseless();
+        let board = Palette(vec![lambertian(0.5)]);
+        let at = |r: f64| run(&p, vec![facing(r, 0, 0.0)], &board, 0);
+        for r in [1.0, 2.0, 4.0] {
+            let ratio = at(2.0 * r).intensity / at(r).intensity;
+            assert!((ratio - 0.25).abs() < 1e-5, "{ratio} from {r} m");
+        }
+        let reference = at(2.0).reflectivity;
+        for r in [2.0, 5.0, 9.0, 15.0] {
+            assert!((at(r).reflectivity / reference - 1.0).abs() < 0.02);
+        }
+        let white = Palette(vec![lambertian(1.0)]);
+        assert!((run(&p, vec![facing(5.0, 0, 0.0)], &white, 0).reflectivity - 1.0).abs() < 1e-6);
+        // Inside nearRangeR0 the ramp cuts intensity further.
+        assert!(at(0.3).intensity < at(0.6).intensity * 4.0 * 0.3);
+    }
+
+    #[test]
+    fn oracle_4_grazing_returns_drop_in_proportion_below_the_cutoff() {
+        let p = noiseless();
+        let board = Palette(vec![lambertian(0.9)]);
+        let keep_rate = |deg: f64| {
+            let kept = (0..20_000).filter(|&seed| run(&p, vec![facing(2.0, 0, deg)], &board, seed).range > 0.0).count();
+            kept as f64 / 20_000.0
+        };
+        // cos 80° = 0.17 > 0.10: no dropout.
+        assert_eq!(keep_rate(80.0), 1.0);
+        // Below the cutoff, but bright enough to clear detectFloor (0.9 · cos 87° = 0.047).
+        for deg in [84.5f64, 86.0, 87.0] {
+            let expected = deg.to_radians().cos() / p.grazing_cos_cutoff;
+            assert!((keep_rate(deg) - expected).abs() < 0.015, "{deg}°: {} vs {expected}", keep_rate(deg));
+        }
+    }
+
+    fn glass_then_wall(deg: f64) -> (Vec<Surface>, Palette) {
+        let a = deg.to_radians();
+        let exit = Surface { distance: 0.01, geomid: 0, normal: DVec3::new(a.cos(), -a.sin(), 0.0) };
+        let surfaces = vec![facing(4.0, 0, deg), exit, facing(3.0, 1, 0.0)];
+        (surfaces, Palette(vec![MaterialPreset::ClearFloatGlass.material(), lambertian(0.8)]))
+    }
+
+    #[test]
+    fn oracle_5_clear_glass_gives_a_glint_and_the_wall_behind() {
+        let p = ReturnParams { max_returns: 2, ..noiseless() };
+        let (surfaces, palette) = glass_then_wall(0.0);
+        let c = candidates(&p, surfaces.clone(), &palette);
+        assert_eq!(c.len(), 2);
+        assert!((c[0].strength / (0.042 / (4.0 * 0.03f64.powi(2))) - 1.0).abs() < 1e-6, "{}", c[0].strength);
+        assert!((c[1].strength - 0.8 * 0.71f64.powi(2)).abs() < 1e-6, "{}", c[1].strength);
+        assert!((c[1].range - 7.01).abs() < 1e-4);
+        let r = run(&p, surfaces, &palette, 0);
+        assert!((r.range - 4.0).abs() < 1e-4 && (r.secondary_range - 7.01).abs() < 1e-4, "{r:?}");
+        assert_eq!(r.geomid, 0);
+        // Ten degrees off normal: no glint, only the wall.
+        let (surfaces, palette) = glass_then_wall(10.0);
+        let r = run(&p, surfaces, &palette, 0);
+        assert_eq!((r.geomid, r.secondary_range), (1, -1.0), "{r:?}");
+    }
+
+    #[test]
+    fn oracle_6_a_mirror_gives_a_phantom_at_the_total_path() {
+        let p = noiseless();
+        let palette = Palette(vec![MaterialPreset::Mirror.material(), lambertian(0.8)]);
+        // The beam runs along +X and folds to +Y; the wall faces back along -Y.
+        let wall = Surface { distance: 3.0, geomid: 1, normal: DVec3::NEG_Y };
+        let r = run(&p, vec![facing(2.0, 0, 45.0), wall], &palette, 0);
+        assert!((r.range - 5.0).abs() < 1e-4, "{r:?}");
+        assert_eq!(r.geomid, 1);
+        assert!((r.reflectivity as f64 - 0.9 * 0.8).abs() < 1e-6);
+        // Too rough to fold: no phantom.
+        let rough = Palette(vec![NirMaterial { roughness: 0.5, ..MaterialPreset::Mirror.material() }, lambertian(0.8)]);
+        assert_eq!(run(&p, vec![facing(2.0, 0, 45.0), wall], &rough, 0).range, -1.0);
+    }
+
+    #[test]
+    fn oracle_7_water_hides_deep_bottoms_and_books_the_optical_path() {
+        let p = noiseless();
+        let palette = Palette(vec![MaterialPreset::StillWater.material(), lambertian(0.9)]);
+        // Straight down onto the water 2 m away: the bottom's candidate is booked at
+        // h + 1.33 d (the surface's own glint is the stronger echo there).
+        let c = candidates(&p, vec![facing(2.0, 0, 0.0), facing(0.10, 1, 0.0)], &palette);
+        assert_eq!(c.len(), 2);
+        assert!((c[1].range - (2.0 + 1.33 * 0.10)).abs() < 1e-4, "{c:?}");
+        // Five degrees off normal the surface is a void; a white bottom shows only when shallow.
+        let tilt = 5.0f64.to_radians();
+        let bent = refract(DVec3::new(tilt.cos(), tilt.sin(), 0.0), DVec3::NEG_X, 1.0 / MEDIUM_INDEX).unwrap();
+        assert!((bent.y - tilt.sin() / MEDIUM_INDEX).abs() < 1e-12, "Snell");
+        let bottom = |depth: f64| {
+            let path = depth / bent.x;
+            let floor = Surface { distance: path, geomid: 1, normal: DVec3::NEG_X };
+            (run(&p, vec![facing(2.0, 0, -5.0), floor], &palette, 0), path)
+        };
+        let (shallow, path) = bottom(0.10);
+        assert_eq!(shallow.geomid, 1, "{shallow:?}");
+        assert!((shallow.range as f64 - (2.0 + 1.33 * path)).abs() < 1e-4);
+        assert_eq!(bottom(0.50).0.geomid, -1);
+    }
+
+    #[test]
+    fn oracle_8_retroreflectors_are_bright_and_fall_off_with_entrance_angle() {
+        let p = noiseless();
+        let sign = Palette(vec![MaterialPreset::Retroreflector.material()]);
+        let s = |deg: f64| run(&p, vec![facing(5.0, 0, deg)], &sign, 0).reflectivity as f64;
+        assert!((s(0.0) - 800.0).abs() < 1e-3);
+        assert!((s(30.0) / 800.0 - 0.487).abs() < 0.001);
+        assert!((s(60.0) / 800.0 - 0.031).abs() < 0.001);
+        let board = Palette(vec![lambertian(0.9)]);
+        assert_eq!(run(&p, vec![facing(60.0, 0, 0.0)], &board, 0).range, -1.0);
+        assert!(run(&p, vec![facing(60.0, 0, 0.0)], &sign, 0).range > 0.0);
+    }
+
+    #[test]
+    fn oracle_9_close_echoes_merge_and_max_returns_keeps_the_strongest() {
+        let glass = NirMaterial { f0: 0.01, ..MaterialPreset::ClearFloatGlass.material() };
+        let palette = Palette(vec![glass, lambertian(0.9)]);
+        let scene = |gap: f64| {
+            vec![facing(5.0, 0, 0.0), Surface { distance: 0.0, geomid: 0, normal: FORWARD }, facing(gap, 1, 0.0)]
+        };
+        let two = ReturnParams { max_returns: 2, ..noiseless() };
+        let merged = run(&two, scene(0.9), &palette, 0);
+        assert_eq!(merged.secondary_range, -1.0, "{merged:?}");
+        let split = run(&two, scene(1.1), &palette, 0);
+        assert!(split.secondary_range > 0.0, "{split:?}");
+        // Glint 0.01 / (4 · 0.03²) ≈ 2.8 beats the wall's 0.9 · 0.71²: with one echo the glass wins.
+        let one = run(&noiseless(), scene(1.1), &palette, 0);
+        assert_eq!((one.geomid, one.secondary_range), (0, -1.0));
+        assert!((one.range - 5.0).abs() < 1e-4);
+    }
+
+    #[test]
+    fn porous_surfaces_let_a_fraction_through_at_full_strength() {
+        let p = noiseless();
+        let palette = Palette(vec![MaterialPreset::Vegetation.material(), lambertian(0.9)]);
+        let behind = (0..10_000)
+            .filter(|&seed| {
+                let exit = Surface { distance: 0.5, geomid: 0, normal: FORWARD };
+                let r = run(&p, vec![facing(3.0, 0, 0.0), exit, facing(2.0, 1, 0.0)], &palette, seed);
+                if r.geomid == 1 {
+                    assert!((r.reflectivity - 0.9).abs() < 1e-6);
+                }
+                r.geomid == 1
+            })
+            .count();
+        assert!((behind as f64 / 10_000.0 - 0.30).abs() < 0.015, "{behind}");
+    }
+
+    #[test]
+    fn random_streams_depend_on_every_key() {
+        let base = BeamRng::new(1, 2, 3, 4, 5).next_u64();
+        for other in [
+            BeamRng::new(0, 2, 3, 4, 5),
+            BeamRng::new(1, 0, 3, 4, 5),
+            BeamRng::new(1, 2, 0, 4, 5),
+            BeamRng::new(1, 2, 3, 0, 5),
+            BeamRng::new(1, 2, 3, 4, 0),
+        ] {
+            assert_ne!(other.clone().next_u64(), base);
+        }
+        assert_eq!(BeamRng::new(1, 2, 3, 4, 5).next_u64(), base);
+    }
+}
