@@ -94,7 +94,7 @@ pub trait Tracer {
 }
 
 /// The NIR material at a hit: `None` where it is not resolvable (a hole in the bake).
-pub trait MaterialLookup: Sync {
+pub trait MaterialLookup: Send + Sync {
     /// The material of geom `geom` at world point `point`.
     fn material_at(&self, geom: usize, point: DVec3) -> Option<NirMaterial>;
 }
@@ -275,7 +275,7 @@ pub fn beam_return(
     beam: &Beam,
     first: Option<Surface>,
     tracer: &mut impl Tracer,
-    materials: &impl MaterialLookup,
+    materials: &(impl MaterialLookup + ?Sized),
     rng: &mut BeamRng,
 ) -> BeamReturn {
     match trace(params, beam, first, tracer, materials, rng) {
@@ -293,7 +293,7 @@ fn trace(
     beam: &Beam,
     first: Option<Surface>,
     tracer: &mut impl Tracer,
-    materials: &impl MaterialLookup,
+    materials: &(impl MaterialLookup + ?Sized),
     rng: &mut BeamRng,
 ) -> Option<Candidates> {
     let mut candidates = [Candidate { range: 0.0, strength: 0.0, cos: 0.0, geomid: -1 }; MAX_INTERACTIONS];

@@ -4,84 +4,15 @@ use glam::{DMat3, DVec3};
 use glint_core::{CoreError, Poses, PreparedRays, RayCaster, RayFilter, Scene, nearest_name};
 use rayon::prelude::*;
 
+use std::sync::Arc;
+
+use crate::model::{Beam, BeamRng, LegKind, MaterialLookup, Surface, Tracer, beam_return};
 use crate::pattern::{angles, beam_direction};
-use crate::{LidarBinding, LidarError, ScanConfig, ScanPattern, SecondaryCapture, SecondaryScope, SelfIgnore};
-
-/// The live scan of one sensor in one world, one entry per beam (index
-/// `bin * channels + channel`). Beams not yet cast hold a miss.
-#[derive(Clone, Debug, Default)]
-pub struct Scan {
-    /// Metres along the beam, or `-1` for no return.
-    pub range: Vec<f32>,
-    /// Geom hit, or `-1`.
-    pub geomid: Vec<i32>,
-    /// Hit point in the world frame (zero for a miss).
-    pub point: Vec<[f32; 3]>,
-    /// Unit surface normal at the hit, world frame (zero for a miss).
-    pub normal: Vec<[f32; 3]>,
-    /// Simulation time of the tick that cast the beam (seconds), or `-1` before its first.
-    pub time: Vec<f64>,
-}
-
-impl Scan {
-    fn new(beams: usize) -> Scan {
-        Scan {
-            range: vec![-1.0; beams],
-            geomid: vec![-1; beams],
-            point: vec![[0.0; 3]; beams],
-            normal: vec![[0.0; 3]; beams],
-            time: vec![-1.0; beams],
-        }
-    }
-
-    /// Number of beams.
-    pub fn len(&self) -> usize {
-        self.range.len()
-    }
-
-    /// Whether the scan has no beams.
-    pub fn is_empty(&self) -> bool {
-        self.range.is_empty()
-    }
-
-    /// Number of beams with a return.
-    pub fn hits(&self) -> usize {
-        self.range.iter().filter(|&&r| r >= 0.0).count()
-    }
-
-    fn part(&mut self) -> ScanPart<'_> {
-        ScanPart {
-            range: &mut self.range,
-            geomid: &mut self.geomid,
-            point: &mut self.point,
-            normal: &mut self.normal,
-            time: &mut self.time,
-        }
-    }
-}
-
-/// A contiguous run of one scan's beams, written by one group of a tick.
-struct ScanPart<'a> {
-    range: &'a mut [f32],
-    geomid: &'a mut [i32],
-    point: &'a mut [[f32; 3]],
-    normal: &'a mut [[f32; 3]],
-    time: &'a mut [f64],
-}
-
-impl<'a> ScanPart<'a> {
-    fn split_at(self, mid: usize) -> (ScanPart<'a>, ScanPart<'a>) {
-        let (r0, r1) = self.range.split_at_mut(mid);
-        let (g0, g1) = self.geomid.split_at_mut(mid);
-        let (p0, p1) = self.point.split_at_mut(mid);
-        let (n0, n1) = self.normal.split_at_mut(mid);
-        let (t0, t1) = self.time.split_at_mut(mid);
-        (
-            ScanPart { range: r0, geomid: g0, point: p0, normal: n0, time: t0 },
-            ScanPart { range: r1, geomid: g1, point: p1, normal: n1, time: t1 },
-        )
-    }
-}
+use crate::scan::{Scan, ScanPart};
+use crate::{
+    Continuation, LidarBinding, LidarError, ReturnParams, ReturnPreset, Returns, ScanConfig, ScanPattern,
+    SecondaryCapture, SecondaryScope, SelfIgnore,
+};
 
 /// Where a sensor is in its pattern in one world.
 #[derive(Clone, Copy, Debug, Default)]
@@ -90,6 +21,8 @@ struct Clock {
     revolutions: f64,
     /// Pattern units (bins, or points) cast since the episode started.
     emitted: u64,
+    /// Ticks since the episode started (keys the return model's randomness).
+    ticks: u64,
 }
 
 /// One bound sensor.
@@ -133,6 +66,52 @@ pub struct Lidars {
     sensors: Vec<Sensor>,
     nworld: usize,
     live: bool,
+    /// The return model calibration, one set for every sensor.
+    params: ReturnParams,
+    /// Seed of the return model's randomness.
+    seed: u64,
+    /// Where hits find their NIR material; the return model runs while one is set.
+    materials: Option<MaterialSource>,
+    /// Per geom, what its MuJoCo material flags for secondary capture ([`FLAG_PASS`],
+    /// [`FLAG_REFLECT`]).
+    geom_flags: Vec<u8>,
+}
+
+/// A shared material lookup (usually a loaded bake).
+#[derive(Clone)]
+struct MaterialSource(Arc<dyn MaterialLookup>);
+
+impl std::fmt::Debug for MaterialSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MaterialSource")
+    }
+}
+
+/// The geom's MuJoCo material is translucent: a pass-through ray is worth casting.
+const FLAG_PASS: u8 = 1;
+/// The geom's MuJoCo material has a non-zero reflectance: a reflected ray is worth casting.
+const FLAG_REFLECT: u8 = 2;
+
+/// What each geom's MuJoCo material says about secondary capture in the flagged scope.
+fn geom_flags(scene: &Scene) -> Vec<u8> {
+    (0..scene.ngeom())
+        .map(|g| {
+            let m = scene.geom_matid[g];
+            let (alpha, reflectance) = if m >= 0 {
+                (scene.mat_rgba[m as usize][3], scene.mat_shading[m as usize][3])
+            } else {
+                (scene.geom_rgba[g][3], 0.0)
+            };
+            let mut flags = 0;
+            if alpha < 1.0 {
+                flags |= FLAG_PASS;
+            }
+            if reflectance > 0.0 {
+                flags |= FLAG_REFLECT;
+            }
+            flags
+        })
+        .collect()
 }
 
 fn resolve(scene: &Scene, b: &LidarBinding) -> Result<(Option<usize>, usize), LidarError> {
@@ -193,7 +172,7 @@ impl Sensor {
             _ => Vec::new(),
         };
         self.clocks = vec![Clock::default(); nworld];
-        self.scans = vec![Scan::new(c.beam_count()); nworld];
+        self.scans = vec![Scan::new(c.beam_count(), false, false, false); nworld];
         (self.tile_order, self.tile_dirs) = (Vec::new(), Vec::new());
         if matches!(c.pattern, ScanPattern::Spinning) {
             let (mut order, mut dirs) = (Vec::new(), Vec::new());
@@ -203,6 +182,16 @@ impl Sensor {
                 self.tile_dirs.extend_from_slice(&dirs);
             }
             self.tile_order = order;
+        }
+    }
+
+    /// Gives every world's scan the parts the return model and the secondary capture need.
+    fn set_layout(&mut self, returns: bool) {
+        let capture = self.binding.secondary_capture;
+        let pass = matches!(capture, SecondaryCapture::PassThrough | SecondaryCapture::Both);
+        let reflected = matches!(capture, SecondaryCapture::Reflected | SecondaryCapture::Both);
+        for scan in &mut self.scans {
+            scan.set_layout(returns, pass, reflected);
         }
     }
 
@@ -249,11 +238,12 @@ impl Sensor {
     /// units since the episode start (at most one revolution).
     fn advance(&mut self, w: usize, dt: f64) -> (u64, u64) {
         let (hz, units) = (self.binding.scan.rotation_hz, self.units());
+        let clock = &mut self.clocks[w];
+        clock.ticks += 1;
         if hz <= 0.0 {
             // A frozen pattern: the whole of cycle 0, every tick.
             return (0, units);
         }
-        let clock = &mut self.clocks[w];
         clock.revolutions += (hz * dt).min(1.0);
         // A whisker of slack absorbs rounding in the sum of revolutions.
         let target = ((clock.revolutions * units as f64) + 1e-9).floor() as u64;
@@ -328,7 +318,15 @@ impl Lidars {
     /// Binds `bindings` (in order) to `scene` for `nworld` worlds. Returns the sensors and
     /// any warnings (each sensor's group mask high bits, once).
     pub fn new(scene: &Scene, bindings: Vec<LidarBinding>, nworld: usize) -> Result<(Lidars, Vec<String>), LidarError> {
-        let mut lidars = Lidars { sensors: Vec::new(), nworld: nworld.max(1), live: false };
+        let mut lidars = Lidars {
+            sensors: Vec::new(),
+            nworld: nworld.max(1),
+            live: false,
+            params: ReturnParams::default(),
+            seed: 0,
+            materials: None,
+            geom_flags: geom_flags(scene),
+        };
         let mut warnings = Vec::new();
         for b in bindings {
             warnings.extend(lidars.add(scene, b)?);
@@ -339,7 +337,8 @@ impl Lidars {
     /// Adds one sensor; returns its warnings. Nothing changes on an error.
     pub fn add(&mut self, scene: &Scene, binding: LidarBinding) -> Result<Vec<String>, LidarError> {
         let index = self.sensors.len();
-        let (sensor, warnings) = Sensor::new(scene, binding, self.nworld)?;
+        let (mut sensor, warnings) = Sensor::new(scene, binding, self.nworld)?;
+        sensor.set_layout(self.materials.is_some());
         self.sensors.push(sensor);
         Ok(warnings.into_iter().map(|w| format!("lidar sensor {index}: {w}")).collect())
     }
@@ -403,10 +402,11 @@ impl Lidars {
     /// error. Returns the warnings.
     pub fn set_config(&mut self, index: usize, config: ScanConfig) -> Result<Vec<String>, LidarError> {
         let warnings = config.validate()?;
-        let nworld = self.nworld;
+        let (nworld, returns) = (self.nworld, self.materials.is_some());
         let sensor = self.sensor_mut(index)?;
         sensor.binding.scan = config;
         sensor.configure(nworld);
+        sensor.set_layout(returns);
         Ok(warnings.into_iter().map(|w| format!("lidar sensor {index}: {w}")).collect())
     }
 
@@ -417,10 +417,56 @@ impl Lidars {
         capture: SecondaryCapture,
         scope: SecondaryScope,
     ) -> Result<(), LidarError> {
+        let returns = self.materials.is_some();
         let sensor = self.sensor_mut(index)?;
         sensor.binding.secondary_capture = capture;
         sensor.binding.secondary_scope = scope;
+        sensor.set_layout(returns);
         Ok(())
+    }
+
+    /// The return model calibration (one set for every sensor; Generic until set).
+    pub fn return_params(&self) -> ReturnParams {
+        self.params
+    }
+
+    /// Replaces all seventeen return model parameters; validated first, nothing changes on
+    /// an error.
+    pub fn set_return_params(&mut self, params: ReturnParams) -> Result<(), LidarError> {
+        params.validate()?;
+        self.params = params;
+        Ok(())
+    }
+
+    /// Writes the nine base parameters and keeps the eight optics parameters.
+    pub fn set_return_base(&mut self, base: [f64; 9]) -> Result<(), LidarError> {
+        self.params.set_base(base)
+    }
+
+    /// Applies a return preset: every parameter, optics included, takes the preset's value.
+    pub fn set_return_preset(&mut self, preset: ReturnPreset) {
+        self.params = preset.params();
+    }
+
+    /// Seeds the return model's randomness (noise, grazing dropout, porous gaps).
+    pub fn set_seed(&mut self, seed: u64) {
+        self.seed = seed;
+    }
+
+    /// Loads where hits find their NIR material (usually a bake): from the next tick on, every
+    /// sensor also runs the return model and fills [`Scan::returns`]. `None` turns it off.
+    pub fn set_materials(&mut self, materials: Option<Arc<dyn MaterialLookup>>) {
+        self.materials = materials.map(MaterialSource);
+        let returns = self.materials.is_some();
+        for sensor in &mut self.sensors {
+            sensor.set_layout(returns);
+        }
+    }
+
+    /// The return model's live measurement of sensor `index` in world `world`. An error when
+    /// no material source (bake) is loaded: the model has no reflectivity to work from.
+    pub fn returns(&self, index: usize, world: usize) -> Result<&Returns, LidarError> {
+        self.scan(index, world)?.returns.as_ref().ok_or(LidarError::NoMaterials)
     }
 
     /// The live scan of sensor `index` in world `world`.
@@ -526,19 +572,37 @@ impl Lidars {
                 times.len()
             )));
         }
-        for sensor in &mut self.sensors {
-            tick_sensor(sensor, scene, poses, caster, dt, times)?;
+        let model = self.materials.as_ref().map(|m| Model { params: self.params, seed: self.seed, materials: &*m.0 });
+        for (index, sensor) in self.sensors.iter_mut().enumerate() {
+            let ctx = TickContext { sensor: index, model, geom_flags: &self.geom_flags };
+            tick_sensor(sensor, scene, poses, caster, dt, times, &ctx)?;
         }
         Ok(())
     }
 }
 
-/// One group of a tick: its units, its part of a world's scan, that world and its time.
+/// What a tick needs besides the sensor and the scene.
+struct TickContext<'a> {
+    sensor: usize,
+    model: Option<Model<'a>>,
+    geom_flags: &'a [u8],
+}
+
+/// The return model's inputs, shared by every sensor.
+#[derive(Clone, Copy)]
+struct Model<'a> {
+    params: ReturnParams,
+    seed: u64,
+    materials: &'a dyn MaterialLookup,
+}
+
+/// One group of a tick: its units, its part of a world's scan, that world and its tick.
 struct GroupJob<'a> {
     units: (u64, u64),
     part: ScanPart<'a>,
     world: usize,
     time: f64,
+    tick: u64,
 }
 
 /// One sensor's tick in every world: each world's slice is cut into groups, and all groups of
@@ -550,6 +614,7 @@ fn tick_sensor(
     caster: &RayCaster,
     dt: f64,
     times: &[f64],
+    ctx: &TickContext,
 ) -> Result<(), LidarError> {
     let nworld = times.len();
     let slices: Vec<(u64, u64)> = (0..nworld).map(|w| sensor.advance(w, dt)).collect();
@@ -560,12 +625,12 @@ fn tick_sensor(
     let mut jobs = Vec::new();
     for (w, scan) in scans.iter_mut().enumerate() {
         let (from, to) = slices[w];
-        split_into_jobs(sensor, scan, sensor.groups(from, to), w, times[w], &mut jobs);
+        let tick = sensor.clocks[w].ticks;
+        split_into_jobs(sensor, scan, sensor.groups(from, to), (w, times[w], tick), &mut jobs);
     }
     let sensor_ref = &*sensor;
-    let result = jobs.into_par_iter().try_for_each_init(GroupScratch::default, |scratch, job| {
-        cast_group(sensor_ref, &prepared, &frames, exclude, job, scratch)
-    });
+    let group = GroupContext { sensor: sensor_ref, prepared: &prepared, frames: &frames, exclude, tick: ctx };
+    let result = jobs.into_par_iter().try_for_each_init(GroupScratch::default, |scratch, job| group.cast(job, scratch));
     sensor.scans = scans;
     result.map_err(LidarError::from)
 }
@@ -575,8 +640,7 @@ fn split_into_jobs<'a>(
     sensor: &Sensor,
     scan: &'a mut Scan,
     mut groups: Vec<(u64, u64)>,
-    world: usize,
-    time: f64,
+    (world, time, tick): (usize, f64, u64),
     jobs: &mut Vec<GroupJob<'a>>,
 ) {
     let units = sensor.units();
@@ -589,59 +653,162 @@ fn split_into_jobs<'a>(
         let len = (u1 - u0) as usize * per_unit;
         let (_, tail) = rest.split_at(first - cursor);
         let (part, tail) = tail.split_at(len);
-        jobs.push(GroupJob { units: (u0, u1), part, world, time });
+        jobs.push(GroupJob { units: (u0, u1), part, world, time, tick });
         rest = tail;
         cursor = first + len;
     }
 }
 
-/// Casts one group in its world and writes the results into its part of the scan.
-fn cast_group(
-    sensor: &Sensor,
-    prepared: &PreparedRays,
-    frames: &[(DVec3, DMat3)],
+/// What every group of one sensor's tick shares.
+struct GroupContext<'a> {
+    sensor: &'a Sensor,
+    prepared: &'a PreparedRays<'a>,
+    frames: &'a [(DVec3, DMat3)],
     exclude: i32,
-    job: GroupJob,
-    scratch: &mut GroupScratch,
-) -> Result<(), CoreError> {
-    let GroupScratch { order, dirs, dist, geomid, normal } = scratch;
-    let (origin, rot) = frames[job.world];
-    let order: &[usize] = match sensor.whole_group(job.units) {
-        Some(local) => {
-            dirs.clear();
-            dirs.extend(local.iter().map(|&d| rot * d));
-            &sensor.tile_order
-        }
-        None => {
-            sensor.group_rays(job.units, order, dirs);
-            for d in dirs.iter_mut() {
-                *d = rot * *d;
+    tick: &'a TickContext<'a>,
+}
+
+/// Casts continuation rays for the return model and the secondary capture.
+struct LiveTracer<'a> {
+    prepared: &'a PreparedRays<'a>,
+    world: usize,
+    exclude: i32,
+}
+
+impl Tracer for LiveTracer<'_> {
+    fn cast(&mut self, origin: DVec3, dir: DVec3, _: LegKind, _: usize) -> Option<Surface> {
+        let (mut dist, mut geomid, mut normal) = ([0.0], [0], [DVec3::ZERO]);
+        self.prepared.cast_from(self.world, origin, &[dir], self.exclude, &mut dist, &mut geomid, &mut normal).ok()?;
+        (geomid[0] >= 0).then(|| Surface { distance: dist[0], geomid: geomid[0], normal: normal[0] })
+    }
+}
+
+impl GroupContext<'_> {
+    /// Casts one group in its world and writes the results into its part of the scan.
+    fn cast(&self, job: GroupJob, scratch: &mut GroupScratch) -> Result<(), CoreError> {
+        let sensor = self.sensor;
+        let GroupScratch { order, dirs, dist, geomid, normal } = scratch;
+        let (origin, rot) = self.frames[job.world];
+        let order: &[usize] = match sensor.whole_group(job.units) {
+            Some(local) => {
+                dirs.clear();
+                dirs.extend(local.iter().map(|&d| rot * d));
+                &sensor.tile_order
             }
-            order
+            None => {
+                sensor.group_rays(job.units, order, dirs);
+                for d in dirs.iter_mut() {
+                    *d = rot * *d;
+                }
+                order
+            }
+        };
+        let n = dirs.len();
+        dist.resize(n, 0.0);
+        geomid.resize(n, 0);
+        normal.resize(n, DVec3::ZERO);
+        self.prepared.cast_from(job.world, origin, dirs, self.exclude, dist, geomid, normal)?;
+        let c = &sensor.binding.scan;
+        let mut part = job.part;
+        part.time.fill(job.time);
+        let extra = part.returns.is_some() || part.pass_through.is_some() || part.reflected.is_some();
+        let mut tracer = LiveTracer { prepared: self.prepared, world: job.world, exclude: self.exclude };
+        let first_beam = (job.units.0 % sensor.units()) as usize * (c.beam_count() / sensor.units() as usize);
+        for (r, &j) in order.iter().enumerate() {
+            let (d, g) = (dist[r], geomid[r]);
+            let hit = g >= 0 && c.min_range <= d && d < c.max_range;
+            part.set_clean(j, hit.then(|| (d, g, origin + dirs[r] * d, normal[r])));
+            if extra {
+                let first = (g >= 0).then(|| Surface { distance: d, geomid: g, normal: normal[r] });
+                let beam = Beam { origin, dir: dirs[r], window: (c.min_range, c.max_range) };
+                self.extras(
+                    &mut part,
+                    j,
+                    first_beam + j,
+                    &beam,
+                    first.filter(|_| hit),
+                    first,
+                    &mut tracer,
+                    (job.world, job.tick),
+                );
+            }
         }
-    };
-    let n = dirs.len();
-    dist.resize(n, 0.0);
-    geomid.resize(n, 0);
-    normal.resize(n, DVec3::ZERO);
-    prepared.cast_from(job.world, origin, dirs, exclude, dist, geomid, normal)?;
-    let c = &sensor.binding.scan;
-    let part = job.part;
-    part.time.fill(job.time);
-    for (r, &j) in order.iter().enumerate() {
-        let (d, g) = (dist[r], geomid[r]);
-        if g >= 0 && c.min_range <= d && d < c.max_range {
-            let (p, nrm) = (origin + dirs[r] * d, normal[r]);
-            part.range[j] = d as f32;
-            part.geomid[j] = g;
-            part.point[j] = [p.x as f32, p.y as f32, p.z as f32];
-            part.normal[j] = [nrm.x as f32, nrm.y as f32, nrm.z as f32];
-        } else {
-            part.range[j] = -1.0;
-            part.geomid[j] = -1;
-            part.point[j] = [0.0; 3];
-            part.normal[j] = [0.0; 3];
+        Ok(())
+    }
+
+    /// The return model and the secondary capture of beam `k` (offset `j` in the part).
+    /// `hit` is the first surface when it counts as a hit; `first` is it regardless of range.
+    #[allow(clippy::too_many_arguments)]
+    fn extras(
+        &self,
+        part: &mut ScanPart,
+        j: usize,
+        k: usize,
+        beam: &Beam,
+        hit: Option<Surface>,
+        first: Option<Surface>,
+        tracer: &mut LiveTracer,
+        (world, tick): (usize, u64),
+    ) {
+        let point = hit.map(|s| beam.origin + beam.dir * s.distance);
+        let class = match (self.tick.model, hit, point) {
+            (Some(m), Some(s), Some(p)) => m.materials.material_at(s.geomid as usize, p).map(|m| m.continuation),
+            _ => None,
+        };
+        if let Some(m) = self.tick.model {
+            let keys = (world as u64, self.tick.sensor as u64, k as u64, tick);
+            let mut rng = BeamRng::new(m.seed, keys.0, keys.1, keys.2, keys.3);
+            let report = beam_return(&m.params, beam, first, tracer, m.materials, &mut rng);
+            if let Some(returns) = part.returns.as_mut() {
+                returns.set(j, &report);
+            }
+        }
+        let all = self.sensor.binding.secondary_scope == SecondaryScope::AllSurfaces;
+        if let Some(pass) = part.pass_through.as_mut() {
+            let secondary = match (hit, point) {
+                (Some(s), Some(p)) if all || self.flagged(s.geomid, class, FLAG_PASS) => {
+                    pass_through(tracer, p, beam.dir, s.geomid).map(|t| (s.distance, t))
+                }
+                _ => None,
+            };
+            pass.set(j, secondary.map_or(0.0, |(d, _)| d), secondary.map(|(_, t)| t));
+        }
+        if let Some(reflected) = part.reflected.as_mut() {
+            let secondary = match (hit, point) {
+                (Some(s), Some(p)) if all || self.flagged(s.geomid, class, FLAG_REFLECT) => {
+                    let folded = beam.dir - 2.0 * beam.dir.dot(s.normal) * s.normal;
+                    tracer.cast(p + folded * NUDGE, folded, LegKind::Folded, 1)
+                }
+                _ => None,
+            };
+            reflected.set(j, NUDGE, secondary);
         }
     }
-    Ok(())
+
+    /// Whether a hit on `geom` (of continuation class `class`, when known) is flagged for the
+    /// secondary ray `flag`.
+    fn flagged(&self, geom: i32, class: Option<Continuation>, flag: u8) -> bool {
+        let by_class = match class {
+            Some(Continuation::Slab | Continuation::Medium | Continuation::Porous) => flag == FLAG_PASS,
+            Some(Continuation::Specular) => flag == FLAG_REFLECT,
+            _ => false,
+        };
+        by_class || self.tick.geom_flags[geom as usize] & flag != 0
+    }
+}
+
+/// Distance a secondary ray starts past the surface it leaves (m).
+const NUDGE: f64 = 1e-5;
+
+/// The next surface straight on past a hit on `geom` at `point`, skipping the far face of
+/// `geom` itself (a pane's back face is not "the next surface"). Its distance is from `point`.
+fn pass_through(tracer: &mut impl Tracer, point: DVec3, dir: DVec3, geom: i32) -> Option<Surface> {
+    let mut travelled = NUDGE;
+    let mut next = tracer.cast(point + dir * NUDGE, dir, LegKind::Straight, 1)?;
+    if next.geomid == geom && next.normal.dot(dir) > 0.0 {
+        travelled += next.distance + NUDGE;
+        let from = point + dir * travelled;
+        next = tracer.cast(from, dir, LegKind::Straight, 2)?;
+    }
+    Some(Surface { distance: travelled + next.distance, ..next })
 }

@@ -1,0 +1,252 @@
+//! The return model on real geometry: live material scans through `Lidars`, with glass,
+//! mirrors and water built in MJCF, and the secondary geometry the recorder captures.
+
+use std::sync::Arc;
+
+use glam::DVec3;
+use glint_core::{RayCaster, Scene};
+use glint_lidar::{
+    LidarBinding, LidarError, Lidars, MaterialLookup, MaterialPreset, MaterialTable, NirMaterial, ReturnParams,
+    ReturnPreset, ScanConfig, SecondaryCapture, SecondaryScope,
+};
+use glint_mujoco::{Model, WorldBatch};
+
+/// Each geom's material from its MuJoCo material's authored NIR channels (else its albedo).
+struct ByGeom(Vec<NirMaterial>);
+
+impl ByGeom {
+    fn new(scene: &Scene, table: &MaterialTable) -> ByGeom {
+        let materials = (0..scene.ngeom())
+            .map(|g| match scene.geom_matid[g] {
+                m if m >= 0 => table
+                    .get(&scene.mat_name[m as usize])
+                    .copied()
+                    .unwrap_or_else(|| NirMaterial::from_albedo(scene.mat_rgba[m as usize])),
+                _ => NirMaterial::from_albedo(scene.geom_rgba[g]),
+            })
+            .collect();
+        ByGeom(materials)
+    }
+}
+
+impl MaterialLookup for ByGeom {
+    fn material_at(&self, geom: usize, _: DVec3) -> Option<NirMaterial> {
+        self.0.get(geom).copied()
+    }
+}
+
+/// A one-channel ring of `bins` beams at elevation `elevation_deg`, whole pattern every tick.
+fn ring(bins: u32, elevation_deg: f64) -> ScanConfig {
+    ScanConfig {
+        channels: 1,
+        azimuth_bins: bins,
+        vfov_min_deg: elevation_deg,
+        vfov_max_deg: elevation_deg,
+        rotation_hz: 0.0,
+        min_range: 0.05,
+        max_range: 100.0,
+        ..ScanConfig::default()
+    }
+}
+
+struct Rig {
+    model: Model,
+    batch: WorldBatch,
+    caster: RayCaster,
+    lidars: Lidars,
+}
+
+impl Rig {
+    fn new(xml: &str, config: ScanConfig, table: &[(&str, NirMaterial)], params: ReturnParams) -> Rig {
+        let model = Model::from_xml_str(xml).unwrap();
+        let batch = WorldBatch::new(&model, 1).unwrap();
+        let caster = RayCaster::new(model.scene(), batch.poses());
+        let binding = LidarBinding { attach_site: Some("lidar".into()), scan: config, ..LidarBinding::default() };
+        let (mut lidars, _) = Lidars::new(model.scene(), vec![binding], 1).unwrap();
+        let mut materials = MaterialTable::default();
+        for (name, m) in table {
+            materials.set(name, *m).unwrap();
+        }
+        lidars.set_materials(Some(Arc::new(ByGeom::new(model.scene(), &materials))));
+        lidars.set_return_params(params).unwrap();
+        Rig { model, batch, caster, lidars }
+    }
+
+    fn tick(&mut self) {
+        self.lidars.tick(self.model.scene(), self.batch.poses(), &self.caster, 0.02, &[0.0], true).unwrap();
+    }
+
+    fn geom(&self, name: &str) -> i32 {
+        self.model.scene().geom_name.iter().position(|n| n == name).unwrap() as i32
+    }
+}
+
+fn quiet(params: ReturnParams) -> ReturnParams {
+    ReturnParams { noise_sigma0: 0.0, noise_slope_per_m: 0.0, ..params }
+}
+
+const STOREFRONT: &str = r#"
+<mujoco>
+  <asset><material name="glass" rgba="0.8 0.9 1 0.3"/><material name="paint" rgba="0.8 0.8 0.8 1"/></asset>
+  <worldbody>
+    <site name="lidar" pos="0 0 1"/>
+    <geom name="pane" type="box" pos="4.005 0 1" size="0.005 3 1" material="glass"/>
+    <geom name="wall" type="box" pos="7.1 0 1" size="0.1 5 1" material="paint"/>
+  </worldbody>
+</mujoco>"#;
+
+#[test]
+fn clear_glass_head_on_gives_a_glint_and_the_wall_behind_and_off_normal_only_the_wall() {
+    let glass = MaterialPreset::ClearFloatGlass.material();
+    let paint = NirMaterial { f0: 0.0, reflectivity: 0.8, ..MaterialPreset::Diffuse.material() };
+    let mut rig = Rig::new(
+        STOREFRONT,
+        ring(360, 0.0),
+        &[("glass", glass), ("paint", paint)],
+        quiet(ReturnPreset::OusterOs1.params()),
+    );
+    rig.tick();
+    let r = rig.lidars.returns(0, 0).unwrap();
+    let (pane, wall) = (rig.geom("pane"), rig.geom("wall"));
+    // Bin 0 runs along +X, into the pane head-on.
+    assert_eq!(r.geomid[0], pane);
+    assert!((r.range[0] - 4.0).abs() < 1e-4, "{}", r.range[0]);
+    assert!((r.reflectivity[0] / 11.666_667 - 1.0).abs() < 1e-5, "{}", r.reflectivity[0]);
+    assert!((r.secondary_range[0] - 7.0).abs() < 1e-4, "{}", r.secondary_range[0]);
+    // Ten degrees off normal the pane is invisible: the wall, dimmed by T² = 0.71².
+    let c = 10f64.to_radians().cos();
+    assert_eq!((r.geomid[10], r.secondary_range[10]), (wall, -1.0));
+    assert!((r.reflectivity[10] as f64 / (0.8 * c * 0.71 * 0.71) - 1.0).abs() < 1e-4, "{}", r.reflectivity[10]);
+    assert!((r.range[10] as f64 - 7.0 / c).abs() < 1e-3);
+    // The clean scan still reports the pane, as geometry.
+    assert_eq!(rig.lidars.scan(0, 0).unwrap().geomid[10], pane);
+}
+
+#[test]
+fn a_mirror_at_45_degrees_books_a_phantom_at_the_total_path() {
+    let xml = r#"
+<mujoco>
+  <asset><material name="mirror" rgba="0.9 0.9 0.9 1" reflectance="0.9"/><material name="paint" rgba="1 1 1 1"/></asset>
+  <worldbody>
+    <site name="lidar" pos="0 0 1"/>
+    <geom name="mirror" type="box" pos="2.01 0 1" size="0.01 1 1" euler="0 0 -45" material="mirror"/>
+    <geom name="wall" type="box" pos="2 3.1 1" size="3 0.1 1" material="paint"/>
+  </worldbody>
+</mujoco>"#;
+    let mut rig =
+        Rig::new(xml, ring(360, 0.0), &[("mirror", MaterialPreset::Mirror.material())], quiet(ReturnParams::default()));
+    rig.tick();
+    let r = rig.lidars.returns(0, 0).unwrap();
+    assert_eq!(r.geomid[0], rig.geom("wall"));
+    // The mirror's front face is 1 cm in front of its centre along the normal.
+    let front = 2.01 - 0.01 * 2f64.sqrt();
+    assert!((r.range[0] as f64 - (front + (3.0 - 0.0))).abs() < 0.02, "{}", r.range[0]);
+    let clean = rig.lidars.scan(0, 0).unwrap();
+    assert_eq!(clean.geomid[0], rig.geom("mirror"));
+}
+
+/// A sensor looking straight down at a pool whose white bottom is `depth` below the surface.
+fn pool(depth: f64) -> String {
+    format!(
+        r#"
+<mujoco>
+  <asset><material name="water" rgba="0.2 0.4 0.8 0.4"/><material name="tiles" rgba="1 1 1 1"/></asset>
+  <worldbody>
+    <site name="lidar" pos="0 0 2"/>
+    <geom name="water" type="box" pos="0 0 -0.5" size="2 2 0.5" material="water" contype="0" conaffinity="0"/>
+    <geom name="bottom" type="box" pos="0 0 {}" size="1 1 0.05" material="tiles"/>
+  </worldbody>
+</mujoco>"#,
+        -depth - 0.05
+    )
+}
+
+#[test]
+fn water_books_a_submerged_surface_at_the_optical_path_and_hides_deep_bottoms() {
+    let table = [
+        ("water", MaterialPreset::StillWater.material()),
+        ("tiles", NirMaterial { reflectivity: 0.9, f0: 0.0, ..MaterialPreset::Diffuse.material() }),
+    ];
+    let params = quiet(ReturnParams { max_returns: 2, min_return_separation: 0.05, ..ReturnParams::default() });
+    let down = ring(4, -90.0);
+    for (depth, seen) in [(0.10, true), (0.50, false)] {
+        let mut rig = Rig::new(&pool(depth), down, &table, params);
+        rig.tick();
+        let r = rig.lidars.returns(0, 0).unwrap();
+        // The surface's own glint is the primary straight down.
+        assert_eq!(r.geomid[0], rig.geom("water"));
+        assert!((r.range[0] - 2.0).abs() < 1e-4);
+        if seen {
+            assert!((r.secondary_range[0] as f64 - (2.0 + 1.33 * depth)).abs() < 1e-4, "{}", r.secondary_range[0]);
+        } else {
+            assert_eq!(r.secondary_range[0], -1.0);
+        }
+    }
+}
+
+#[test]
+fn the_same_seed_gives_the_same_noisy_scan_on_one_and_two_threads() {
+    let run = |threads: usize, seed: u64| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let mut rig = Rig::new(
+                STOREFRONT,
+                ring(2000, 0.0),
+                &[("glass", MaterialPreset::ClearFloatGlass.material())],
+                ReturnPreset::OusterOs1.params(),
+            );
+            rig.lidars.set_seed(seed);
+            rig.tick();
+            let r = rig.lidars.returns(0, 0).unwrap();
+            (r.range.clone(), r.secondary_range.clone(), r.intensity.clone())
+        })
+    };
+    let one = run(1, 3);
+    assert_eq!(one, run(2, 3));
+    assert_ne!(one.0, run(2, 4).0);
+}
+
+#[test]
+fn material_scans_need_a_material_source_and_single_echo_units_report_no_secondaries() {
+    let mut rig = Rig::new(
+        STOREFRONT,
+        ring(360, 0.0),
+        &[("glass", MaterialPreset::ClearFloatGlass.material())],
+        ReturnParams::default(),
+    );
+    rig.tick();
+    assert!(rig.lidars.returns(0, 0).unwrap().secondary_range.iter().all(|&s| s == -1.0));
+    rig.lidars.set_materials(None);
+    let err = rig.lidars.returns(0, 0).unwrap_err();
+    assert_eq!(err, LidarError::NoMaterials);
+    assert!(err.to_string().contains("glint bake"));
+}
+
+#[test]
+fn secondary_capture_records_pass_through_and_reflected_geometry_by_scope() {
+    let mut rig = Rig::new(STOREFRONT, ring(360, 0.0), &[], ReturnParams::default());
+    rig.lidars.set_materials(None);
+    rig.lidars.set_secondary_capture(0, SecondaryCapture::Both, SecondaryScope::FlaggedMaterials).unwrap();
+    rig.tick();
+    let (pane, wall) = (rig.geom("pane"), rig.geom("wall"));
+    let scan = rig.lidars.scan(0, 0).unwrap();
+    let pass = scan.pass_through.as_ref().unwrap();
+    // The glass material is translucent (alpha 0.3): flagged for pass-through, past its own
+    // back face to the wall, measured from the sensor.
+    assert_eq!((scan.geomid[0], pass.geomid[0]), (pane, wall));
+    assert!((pass.range[0] - 7.0).abs() < 1e-4, "{}", pass.range[0]);
+    // No reflectance: nothing reflected in the flagged scope.
+    let reflected = scan.reflected.as_ref().unwrap();
+    assert_eq!(reflected.geomid[0], -1);
+    // Every surface: the wall's own pass-through finds nothing; the pane reflects back to
+    // the sensor's side, where there is nothing.
+    rig.lidars.set_secondary_capture(0, SecondaryCapture::Reflected, SecondaryScope::AllSurfaces).unwrap();
+    rig.tick();
+    let scan = rig.lidars.scan(0, 0).unwrap();
+    assert!(scan.pass_through.is_none());
+    let reflected = scan.reflected.as_ref().unwrap();
+    let off = 30;
+    assert_eq!(scan.geomid[off], pane);
+    assert_eq!(reflected.geomid[off], -1);
+    assert_eq!(reflected.range[off], -1.0);
+}
