@@ -78,6 +78,25 @@ pub enum LidarError {
         /// Its beam count.
         beams: usize,
     },
+    /// A name that becomes part of a file name (a bake's) uses characters a file name cannot.
+    #[error("{what} '{name}' is not usable: {rule}")]
+    InvalidName {
+        /// What kind of name.
+        what: &'static str,
+        /// The name given.
+        name: String,
+        /// What a valid name looks like.
+        rule: &'static str,
+    },
+    /// A material bake file could not be written or read: missing, truncated, corrupt
+    /// (checksum mismatch), not a bake at all (no `LVXB` magic), or written by a newer glint.
+    #[error("material bake '{}': {reason}", path.display())]
+    Bake {
+        /// The bake file.
+        path: std::path::PathBuf,
+        /// What is wrong with it, in words.
+        reason: String,
+    },
     /// The ray core rejected a query (a bug in the sensor, or poses from another scene).
     #[error(transparent)]
     Core(#[from] glint_core::CoreError),

@@ -5,6 +5,7 @@
 //! newest value per beam in a [`Scan`].
 #![deny(missing_docs)]
 
+mod bake;
 mod config;
 mod error;
 mod material;
@@ -13,6 +14,9 @@ mod params;
 mod pattern;
 mod sensor;
 
+pub use bake::{
+    BAKE_DIR, BAKE_FORMAT_VERSION, Bake, BakeRequest, BakeSettings, BakeStatus, bake_path, material_fingerprint,
+};
 pub use config::{
     LidarBinding, NonRepetitive, ScanConfig, ScanPattern, ScanPreset, SecondaryCapture, SecondaryScope, SelfIgnore,
 };
