@@ -10,16 +10,28 @@
 //! preset = "ouster-os1-64"       # applied first; the fields below adjust it
 //! max_range = 60.0
 //! self_ignore = "whole-robot"
+//!
+//! [materials.window]             # NIR authoring of the MJCF material "window"
+//! preset = "clear-float-glass"
+//!
+//! [bake]                         # material bake settings (`glint bake`)
+//! cell_size = 0.05
+//!
+//! [return_model]                 # the return model's calibration
+//! preset = "ouster-os1"
+//! seed = 7
 //! ```
 #![deny(missing_docs)]
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use glam::DVec3;
-use glint_core::nearest_name;
+use glint_core::{Scene, nearest_name};
 use glint_lidar::{
-    LidarBinding, LidarError, NonRepetitive, ScanConfig, ScanPattern, ScanPreset, SecondaryCapture, SecondaryScope,
-    SelfIgnore,
+    BakeSettings, Continuation, LidarBinding, LidarError, MaterialPreset, MaterialTable, Metal, NirMaterial,
+    NonRepetitive, RETURN_PARAM_NAMES, ReturnParams, ReturnPreset, ScanConfig, ScanPattern, ScanPreset,
+    SecondaryCapture, SecondaryScope, SelfIgnore, bake_path,
 };
 use serde::Deserialize;
 use thiserror::Error;
@@ -89,9 +101,65 @@ pub enum ManifestError {
         #[source]
         source: LidarError,
     },
+    /// A `[materials.*]`, `[bake]` or `[return_model]` value failed its check.
+    #[error("manifest '{path}': {table}: {source}")]
+    Section {
+        /// The manifest path.
+        path: PathBuf,
+        /// Which table, e.g. "[materials.glass]".
+        table: String,
+        /// What is wrong with it.
+        #[source]
+        source: Box<LidarError>,
+    },
+    /// A `[materials.NAME]` table names a material the MJCF scene does not define.
+    #[error("manifest '{path}': [materials.{name}] names a material that '{scene}' does not define{hint}")]
+    UnknownMaterial {
+        /// The manifest path.
+        path: PathBuf,
+        /// The material name given.
+        name: String,
+        /// The MJCF scene.
+        scene: PathBuf,
+        /// "; did you mean `x`?", or the materials it does define.
+        hint: String,
+    },
 }
 
-const TOP_KEYS: &[&str] = &["scene", "lidar", "recorder"];
+const TOP_KEYS: &[&str] = &["scene", "lidar", "recorder", "materials", "bake", "return_model"];
+const MATERIAL_KEYS: &[&str] = &[
+    "preset",
+    "reflectivity",
+    "retroreflective",
+    "f0",
+    "transmission",
+    "absorption",
+    "continuation",
+    "roughness",
+    "metalness",
+    "metal",
+];
+const BAKE_KEYS: &[&str] = &["name", "cell_size", "max_dim", "splat_radius", "include_hidden"];
+/// The seventeen return parameters in snake_case, in the seed's order.
+const RETURN_PARAM_KEYS: [&str; 17] = [
+    "max_range_at_ref",
+    "ref_reflectivity",
+    "range_exp",
+    "noise_sigma0",
+    "grazing_cos_cutoff",
+    "intensity_ref_range",
+    "detect_floor",
+    "near_range_r0",
+    "noise_slope_per_m",
+    "spec_slope_floor",
+    "spec_peak_max",
+    "retro_gain",
+    "retro_cos_exp",
+    "fold_max_slope",
+    "range_floor",
+    "min_return_separation",
+    "max_returns",
+];
 const RECORDER_KEYS: &[&str] = &["lidar_runner_hz"];
 const LIDAR_KEYS: &[&str] = &[
     "name",
@@ -125,6 +193,78 @@ struct RawManifest {
     lidar: Vec<RawLidar>,
     #[serde(default)]
     recorder: RawRecorder,
+    #[serde(default)]
+    materials: BTreeMap<String, RawMaterial>,
+    #[serde(default)]
+    bake: RawBake,
+    #[serde(default)]
+    return_model: RawReturnModel,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawMaterial {
+    preset: Option<String>,
+    reflectivity: Option<f64>,
+    retroreflective: Option<f64>,
+    f0: Option<f64>,
+    transmission: Option<f64>,
+    absorption: Option<f64>,
+    continuation: Option<String>,
+    roughness: Option<f64>,
+    metalness: Option<f64>,
+    metal: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawBake {
+    name: Option<String>,
+    cell_size: Option<f64>,
+    max_dim: Option<i64>,
+    splat_radius: Option<i64>,
+    include_hidden: Option<bool>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawReturnModel {
+    preset: Option<String>,
+    seed: Option<u64>,
+    max_range_at_ref: Option<f64>,
+    ref_reflectivity: Option<f64>,
+    range_exp: Option<f64>,
+    noise_sigma0: Option<f64>,
+    grazing_cos_cutoff: Option<f64>,
+    intensity_ref_range: Option<f64>,
+    detect_floor: Option<f64>,
+    near_range_r0: Option<f64>,
+    noise_slope_per_m: Option<f64>,
+    spec_slope_floor: Option<f64>,
+    spec_peak_max: Option<f64>,
+    retro_gain: Option<f64>,
+    retro_cos_exp: Option<f64>,
+    fold_max_slope: Option<f64>,
+    range_floor: Option<f64>,
+    min_return_separation: Option<f64>,
+    max_returns: Option<i64>,
+}
+
+/// The `[bake]` table: which bake `glint bake` writes and how (the seed's bake settings,
+/// "saved with the scene").
+#[derive(Clone, Debug, PartialEq)]
+pub struct BakeConfig {
+    /// The bake's name: it is saved to `MaterialBakes/<name>.lvxb` beside the manifest.
+    /// Default "scene".
+    pub name: String,
+    /// The scene's bake settings (what a request's zeros fall back to).
+    pub settings: BakeSettings,
+}
+
+impl Default for BakeConfig {
+    fn default() -> Self {
+        BakeConfig { name: "scene".into(), settings: BakeSettings::default() }
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -185,6 +325,17 @@ pub struct Manifest {
     pub lidar: Vec<LidarBinding>,
     /// Recorder settings.
     pub recorder: Recorder,
+    /// NIR authoring per MuJoCo material name (`[materials.NAME]`), in name order, presets
+    /// and metals applied and every channel checked. Whether each name exists in the MJCF is
+    /// checked by [`Manifest::material_table`], which needs the scene.
+    pub materials: Vec<(String, NirMaterial)>,
+    /// Material bake settings (`[bake]`).
+    pub bake: BakeConfig,
+    /// The return model's calibration (`[return_model]`): the preset, then any of the
+    /// seventeen parameters, validated. Default: the Generic preset.
+    pub return_params: ReturnParams,
+    /// The return model's noise seed (`[return_model] seed`, default 0).
+    pub seed: u64,
 }
 
 /// "; did you mean `x`?" for the nearest valid key, or the whole list when none is close.
@@ -225,7 +376,175 @@ impl Manifest {
             }
             recorder.lidar_runner_hz = hz;
         }
-        Ok(Manifest { path: path.to_path_buf(), scene: dir.join(&raw.scene), lidar, recorder })
+        let materials = raw
+            .materials
+            .iter()
+            .map(|(name, m)| Ok((name.clone(), m.material(path, name)?)))
+            .collect::<Result<Vec<_>, ManifestError>>()?;
+        let bake = raw.bake.config(path)?;
+        let (return_params, seed) = raw.return_model.params(path)?;
+        Ok(Manifest {
+            path: path.to_path_buf(),
+            scene: dir.join(&raw.scene),
+            lidar,
+            recorder,
+            materials,
+            bake,
+            return_params,
+            seed,
+        })
+    }
+
+    /// The NIR authoring of `scene` (the scene this manifest names, loaded): every
+    /// `[materials.NAME]` must name a material the MJCF defines, or the error names it and the
+    /// nearest material the MJCF does define.
+    pub fn material_table(&self, scene: &Scene) -> Result<MaterialTable, ManifestError> {
+        let mut table = MaterialTable::default();
+        for (name, material) in &self.materials {
+            if !scene.mat_name.iter().any(|n| n == name) {
+                let hint = match nearest_name(name, scene.mat_name.iter().map(String::as_str)) {
+                    Some(n) => format!("; did you mean `{n}`?"),
+                    None if scene.mat_name.is_empty() => "; it defines no materials".into(),
+                    None => format!("; it defines {}", scene.mat_name.join(", ")),
+                };
+                return Err(ManifestError::UnknownMaterial {
+                    path: self.path.clone(),
+                    name: name.clone(),
+                    scene: self.scene.clone(),
+                    hint,
+                });
+            }
+            table.set(name, *material).map_err(|source| ManifestError::Section {
+                path: self.path.clone(),
+                table: format!("[materials.{name}]"),
+                source: Box::new(source),
+            })?;
+        }
+        Ok(table)
+    }
+}
+
+impl RawMaterial {
+    /// The preset, then the metal, then each channel given; checked.
+    fn material(&self, path: &Path, name: &str) -> Result<NirMaterial, ManifestError> {
+        let err = |source: LidarError| ManifestError::Section {
+            path: path.to_path_buf(),
+            table: format!("[materials.{name}]"),
+            source: Box::new(source),
+        };
+        let mut m = match &self.preset {
+            Some(p) => MaterialPreset::from_name(p).map_err(err)?.material(),
+            None => NirMaterial::default(),
+        };
+        if let Some(metal) = &self.metal {
+            m.set_metal(Metal::from_name(metal).map_err(err)?);
+        }
+        if let Some(c) = &self.continuation {
+            m.continuation = Continuation::from_name(c).map_err(err)?;
+        }
+        for (field, value, slot) in [
+            ("reflectivity", self.reflectivity, &mut m.reflectivity),
+            ("retroreflective", self.retroreflective, &mut m.retroreflective),
+            ("f0", self.f0, &mut m.f0),
+            ("transmission", self.transmission, &mut m.transmission),
+            ("absorption", self.absorption, &mut m.absorption),
+            ("roughness", self.roughness, &mut m.roughness),
+            ("metalness", self.metalness, &mut m.metalness),
+        ] {
+            if let Some(v) = value {
+                if !v.is_finite() {
+                    return Err(err(LidarError::OutOfRange { field, value: v, range: "a finite number" }));
+                }
+                *slot = v as f32;
+            }
+        }
+        m.validate().map_err(err)?;
+        Ok(m)
+    }
+}
+
+impl RawBake {
+    fn config(&self, path: &Path) -> Result<BakeConfig, ManifestError> {
+        let err = |source: LidarError| ManifestError::Section {
+            path: path.to_path_buf(),
+            table: "[bake]".into(),
+            source: Box::new(source),
+        };
+        let mut config = BakeConfig::default();
+        if let Some(name) = &self.name {
+            bake_path(Path::new(""), name).map_err(err)?;
+            config.name = name.clone();
+        }
+        let s = &mut config.settings;
+        if let Some(v) = self.cell_size {
+            s.cell_size = v;
+        }
+        if let Some(v) = self.max_dim {
+            s.max_dim = u32::try_from(v)
+                .map_err(|_| err(LidarError::OutOfRange { field: "max_dim", value: v as f64, range: "1 to 1024" }))?;
+        }
+        if let Some(v) = self.splat_radius {
+            s.splat_radius = i32::try_from(v).map_err(|_| {
+                err(LidarError::OutOfRange { field: "splat_radius", value: v as f64, range: "0 to 16 cells" })
+            })?;
+        }
+        if let Some(v) = self.include_hidden {
+            s.include_hidden = v;
+        }
+        s.validate().map_err(err)?;
+        Ok(config)
+    }
+}
+
+impl RawReturnModel {
+    /// The preset's seventeen parameters with the ones given replaced, checked; and the seed.
+    fn params(&self, path: &Path) -> Result<(ReturnParams, u64), ManifestError> {
+        let table = || "[return_model]".to_string();
+        let preset = match &self.preset {
+            Some(p) => ReturnPreset::from_name(p).map_err(|source| ManifestError::Section {
+                path: path.to_path_buf(),
+                table: table(),
+                source: Box::new(source),
+            })?,
+            None => ReturnPreset::Generic,
+        };
+        let mut values = preset.params().to_array();
+        let given = [
+            self.max_range_at_ref,
+            self.ref_reflectivity,
+            self.range_exp,
+            self.noise_sigma0,
+            self.grazing_cos_cutoff,
+            self.intensity_ref_range,
+            self.detect_floor,
+            self.near_range_r0,
+            self.noise_slope_per_m,
+            self.spec_slope_floor,
+            self.spec_peak_max,
+            self.retro_gain,
+            self.retro_cos_exp,
+            self.fold_max_slope,
+            self.range_floor,
+            self.min_return_separation,
+            self.max_returns.map(|v| v as f64),
+        ];
+        for (slot, v) in values.iter_mut().zip(given) {
+            if let Some(v) = v {
+                *slot = v;
+            }
+        }
+        let params = ReturnParams::from_array(values).map_err(|e| match e {
+            // Name the parameter as the manifest spells it.
+            LidarError::OutOfRange { field, value, range } => {
+                let key = RETURN_PARAM_NAMES.iter().position(|&n| n == field).map_or(field, |i| RETURN_PARAM_KEYS[i]);
+                ManifestError::Value {
+                    path: path.to_path_buf(),
+                    message: format!("[return_model] {key} is {value}, outside its range {range}"),
+                }
+            }
+            source => ManifestError::Section { path: path.to_path_buf(), table: table(), source: Box::new(source) },
+        })?;
+        Ok((params, self.seed.unwrap_or(0)))
     }
 }
 
@@ -245,6 +564,26 @@ fn check_keys(table: &toml::Table, path: &Path) -> Result<(), ManifestError> {
         && let Some(key) = t.keys().find(|k| !RECORDER_KEYS.contains(&k.as_str()))
     {
         return Err(unknown("[recorder]".into(), key, RECORDER_KEYS));
+    }
+    if let Some(toml::Value::Table(t)) = table.get("bake")
+        && let Some(key) = t.keys().find(|k| !BAKE_KEYS.contains(&k.as_str()))
+    {
+        return Err(unknown("[bake]".into(), key, BAKE_KEYS));
+    }
+    if let Some(toml::Value::Table(t)) = table.get("return_model") {
+        let valid: Vec<&str> = ["preset", "seed"].into_iter().chain(RETURN_PARAM_KEYS).collect();
+        if let Some(key) = t.keys().find(|k| !valid.contains(&k.as_str())) {
+            return Err(unknown("[return_model]".into(), key, &valid));
+        }
+    }
+    if let Some(toml::Value::Table(materials)) = table.get("materials") {
+        for (name, m) in materials {
+            if let toml::Value::Table(t) = m
+                && let Some(key) = t.keys().find(|k| !MATERIAL_KEYS.contains(&k.as_str()))
+            {
+                return Err(unknown(format!("[materials.{name}]"), key, MATERIAL_KEYS));
+            }
+        }
     }
     if let Some(toml::Value::Array(items)) = table.get("lidar") {
         for (i, item) in items.iter().enumerate() {

@@ -67,7 +67,7 @@ fn unknown_keys_name_the_nearest_valid_one() {
     assert!(err.contains("lidar_runner_hz is 0, outside its range"), "{err}");
     assert_eq!(parse("scene = \"a.xml\"\n").unwrap().recorder.lidar_runner_hz, 100.0);
     let err = parse("scene = \"a.xml\"\nzzzzzz = 1\n").unwrap_err();
-    assert!(err.contains("valid keys are scene, lidar, recorder"), "{err}");
+    assert!(err.contains("valid keys are scene, lidar, recorder, materials, bake, return_model"), "{err}");
 }
 
 #[test]
@@ -109,5 +109,158 @@ fn the_example_manifests_load_with_their_scenes() {
         let model = glint_mujoco::Model::from_xml_file(&m.scene).unwrap();
         assert_eq!(m.lidar.len(), 1);
         assert!(model.scene().site_id(m.lidar[0].attach_site.as_deref().unwrap()).is_some());
+    }
+}
+
+/// A scene with three materials, for `[materials.*]` names.
+const MATERIALS_XML: &str = r#"
+<mujoco>
+  <asset>
+    <material name="window" rgba="0.7 0.8 0.9 0.3"/>
+    <material name="frame_paint" rgba="0.2 0.2 0.2 1"/>
+    <material name="floor" rgba="0.5 0.5 0.5 1"/>
+  </asset>
+  <worldbody>
+    <geom type="plane" size="5 5 0.1" material="floor"/>
+    <geom type="box" size="1 0.01 1" pos="0 2 1" material="window"/>
+    <geom type="box" size="1.1 0.05 1.1" pos="0 2.1 1" material="frame_paint"/>
+  </worldbody>
+</mujoco>"#;
+
+#[test]
+fn materials_apply_the_preset_then_the_metal_then_each_channel() {
+    use glint_lidar::{Continuation, MaterialPreset};
+    let m = parse(
+        r#"
+        scene = "a.xml"
+
+        [materials.window]
+        preset = "clear-float-glass"
+        transmission = 0.6
+
+        [materials.frame_paint]
+        preset = "gloss-dark-paint"
+        metal = "steel"
+        roughness = 0.4
+
+        [materials.floor]
+        reflectivity = 0.3
+        continuation = "porous"
+        transmission = 0.1
+        "#,
+    )
+    .unwrap();
+    let names: Vec<&str> = m.materials.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["floor", "frame_paint", "window"]);
+    let get = |name: &str| m.materials.iter().find(|(n, _)| n == name).unwrap().1;
+    let glass = MaterialPreset::ClearFloatGlass.material();
+    assert_eq!(get("window"), glint_lidar::NirMaterial { transmission: 0.6, ..glass });
+    let paint = get("frame_paint");
+    assert_eq!((paint.f0, paint.metalness, paint.roughness), (0.60, 1.0, 0.4));
+    assert_eq!(paint.reflectivity, MaterialPreset::GlossDarkPaint.material().reflectivity);
+    let floor = get("floor");
+    assert_eq!((floor.reflectivity, floor.continuation, floor.transmission), (0.3, Continuation::Porous, 0.1));
+    assert_eq!(floor.roughness, 1.0, "no preset: the diffuse default");
+
+    let model = glint_mujoco::Model::from_xml_str(MATERIALS_XML).unwrap();
+    let table = m.material_table(model.scene()).unwrap();
+    assert_eq!(table.get("window"), Some(&get("window")));
+    assert_eq!(table.authored().count(), 3);
+}
+
+#[test]
+fn materials_name_unknown_keys_bad_values_and_unknown_materials() {
+    let material = |extra: &str| parse(&format!("scene = \"a.xml\"\n[materials.window]\n{extra}\n"));
+    for (extra, expect) in [
+        ("reflectivty = 0.5", "unknown key `reflectivty` in [materials.window]; did you mean `reflectivity`?"),
+        ("contination = \"slab\"", "did you mean `continuation`?"),
+        ("preset = \"glass\"", "unknown material preset 'glass': use one of diffuse"),
+        ("metal = \"brass\"", "unknown metal 'brass': use one of aluminium"),
+        ("continuation = \"liquid\"", "unknown continuation class 'liquid'"),
+        ("transmission = 1.5", "[materials.window]: lidar field `transmission` is 1.5, outside its range 0 to 1"),
+        ("absorption = 200.0", "`absorption` is 200, outside its range 0 to 100 per metre"),
+        ("f0 = nan", "`f0` is NaN"),
+        ("roughness = \"smooth\"", "invalid type"),
+    ] {
+        let err = material(extra).unwrap_err();
+        assert!(err.contains(expect), "{extra}: {err}");
+    }
+    let model = glint_mujoco::Model::from_xml_str(MATERIALS_XML).unwrap();
+    let m = parse("scene = \"a.xml\"\n[materials.windw]\npreset = \"mirror\"\n").unwrap();
+    let err = m.material_table(model.scene()).unwrap_err().to_string();
+    assert!(
+        err.contains("[materials.windw] names a material that '/scenes/a.xml' does not define; did you mean `window`?"),
+        "{err}"
+    );
+    let m = parse("scene = \"a.xml\"\n[materials.zzzzzzzzzz]\n").unwrap();
+    let err = m.material_table(model.scene()).unwrap_err().to_string();
+    assert!(err.contains("it defines window, frame_paint, floor"), "{err}");
+}
+
+#[test]
+fn bake_settings_and_their_errors() {
+    let m = parse("scene = \"a.xml\"\n").unwrap();
+    assert_eq!(m.bake, glint_manifest::BakeConfig::default());
+    assert_eq!((m.bake.name.as_str(), m.bake.settings), ("scene", glint_lidar::BakeSettings::default()));
+    let m = parse(
+        "scene = \"a.xml\"\n[bake]\nname = \"night\"\ncell_size = 0.1\nmax_dim = 128\nsplat_radius = 0\ninclude_hidden = true\n",
+    )
+    .unwrap();
+    assert_eq!(m.bake.name, "night");
+    assert_eq!(
+        m.bake.settings,
+        glint_lidar::BakeSettings { cell_size: 0.1, max_dim: 128, splat_radius: 0, include_hidden: true }
+    );
+    let bake = |extra: &str| parse(&format!("scene = \"a.xml\"\n[bake]\n{extra}\n"));
+    for (extra, expect) in [
+        ("cell_sise = 0.1", "unknown key `cell_sise` in [bake]; did you mean `cell_size`?"),
+        ("cell_size = 0.0", "[bake]: lidar field `cell_size` is 0, outside its range 0.001 to 10 m"),
+        ("max_dim = 0", "`max_dim` is 0, outside its range 1 to 1024"),
+        ("max_dim = -3", "`max_dim` is -3"),
+        ("splat_radius = 40", "`splat_radius` is 40, outside its range 0 to 16 cells"),
+        ("name = \"../up\"", "bake name '../up' is not usable"),
+        ("include_hidden = 1", "invalid type"),
+    ] {
+        let err = bake(extra).unwrap_err();
+        assert!(err.contains(expect), "{extra}: {err}");
+    }
+}
+
+#[test]
+fn return_model_preset_overrides_and_seed() {
+    use glint_lidar::{ReturnParams, ReturnPreset};
+    let m = parse("scene = \"a.xml\"\n").unwrap();
+    assert_eq!((m.return_params, m.seed), (ReturnParams::default(), 0));
+    let m = parse(
+        "scene = \"a.xml\"\n[return_model]\npreset = \"ouster-os1\"\nseed = 42\nnoise_sigma0 = 0.01\nmax_returns = 1\nretro_gain = 500\n",
+    )
+    .unwrap();
+    let want =
+        ReturnParams { noise_sigma0: 0.01, max_returns: 1, retro_gain: 500.0, ..ReturnPreset::OusterOs1.params() };
+    assert_eq!((m.return_params, m.seed), (want, 42));
+    let rm = |extra: &str| parse(&format!("scene = \"a.xml\"\n[return_model]\n{extra}\n"));
+    for (extra, expect) in [
+        ("noise_sigma = 0.01", "unknown key `noise_sigma` in [return_model]; did you mean `noise_sigma0`?"),
+        ("preset = \"velodyne\"", "unknown return preset 'velodyne': use one of generic, unitree-l1"),
+        ("max_range_at_ref = -1.0", "[return_model] max_range_at_ref is -1, outside its range above 0"),
+        ("max_returns = 9", "[return_model] max_returns is 9, outside its range a whole number from 1 to 8"),
+        ("grazing_cos_cutoff = 2.0", "[return_model] grazing_cos_cutoff is 2"),
+        ("seed = -1", "seed"),
+    ] {
+        let err = rm(extra).unwrap_err();
+        assert!(err.contains(expect), "{extra}: {err}");
+    }
+}
+
+#[test]
+fn every_example_in_the_manifest_docs_parses() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/manifest.md")).unwrap();
+    let blocks: Vec<&str> = doc.split("```toml").skip(1).map(|b| b.split("```").next().unwrap()).collect();
+    assert!(blocks.len() >= 4);
+    for block in blocks {
+        let text = if block.contains("scene =") { block.to_string() } else { format!("scene = \"a.xml\"\n{block}") };
+        if let Err(e) = parse(&text) {
+            panic!("{e}\n{block}");
+        }
     }
 }
