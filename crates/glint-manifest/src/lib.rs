@@ -91,26 +91,24 @@ pub enum ManifestError {
         message: String,
     },
     /// A lidar binding failed the seed's ranges.
-    #[error("manifest '{path}': [[lidar]] {index}: {source}")]
+    #[error("manifest '{path}': [[lidar]] {index}: {error}")]
     Lidar {
         /// The manifest path.
         path: PathBuf,
         /// The binding's index.
         index: usize,
-        /// What is wrong with it.
-        #[source]
-        source: LidarError,
+        /// What is wrong with it (in the message, not repeated as a source).
+        error: LidarError,
     },
     /// A `[materials.*]`, `[bake]` or `[return_model]` value failed its check.
-    #[error("manifest '{path}': {table}: {source}")]
+    #[error("manifest '{path}': {table}: {error}")]
     Section {
         /// The manifest path.
         path: PathBuf,
         /// Which table, e.g. "[materials.glass]".
         table: String,
-        /// What is wrong with it.
-        #[source]
-        source: Box<LidarError>,
+        /// What is wrong with it (in the message, not repeated as a source).
+        error: Box<LidarError>,
     },
     /// A `[materials.NAME]` table names a material the MJCF scene does not define.
     #[error("manifest '{path}': [materials.{name}] names a material that '{scene}' does not define{hint}")]
@@ -417,7 +415,7 @@ impl Manifest {
             table.set(name, *material).map_err(|source| ManifestError::Section {
                 path: self.path.clone(),
                 table: format!("[materials.{name}]"),
-                source: Box::new(source),
+                error: Box::new(source),
             })?;
         }
         Ok(table)
@@ -430,7 +428,7 @@ impl RawMaterial {
         let err = |source: LidarError| ManifestError::Section {
             path: path.to_path_buf(),
             table: format!("[materials.{name}]"),
-            source: Box::new(source),
+            error: Box::new(source),
         };
         let mut m = match &self.preset {
             Some(p) => MaterialPreset::from_name(p).map_err(err)?.material(),
@@ -468,7 +466,7 @@ impl RawBake {
         let err = |source: LidarError| ManifestError::Section {
             path: path.to_path_buf(),
             table: "[bake]".into(),
-            source: Box::new(source),
+            error: Box::new(source),
         };
         let mut config = BakeConfig::default();
         if let Some(name) = &self.name {
@@ -504,7 +502,7 @@ impl RawReturnModel {
             Some(p) => ReturnPreset::from_name(p).map_err(|source| ManifestError::Section {
                 path: path.to_path_buf(),
                 table: table(),
-                source: Box::new(source),
+                error: Box::new(source),
             })?,
             None => ReturnPreset::Generic,
         };
@@ -542,7 +540,7 @@ impl RawReturnModel {
                     message: format!("[return_model] {key} is {value}, outside its range {range}"),
                 }
             }
-            source => ManifestError::Section { path: path.to_path_buf(), table: table(), source: Box::new(source) },
+            source => ManifestError::Section { path: path.to_path_buf(), table: table(), error: Box::new(source) },
         })?;
         Ok((params, self.seed.unwrap_or(0)))
     }
@@ -599,7 +597,7 @@ fn check_keys(table: &toml::Table, path: &Path) -> Result<(), ManifestError> {
 
 impl RawLidar {
     fn binding(&self, path: &Path, index: usize) -> Result<LidarBinding, ManifestError> {
-        let lidar_err = |source: LidarError| ManifestError::Lidar { path: path.to_path_buf(), index, source };
+        let lidar_err = |source: LidarError| ManifestError::Lidar { path: path.to_path_buf(), index, error: source };
         let bad = |key: &'static str, value: &str, valid: &'static str| ManifestError::BadValue {
             path: path.to_path_buf(),
             table: format!("[[lidar]] {index}"),

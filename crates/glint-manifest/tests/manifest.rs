@@ -264,3 +264,14 @@ fn every_example_in_the_manifest_docs_parses() {
         }
     }
 }
+
+#[test]
+fn the_showroom_authors_only_materials_its_scene_defines() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/showroom");
+    let m = Manifest::load(dir.join("showroom.toml")).unwrap();
+    let model = glint_mujoco::Model::from_xml_file(&m.scene).unwrap();
+    let table = m.material_table(model.scene()).unwrap();
+    assert_eq!(table.authored().count(), m.materials.len());
+    assert!(m.materials.len() >= 8);
+    assert_eq!((m.bake.name.as_str(), m.seed), ("showroom", 7));
+}
