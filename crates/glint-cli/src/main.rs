@@ -1,5 +1,6 @@
 //! The `glint` command-line tool.
 
+mod bake;
 mod bench;
 mod draw;
 mod patterns;
@@ -17,6 +18,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Builds the material bake of a manifest's scene and saves it to
+    /// `MaterialBakes/<name>.lvxb` beside the manifest; `--status` reports the saved one.
+    Bake(bake::BakeArgs),
     /// Benchmarks against MuJoCo.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -28,6 +32,7 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Bake(args) => bake::run(args),
         Command::Bench(cmd) => bench::run(cmd),
         Command::Scan(args) => scan::run(args),
     };

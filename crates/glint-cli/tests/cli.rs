@@ -181,3 +181,123 @@ fn scan_applies_a_preset_and_names_bad_input() {
     assert!(err.contains("binds no lidar"), "{err}");
     std::fs::remove_dir_all(&out).ok();
 }
+
+/// A shelf whose collision box (group 3, no material) covers two visual boxes.
+const BAKE_XML: &str = r#"<mujoco>
+  <asset>
+    <material name="glass" rgba="0.7 0.8 0.9 0.3"/>
+    <material name="paint" rgba="0.9 0.9 0.2 1"/>
+  </asset>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1"/>
+    <geom name="left" type="box" pos="-0.5 0 0.5" size="0.5 0.5 0.5" material="glass" contype="0" conaffinity="0"/>
+    <geom name="right" type="box" pos="0.5 0 0.5" size="0.5 0.5 0.5" material="paint" contype="0" conaffinity="0"/>
+    <geom name="collision" type="box" pos="0 0 0.5" size="1.02 0.52 0.52" group="3"/>
+  </worldbody>
+</mujoco>"#;
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Runs `glint bake ARGS` that must succeed, and returns its standard output.
+fn bake(args: &[&str]) -> String {
+    let o = glint(&[&["bake"], args].concat());
+    assert!(o.status.success(), "glint bake {args:?}: {}", stderr(&o));
+    stdout(&o)
+}
+
+#[test]
+fn bake_writes_the_file_and_status_follows_material_edits() {
+    let dir = temp_dir("bake");
+    std::fs::write(dir.join("shelf.xml"), BAKE_XML).unwrap();
+    let manifest = dir.join("shelf.toml");
+    let m = manifest.to_str().unwrap();
+    let write = |glass_preset: &str| {
+        let text =
+            format!("scene = \"shelf.xml\"\n[bake]\ncell_size = 0.1\n[materials.glass]\npreset = \"{glass_preset}\"\n");
+        std::fs::write(&manifest, text).unwrap();
+    };
+    write("clear-float-glass");
+
+    // Nothing baked yet.
+    let out = bake(&[m, "--status"]);
+    assert!(out.contains("valid = false"), "{out}");
+
+    let out = bake(&[m]);
+    let file = dir.join("MaterialBakes").join("scene.lvxb");
+    assert!(file.exists(), "{out}");
+    for line in [
+        "valid = true",
+        "format_version = 1",
+        "cell_size = 0.1",
+        "splat_radius = 1",
+        "geom_materials = 4",
+        "stale = false",
+    ] {
+        assert!(out.contains(line), "missing {line}: {out}");
+    }
+    let filled: u64 = out.split("filled_cells = ").nth(1).unwrap().lines().next().unwrap().parse().unwrap();
+    assert!(filled > 200, "{out}");
+    let out = bake(&[m, "--status"]);
+    assert!(out.contains("valid = true") && out.contains("stale = false"), "{out}");
+
+    // Editing a material makes the saved bake stale; baking again fixes it.
+    write("tinted-glass");
+    let o = glint(&["bake", m, "--status"]);
+    assert!(o.status.success() && stdout(&o).contains("stale = true"), "{}", stdout(&o));
+    assert!(stderr(&o).contains("stale"), "{}", stderr(&o));
+    bake(&[m]);
+    assert!(bake(&[m, "--status"]).contains("stale = false"));
+
+    // Flags override the manifest's [bake] for one bake, under another name.
+    let out = bake(&[m, "--name", "coarse", "--cell-size", "0.25", "--splat-radius", "0", "--include-hidden"]);
+    assert!(out.contains("cell_size = 0.25") && out.contains("splat_radius = 0"), "{out}");
+    assert!(dir.join("MaterialBakes").join("coarse.lvxb").exists());
+    assert!(bake(&[m, "--status", "--name", "coarse"]).contains("splat_radius = 0"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bake_names_bad_input() {
+    let dir = temp_dir("bake-bad");
+    std::fs::write(dir.join("shelf.xml"), BAKE_XML).unwrap();
+    let manifest = dir.join("shelf.toml");
+    let m = manifest.to_str().unwrap();
+    std::fs::write(&manifest, "scene = \"shelf.xml\"\n[materials.glas]\npreset = \"mirror\"\n").unwrap();
+    let err = fails(&["bake", m]);
+    assert!(err.contains("[materials.glas]") && err.contains("did you mean `glass`?"), "{err}");
+    std::fs::write(&manifest, "scene = \"shelf.xml\"\n").unwrap();
+    let err = fails(&["bake", m, "--cell-size", "0"]);
+    assert!(err.contains("cell_size"), "{err}");
+    let err = fails(&["bake", m, "--name", "../escape"]);
+    assert!(err.contains("bake name '../escape' is not usable"), "{err}");
+    let err = fails(&["bake", m, "--include-hidden", "--exclude-hidden"]);
+    assert!(err.contains("cannot be used with"), "{err}");
+    // A damaged bake is named, with what is wrong.
+    let file = dir.join("MaterialBakes").join("scene.lvxb");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, b"LVXB\x01\x00\x00\x00short").unwrap();
+    let err = fails(&["bake", m, "--status"]);
+    assert!(err.contains(&file.display().to_string()) && err.contains("truncated"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bake_the_showroom_and_edit_a_material_in_a_copy() {
+    let dir = temp_dir("bake-showroom");
+    for f in ["showroom.xml", "showroom.toml"] {
+        std::fs::copy(example(&format!("showroom/{f}")), dir.join(f)).unwrap();
+    }
+    let manifest = dir.join("showroom.toml");
+    let m = manifest.to_str().unwrap();
+    let out = bake(&[m]);
+    assert!(dir.join("MaterialBakes").join("showroom.lvxb").exists(), "{out}");
+    assert!(out.contains("stale = false"), "{out}");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let edited = text.replacen("preset = \"clear-float-glass\"", "preset = \"low-e-glass\"", 1);
+    assert_ne!(edited, text, "the showroom's glass material moved");
+    std::fs::write(&manifest, edited).unwrap();
+    assert!(bake(&[m, "--status"]).contains("stale = true"));
+    std::fs::remove_dir_all(&dir).ok();
+}
