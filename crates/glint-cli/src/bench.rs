@@ -21,6 +21,29 @@ pub enum BenchCommand {
     /// Times a full revolution of a lidar preset through the sensor API (slicing, frames,
     /// range cuts, the live scan) against the same rays through the bare ray core.
     Lidar(LidarArgs),
+    /// Times a full revolution of a manifest's first lidar with the return model (material
+    /// scan, two echoes) against the clean scan of the same revolution.
+    Returns(ReturnsArgs),
+}
+
+/// Arguments of `glint bench returns`.
+#[derive(Args)]
+pub struct ReturnsArgs {
+    /// Scene manifest (TOML): its scene, first lidar, materials and return model.
+    manifest: PathBuf,
+    /// Also capture the recorder's secondary geometry (pass-through and reflected, every
+    /// surface) in the material run.
+    #[arg(long)]
+    capture: bool,
+    /// Threads (default 1, so the ratio is not a measure of parallel scaling).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    threads: u32,
+    /// Timed runs per measurement (the median is reported), after one warm-up run.
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(5..))]
+    repeats: u32,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `glint bench lidar`.
@@ -138,6 +161,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
     match cmd {
         BenchCommand::Rays(args) => rays(args),
         BenchCommand::Lidar(args) => lidar(args),
+        BenchCommand::Returns(args) => returns(args),
     }
 }
 
@@ -382,6 +406,77 @@ fn lidar(args: LidarArgs) -> Result<()> {
         println!("one revolution through the sensor API  {:.3} ms", sensor_s * 1e3);
         println!("the same rays through the ray core     {:.3} ms", core_s * 1e3);
         println!("sensor / core                          {:.2}x", report.sensor_over_core);
+    }
+    Ok(())
+}
+
+/// What `glint bench returns --json` prints.
+#[derive(Serialize)]
+struct ReturnsReport {
+    manifest: String,
+    beams: usize,
+    threads: u32,
+    clean_s: f64,
+    material_s: f64,
+    material_over_clean: f64,
+    clean_hits: usize,
+    material_echoes: usize,
+    secondary_echoes: usize,
+}
+
+fn returns(args: ReturnsArgs) -> Result<()> {
+    use glint_lidar::{Bake, Lidars, ReturnParams, ScanConfig, SecondaryCapture, SecondaryScope};
+    use std::sync::Arc;
+    let manifest = glint_manifest::Manifest::load(&args.manifest)?;
+    let binding = manifest.lidar.first().cloned().context("the manifest binds no lidar")?;
+    let model = Model::from_xml_file(&manifest.scene)?;
+    let scene = model.scene().clone();
+    let batch = WorldBatch::new(&model, 1)?;
+    let caster = RayCaster::new(&scene, batch.poses());
+    let table = manifest.material_table(&scene)?;
+    let bake = Bake::build(&scene, batch.poses(), &table, manifest.bake.settings)?;
+    let frozen = ScanConfig { rotation_hz: 0.0, ..binding.scan };
+    let binding = glint_lidar::LidarBinding { scan: frozen, ..binding };
+    let (mut lidars, _) = Lidars::new(&scene, vec![binding], 1)?;
+    lidars.set_secondary_capture(0, SecondaryCapture::Off, SecondaryScope::FlaggedMaterials)?;
+    let one = pool(args.threads as usize)?;
+    let tick = |lidars: &mut Lidars| {
+        lidars.tick(&scene, batch.poses(), &caster, 0.01, &[0.0], true).expect("validated at binding");
+    };
+    let clean_s = one.install(|| median_time(args.repeats, || tick(&mut lidars)));
+    let clean_hits = lidars.scan(0, 0)?.hits();
+    lidars.set_materials(Some(Arc::new(bake)));
+    lidars.set_return_params(ReturnParams { max_returns: 2, ..manifest.return_params })?;
+    lidars.set_seed(manifest.seed);
+    if args.capture {
+        lidars.set_secondary_capture(0, SecondaryCapture::Both, SecondaryScope::AllSurfaces)?;
+    }
+    let material_s = one.install(|| median_time(args.repeats, || tick(&mut lidars)));
+    let r = lidars.returns(0, 0)?;
+    let report = ReturnsReport {
+        manifest: args.manifest.display().to_string(),
+        beams: r.range.len(),
+        threads: args.threads,
+        clean_s,
+        material_s,
+        material_over_clean: material_s / clean_s,
+        clean_hits,
+        material_echoes: r.range.iter().filter(|&&x| x >= 0.0).count(),
+        secondary_echoes: r.secondary_range.iter().filter(|&&x| x >= 0.0).count(),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!("{}: {} beams on {} thread(s)", report.manifest, report.beams, report.threads);
+        println!("clean scan                                 {:.3} ms, {} hits", clean_s * 1e3, clean_hits);
+        println!(
+            "material scan with secondaries{}  {:.3} ms, {} echoes, {} second echoes",
+            if args.capture { " and capture" } else { "            " },
+            material_s * 1e3,
+            report.material_echoes,
+            report.secondary_echoes
+        );
+        println!("material / clean                           {:.2}x", report.material_over_clean);
     }
     Ok(())
 }

@@ -22,7 +22,10 @@ const SOLID_GREEN: [u8; 3] = [0, 200, 0];
 /// one height, a single emission index): the middle of the ramp.
 const DEGENERATE_T: f32 = 0.5;
 
-/// Scalar each point is coloured by (the seed's colour-by modes that need no material).
+/// Scalar each point is coloured by: the seed's twelve colour-by modes. The last five read the
+/// return model and a material bake; without them they draw the flat green of `Solid`, so an
+/// unconfigured material read is unmistakable, and a hit the bake has no material for is dim
+/// grey.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ColourBy {
     /// Laser channel (row): `channel / (channels - 1)`; one ramp colour (the ramp's middle)
@@ -40,11 +43,22 @@ pub enum ColourBy {
     Solid,
     /// `|cos|` of the angle between beam and surface normal (1 = head-on, 0 = grazing).
     Incidence,
+    /// Return-model intensity, linear, saturating at 1 (a perfect matte surface head-on at
+    /// `intensityRefRange`): the inverse-square falloff makes close points saturate.
+    Intensity,
+    /// Baked NIR reflectivity `ρ`, 0..1.
+    NirReflectivity,
+    /// Baked metal reflectance `F0 · metalness`, 0..1.
+    MetalReflectance,
+    /// Return-model drop probability of the first surface, 0..1.
+    DropoutProb,
+    /// Calibrated reflectivity on a log scale over four decades: 0.01 → 0, 100 → 1.
+    CalibratedReflectivity,
 }
 
 impl ColourBy {
     /// Every mode, in the order the names are listed in error messages.
-    pub const ALL: [ColourBy; 7] = [
+    pub const ALL: [ColourBy; 12] = [
         ColourBy::Channel,
         ColourBy::Range,
         ColourBy::Height,
@@ -52,6 +66,11 @@ impl ColourBy {
         ColourBy::SampleOrder,
         ColourBy::Solid,
         ColourBy::Incidence,
+        ColourBy::Intensity,
+        ColourBy::NirReflectivity,
+        ColourBy::MetalReflectance,
+        ColourBy::DropoutProb,
+        ColourBy::CalibratedReflectivity,
     ];
 
     /// The mode's command-line name, as accepted by [`FromStr`].
@@ -64,7 +83,24 @@ impl ColourBy {
             ColourBy::SampleOrder => "sample-order",
             ColourBy::Solid => "solid",
             ColourBy::Incidence => "incidence",
+            ColourBy::Intensity => "intensity",
+            ColourBy::NirReflectivity => "nir-reflectivity",
+            ColourBy::MetalReflectance => "metal-reflectance",
+            ColourBy::DropoutProb => "dropout-prob",
+            ColourBy::CalibratedReflectivity => "calibrated-reflectivity",
         }
+    }
+
+    /// Whether the mode reads the return model and a bake.
+    pub fn needs_material(self) -> bool {
+        matches!(
+            self,
+            ColourBy::Intensity
+                | ColourBy::NirReflectivity
+                | ColourBy::MetalReflectance
+                | ColourBy::DropoutProb
+                | ColourBy::CalibratedReflectivity
+        )
     }
 }
 
@@ -185,6 +221,47 @@ pub struct Point {
     pub order: u32,
     /// `|cos|` of the angle between beam and surface normal, 0..1.
     pub cos_incidence: f32,
+    /// What the return model and the bake say about the point.
+    pub material: MaterialRead,
+}
+
+/// The material values of a point, for the material colour modes.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub enum MaterialRead {
+    /// No bake or no return model: the material modes draw `Solid` green.
+    #[default]
+    Unconfigured,
+    /// The bake has no material for the hit: dim grey.
+    Hole,
+    /// The values.
+    Known {
+        /// Return-model intensity (`-1`: the beam dropped).
+        intensity: f32,
+        /// Baked NIR reflectivity.
+        nir: f32,
+        /// Baked `F0 · metalness`.
+        metal: f32,
+        /// Drop probability of the first surface.
+        drop: f32,
+        /// Calibrated reflectivity (`-1`: the beam dropped).
+        calibrated: f32,
+    },
+}
+
+/// Ramp parameter of a material mode for `read`, or the fixed colour the mode draws instead.
+fn material_scalar(read: MaterialRead, by: ColourBy) -> Result<f32, [u8; 3]> {
+    let MaterialRead::Known { intensity, nir, metal, drop, calibrated } = read else {
+        return Err(if read == MaterialRead::Hole { NAN_GREY } else { SOLID_GREEN });
+    };
+    let t = match by {
+        ColourBy::Intensity if intensity >= 0.0 => intensity.min(1.0),
+        ColourBy::NirReflectivity => nir,
+        ColourBy::MetalReflectance => metal,
+        ColourBy::DropoutProb => drop,
+        ColourBy::CalibratedReflectivity if calibrated > 0.0 => (calibrated.log10() + 2.0) / 4.0,
+        _ => return Err(NAN_GREY),
+    };
+    Ok(t.clamp(0.0, 1.0))
 }
 
 /// Ramp parameter of each point for `by`, normalised over `points` as [`top_down_png`]
@@ -214,6 +291,7 @@ fn scalars(points: &[Point], by: ColourBy) -> Vec<f32> {
         }
         ColourBy::Solid => vec![0.0; points.len()],
         ColourBy::Incidence => points.iter().map(|p| p.cos_incidence).collect(),
+        _ => points.iter().map(|p| material_scalar(p.material, by).unwrap_or(f32::NAN)).collect(),
     }
 }
 
@@ -290,7 +368,14 @@ pub fn top_down_png(points: &[Point], by: ColourBy, ramp: Ramp, size: u32, path:
         for i in idx {
             let [x, y, _] = points[i].xyz;
             let Some((col, row)) = frame.pixel(x, y) else { continue };
-            let colour = if by == ColourBy::Solid { SOLID_GREEN } else { ramp.colour(ts[i]) };
+            let colour = match by {
+                ColourBy::Solid => SOLID_GREEN,
+                _ if by.needs_material() => match material_scalar(points[i].material, by) {
+                    Ok(t) => ramp.colour(t),
+                    Err(fixed) => fixed,
+                },
+                _ => ramp.colour(ts[i]),
+            };
             for (dc, dr) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
                 let (c, r) = (col + dc, row + dr);
                 if c < size && r < size {
@@ -377,7 +462,23 @@ mod tests {
             azimuth: y.atan2(x),
             order: 0,
             cos_incidence: 1.0,
+            material: MaterialRead::Unconfigured,
         }
+    }
+
+    #[test]
+    fn draw_material_modes_fall_back_to_solid_and_grey() {
+        let by = ColourBy::CalibratedReflectivity;
+        assert_eq!(material_scalar(MaterialRead::Unconfigured, by), Err(SOLID_GREEN));
+        assert_eq!(material_scalar(MaterialRead::Hole, by), Err(NAN_GREY));
+        let known =
+            |calibrated: f32| MaterialRead::Known { intensity: 2.0, nir: 0.3, metal: 0.0, drop: 0.25, calibrated };
+        assert_eq!(material_scalar(known(1.0), by), Ok(0.5));
+        assert_eq!(material_scalar(known(100.0), by), Ok(1.0));
+        assert_eq!(material_scalar(known(-1.0), by), Err(NAN_GREY));
+        assert_eq!(material_scalar(known(1.0), ColourBy::Intensity), Ok(1.0));
+        assert_eq!(material_scalar(known(1.0), ColourBy::DropoutProb), Ok(0.25));
+        assert!(ColourBy::ALL.iter().filter(|m| m.needs_material()).count() == 5);
     }
 
     #[test]

@@ -8,11 +8,11 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use glint_core::RayCaster;
-use glint_lidar::{Lidars, ScanPattern, ScanPreset};
+use glint_lidar::{Bake, Continuation, Lidars, ScanPattern, ScanPreset, Strength, bake_path, drop_probability};
 use glint_manifest::Manifest;
 use glint_mujoco::{Model, WorldBatch};
 
-use crate::draw::{ColourBy, Point, Ramp, range_image_png, top_down_png};
+use crate::draw::{ColourBy, MaterialRead, Point, Ramp, range_image_png, top_down_png};
 
 /// Arguments of `glint scan`.
 #[derive(Args)]
@@ -39,6 +39,12 @@ pub struct ScanArgs {
     /// Colour ramp: warm-green-blue, grayscale, heat, warm-red-yellow.
     #[arg(long, default_value = "warm-red-yellow")]
     ramp: Ramp,
+    /// Apply the return model with the manifest's saved material bake (`glint bake` first)
+    /// and its `[return_model]`: the top-down view draws the model's echoes (a mirror's
+    /// phantoms included) and the material colour modes show real values; the PLY gains
+    /// intensity, calibrated reflectivity and second-echo range.
+    #[arg(long)]
+    material: bool,
     /// Side of the top-down image, pixels.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(64..=8192))]
     size: u32,
@@ -65,6 +71,17 @@ pub fn run(args: ScanArgs) -> Result<()> {
             eprintln!("warning: {w}");
         }
     }
+    let bake = if args.material { Some(load_bake(&manifest, &scene)?) } else { None };
+    if let Some(bake) = &bake {
+        lidars.set_materials(Some(std::sync::Arc::new(bake.clone())));
+        lidars.set_return_params(manifest.return_params)?;
+        lidars.set_seed(manifest.seed);
+    } else if args.colour_by.needs_material() {
+        eprintln!(
+            "warning: colour mode '{}' reads the return model and a bake: pass --material (drawing solid green)",
+            args.colour_by
+        );
+    }
     lidars.set_live(true);
     let tick_s = 1.0 / manifest.recorder.lidar_runner_hz;
     let ticks = args.ticks.unwrap_or_else(|| {
@@ -90,20 +107,57 @@ pub fn run(args: ScanArgs) -> Result<()> {
     let (mut az, mut el) = (vec![0.0f32; beams], vec![0.0f32; beams]);
     lidars.beam_angles(s, 0, &mut az, &mut el)?;
     let channels = config.channels;
+    let params = lidars.return_params();
     let points: Vec<Point> = (0..beams)
         .filter(|&k| scan.range[k] >= 0.0)
-        .map(|k| {
+        .filter_map(|k| {
             let p = glam::Vec3::from(scan.point[k]);
             let dir = (p - origin.as_vec3()).normalize_or_zero();
-            Point {
-                xyz: scan.point[k],
-                range: scan.range[k],
+            let cos_incidence = dir.dot(glam::Vec3::from(scan.normal[k])).abs();
+            let (xyz, range, material) = match (&bake, scan.returns.as_ref()) {
+                (Some(bake), Some(returns)) => {
+                    // The model's echo along the beam: dropped beams vanish, phantoms appear.
+                    let echo = returns.range[k];
+                    let at = origin.as_vec3() + dir * echo.max(0.0);
+                    let read = match bake.material_at(scan.geomid[k] as usize, p.as_dvec3()) {
+                        None => MaterialRead::Hole,
+                        Some(m) => {
+                            let terms = Strength::of(&params, m, cos_incidence as f64);
+                            let s = match m.continuation {
+                                Continuation::Opaque | Continuation::Porous => terms.full(),
+                                _ => terms.glint_only(),
+                            };
+                            MaterialRead::Known {
+                                intensity: returns.intensity[k],
+                                nir: m.reflectivity,
+                                metal: m.f0 * m.metalness,
+                                drop: drop_probability(&params, s, scan.range[k] as f64, cos_incidence as f64) as f32,
+                                calibrated: returns.reflectivity[k],
+                            }
+                        }
+                    };
+                    // A dropped beam shows only in the modes that describe its surface.
+                    let surface_mode = matches!(
+                        args.colour_by,
+                        ColourBy::NirReflectivity | ColourBy::MetalReflectance | ColourBy::DropoutProb
+                    );
+                    if echo < 0.0 && !surface_mode {
+                        return None;
+                    }
+                    if echo < 0.0 { (scan.point[k], scan.range[k], read) } else { (at.into(), echo, read) }
+                }
+                _ => (scan.point[k], scan.range[k], MaterialRead::Unconfigured),
+            };
+            Some(Point {
+                xyz,
+                range,
                 channel: k as u32 % channels,
                 channels,
                 azimuth: az[k],
                 order: k as u32,
-                cos_incidence: dir.dot(glam::Vec3::from(scan.normal[k])).abs(),
-            }
+                cos_incidence,
+                material,
+            })
         })
         .collect();
 
@@ -122,6 +176,15 @@ pub fn run(args: ScanArgs) -> Result<()> {
     }
 
     let hits = scan.hits();
+    if let Some(returns) = &scan.returns {
+        let echoes = returns.range.iter().filter(|&&r| r >= 0.0).count();
+        let second = returns.secondary_range.iter().filter(|&&r| r >= 0.0).count();
+        println!(
+            "return model ({}): {echoes} echoes ({:.1}% of beams), {second} second echoes",
+            manifest.bake.name,
+            100.0 * echoes as f64 / beams as f64
+        );
+    }
     let dt = steps as f64 * model.timestep();
     let revolutions = if config.rotation_hz > 0.0 {
         (ticks as f64 * config.rotation_hz * dt).min(ticks as f64)
@@ -141,6 +204,29 @@ pub fn run(args: ScanArgs) -> Result<()> {
     Ok(())
 }
 
+/// Loads the manifest's saved bake, warning when it is stale.
+fn load_bake(manifest: &Manifest, scene: &glint_core::Scene) -> Result<Bake> {
+    let dir = manifest.path.parent().unwrap_or(Path::new("."));
+    let path = bake_path(dir, &manifest.bake.name)?;
+    if !path.exists() {
+        bail!(
+            "--material needs a material bake, and there is none at '{}': run `glint bake {}` first",
+            path.display(),
+            manifest.path.display()
+        );
+    }
+    let bake = Bake::load(&path)?;
+    let table = manifest.material_table(scene)?;
+    if bake.status(scene, &table).stale {
+        eprintln!(
+            "warning: the bake '{}' is stale (the materials changed since it was made): run `glint bake {}` again",
+            path.display(),
+            manifest.path.display()
+        );
+    }
+    Ok(bake)
+}
+
 /// Writes the returns of `scan` as a binary little-endian PLY: world-frame x, y, z and, per
 /// point, range, channel, bin, geom id and timestamp.
 fn write_ply(path: &Path, scan: &glint_lidar::Scan, channels: u32, manifest: &Path, name: &str) -> Result<()> {
@@ -150,9 +236,14 @@ fn write_ply(path: &Path, scan: &glint_lidar::Scan, channels: u32, manifest: &Pa
         out,
         "ply\nformat binary_little_endian 1.0\ncomment glint scan of {} (sensor '{name}'), world frame, metres\n\
          element vertex {}\nproperty float x\nproperty float y\nproperty float z\nproperty float range\n\
-         property ushort channel\nproperty ushort bin\nproperty int geom\nproperty double timestamp\nend_header\n",
+         property ushort channel\nproperty ushort bin\nproperty int geom\nproperty double timestamp\n{}end_header\n",
         manifest.display(),
-        hits.len()
+        hits.len(),
+        if scan.returns.is_some() {
+            "property float intensity\nproperty float reflectivity\nproperty float secondary_range\n"
+        } else {
+            ""
+        }
     )?;
     for &k in &hits {
         for c in scan.point[k] {
@@ -163,6 +254,11 @@ fn write_ply(path: &Path, scan: &glint_lidar::Scan, channels: u32, manifest: &Pa
         out.extend_from_slice(&((k as u32 / channels) as u16).to_le_bytes());
         out.extend_from_slice(&scan.geomid[k].to_le_bytes());
         out.extend_from_slice(&scan.time[k].to_le_bytes());
+        if let Some(r) = &scan.returns {
+            for v in [r.intensity[k], r.reflectivity[k], r.secondary_range[k]] {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        }
     }
     std::fs::write(path, out).with_context(|| format!("cannot write '{}'", path.display()))
 }

@@ -97,6 +97,11 @@ pub enum LidarError {
         /// What is wrong with it, in words.
         reason: String,
     },
+    /// A material scan was asked for with no material source loaded.
+    #[error(
+        "no material bake is loaded, so the return model has no reflectivity to work from: build one with `glint bake` and load it (Lidars::set_materials)"
+    )]
+    NoMaterials,
     /// The ray core rejected a query (a bug in the sensor, or poses from another scene).
     #[error(transparent)]
     Core(#[from] glint_core::CoreError),

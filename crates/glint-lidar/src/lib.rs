@@ -12,6 +12,7 @@ mod material;
 mod model;
 mod params;
 mod pattern;
+mod scan;
 mod sensor;
 
 pub use bake::{
@@ -28,4 +29,5 @@ pub use model::{
 };
 pub use params::{RETURN_PARAM_NAMES, ReturnParams, ReturnPreset};
 pub use pattern::{angles, beam_direction};
-pub use sensor::{Lidars, Scan};
+pub use scan::{Returns, Scan, SecondaryHits};
+pub use sensor::Lidars;

@@ -58,10 +58,11 @@ impl Continuation {
 
     /// Parses a manifest name.
     pub fn from_name(name: &str) -> Result<Continuation, LidarError> {
-        Continuation::ALL
-            .into_iter()
-            .find(|c| c.name() == name)
-            .ok_or_else(|| LidarError::UnknownName { what: "continuation class", name: name.into(), valid: CLASSES })
+        Continuation::ALL.into_iter().find(|c| c.name() == name).ok_or_else(|| LidarError::UnknownName {
+            what: "continuation class",
+            name: name.into(),
+            valid: CLASSES,
+        })
     }
 }
 
@@ -308,7 +309,8 @@ pub enum Metal {
 
 impl Metal {
     /// Every metal, in the seed's order.
-    pub const ALL: [Metal; 6] = [Metal::Aluminium, Metal::Silver, Metal::Steel, Metal::Copper, Metal::Gold, Metal::Chrome];
+    pub const ALL: [Metal; 6] =
+        [Metal::Aluminium, Metal::Silver, Metal::Steel, Metal::Copper, Metal::Gold, Metal::Chrome];
 
     /// F0 at 905 nm.
     pub fn f0(self) -> f32 {

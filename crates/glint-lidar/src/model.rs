@@ -99,6 +99,12 @@ pub trait MaterialLookup: Send + Sync {
     fn material_at(&self, geom: usize, point: DVec3) -> Option<NirMaterial>;
 }
 
+impl MaterialLookup for crate::Bake {
+    fn material_at(&self, geom: usize, point: DVec3) -> Option<NirMaterial> {
+        crate::Bake::material_at(self, geom, point).copied()
+    }
+}
+
 /// What the model reports for one beam.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BeamReturn {
@@ -199,11 +205,12 @@ impl Strength {
         let m = slope(params, material);
         let tan2 = if c > 0.0 { (1.0 - c * c) / (c * c) } else { f64::INFINITY };
         let glint = (material.f0 as f64 / (4.0 * m * m) * (-tan2 / (m * m)).exp()).min(params.spec_peak_max);
+        let blend = material.retroreflective as f64;
         Strength {
             glint,
             diffuse: material.reflectivity as f64 * (1.0 - material.metalness as f64) * c,
-            retro: params.retro_gain * c.powf(params.retro_cos_exp),
-            blend: material.retroreflective as f64,
+            retro: if blend > 0.0 { params.retro_gain * c.powf(params.retro_cos_exp) } else { 0.0 },
+            blend,
         }
     }
 

@@ -176,7 +176,7 @@ pub(crate) struct HitsPart<'a> {
     normal: &'a mut [[f32; 3]],
 }
 
-fn split<'a, T>(s: &'a mut [T], mid: usize) -> (&'a mut [T], &'a mut [T]) {
+fn split<T>(s: &mut [T], mid: usize) -> (&mut [T], &mut [T]) {
     s.split_at_mut(mid)
 }
 
