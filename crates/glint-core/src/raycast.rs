@@ -348,7 +348,7 @@ impl RayCaster {
             }
         }
         let eligible = Self::eligible(scene, filter);
-        let q = Query { scene, poses, eligible: &eligible, batch, world0 };
+        let q = Query { scene, poses, eligible: &eligible, batch, world0, skip_geom: -1 };
         let nray = batch.nray;
         let bad_ray = AtomicBool::new(false);
         dist.par_chunks_mut(CHUNK)
@@ -443,6 +443,7 @@ impl RayCaster {
             xmat,
             eligible,
             exclude,
+            skip_geom: q.skip_geom,
             geoms: &self.tlas_geoms,
             boxes: &self.tlas_boxes[q.world0 + w],
             p,
@@ -484,7 +485,7 @@ impl RayCaster {
         let batch = RayBatch { nray: 1, pnt: &[pnt], vec: &[vec], bodyexclude: &[bodyexclude] };
         batch.validate(1)?;
         let eligible = Self::eligible(scene, filter);
-        Ok(self.cast(&Query { scene, poses, eligible: &eligible, batch: &batch, world0: w }, 0, 0))
+        Ok(self.cast(&Query { scene, poses, eligible: &eligible, batch: &batch, world0: w, skip_geom: -1 }, 0, 0))
     }
 
     /// Any-hit query: `out[w * nray + i]` is true when ray `i` of world `w` hits an eligible
@@ -501,7 +502,7 @@ impl RayCaster {
         self.check(poses, batch, out.len(), true)?;
         batch.check_shape("max_dist", max_dist.len(), poses.nworld, false)?;
         let eligible = Self::eligible(scene, filter);
-        let q = Query { scene, poses, eligible: &eligible, batch, world0: 0 };
+        let q = Query { scene, poses, eligible: &eligible, batch, world0: 0, skip_geom: -1 };
         let nray = batch.nray;
         out.par_chunks_mut(CHUNK).enumerate().for_each(|(chunk, out)| {
             for (k, o) in out.iter_mut().enumerate() {
@@ -566,9 +567,33 @@ pub struct PreparedRays<'a> {
 }
 
 impl PreparedRays<'_> {
+    /// One ray from `origin` along `dir` in world `world`, ignoring body `exclude` and geom
+    /// `skip_geom` (`-1`: none), as `mj_ray` would answer with that geom removed: the
+    /// continuation of a beam through a surface it has already crossed. `None` on a miss or a
+    /// non-finite or zero-length ray.
+    pub fn cast_one(&self, world: usize, origin: DVec3, dir: DVec3, exclude: i32, skip_geom: i32) -> Option<RayHit> {
+        let usable = origin.is_finite() && dir.is_finite() && dir.length_squared() >= MINVAL * MINVAL;
+        if !usable || world >= self.poses.nworld {
+            return None;
+        }
+        let batch = RayBatch { nray: 1, pnt: &[origin], vec: &[dir], bodyexclude: &[exclude] };
+        let q = Query {
+            scene: self.scene,
+            poses: self.poses,
+            eligible: &self.eligible,
+            batch: &batch,
+            world0: world,
+            skip_geom,
+        };
+        let hit = self.caster.cast(&q, 0, 0);
+        (hit.geomid >= 0).then_some(hit)
+    }
+
     /// Casts the rays from `origin` along `dirs` in world `world`, ignoring body `exclude`
-    /// (`-1`: none), into `dist`, `geomid` and `normal` (each as long as `dirs`). Rays go in
-    /// packets in the order given, so neighbouring directions should be neighbours here.
+    /// and geom `skip_geom` (`-1`: none), into `dist`, `geomid` and `normal` (each as long as
+    /// `dirs`). Rays go in packets in the order given, so neighbouring directions should be
+    /// neighbours here. Skipping a geom gives the surfaces behind it: a lidar's beams
+    /// continuing through a pane of glass, from the sensor's own origin.
     #[allow(clippy::too_many_arguments)]
     pub fn cast_from(
         &self,
@@ -576,6 +601,7 @@ impl PreparedRays<'_> {
         origin: DVec3,
         dirs: &[DVec3],
         exclude: i32,
+        skip_geom: i32,
         dist: &mut [f64],
         geomid: &mut [i32],
         normal: &mut [DVec3],
@@ -598,7 +624,14 @@ impl PreparedRays<'_> {
         if !batch.chunk_ok(0, nray) {
             batch.validate(1)?;
         }
-        let q = Query { scene: self.scene, poses: self.poses, eligible: &self.eligible, batch: &batch, world0: world };
+        let q = Query {
+            scene: self.scene,
+            poses: self.poses,
+            eligible: &self.eligible,
+            batch: &batch,
+            world0: world,
+            skip_geom,
+        };
         let mut packet = Packet::empty();
         let mut i = 0;
         while i < nray {
@@ -621,6 +654,8 @@ struct Query<'a> {
     batch: &'a RayBatch<'a>,
     /// The world that the batch's world 0 stands for.
     world0: usize,
+    /// A geom the rays pass through (`-1`: none).
+    skip_geom: i32,
 }
 
 impl Query<'_> {
@@ -640,7 +675,7 @@ impl Query<'_> {
     /// Whether geom `g` can be hit by a ray that excludes body `exclude`.
     #[inline(always)]
     fn usable(&self, g: usize, exclude: i32) -> bool {
-        self.eligible[g] && self.scene.geom_bodyid[g] != exclude
+        self.eligible[g] && self.scene.geom_bodyid[g] != exclude && g as i32 != self.skip_geom
     }
 }
 
@@ -774,6 +809,8 @@ struct PacketWalk<'a> {
     xmat: &'a [DMat3],
     eligible: &'a [bool],
     exclude: i32,
+    /// A geom the packet passes through (`-1`: none).
+    skip_geom: i32,
     geoms: &'a [u32],
     boxes: &'a [Aabb],
     p: &'a Packet,
@@ -801,7 +838,7 @@ impl Visitor for PacketWalk<'_> {
     #[inline]
     fn prim(&mut self, prim: u32) -> bool {
         let g = self.geoms[prim as usize] as usize;
-        if !self.eligible[g] || self.scene.geom_bodyid[g] == self.exclude {
+        if !self.eligible[g] || self.scene.geom_bodyid[g] == self.exclude || g as i32 == self.skip_geom {
             return false;
         }
         let mut mask = self.p.enters(&self.boxes[prim as usize], &self.best.t);
@@ -926,21 +963,26 @@ mod tests {
         let want = caster.rays(&scene, &poses, &batch, &filter).unwrap();
         let prepared = caster.prepare(&scene, &poses, &filter).unwrap();
         let (mut dist, mut geomid, mut normal) = (vec![0.0; 100], vec![0; 100], vec![DVec3::ZERO; 100]);
-        prepared.cast_from(0, origin, &dirs, -1, &mut dist, &mut geomid, &mut normal).unwrap();
+        prepared.cast_from(0, origin, &dirs, -1, -1, &mut dist, &mut geomid, &mut normal).unwrap();
         assert_eq!((dist, geomid, normal), (want.dist, want.geomid.clone(), want.normal));
         assert!(want.geomid.contains(&0) && want.geomid.contains(&-1));
         // The sphere's own body excluded: nothing is hit.
         let (mut dist, mut geomid, mut normal) = (vec![0.0; 100], vec![0; 100], vec![DVec3::ZERO; 100]);
-        prepared.cast_from(0, origin, &dirs, 0, &mut dist, &mut geomid, &mut normal).unwrap();
+        prepared.cast_from(0, origin, &dirs, 0, -1, &mut dist, &mut geomid, &mut normal).unwrap();
         assert!(geomid.iter().all(|&g| g == -1));
+        // So is it when the sphere itself is skipped, in packets and one ray at a time.
+        prepared.cast_from(0, origin, &dirs, -1, 0, &mut dist, &mut geomid, &mut normal).unwrap();
+        assert!(geomid.iter().all(|&g| g == -1));
+        assert_eq!(prepared.cast_one(0, origin, DVec3::Z, -1, 0), None);
+        assert_eq!(prepared.cast_one(0, origin, DVec3::Z, -1, -1).map(|h| h.geomid), Some(0));
 
         let mut bad = dirs.clone();
         bad[42] = DVec3::ZERO;
-        let err = prepared.cast_from(0, origin, &bad, -1, &mut dist, &mut geomid, &mut normal).unwrap_err();
+        let err = prepared.cast_from(0, origin, &bad, -1, -1, &mut dist, &mut geomid, &mut normal).unwrap_err();
         assert!(matches!(err, CoreError::BadDirection { index: 42, .. }), "{err}");
-        let err = prepared.cast_from(1, origin, &dirs, -1, &mut dist, &mut geomid, &mut normal).unwrap_err();
+        let err = prepared.cast_from(1, origin, &dirs, -1, -1, &mut dist, &mut geomid, &mut normal).unwrap_err();
         assert!(matches!(err, CoreError::NoSuchWorld { world: 1, nworld: 1 }), "{err}");
-        let err = prepared.cast_from(0, origin, &dirs, -1, &mut dist[..5], &mut geomid, &mut normal).unwrap_err();
+        let err = prepared.cast_from(0, origin, &dirs, -1, -1, &mut dist[..5], &mut geomid, &mut normal).unwrap_err();
         assert!(err.to_string().contains("dist"), "{err}");
     }
 }

@@ -61,7 +61,7 @@ pub const MEDIUM_INDEX: f64 = 1.33;
 
 /// Distance a continuation starts past the surface it leaves (m), so it does not find that
 /// surface again.
-const NUDGE: f64 = 1e-5;
+pub(crate) const NUDGE: f64 = 1e-5;
 
 /// A surface reached by a beam or a continuation.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -89,8 +89,10 @@ pub enum LegKind {
 /// Casts the continuations of a beam.
 pub trait Tracer {
     /// The first surface along `dir` (unit) from `origin`, or `None`. `depth` counts the
-    /// legs before this one (1 for the first continuation).
-    fn cast(&mut self, origin: DVec3, dir: DVec3, kind: LegKind, depth: usize) -> Option<Surface>;
+    /// legs before this one (1 for the first continuation). `through` is a geom the leg may
+    /// pass through (`-1`: none): the convex slab or porous volume it has just entered, whose
+    /// far face is no interaction.
+    fn cast(&mut self, origin: DVec3, dir: DVec3, kind: LegKind, depth: usize, through: i32) -> Option<Surface>;
 }
 
 /// The NIR material at a hit: `None` where it is not resolvable (a hole in the bake).
@@ -126,6 +128,18 @@ impl BeamReturn {
         BeamReturn { range: -1.0, secondary_range: -1.0, intensity: -1.0, reflectivity: -1.0, geomid: -1 };
 }
 
+/// The random key of one sensor's tick in one world (from [`BeamRng::tick_key`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TickKey(u64);
+
+impl TickKey {
+    /// The stream of beam `beam`.
+    #[inline]
+    pub fn beam(self, beam: u64) -> BeamRng {
+        BeamRng { key: mix(self.0 ^ beam.wrapping_mul(0xd1b5_4a32_d192_ed03)), counter: 0 }
+    }
+}
+
 /// Counter-based random numbers for one beam of one tick: a SplitMix64 stream over a key
 /// mixed from (seed, world, sensor, beam, tick). Stateless across beams, so any thread can
 /// draw any beam's numbers and get the same ones.
@@ -144,11 +158,17 @@ fn mix(mut z: u64) -> u64 {
 impl BeamRng {
     /// The stream of beam `beam` of sensor `sensor` in world `world` at tick `tick`.
     pub fn new(seed: u64, world: u64, sensor: u64, beam: u64, tick: u64) -> BeamRng {
+        BeamRng::tick_key(seed, world, sensor, tick).beam(beam)
+    }
+
+    /// The key shared by every beam of one sensor's tick in one world; [`TickKey::beam`]
+    /// then costs one mix per beam.
+    pub fn tick_key(seed: u64, world: u64, sensor: u64, tick: u64) -> TickKey {
         let mut key = mix(seed ^ 0x6a09_e667_f3bc_c909);
-        for part in [world, sensor, beam, tick] {
+        for part in [world, sensor, tick] {
             key = mix(key ^ part.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         }
-        BeamRng { key, counter: 0 }
+        TickKey(key)
     }
 
     /// A uniform number in `[0, 1)`.
@@ -203,8 +223,16 @@ impl Strength {
     pub fn of(params: &ReturnParams, material: &NirMaterial, c: f64) -> Strength {
         let c = c.clamp(0.0, 1.0);
         let m = slope(params, material);
-        let tan2 = if c > 0.0 { (1.0 - c * c) / (c * c) } else { f64::INFINITY };
-        let glint = (material.f0 as f64 / (4.0 * m * m) * (-tan2 / (m * m)).exp()).min(params.spec_peak_max);
+        let inv_m2 = 1.0 / (m * m);
+        let c2 = c * c;
+        // tan²θ / m², as the exponent's argument; beyond 80 the peak is below 1e-34 of itself.
+        let x = if c2 > 0.0 { (1.0 - c2) / c2 * inv_m2 } else { f64::INFINITY };
+        let glint = if material.f0 > 0.0 && x < 80.0 {
+            // Single precision is ample for a term that is then compared with a floor.
+            (material.f0 as f64 * 0.25 * inv_m2 * (-x).exp()).min(params.spec_peak_max)
+        } else {
+            0.0
+        };
         let blend = material.retroreflective as f64;
         Strength {
             glint,
@@ -237,6 +265,10 @@ struct Candidate {
     strength: f64,
     cos: f64,
     geomid: i32,
+}
+
+impl Candidate {
+    const NONE: Candidate = Candidate { range: 0.0, strength: 0.0, cos: 0.0, geomid: -1 };
 }
 
 /// The probability that a return of strength `s` at range `r` and incidence cosine `c` is
@@ -274,39 +306,81 @@ struct Path {
     medium: Option<(f64, f64)>,
 }
 
-/// Runs the return model for one beam whose first surface is `first` (from the clean scan),
-/// following continuations through `tracer`. A first surface whose material is not
-/// resolvable gives no echo ([`BeamReturn::NONE`]).
-pub fn beam_return(
-    params: &ReturnParams,
-    beam: &Beam,
-    first: Option<Surface>,
-    tracer: &mut impl Tracer,
-    materials: &(impl MaterialLookup + ?Sized),
-    rng: &mut BeamRng,
-) -> BeamReturn {
-    match trace(params, beam, first, tracer, materials, rng) {
-        Some((candidates, n)) => report(params, beam, &candidates[..n], rng),
-        None => BeamReturn::NONE,
+/// The return model under one calibration, with what it derives from it once.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReturnModel {
+    params: ReturnParams,
+    /// Below this range every candidate over `detectFloor` is within its `Rmax`, so the
+    /// power law need not be evaluated: `Rmax(detectFloor)`.
+    sure_range: f64,
+}
+
+impl ReturnModel {
+    /// The model under `params`.
+    pub fn new(params: ReturnParams) -> ReturnModel {
+        ReturnModel { params, sure_range: params.max_range(params.detect_floor) }
+    }
+
+    /// Its calibration.
+    pub fn params(&self) -> &ReturnParams {
+        &self.params
+    }
+
+    /// Strength `S` of an opaque surface at incidence cosine `c`.
+    pub(crate) fn opaque_strength(&self, material: &NirMaterial, c: f64) -> f64 {
+        Strength::of(&self.params, material, c).full()
+    }
+
+    /// The report of a beam whose only candidate is an opaque first surface at `range` with
+    /// `strength`, incidence cosine `cos`, on `geomid`.
+    pub(crate) fn opaque_return(
+        &self,
+        window: (f64, f64),
+        (range, strength, cos, geomid): (f64, f64, f64, i32),
+        rng: &mut BeamRng,
+    ) -> BeamReturn {
+        let candidate = Candidate { range, strength, cos, geomid };
+        if self.detected(window, &candidate, rng) { self.measure(&candidate, None, rng) } else { BeamReturn::NONE }
+    }
+
+    /// Runs the model for one beam whose first surface (from the clean scan) and its material
+    /// are `first` (`None`: no surface, or a surface the bake has no material for), following
+    /// continuations through `tracer` and looking their materials up in `materials`.
+    pub fn beam_return(
+        &self,
+        beam: &Beam,
+        first: Option<(Surface, NirMaterial)>,
+        tracer: &mut impl Tracer,
+        materials: &(impl MaterialLookup + ?Sized),
+        rng: &mut BeamRng,
+    ) -> BeamReturn {
+        let Some((s, material)) = first else { return BeamReturn::NONE };
+        if material.continuation == Continuation::Opaque {
+            // Most beams: one candidate, no continuation.
+            let c = beam.dir.dot(s.normal).abs();
+            let strength = self.opaque_strength(&material, c);
+            return self.opaque_return(beam.window, (s.distance, strength, c, s.geomid), rng);
+        }
+        let mut candidates = [Candidate::NONE; MAX_INTERACTIONS];
+        let n = trace(&self.params, beam, (s, material), tracer, materials, rng, &mut candidates);
+        self.report(beam, &candidates[..n], rng)
     }
 }
 
-type Candidates = ([Candidate; MAX_INTERACTIONS], usize);
-
-/// The candidate echoes of a beam in range order; `None` when the first surface's material
-/// is not resolvable.
+/// Fills `candidates` with the candidate echoes of a beam whose first surface and its
+/// material are `first`, in range order, and returns how many.
 fn trace(
     params: &ReturnParams,
     beam: &Beam,
-    first: Option<Surface>,
+    first: (Surface, NirMaterial),
     tracer: &mut impl Tracer,
     materials: &(impl MaterialLookup + ?Sized),
     rng: &mut BeamRng,
-) -> Option<Candidates> {
-    let mut candidates = [Candidate { range: 0.0, strength: 0.0, cos: 0.0, geomid: -1 }; MAX_INTERACTIONS];
+    candidates: &mut [Candidate; MAX_INTERACTIONS],
+) -> usize {
     let mut ncand = 0;
     let mut path = Path { origin: beam.origin, dir: beam.dir, booked: 0.0, index: 1.0, loss: 1.0, medium: None };
-    let mut surface = first;
+    let mut surface = Some(first.0);
     let mut interactions = 0;
     for leg in 0..MAX_CASTS {
         let Some(s) = surface else { break };
@@ -315,15 +389,12 @@ fn trace(
             path.loss *= (-2.0 * alpha * s.distance).exp();
         }
         let point = path.origin + path.dir * s.distance;
-        let Some(material) = materials.material_at(s.geomid as usize, point) else {
-            if leg == 0 {
-                return None;
-            }
-            break;
-        };
+        let found = if leg == 0 { Some(first.1) } else { materials.material_at(s.geomid as usize, point) };
+        let Some(material) = found else { break };
         let along = path.dir.dot(s.normal);
         let class = material.continuation;
         let leaving = along > 0.0 && matches!(class, Continuation::Slab | Continuation::Porous | Continuation::Medium);
+        let mut through = -1;
         let kind = if leaving {
             match leave_volume(&mut path, &material, s.normal) {
                 Some(kind) => kind,
@@ -344,6 +415,7 @@ fn trace(
                 Continuation::Slab => {
                     candidate(path.loss * terms.glint_only());
                     path.loss *= (material.transmission as f64).powi(2);
+                    through = s.geomid;
                     LegKind::Straight
                 }
                 Continuation::Medium => {
@@ -357,7 +429,10 @@ fn trace(
                     path.medium = Some((material.absorption as f64, material.f0 as f64));
                     LegKind::Refracted
                 }
-                Continuation::Porous if rng.uniform() < material.transmission as f64 => LegKind::Straight,
+                Continuation::Porous if rng.uniform() < material.transmission as f64 => {
+                    through = s.geomid;
+                    LegKind::Straight
+                }
                 Continuation::Specular => {
                     candidate(path.loss * terms.glint_only());
                     if slope(params, &material) > params.fold_max_slope {
@@ -375,9 +450,9 @@ fn trace(
         };
         path.origin = point + path.dir * NUDGE;
         path.booked = range + path.index * NUDGE;
-        surface = tracer.cast(path.origin, path.dir, kind, leg + 1);
+        surface = tracer.cast(path.origin, path.dir, kind, leg + 1, through);
     }
-    Some((candidates, ncand))
+    ncand
 }
 
 /// Leaves the volume whose far face the path reached; `None` on total internal reflection.
@@ -400,57 +475,72 @@ pub fn refract(dir: DVec3, n: DVec3, eta: f64) -> Option<DVec3> {
     (k >= 0.0).then(|| (eta * dir + (eta * cos_i - k.sqrt()) * n).normalize())
 }
 
-/// Detection, echo merging and measurement of a beam's candidates.
-fn report(params: &ReturnParams, beam: &Beam, candidates: &[Candidate], rng: &mut BeamRng) -> BeamReturn {
-    let mut echoes = [Candidate { range: 0.0, strength: 0.0, cos: 0.0, geomid: -1 }; MAX_INTERACTIONS];
-    let mut n = 0;
-    // Candidates arrive in booked-range order along the path, which is also range order.
-    for &c in candidates {
-        if !detected(params, beam, &c, rng) {
-            continue;
-        }
-        if n > 0 && c.range - echoes[n - 1].range < params.min_return_separation {
-            if c.strength > echoes[n - 1].strength {
-                echoes[n - 1] = c;
+impl ReturnModel {
+    /// Detection, echo merging and measurement of a beam's candidates.
+    fn report(&self, beam: &Beam, candidates: &[Candidate], rng: &mut BeamRng) -> BeamReturn {
+        let params = &self.params;
+        let mut echoes = [Candidate::NONE; MAX_INTERACTIONS];
+        let mut n = 0;
+        // Candidates arrive in booked-range order along the path, which is also range order.
+        for &c in candidates {
+            if !self.detected(beam.window, &c, rng) {
+                continue;
             }
-        } else {
-            echoes[n] = c;
-            n += 1;
+            if n > 0 && c.range - echoes[n - 1].range < params.min_return_separation {
+                if c.strength > echoes[n - 1].strength {
+                    echoes[n - 1] = c;
+                }
+            } else {
+                echoes[n] = c;
+                n += 1;
+            }
+        }
+        let echoes = &mut echoes[..n];
+        echoes.sort_by(|a, b| b.strength.total_cmp(&a.strength));
+        match echoes {
+            [] => BeamReturn::NONE,
+            [primary] => self.measure(primary, None, rng),
+            [primary, second, ..] => self.measure(primary, Some(second), rng),
         }
     }
-    let echoes = &mut echoes[..n];
-    echoes.sort_by(|a, b| b.strength.total_cmp(&a.strength));
-    let Some(primary) = echoes.first() else { return BeamReturn::NONE };
-    let measure = |c: &Candidate, rng: &mut BeamRng| {
-        let noisy = c.range + params.noise_sigma(c.range) * rng.normal();
-        noisy.max(params.range_floor) as f32
-    };
-    let range = measure(primary, rng);
-    let secondary_range = match echoes.get(1) {
-        Some(c) if params.max_returns >= 2 => measure(c, rng),
-        _ => -1.0,
-    };
-    let r = primary.range;
-    let near = (r / params.near_range_r0).min(1.0);
-    let intensity = primary.strength * (params.intensity_ref_range / r).powi(2) * near * near;
-    BeamReturn {
-        range,
-        secondary_range,
-        intensity: intensity as f32,
-        reflectivity: primary.strength as f32,
-        geomid: primary.geomid,
-    }
-}
 
-fn detected(params: &ReturnParams, beam: &Beam, c: &Candidate, rng: &mut BeamRng) -> bool {
-    let (min_range, max_range) = beam.window;
-    if c.strength < params.detect_floor || c.range >= params.max_range(c.strength) {
-        return false;
+    /// The measured report of the strongest echo and, when the hardware reports two, the next.
+    fn measure(&self, primary: &Candidate, second: Option<&Candidate>, rng: &mut BeamRng) -> BeamReturn {
+        let params = &self.params;
+        let noisy = |c: &Candidate, rng: &mut BeamRng| {
+            let measured = c.range + params.noise_sigma(c.range) * rng.normal();
+            measured.max(params.range_floor) as f32
+        };
+        let range = noisy(primary, rng);
+        let secondary_range = match second {
+            Some(c) if params.max_returns >= 2 => noisy(c, rng),
+            _ => -1.0,
+        };
+        let r = primary.range;
+        let near = (r / params.near_range_r0).min(1.0);
+        let intensity = primary.strength * (params.intensity_ref_range / r).powi(2) * near * near;
+        BeamReturn {
+            range,
+            secondary_range,
+            intensity: intensity as f32,
+            reflectivity: primary.strength as f32,
+            geomid: primary.geomid,
+        }
     }
-    if !(min_range <= c.range && c.range < max_range) {
-        return false;
+
+    fn detected(&self, (min_range, max_range): (f64, f64), c: &Candidate, rng: &mut BeamRng) -> bool {
+        let params = &self.params;
+        if c.strength < params.detect_floor {
+            return false;
+        }
+        if c.range >= self.sure_range && c.range >= params.max_range(c.strength) {
+            return false;
+        }
+        if !(min_range <= c.range && c.range < max_range) {
+            return false;
+        }
+        c.cos >= params.grazing_cos_cutoff || rng.uniform() < c.cos / params.grazing_cos_cutoff
     }
-    c.cos >= params.grazing_cos_cutoff || rng.uniform() < c.cos / params.grazing_cos_cutoff
 }
 
 #[cfg(test)]
@@ -462,7 +552,7 @@ mod tests {
     struct Script(Vec<Surface>);
 
     impl Tracer for Script {
-        fn cast(&mut self, _: DVec3, _: DVec3, _: LegKind, _: usize) -> Option<Surface> {
+        fn cast(&mut self, _: DVec3, _: DVec3, _: LegKind, _: usize, _: i32) -> Option<Surface> {
             (!self.0.is_empty()).then(|| self.0.remove(0))
         }
     }
@@ -495,13 +585,16 @@ mod tests {
     fn run(params: &ReturnParams, surfaces: Vec<Surface>, palette: &Palette, seed: u64) -> BeamReturn {
         let mut script = Script(surfaces);
         let first = (!script.0.is_empty()).then(|| script.0.remove(0));
-        beam_return(params, &beam(), first, &mut script, palette, &mut BeamRng::new(seed, 0, 0, 0, 0))
+        let first = first.and_then(|s| Some((s, palette.material_at(s.geomid as usize, DVec3::ZERO)?)));
+        ReturnModel::new(*params).beam_return(&beam(), first, &mut script, palette, &mut BeamRng::new(seed, 0, 0, 0, 0))
     }
 
     fn candidates(params: &ReturnParams, surfaces: Vec<Surface>, palette: &Palette) -> Vec<Candidate> {
         let mut script = Script(surfaces);
-        let first = Some(script.0.remove(0));
-        let (c, n) = trace(params, &beam(), first, &mut script, palette, &mut BeamRng::new(0, 0, 0, 0, 0)).unwrap();
+        let first = script.0.remove(0);
+        let first = (first, palette.material_at(first.geomid as usize, DVec3::ZERO).unwrap());
+        let mut c = [Candidate::NONE; MAX_INTERACTIONS];
+        let n = trace(params, &beam(), first, &mut script, palette, &mut BeamRng::new(0, 0, 0, 0, 0), &mut c);
         c[..n].to_vec()
     }
 

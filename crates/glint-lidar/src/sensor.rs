@@ -6,11 +6,11 @@ use rayon::prelude::*;
 
 use std::sync::Arc;
 
-use crate::model::{Beam, BeamRng, LegKind, MaterialLookup, Surface, Tracer, beam_return};
+use crate::model::{Beam, BeamReturn, BeamRng, LegKind, MaterialLookup, NUDGE, ReturnModel, Surface, TickKey, Tracer};
 use crate::pattern::{angles, beam_direction};
-use crate::scan::{Scan, ScanPart};
+use crate::scan::{ReturnsPart, Scan, ScanPart};
 use crate::{
-    Continuation, LidarBinding, LidarError, ReturnParams, ReturnPreset, Returns, ScanConfig, ScanPattern,
+    Continuation, LidarBinding, LidarError, NirMaterial, ReturnParams, ReturnPreset, Returns, ScanConfig, ScanPattern,
     SecondaryCapture, SecondaryScope, SelfIgnore,
 };
 
@@ -53,6 +53,29 @@ const GROUP_POINTS: u64 = 256;
 struct GroupScratch {
     /// Beam offsets within the group, in cast order.
     order: Vec<usize>,
+    dirs: Vec<DVec3>,
+    dist: Vec<f64>,
+    geomid: Vec<i32>,
+    normal: Vec<DVec3>,
+    extra: ExtraScratch,
+}
+
+/// Working arrays of the return model and the secondary capture.
+#[derive(Default)]
+struct ExtraScratch {
+    /// Material of each ray's first surface, where the return model runs and the bake
+    /// knows it.
+    material: Vec<Option<NirMaterial>>,
+    /// Geom each ray continues straight through (`-1`: none wanted).
+    through: Vec<i32>,
+    /// The straight continuation of each ray that wanted one, cast from the sensor origin
+    /// past its first geom: the surface behind it, distance from the origin.
+    straight: Vec<Option<Option<Surface>>>,
+    /// Strength and incidence cosine of each ray's first surface when it is opaque (NaN
+    /// otherwise).
+    strength: Vec<(f64, f64)>,
+    /// One batch of straight continuations: ray indices and directions, and the answers.
+    rays: Vec<usize>,
     dirs: Vec<DVec3>,
     dist: Vec<f64>,
     geomid: Vec<i32>,
@@ -572,7 +595,11 @@ impl Lidars {
                 times.len()
             )));
         }
-        let model = self.materials.as_ref().map(|m| Model { params: self.params, seed: self.seed, materials: &*m.0 });
+        let model = self.materials.as_ref().map(|m| Model {
+            model: ReturnModel::new(self.params),
+            seed: self.seed,
+            materials: &*m.0,
+        });
         for (index, sensor) in self.sensors.iter_mut().enumerate() {
             let ctx = TickContext { sensor: index, model, geom_flags: &self.geom_flags };
             tick_sensor(sensor, scene, poses, caster, dt, times, &ctx)?;
@@ -591,7 +618,7 @@ struct TickContext<'a> {
 /// The return model's inputs, shared by every sensor.
 #[derive(Clone, Copy)]
 struct Model<'a> {
-    params: ReturnParams,
+    model: ReturnModel,
     seed: u64,
     materials: &'a dyn MaterialLookup,
 }
@@ -676,10 +703,42 @@ struct LiveTracer<'a> {
 }
 
 impl Tracer for LiveTracer<'_> {
-    fn cast(&mut self, origin: DVec3, dir: DVec3, _: LegKind, _: usize) -> Option<Surface> {
-        let (mut dist, mut geomid, mut normal) = ([0.0], [0], [DVec3::ZERO]);
-        self.prepared.cast_from(self.world, origin, &[dir], self.exclude, &mut dist, &mut geomid, &mut normal).ok()?;
-        (geomid[0] >= 0).then(|| Surface { distance: dist[0], geomid: geomid[0], normal: normal[0] })
+    fn cast(&mut self, origin: DVec3, dir: DVec3, _: LegKind, _: usize, through: i32) -> Option<Surface> {
+        let hit = self.prepared.cast_one(self.world, origin, dir, self.exclude, through)?;
+        Some(Surface { distance: hit.dist, geomid: hit.geomid, normal: hit.normal })
+    }
+}
+
+/// The rays of one group and their first surfaces.
+struct Rays<'a> {
+    origin: DVec3,
+    dirs: &'a [DVec3],
+    dist: &'a [f64],
+    geomid: &'a [i32],
+    normal: &'a [DVec3],
+}
+
+/// A beam's tracer that answers its first straight continuation from the prefetched packet
+/// cast, and everything else with single rays.
+struct Prefetched<'a, 'b> {
+    live: &'b mut LiveTracer<'a>,
+    /// The surface behind the first one, from the sensor origin (`None`: not prefetched).
+    straight: &'b Option<Option<Surface>>,
+    /// The first surface's geom and distance.
+    through: i32,
+    first: f64,
+}
+
+impl Tracer for Prefetched<'_, '_> {
+    fn cast(&mut self, origin: DVec3, dir: DVec3, kind: LegKind, depth: usize, through: i32) -> Option<Surface> {
+        match *self.straight {
+            // The model's leg starts just past the first surface; the prefetched distance
+            // runs from the sensor.
+            Some(behind) if depth == 1 && kind == LegKind::Straight && through == self.through => {
+                behind.map(|s| Surface { distance: s.distance - self.first - NUDGE, ..s })
+            }
+            _ => self.live.cast(origin, dir, kind, depth, through),
+        }
     }
 }
 
@@ -687,7 +746,7 @@ impl GroupContext<'_> {
     /// Casts one group in its world and writes the results into its part of the scan.
     fn cast(&self, job: GroupJob, scratch: &mut GroupScratch) -> Result<(), CoreError> {
         let sensor = self.sensor;
-        let GroupScratch { order, dirs, dist, geomid, normal } = scratch;
+        let GroupScratch { order, dirs, dist, geomid, normal, extra: ext } = scratch;
         let (origin, rot) = self.frames[job.world];
         let order: &[usize] = match sensor.whole_group(job.units) {
             Some(local) => {
@@ -707,82 +766,144 @@ impl GroupContext<'_> {
         dist.resize(n, 0.0);
         geomid.resize(n, 0);
         normal.resize(n, DVec3::ZERO);
-        self.prepared.cast_from(job.world, origin, dirs, self.exclude, dist, geomid, normal)?;
+        self.prepared.cast_from(job.world, origin, dirs, self.exclude, -1, dist, geomid, normal)?;
         let c = &sensor.binding.scan;
         let mut part = job.part;
         part.time.fill(job.time);
         let extra = part.returns.is_some() || part.pass_through.is_some() || part.reflected.is_some();
-        let mut tracer = LiveTracer { prepared: self.prepared, world: job.world, exclude: self.exclude };
-        let first_beam = (job.units.0 % sensor.units()) as usize * (c.beam_count() / sensor.units() as usize);
+        let window = |d: f64, g: i32| g >= 0 && c.min_range <= d && d < c.max_range;
         for (r, &j) in order.iter().enumerate() {
             let (d, g) = (dist[r], geomid[r]);
-            let hit = g >= 0 && c.min_range <= d && d < c.max_range;
-            part.set_clean(j, hit.then(|| (d, g, origin + dirs[r] * d, normal[r])));
-            if extra {
-                let first = (g >= 0).then(|| Surface { distance: d, geomid: g, normal: normal[r] });
-                let beam = Beam { origin, dir: dirs[r], window: (c.min_range, c.max_range) };
-                self.extras(
-                    &mut part,
-                    j,
-                    first_beam + j,
-                    &beam,
-                    first.filter(|_| hit),
-                    first,
-                    &mut tracer,
-                    (job.world, job.tick),
-                );
-            }
+            part.set_clean(j, window(d, g).then(|| (d, g, origin + dirs[r] * d, normal[r])));
+        }
+        if !extra {
+            return Ok(());
+        }
+        let rays = Rays { origin, dirs, dist, geomid, normal };
+        self.prefetch(&part, &rays, job.world, ext)?;
+        let mut live = LiveTracer { prepared: self.prepared, world: job.world, exclude: self.exclude };
+        if let (Some(m), Some(returns)) = (&self.tick.model, part.returns.as_mut()) {
+            let key = BeamRng::tick_key(m.seed, job.world as u64, self.tick.sensor as u64, job.tick);
+            let first_beam = (job.units.0 % sensor.units()) as usize * (c.beam_count() / sensor.units() as usize);
+            self.model_group(m, returns, order, &rays, ext, &mut live, (key, first_beam));
+        }
+        if part.pass_through.is_some() || part.reflected.is_some() {
+            self.capture(&mut part, order, &rays, ext, &mut live);
         }
         Ok(())
     }
 
-    /// The return model and the secondary capture of beam `k` (offset `j` in the part).
-    /// `hit` is the first surface when it counts as a hit; `first` is it regardless of range.
+    /// The return model of every beam of a group. Opaque first surfaces (most beams) go in
+    /// two short passes, strengths then detection and measurement, which the processor
+    /// overlaps across beams; the others are traced one by one.
     #[allow(clippy::too_many_arguments)]
-    fn extras(
+    fn model_group(
         &self,
-        part: &mut ScanPart,
-        j: usize,
-        k: usize,
-        beam: &Beam,
-        hit: Option<Surface>,
-        first: Option<Surface>,
-        tracer: &mut LiveTracer,
-        (world, tick): (usize, u64),
+        m: &Model,
+        returns: &mut ReturnsPart,
+        order: &[usize],
+        rays: &Rays,
+        ext: &mut ExtraScratch,
+        live: &mut LiveTracer,
+        (key, first_beam): (TickKey, usize),
     ) {
-        let point = hit.map(|s| beam.origin + beam.dir * s.distance);
-        let class = match (self.tick.model, hit, point) {
-            (Some(m), Some(s), Some(p)) => m.materials.material_at(s.geomid as usize, p).map(|m| m.continuation),
-            _ => None,
-        };
-        if let Some(m) = self.tick.model {
-            let keys = (world as u64, self.tick.sensor as u64, k as u64, tick);
-            let mut rng = BeamRng::new(m.seed, keys.0, keys.1, keys.2, keys.3);
-            let report = beam_return(&m.params, beam, first, tracer, m.materials, &mut rng);
-            if let Some(returns) = part.returns.as_mut() {
-                returns.set(j, &report);
+        let c = &self.sensor.binding.scan;
+        let window = (c.min_range, c.max_range);
+        ext.strength.clear();
+        ext.strength.extend((0..order.len()).map(|r| match ext.material[r] {
+            Some(mat) if mat.continuation == Continuation::Opaque => {
+                let cos = rays.dirs[r].dot(rays.normal[r]).abs();
+                (m.model.opaque_strength(&mat, cos), cos)
             }
-        }
-        let all = self.sensor.binding.secondary_scope == SecondaryScope::AllSurfaces;
-        if let Some(pass) = part.pass_through.as_mut() {
-            let secondary = match (hit, point) {
-                (Some(s), Some(p)) if all || self.flagged(s.geomid, class, FLAG_PASS) => {
-                    pass_through(tracer, p, beam.dir, s.geomid).map(|t| (s.distance, t))
+            _ => (f64::NAN, 0.0),
+        }));
+        for (r, &j) in order.iter().enumerate() {
+            let mut rng = key.beam((first_beam + j) as u64);
+            let (d, g) = (rays.dist[r], rays.geomid[r]);
+            let (strength, cos) = ext.strength[r];
+            let report = match ext.material[r] {
+                Some(_) if !strength.is_nan() => m.model.opaque_return(window, (d, strength, cos, g), &mut rng),
+                Some(mat) => {
+                    let first = Surface { distance: d, geomid: g, normal: rays.normal[r] };
+                    let beam = Beam { origin: rays.origin, dir: rays.dirs[r], window };
+                    let mut tracer = Prefetched { live, straight: &ext.straight[r], through: g, first: d };
+                    m.model.beam_return(&beam, Some((first, mat)), &mut tracer, m.materials, &mut rng)
                 }
-                _ => None,
+                None => BeamReturn::NONE,
             };
-            pass.set(j, secondary.map_or(0.0, |(d, _)| d), secondary.map(|(_, t)| t));
+            returns.set(j, &report);
         }
-        if let Some(reflected) = part.reflected.as_mut() {
-            let secondary = match (hit, point) {
-                (Some(s), Some(p)) if all || self.flagged(s.geomid, class, FLAG_REFLECT) => {
-                    let folded = beam.dir - 2.0 * beam.dir.dot(s.normal) * s.normal;
-                    tracer.cast(p + folded * NUDGE, folded, LegKind::Folded, 1)
-                }
-                _ => None,
+    }
+
+    /// The secondary geometry the recorder captures, for every beam of a group.
+    fn capture(&self, part: &mut ScanPart, order: &[usize], rays: &Rays, ext: &ExtraScratch, live: &mut LiveTracer) {
+        let c = &self.sensor.binding.scan;
+        let all = self.sensor.binding.secondary_scope == SecondaryScope::AllSurfaces;
+        for (r, &j) in order.iter().enumerate() {
+            let (d, g) = (rays.dist[r], rays.geomid[r]);
+            let hit = g >= 0 && c.min_range <= d && d < c.max_range;
+            if let Some(pass) = part.pass_through.as_mut() {
+                // Prefetched from the sensor origin: the range is the sensor's.
+                pass.set(j, 0.0, ext.straight[r].flatten().filter(|_| hit));
+            }
+            let Some(reflected) = part.reflected.as_mut() else { continue };
+            let class = ext.material[r].map(|m| m.continuation);
+            let secondary = if hit && (all || self.flagged(g, class, FLAG_REFLECT)) {
+                let (point, n) = (rays.origin + rays.dirs[r] * d, rays.normal[r]);
+                let folded = rays.dirs[r] - 2.0 * rays.dirs[r].dot(n) * n;
+                live.cast(point + folded * NUDGE, folded, LegKind::Folded, 1, -1)
+            } else {
+                None
             };
             reflected.set(j, NUDGE, secondary);
         }
+    }
+
+    /// Looks up the first surfaces' classes, and casts the straight continuations the
+    /// return model (slabs, porous surfaces) and the pass-through capture will want as packets
+    /// from the sensor origin, one batch per geom crossed.
+    fn prefetch(&self, part: &ScanPart, rays: &Rays, world: usize, ext: &mut ExtraScratch) -> Result<(), CoreError> {
+        let c = &self.sensor.binding.scan;
+        let n = rays.dirs.len();
+        let all = self.sensor.binding.secondary_scope == SecondaryScope::AllSurfaces;
+        ext.material.clear();
+        ext.through.clear();
+        ext.straight.clear();
+        ext.straight.resize(n, None);
+        for r in 0..n {
+            let (d, g) = (rays.dist[r], rays.geomid[r]);
+            let material = match &self.tick.model {
+                Some(m) if g >= 0 => m.materials.material_at(g as usize, rays.origin + rays.dirs[r] * d),
+                _ => None,
+            };
+            let class = material.map(|m| m.continuation);
+            let hit = g >= 0 && c.min_range <= d && d < c.max_range;
+            let capture = part.pass_through.is_some() && hit && (all || self.flagged(g, class, FLAG_PASS));
+            let model = matches!(class, Some(Continuation::Slab | Continuation::Porous));
+            ext.material.push(material);
+            ext.through.push(if g >= 0 && (capture || model) { g } else { -1 });
+        }
+        // One packet cast per distinct geom crossed (a group rarely sees more than two).
+        let mut from = 0;
+        while let Some(start) = (from..n).find(|&r| ext.through[r] >= 0 && ext.straight[r].is_none()) {
+            let geom = ext.through[start];
+            ext.rays.clear();
+            ext.rays.extend((start..n).filter(|&r| ext.through[r] == geom));
+            ext.dirs.clear();
+            ext.dirs.extend(ext.rays.iter().map(|&r| rays.dirs[r]));
+            let m = ext.rays.len();
+            ext.dist.resize(m, 0.0);
+            ext.geomid.resize(m, 0);
+            ext.normal.resize(m, DVec3::ZERO);
+            let out = (&mut ext.dist[..], &mut ext.geomid[..], &mut ext.normal[..]);
+            self.prepared.cast_from(world, rays.origin, &ext.dirs, self.exclude, geom, out.0, out.1, out.2)?;
+            for (i, &r) in ext.rays.iter().enumerate() {
+                let surface = Surface { distance: ext.dist[i], geomid: ext.geomid[i], normal: ext.normal[i] };
+                ext.straight[r] = Some((ext.geomid[i] >= 0).then_some(surface));
+            }
+            from = start + 1;
+        }
+        Ok(())
     }
 
     /// Whether a hit on `geom` (of continuation class `class`, when known) is flagged for the
@@ -795,20 +916,4 @@ impl GroupContext<'_> {
         };
         by_class || self.tick.geom_flags[geom as usize] & flag != 0
     }
-}
-
-/// Distance a secondary ray starts past the surface it leaves (m).
-const NUDGE: f64 = 1e-5;
-
-/// The next surface straight on past a hit on `geom` at `point`, skipping the far face of
-/// `geom` itself (a pane's back face is not "the next surface"). Its distance is from `point`.
-fn pass_through(tracer: &mut impl Tracer, point: DVec3, dir: DVec3, geom: i32) -> Option<Surface> {
-    let mut travelled = NUDGE;
-    let mut next = tracer.cast(point + dir * NUDGE, dir, LegKind::Straight, 1)?;
-    if next.geomid == geom && next.normal.dot(dir) > 0.0 {
-        travelled += next.distance + NUDGE;
-        let from = point + dir * travelled;
-        next = tracer.cast(from, dir, LegKind::Straight, 2)?;
-    }
-    Some(Surface { distance: travelled + next.distance, ..next })
 }
