@@ -136,15 +136,19 @@ pub fn run(args: ScanArgs) -> Result<()> {
                             }
                         }
                     };
-                    // A dropped beam shows only in the modes that describe its surface.
+                    // The modes that describe a surface show it even where its beam dropped.
                     let surface_mode = matches!(
                         args.colour_by,
                         ColourBy::NirReflectivity | ColourBy::MetalReflectance | ColourBy::DropoutProb
                     );
-                    if echo < 0.0 && !surface_mode {
+                    // Surface modes draw the first surface; echo modes draw the model's echo.
+                    if surface_mode {
+                        (scan.point[k], scan.range[k], read)
+                    } else if echo < 0.0 {
                         return None;
+                    } else {
+                        (at.into(), echo, read)
                     }
-                    if echo < 0.0 { (scan.point[k], scan.range[k], read) } else { (at.into(), echo, read) }
                 }
                 _ => (scan.point[k], scan.range[k], MaterialRead::Unconfigured),
             };

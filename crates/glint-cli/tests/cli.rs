@@ -301,3 +301,47 @@ fn bake_the_showroom_and_edit_a_material_in_a_copy() {
     assert!(bake(&[m, "--status"]).contains("stale = true"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn scan_material_draws_the_material_modes_from_a_bake() {
+    let dir = temp_dir("scan-material");
+    for f in ["showroom.xml", "showroom.toml"] {
+        std::fs::copy(example(&format!("showroom/{f}")), dir.join(f)).unwrap();
+    }
+    let manifest = dir.join("showroom.toml");
+    let m = manifest.to_str().unwrap();
+    // No bake yet: the error says how to make one.
+    let err = fails(&["scan", m, "--material", "--out", dir.join("none").to_str().unwrap()]);
+    assert!(err.contains("glint bake"), "{err}");
+    bake(&[m]);
+    let modes = ["intensity", "nir-reflectivity", "metal-reflectance", "dropout-prob", "calibrated-reflectivity"];
+    for mode in modes {
+        let out = dir.join(mode);
+        let o = glint(&["scan", m, "--material", "--colour-by", mode, "--size", "256", "--out", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{mode}: {}", stderr(&o));
+        assert!(stdout(&o).contains("return model (showroom)"), "{}", stdout(&o));
+        let img = image::open(out.join("roof-top.png")).unwrap().to_rgb8();
+        // Real values: ramp colours, not only the solid green of an unconfigured read.
+        let coloured = img.pixels().filter(|p| p.0 != [0, 0, 0] && p.0 != [0, 200, 0]).count();
+        assert!(coloured > 500, "{mode}: {coloured} coloured pixels");
+    }
+    // The material PLY carries the model's columns.
+    let script = format!(
+        "import plyfile, numpy as np\n\
+         v = plyfile.PlyData.read(r'{}')['vertex']\n\
+         names = [p.name for p in v.properties]\n\
+         assert names[-3:] == ['intensity', 'reflectivity', 'secondary_range'], names\n\
+         assert v['reflectivity'].max() > 100, 'the retroreflective sign'\n\
+         assert (v['secondary_range'] > 0).sum() > 100, 'two echoes behind the glass'\n",
+        dir.join("intensity").join("roof.ply").display()
+    );
+    let py = Command::new(python()).args(["-c", &script]).output().expect("python runs");
+    assert!(py.status.success(), "{}", String::from_utf8_lossy(&py.stderr));
+    // A material mode without --material says so and draws solid green.
+    let out = dir.join("solid");
+    let o = glint(&["scan", m, "--colour-by", "intensity", "--size", "256", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success() && stderr(&o).contains("--material"), "{}", stderr(&o));
+    let img = image::open(out.join("roof-top.png")).unwrap().to_rgb8();
+    assert!(img.pixels().all(|p| p.0 == [0, 0, 0] || p.0 == [0, 200, 0]));
+    std::fs::remove_dir_all(&dir).ok();
+}
