@@ -22,19 +22,17 @@ pub enum BenchCommand {
     /// range cuts, the live scan) against the same rays through the bare ray core.
     Lidar(LidarArgs),
     /// Times a full revolution of a manifest's first lidar with the return model (material
-    /// scan, two echoes) against the clean scan of the same revolution.
+    /// scan, two echoes) against the clean scan of the same revolution, without secondary
+    /// capture and with the binding's own capture in both.
     Returns(ReturnsArgs),
 }
 
 /// Arguments of `glint bench returns`.
 #[derive(Args)]
 pub struct ReturnsArgs {
-    /// Scene manifest (TOML): its scene, first lidar, materials and return model.
+    /// Scene manifest (TOML): its scene, first lidar (and its secondary capture), materials
+    /// and return model.
     manifest: PathBuf,
-    /// Also capture the recorder's secondary geometry (pass-through and reflected, every
-    /// surface) in the material run.
-    #[arg(long)]
-    capture: bool,
     /// Threads (default 1, so the ratio is not a measure of parallel scaling).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     threads: u32,
@@ -419,13 +417,17 @@ struct ReturnsReport {
     clean_s: f64,
     material_s: f64,
     material_over_clean: f64,
+    capture: String,
+    clean_captured_s: f64,
+    material_captured_s: f64,
+    material_over_clean_captured: f64,
     clean_hits: usize,
     material_echoes: usize,
     secondary_echoes: usize,
 }
 
 fn returns(args: ReturnsArgs) -> Result<()> {
-    use glint_lidar::{Bake, Lidars, ReturnParams, ScanConfig, SecondaryCapture, SecondaryScope};
+    use glint_lidar::{Bake, Lidars, ReturnParams, ScanConfig, SecondaryCapture};
     use std::sync::Arc;
     let manifest = glint_manifest::Manifest::load(&args.manifest)?;
     let binding = manifest.lidar.first().cloned().context("the manifest binds no lidar")?;
@@ -434,25 +436,29 @@ fn returns(args: ReturnsArgs) -> Result<()> {
     let batch = WorldBatch::new(&model, 1)?;
     let caster = RayCaster::new(&scene, batch.poses());
     let table = manifest.material_table(&scene)?;
-    let bake = Bake::build(&scene, batch.poses(), &table, manifest.bake.settings)?;
+    let bake = Arc::new(Bake::build(&scene, batch.poses(), &table, manifest.bake.settings)?);
     let frozen = ScanConfig { rotation_hz: 0.0, ..binding.scan };
+    let (capture, scope) = (binding.secondary_capture, binding.secondary_scope);
     let binding = glint_lidar::LidarBinding { scan: frozen, ..binding };
     let (mut lidars, _) = Lidars::new(&scene, vec![binding], 1)?;
-    lidars.set_secondary_capture(0, SecondaryCapture::Off, SecondaryScope::FlaggedMaterials)?;
-    let one = pool(args.threads as usize)?;
-    let tick = |lidars: &mut Lidars| {
-        lidars.tick(&scene, batch.poses(), &caster, 0.01, &[0.0], true).expect("validated at binding");
-    };
-    let clean_s = one.install(|| median_time(args.repeats, || tick(&mut lidars)));
-    let clean_hits = lidars.scan(0, 0)?.hits();
-    lidars.set_materials(Some(Arc::new(bake)));
     lidars.set_return_params(ReturnParams { max_returns: 2, ..manifest.return_params })?;
     lidars.set_seed(manifest.seed);
-    if args.capture {
-        lidars.set_secondary_capture(0, SecondaryCapture::Both, SecondaryScope::AllSurfaces)?;
-    }
-    let material_s = one.install(|| median_time(args.repeats, || tick(&mut lidars)));
-    let r = lidars.returns(0, 0)?;
+    let pool = pool(args.threads as usize)?;
+    // One timed revolution with the capture and the material source given.
+    let mut time = |capture: SecondaryCapture, materials: bool| -> Result<f64> {
+        lidars.set_secondary_capture(0, capture, scope)?;
+        lidars.set_materials(materials.then(|| bake.clone() as Arc<dyn glint_lidar::MaterialLookup>));
+        Ok(pool.install(|| {
+            median_time(args.repeats, || {
+                lidars.tick(&scene, batch.poses(), &caster, 0.01, &[0.0], true).expect("validated at binding");
+            })
+        }))
+    };
+    let clean_s = time(SecondaryCapture::Off, false)?;
+    let material_s = time(SecondaryCapture::Off, true)?;
+    let clean_captured_s = time(capture, false)?;
+    let material_captured_s = time(capture, true)?;
+    let (clean, r) = (lidars.scan(0, 0)?, lidars.returns(0, 0)?);
     let report = ReturnsReport {
         manifest: args.manifest.display().to_string(),
         beams: r.range.len(),
@@ -460,23 +466,31 @@ fn returns(args: ReturnsArgs) -> Result<()> {
         clean_s,
         material_s,
         material_over_clean: material_s / clean_s,
-        clean_hits,
+        capture: format!("{capture:?}"),
+        clean_captured_s,
+        material_captured_s,
+        material_over_clean_captured: material_captured_s / clean_captured_s,
+        clean_hits: clean.hits(),
         material_echoes: r.range.iter().filter(|&&x| x >= 0.0).count(),
         secondary_echoes: r.secondary_range.iter().filter(|&&x| x >= 0.0).count(),
     };
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
-    } else {
-        println!("{}: {} beams on {} thread(s)", report.manifest, report.beams, report.threads);
-        println!("clean scan                                 {:.3} ms, {} hits", clean_s * 1e3, clean_hits);
-        println!(
-            "material scan with secondaries{}  {:.3} ms, {} echoes, {} second echoes",
-            if args.capture { " and capture" } else { "            " },
-            material_s * 1e3,
-            report.material_echoes,
-            report.secondary_echoes
-        );
-        println!("material / clean                           {:.2}x", report.material_over_clean);
+        return Ok(());
     }
+    println!("{}: {} beams on {} thread(s)", report.manifest, report.beams, report.threads);
+    println!("without secondary capture:");
+    println!("  clean scan                        {:.3} ms, {} hits", clean_s * 1e3, report.clean_hits);
+    println!(
+        "  material scan, two echoes         {:.3} ms, {} echoes, {} second echoes",
+        material_s * 1e3,
+        report.material_echoes,
+        report.secondary_echoes
+    );
+    println!("  material / clean                  {:.2}x", report.material_over_clean);
+    println!("with the binding's capture ({capture:?}, {scope:?}) in both:");
+    println!("  clean scan                        {:.3} ms", clean_captured_s * 1e3);
+    println!("  material scan, two echoes         {:.3} ms", material_captured_s * 1e3);
+    println!("  material / clean                  {:.2}x", report.material_over_clean_captured);
     Ok(())
 }

@@ -345,3 +345,20 @@ fn scan_material_draws_the_material_modes_from_a_bake() {
     assert!(img.pixels().all(|p| p.0 == [0, 0, 0] || p.0 == [0, 200, 0]));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn bench_returns_compares_material_and_clean_scans() {
+    let o = glint(&["bench", "returns", &example("showroom/showroom.toml"), "--repeats", "5", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(v["beams"], 65_536);
+    assert_eq!(v["capture"], "Both");
+    for key in ["material_over_clean", "material_over_clean_captured"] {
+        let ratio = v[key].as_f64().unwrap();
+        assert!(ratio.is_finite() && ratio > 0.5, "{key} = {ratio}");
+    }
+    // The model drops some beams and finds second echoes behind the glass.
+    let (hits, echoes) = (v["clean_hits"].as_u64().unwrap(), v["material_echoes"].as_u64().unwrap());
+    assert!(echoes < hits && echoes > hits * 9 / 10, "{echoes} of {hits}");
+    assert!(v["secondary_echoes"].as_u64().unwrap() > 100);
+}
