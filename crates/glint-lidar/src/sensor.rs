@@ -23,6 +23,8 @@ struct Clock {
     emitted: u64,
     /// Ticks since the episode started (keys the return model's randomness).
     ticks: u64,
+    /// Units `[from, to)` the last tick cast (since the episode started).
+    last: (u64, u64),
 }
 
 /// One bound sensor.
@@ -263,16 +265,18 @@ impl Sensor {
         let (hz, units) = (self.binding.scan.rotation_hz, self.units());
         let clock = &mut self.clocks[w];
         clock.ticks += 1;
-        if hz <= 0.0 {
+        clock.last = if hz <= 0.0 {
             // A frozen pattern: the whole of cycle 0, every tick.
-            return (0, units);
-        }
-        clock.revolutions += (hz * dt).min(1.0);
-        // A whisker of slack absorbs rounding in the sum of revolutions.
-        let target = ((clock.revolutions * units as f64) + 1e-9).floor() as u64;
-        let from = clock.emitted.max(target.saturating_sub(units));
-        clock.emitted = target;
-        (from, target)
+            (0, units)
+        } else {
+            clock.revolutions += (hz * dt).min(1.0);
+            // A whisker of slack absorbs rounding in the sum of revolutions.
+            let target = ((clock.revolutions * units as f64) + 1e-9).floor() as u64;
+            let from = clock.emitted.max(target.saturating_sub(units));
+            clock.emitted = target;
+            (from, target)
+        };
+        clock.last
     }
 
     /// Splits units `[from, to)` into groups of at most `GROUP_BINS` bins (or `GROUP_POINTS`
@@ -555,6 +559,29 @@ impl Lidars {
     /// group mask and self-ignore mode in the ray core's terms.
     pub fn ray_filter(&self, index: usize, scene: &Scene) -> Result<(RayFilter, i32), LidarError> {
         Ok(self.sensor(index)?.filter(scene))
+    }
+
+    /// The beams sensor `index` cast in world `world` on its last tick, in emission order
+    /// (bin by bin, channels upward; points in firing order for non-repetitive patterns), into
+    /// `out` (cleared first). Empty before the first tick of an episode.
+    pub fn last_tick_beams(&self, index: usize, world: usize, out: &mut Vec<u32>) -> Result<(), LidarError> {
+        self.check_world(world)?;
+        let sensor = self.sensor(index)?;
+        let (from, to) = sensor.clocks[world].last;
+        let units = sensor.units();
+        let per_unit = sensor.binding.scan.beam_count() / units as usize;
+        out.clear();
+        for u in from..to {
+            let first = (u % units) as usize * per_unit;
+            out.extend((first..first + per_unit).map(|k| k as u32));
+        }
+        Ok(())
+    }
+
+    /// Ticks sensor `index` has run in world `world` since the episode started.
+    pub fn ticks(&self, index: usize, world: usize) -> Result<u64, LidarError> {
+        self.check_world(world)?;
+        Ok(self.sensor(index)?.clocks[world].ticks)
     }
 
     /// Restarts the pattern of every sensor in world `world` (an episode start); the live

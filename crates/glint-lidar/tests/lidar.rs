@@ -428,3 +428,26 @@ fn a_slice_that_wraps_past_the_end_of_the_revolution_refreshes_both_ends() {
     assert_eq!((bin_time(360), bin_time(539), bin_time(540), bin_time(1619)), (1.0, 1.0, 2.0, 3.0));
     assert!(scan.time.iter().all(|&t| t >= 1.0));
 }
+
+#[test]
+fn the_last_tick_beams_are_the_slice_in_emission_order() {
+    let (model, batch, caster) = setup(ROBOT, 1);
+    let config = ScanConfig { channels: 4, azimuth_bins: 100, rotation_hz: 10.0, ..ScanConfig::default() };
+    let (mut lidars, _) = Lidars::new(model.scene(), vec![binding(config)], 1).unwrap();
+    let mut beams = Vec::new();
+    lidars.last_tick_beams(0, 0, &mut beams).unwrap();
+    assert!(beams.is_empty());
+    // 10 Hz for 20 ms: a fifth of a revolution, bins 0..20, four channels each.
+    lidars.tick(model.scene(), batch.poses(), &caster, 0.02, &[0.02], true).unwrap();
+    lidars.last_tick_beams(0, 0, &mut beams).unwrap();
+    assert_eq!(beams, (0..80).collect::<Vec<u32>>());
+    for _ in 0..4 {
+        lidars.tick(model.scene(), batch.poses(), &caster, 0.02, &[0.04], true).unwrap();
+    }
+    lidars.last_tick_beams(0, 0, &mut beams).unwrap();
+    assert_eq!(beams, (320..400).collect::<Vec<u32>>());
+    assert_eq!(lidars.ticks(0, 0).unwrap(), 5);
+    let scan = lidars.scan(0, 0).unwrap();
+    assert!(beams.iter().all(|&k| scan.time[k as usize] == 0.04));
+    assert!(lidars.last_tick_beams(1, 0, &mut beams).is_err());
+}
