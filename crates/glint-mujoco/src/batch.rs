@@ -234,6 +234,34 @@ impl WorldBatch {
             .any(|&k| warnings[k as usize].number > 0)
     }
 
+    /// Sets the controls of world `w` (length `nu`, MuJoCo's `ctrl`), used by the next steps.
+    /// MuJoCo clamps limited controls to their range.
+    pub fn set_ctrl(&mut self, w: usize, ctrl: &[f64]) -> Result<(), MujocoError> {
+        let nu = self.model.nu();
+        if ctrl.len() != nu {
+            return Err(glint_core::CoreError::Shape {
+                field: "ctrl",
+                len: ctrl.len(),
+                expected: format!("the model has nu = {nu} actuators"),
+            }
+            .into());
+        }
+        self.poses.check_world(w)?;
+        if let Some(i) = ctrl.iter().position(|c| !c.is_finite()) {
+            return Err(glint_core::CoreError::Shape {
+                field: "ctrl",
+                len: ctrl.len(),
+                expected: format!("every value must be finite, and ctrl[{i}] is {}", ctrl[i]),
+            }
+            .into());
+        }
+        if nu > 0 {
+            // SAFETY: ctrl is an mjData array of nu doubles.
+            unsafe { std::slice::from_raw_parts_mut(self.data[w].ffi_mut().ctrl, nu) }.copy_from_slice(ctrl);
+        }
+        Ok(())
+    }
+
     /// Number of generalized coordinates.
     pub fn nq(&self) -> usize {
         self.model.mj().ffi().nq as usize

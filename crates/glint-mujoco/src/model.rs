@@ -104,6 +104,31 @@ impl Model {
     pub(crate) fn mj(&self) -> &Arc<MjModel> {
         &self.mj
     }
+
+    /// Number of actuators (MuJoCo's `nu`).
+    pub fn nu(&self) -> usize {
+        self.mj.ffi().nu as usize
+    }
+
+    /// Actuator names, in actuator order (empty strings for unnamed ones).
+    pub fn actuator_names(&self) -> Vec<String> {
+        let m = self.mj.ffi();
+        names(m, m.name_actuatoradr, m.nu)
+    }
+
+    /// Each actuator's control range `[lo, hi]`, or `None` when its control is not limited.
+    pub fn actuator_ctrlrange(&self) -> Vec<Option<[f64; 2]>> {
+        let m = self.mj.ffi();
+        let limited = arr(m.actuator_ctrllimited, m.nu);
+        let range = arr(m.actuator_ctrlrange, 2 * m.nu);
+        (0..m.nu.max(0) as usize).map(|i| limited[i].then(|| [range[2 * i], range[2 * i + 1]])).collect()
+    }
+
+    /// MuJoCo's version string, e.g. "3.17.0".
+    pub fn mujoco_version() -> String {
+        // SAFETY: mj_versionString returns a static NUL-terminated string.
+        unsafe { CStr::from_ptr(mujoco_rs::mujoco_c::mj_versionString()) }.to_string_lossy().into_owned()
+    }
 }
 
 /// The name an MJCF string is given inside MuJoCo's virtual file system.

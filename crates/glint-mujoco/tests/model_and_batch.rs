@@ -266,3 +266,28 @@ fn includes_meshes_and_height_fields_resolve_relative_to_the_model_file() {
     assert_eq!(s.geom_type, [GeomType::Hfield, GeomType::Mesh]);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn controls_drive_actuators_in_one_world_only() {
+    let xml = r#"
+<mujoco>
+  <worldbody>
+    <body name="cart"><joint name="x" type="slide" axis="1 0 0"/><geom type="box" size="0.1 0.1 0.1" mass="1"/></body>
+  </worldbody>
+  <actuator><velocity name="vx" joint="x" kv="50" ctrlrange="-2 2"/><motor name="free" joint="x"/></actuator>
+</mujoco>"#;
+    let model = glint_mujoco::Model::from_xml_str(xml).unwrap();
+    assert_eq!(model.nu(), 2);
+    assert_eq!(model.actuator_names(), ["vx", "free"]);
+    assert_eq!(model.actuator_ctrlrange(), [Some([-2.0, 2.0]), None]);
+    assert!(glint_mujoco::Model::mujoco_version().starts_with("3.17"));
+    let mut batch = glint_mujoco::WorldBatch::new(&model, 2).unwrap();
+    batch.set_ctrl(1, &[1.0, 0.0]).unwrap();
+    batch.step(500);
+    assert_eq!(batch.qpos(0)[0], 0.0);
+    assert!((batch.qpos(1)[0] - 1.0).abs() < 0.05, "{}", batch.qpos(1)[0]);
+    let err = batch.set_ctrl(0, &[1.0]).unwrap_err().to_string();
+    assert!(err.contains("nu = 2"), "{err}");
+    assert!(batch.set_ctrl(0, &[f64::NAN, 0.0]).is_err());
+    assert!(batch.set_ctrl(2, &[0.0, 0.0]).is_err());
+}
