@@ -34,6 +34,11 @@ use glint_lidar::{
     SecondaryCapture, SecondaryScope, SelfIgnore, bake_path,
 };
 use serde::Deserialize;
+
+mod controller;
+
+pub use controller::Controller;
+use controller::{ACTUATOR_KEYS, CONTROLLER_KEYS, RawController};
 use thiserror::Error;
 
 /// Why a manifest was rejected.
@@ -124,7 +129,7 @@ pub enum ManifestError {
     },
 }
 
-const TOP_KEYS: &[&str] = &["scene", "lidar", "recorder", "materials", "bake", "return_model"];
+const TOP_KEYS: &[&str] = &["scene", "lidar", "recorder", "materials", "bake", "return_model", "controller"];
 const MATERIAL_KEYS: &[&str] = &[
     "preset",
     "reflectivity",
@@ -158,7 +163,7 @@ const RETURN_PARAM_KEYS: [&str; 17] = [
     "min_return_separation",
     "max_returns",
 ];
-const RECORDER_KEYS: &[&str] = &["lidar_runner_hz"];
+const RECORDER_KEYS: &[&str] = &["lidar_runner_hz", "output_dir", "record_video_proxy", "video_colour_by"];
 const LIDAR_KEYS: &[&str] = &[
     "name",
     "attach_body",
@@ -197,6 +202,8 @@ struct RawManifest {
     bake: RawBake,
     #[serde(default)]
     return_model: RawReturnModel,
+    #[serde(default)]
+    controller: RawController,
 }
 
 #[derive(Deserialize, Default)]
@@ -269,19 +276,34 @@ impl Default for BakeConfig {
 #[serde(deny_unknown_fields)]
 struct RawRecorder {
     lidar_runner_hz: Option<f64>,
+    output_dir: Option<String>,
+    record_video_proxy: Option<bool>,
+    video_colour_by: Option<String>,
 }
 
-/// Recorder settings (the seed's Recorder page). Later issues add the recording itself.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// Recorder settings (the seed's Recorder page).
+#[derive(Clone, Debug, PartialEq)]
 pub struct Recorder {
     /// Rate of the lidar runner, ticks per second: each tick groups the physics steps of
     /// `1 / lidar_runner_hz` seconds and advances every lidar by that long. Default 100 (10 ms).
     pub lidar_runner_hz: f64,
+    /// Where sessions go (`session_<date>_<time>/` inside it), resolved against the
+    /// manifest's folder. Default `DataSessions`.
+    pub output_dir: PathBuf,
+    /// Write an H.264 `.mp4` proxy beside each Parquet file (needs `ffmpeg`). Default false.
+    pub record_video_proxy: bool,
+    /// Colour-by mode of the video proxy (a `glint scan --colour-by` name). Default `range`.
+    pub video_colour_by: String,
 }
 
 impl Default for Recorder {
     fn default() -> Self {
-        Recorder { lidar_runner_hz: 100.0 }
+        Recorder {
+            lidar_runner_hz: 100.0,
+            output_dir: PathBuf::from("DataSessions"),
+            record_video_proxy: false,
+            video_colour_by: "range".into(),
+        }
     }
 }
 
@@ -334,6 +356,8 @@ pub struct Manifest {
     pub return_params: ReturnParams,
     /// The return model's noise seed (`[return_model] seed`, default 0).
     pub seed: u64,
+    /// What moves the robot in `glint run` (`[controller]`; default: zero control).
+    pub controller: Controller,
 }
 
 /// "; did you mean `x`?" for the nearest valid key, or the whole list when none is close.
@@ -374,6 +398,12 @@ impl Manifest {
             }
             recorder.lidar_runner_hz = hz;
         }
+        recorder.output_dir = dir.join(raw.recorder.output_dir.as_deref().unwrap_or("DataSessions"));
+        recorder.record_video_proxy = raw.recorder.record_video_proxy.unwrap_or(false);
+        if let Some(mode) = &raw.recorder.video_colour_by {
+            recorder.video_colour_by = mode.clone();
+        }
+        let controller = raw.controller.controller(path)?;
         let materials = raw
             .materials
             .iter()
@@ -390,6 +420,7 @@ impl Manifest {
             bake,
             return_params,
             seed,
+            controller,
         })
     }
 
@@ -562,6 +593,16 @@ fn check_keys(table: &toml::Table, path: &Path) -> Result<(), ManifestError> {
         && let Some(key) = t.keys().find(|k| !RECORDER_KEYS.contains(&k.as_str()))
     {
         return Err(unknown("[recorder]".into(), key, RECORDER_KEYS));
+    }
+    if let Some(toml::Value::Table(t)) = table.get("controller") {
+        if let Some(key) = t.keys().find(|k| !CONTROLLER_KEYS.contains(&k.as_str())) {
+            return Err(unknown("[controller]".into(), key, CONTROLLER_KEYS));
+        }
+        if let Some(toml::Value::Table(a)) = t.get("actuators")
+            && let Some(key) = a.keys().find(|k| !ACTUATOR_KEYS.contains(&k.as_str()))
+        {
+            return Err(unknown("[controller] actuators".into(), key, ACTUATOR_KEYS));
+        }
     }
     if let Some(toml::Value::Table(t)) = table.get("bake")
         && let Some(key) = t.keys().find(|k| !BAKE_KEYS.contains(&k.as_str()))

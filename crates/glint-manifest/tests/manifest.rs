@@ -275,3 +275,46 @@ fn the_showroom_authors_only_materials_its_scene_defines() {
     assert!(m.materials.len() >= 8);
     assert_eq!((m.bake.name.as_str(), m.seed), ("showroom", 7));
 }
+
+#[test]
+fn controllers_and_recorder_outputs() {
+    use glint_manifest::Controller;
+    let m = parse("scene = \"robot.xml\"").unwrap();
+    assert_eq!(m.controller, Controller::Zero);
+    assert_eq!(m.recorder.output_dir, Path::new("/scenes/DataSessions"));
+    assert!(!m.recorder.record_video_proxy);
+    let m = parse(
+        "scene = \"robot.xml\"\n[recorder]\noutput_dir = \"out\"\nrecord_video_proxy = true\nvideo_colour_by = \"height\"\n\
+         [controller]\nkind = \"velocity\"\nctrl = { vx = 0.5, wz = -0.2 }",
+    )
+    .unwrap();
+    assert_eq!(m.recorder.output_dir, Path::new("/scenes/out"));
+    assert!(m.recorder.record_video_proxy);
+    assert_eq!(m.recorder.video_colour_by, "height");
+    assert_eq!(m.controller, Controller::Velocity { ctrl: vec![("vx".into(), 0.5), ("wz".into(), -0.2)] });
+    let m = parse(
+        "scene = \"robot.xml\"\n[controller]\nkind = \"waypoints\"\nbody = \"robot\"\npoints = [[1.0, 0.0], [1.0, 1.0]]\n\
+         speed = 0.8\nactuators = { x = \"vx\", y = \"vy\", yaw = \"wz\" }",
+    )
+    .unwrap();
+    let Controller::Waypoints { points, speed, yaw, repeat, .. } = m.controller else { panic!() };
+    assert_eq!((points.len(), speed, yaw.as_deref(), repeat), (2, 0.8, Some("wz"), true));
+    let m = parse("scene = \"robot.xml\"\n[controller]\nkind = \"replay\"\nactions = \"a.csv\"").unwrap();
+    assert_eq!(m.controller, Controller::Replay { actions: "/scenes/a.csv".into() });
+    for (text, needle) in [
+        ("[controller]\nkind = \"teleop\"", "zero, velocity, waypoints, replay"),
+        ("[controller]\nkind = \"waypoints\"\nbody = \"b\"\npoints = []", "at least one"),
+        ("[controller]\nkind = \"waypoints\"\npoints = [[0.0, 0.0]]\nspeed = -1.0", "speed"),
+        ("[controller]\nkind = \"velocity\"", "needs `ctrl`"),
+        ("[controller]\nkind = \"replay\"", "needs `actions`"),
+        ("[controller]\nkindd = \"zero\"", "did you mean `kind`"),
+        (
+            "[controller]\nkind = \"waypoints\"\nactuators = { x = \"a\", y = \"b\", z = \"c\" }",
+            "[controller] actuators",
+        ),
+        ("[recorder]\noutput = \"x\"", "did you mean `output_dir`"),
+    ] {
+        let err = parse(&format!("scene = \"robot.xml\"\n{text}")).unwrap_err();
+        assert!(err.contains(needle), "{text}: {err}");
+    }
+}
