@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Creates .deps/venv with the pinned Python packages the tests use to read glint's outputs
-# with readers that are not ours (plyfile for PLY point clouds). Idempotent: does nothing
-# when the pinned set is already installed.
+# with readers that are not ours (plyfile for PLY point clouds, pyarrow for Parquet
+# recordings). Idempotent: does nothing when the pinned set is already installed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv="$root/.deps/venv"
-pins="plyfile==1.1.5 numpy==2.2.6"
+pins="plyfile==1.1.5 numpy==2.2.6 pyarrow==26.0.1"
 stamp="$venv/.glint-pins"
 
 if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$pins" ]; then

@@ -1,0 +1,259 @@
+//! The session self-check: every lidar file against its sidecar (row count, schema,
+//! SHA-256), the `.partial` files a killed run leaves, and the episode log.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::RecordError;
+use crate::reader::footer;
+use crate::schema::mismatch;
+use crate::sidecar::{SessionMeta, Sidecar, read_sidecar};
+use crate::writer::sha256_file;
+
+/// One line of `meta/episodes.jsonl`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct EpisodeRecord {
+    /// Episode index.
+    pub index: u32,
+    /// Simulated seconds recorded.
+    pub length_s: f64,
+    /// Wall-clock seconds the episode took.
+    #[serde(default)]
+    pub duration_s: f64,
+    /// Lidar ticks recorded.
+    pub ticks: u64,
+    /// `complete` or `interrupted`.
+    pub status: String,
+    /// Its files, relative to the session folder.
+    pub files: Vec<String>,
+}
+
+/// What is wrong with one lidar file.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum FileProblem {
+    /// The file has another number of rows than its sidecar says.
+    RowCount {
+        /// Rows the sidecar records.
+        sidecar: u64,
+        /// Rows the file's footer holds.
+        file: u64,
+    },
+    /// The file's SHA-256 differs from its sidecar's: it changed after it was written.
+    Hash {
+        /// The sidecar's hash.
+        sidecar: String,
+        /// The file's hash now.
+        file: String,
+    },
+    /// The file's columns are not those its sidecar's capture mode has.
+    Schema(String),
+    /// The sidecar is missing or cannot be read.
+    Sidecar(String),
+    /// The file cannot be read as Parquet.
+    Unreadable(String),
+}
+
+impl fmt::Display for FileProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FileProblem::RowCount { sidecar, file } => {
+                write!(f, "row count mismatch (the sidecar says {sidecar} rows, the file has {file})")
+            }
+            FileProblem::Hash { sidecar, file } => write!(
+                f,
+                "hash mismatch (the sidecar's SHA-256 is {}…, the file's is {}…: the file changed after it was written)",
+                &sidecar[..sidecar.len().min(12)],
+                &file[..file.len().min(12)]
+            ),
+            FileProblem::Schema(why) => write!(f, "schema mismatch: {why}"),
+            FileProblem::Sidecar(why) => write!(f, "sidecar problem: {why}"),
+            FileProblem::Unreadable(why) => write!(f, "unreadable: {why}"),
+        }
+    }
+}
+
+/// The check of one lidar file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileCheck {
+    /// The file, relative to the session folder.
+    pub path: PathBuf,
+    /// Its sidecar, when it could be read.
+    pub sidecar: Option<Sidecar>,
+    /// Everything wrong with it; empty when it passed.
+    pub problems: Vec<FileProblem>,
+}
+
+impl FileCheck {
+    /// Whether the file passed every check.
+    pub fn ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// The result of [`check_session`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionReport {
+    /// The session folder.
+    pub dir: PathBuf,
+    /// `meta/info.json`, when it could be read.
+    pub meta: Option<SessionMeta>,
+    /// `meta/episodes.jsonl`, line by line (lines that could not be read are in `problems`).
+    pub episodes: Vec<EpisodeRecord>,
+    /// Every finished lidar file (`data/chunk-*/*.parquet`), in path order.
+    pub files: Vec<FileCheck>,
+    /// `.parquet.partial` files, relative to the session folder: episodes a killed run never
+    /// finished.
+    pub partial: Vec<PathBuf>,
+    /// Problems of the session itself (its meta files, files listed but missing, sidecars
+    /// without a file).
+    pub problems: Vec<String>,
+}
+
+impl SessionReport {
+    /// Whether every file passed, nothing is incomplete and the session has no problems.
+    pub fn ok(&self) -> bool {
+        self.files.iter().all(FileCheck::ok) && self.partial.is_empty() && self.problems.is_empty()
+    }
+}
+
+/// Checks one finished file against its sidecar.
+fn check_file(dir: &Path, rel: &Path) -> FileCheck {
+    let path = dir.join(rel);
+    let mut problems = Vec::new();
+    let sidecar_path = path.with_extension("json");
+    let sidecar = if sidecar_path.exists() {
+        match read_sidecar(&sidecar_path) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                problems.push(FileProblem::Sidecar(e.to_string()));
+                None
+            }
+        }
+    } else {
+        let name = sidecar_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        problems.push(FileProblem::Sidecar(format!("'{name}' is missing")));
+        None
+    };
+    let footer = match footer(&path) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            problems.push(FileProblem::Unreadable(e.to_string()));
+            None
+        }
+    };
+    if let Some(s) = &sidecar {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if s.file != name {
+            problems.push(FileProblem::Sidecar(format!("it describes '{}', not '{name}'", s.file)));
+        }
+        if let Some((schema, rows)) = &footer {
+            match s.capture() {
+                Ok(capture) => {
+                    if let Some(why) = mismatch(schema, capture) {
+                        problems.push(FileProblem::Schema(why));
+                    }
+                }
+                Err(why) => problems.push(FileProblem::Sidecar(why)),
+            }
+            if *rows != s.rows {
+                problems.push(FileProblem::RowCount { sidecar: s.rows, file: *rows });
+            }
+        }
+        match sha256_file(&path) {
+            Ok(hash) if hash != s.sha256 => problems.push(FileProblem::Hash { sidecar: s.sha256.clone(), file: hash }),
+            Ok(_) => {}
+            Err(e) => problems.push(FileProblem::Unreadable(e.to_string())),
+        }
+    }
+    FileCheck { path: rel.to_path_buf(), sidecar, problems }
+}
+
+/// Sorted entries of a folder.
+fn entries(dir: &Path) -> Result<Vec<PathBuf>, RecordError> {
+    let rd = std::fs::read_dir(dir).map_err(|e| RecordError::io("list", dir, e))?;
+    let mut out = Vec::new();
+    for e in rd {
+        out.push(e.map_err(|e| RecordError::io("list", dir, e))?.path());
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Checks the session at `dir`: every `data/chunk-*/*.parquet` against its sidecar (row
+/// count, exact columns and types for the sidecar's capture mode, SHA-256), the `.partial`
+/// files a killed run left, and `meta/episodes.jsonl`. Problems go into the report; an error
+/// only when `dir` is not a session at all or cannot be listed.
+pub fn check_session(dir: &Path) -> Result<SessionReport, RecordError> {
+    let info = dir.join("meta").join("info.json");
+    let data = dir.join("data");
+    if !info.exists() && !data.is_dir() {
+        return Err(RecordError::NotASession {
+            path: dir.to_path_buf(),
+            reason: "it has neither meta/info.json nor data/".into(),
+        });
+    }
+    let mut report = SessionReport {
+        dir: dir.to_path_buf(),
+        meta: None,
+        episodes: Vec::new(),
+        files: Vec::new(),
+        partial: Vec::new(),
+        problems: Vec::new(),
+    };
+    match std::fs::read_to_string(&info) {
+        Ok(text) => match serde_json::from_str::<SessionMeta>(&text) {
+            Ok(meta) => report.meta = Some(meta),
+            Err(e) => report.problems.push(format!("meta/info.json cannot be read: {e}")),
+        },
+        Err(e) => report.problems.push(format!("meta/info.json cannot be read: {e}")),
+    }
+    let log = dir.join("meta").join("episodes.jsonl");
+    match std::fs::read_to_string(&log) {
+        Ok(text) => {
+            for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                match serde_json::from_str::<EpisodeRecord>(line) {
+                    Ok(e) => report.episodes.push(e),
+                    Err(e) => report.problems.push(format!("meta/episodes.jsonl line {}: {e}", n + 1)),
+                }
+            }
+        }
+        Err(e) => report.problems.push(format!("meta/episodes.jsonl cannot be read: {e}")),
+    }
+    if data.is_dir() {
+        for chunk in entries(&data)? {
+            let chunk_name = chunk.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if !chunk.is_dir() || !chunk_name.starts_with("chunk-") {
+                continue;
+            }
+            for path in entries(&chunk)? {
+                let rel = path.strip_prefix(dir).unwrap_or(&path).to_path_buf();
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                if name.ends_with(".parquet.partial") {
+                    report.partial.push(rel);
+                } else if name.ends_with(".parquet") {
+                    report.files.push(check_file(dir, &rel));
+                } else if name.ends_with(".json") {
+                    let stem = path.with_extension("");
+                    let finished = stem.with_extension("parquet");
+                    let partial = stem.with_extension("parquet.partial");
+                    if !finished.exists() && !partial.exists() {
+                        report.problems.push(format!("{} is a sidecar without its Parquet file", rel.display()));
+                    }
+                }
+            }
+        }
+    } else {
+        report.problems.push("the session has no data/ folder".into());
+    }
+    for e in &report.episodes {
+        for f in &e.files {
+            if !dir.join(f).exists() {
+                report.problems.push(format!("episode {} lists {f}, which is missing", e.index));
+            }
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,81 @@
+//! glint-record: lidar recordings as Parquet sessions, read back and checked.
+//!
+//! A [`Session`] is a folder `<output_dir>/session_<YYYYMMDD>_<HHMMSS>/` with
+//! `meta/info.json` (the run: manifest, scene, seed, rates, sensors), `meta/episodes.jsonl`
+//! (one line per finished episode) and, per episode and sensor,
+//! `data/chunk-NNN/lidar-<Name>-NNN.parquet` with a JSON [`Sidecar`] beside it. An
+//! [`Episode`] takes each sensor's live [`glint_lidar::Scan`] after every lidar tick
+//! ([`TickData`]: the beams the tick cast, in emission order, and the sensor's rotation) and
+//! writes one row per beam cast: the seed's columns (`timestamp`, `bin`, `channel`, `range`,
+//! `geom_id`, `hit`, `normal_x/y/z` in the sensor frame) and, when the binding captures them,
+//! the pass-through (`sec_*`) and reflected (`refl_*`) columns. Rows go to the file in row
+//! groups of [`ROW_GROUP_ROWS`], zstd-compressed with column statistics, so memory stays flat
+//! however long an episode runs. Files are written as `.parquet.partial` and renamed when the
+//! episode finishes; a killed run leaves only `.partial` files, which [`check_session`]
+//! reports apart from the finished ones.
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use glam::DMat3;
+//! use glint_core::RayCaster;
+//! use glint_lidar::{LidarBinding, Lidars, ScanConfig};
+//! use glint_mujoco::{Model, WorldBatch};
+//! use glint_record::{EpisodeStatus, Session, SessionInfo, TickData, check_session, read_lidar_file};
+//!
+//! let model = Model::from_xml_str(r#"<mujoco><worldbody>
+//!     <site name="lidar" pos="0 0 1"/>
+//!     <geom type="box" pos="4 0 1" size="0.1 4 2"/>
+//!   </worldbody></mujoco>"#)?;
+//! let batch = WorldBatch::new(&model, 1)?;
+//! let (scene, poses) = (model.scene(), batch.poses());
+//! let scan = ScanConfig { channels: 4, azimuth_bins: 360, ..ScanConfig::default() };
+//! let binding = LidarBinding { name: "front".into(), attach_site: Some("lidar".into()), scan, ..LidarBinding::default() };
+//! let (mut lidars, _) = Lidars::new(scene, vec![binding.clone()], 1)?;
+//! let caster = RayCaster::new(scene, poses);
+//!
+//! let info = SessionInfo {
+//!     manifest: "robot.toml".into(), manifest_text: String::new(), scene: "robot.xml".into(),
+//!     seed: 0, episodes: 1, seconds_per_episode: 0.1, worlds: 1, physics_timestep: 0.002,
+//!     lidar_runner_hz: 50.0, controller: "zero".into(), mujoco_version: "3.17.0".into(),
+//!     sensors: vec![binding],
+//! };
+//! let out = std::env::temp_dir().join(format!("glint-record-doc-{}", std::process::id()));
+//! let mut session = Session::create(&out, &info)?;
+//! let mut episode = session.begin_episode(0)?;
+//! let mut beams = Vec::new();
+//! for tick in 1..=5 {
+//!     let t = tick as f64 * 0.02;
+//!     lidars.tick(scene, poses, &caster, 0.02, &[t], true)?;
+//!     lidars.last_tick_beams(0, 0, &mut beams)?;
+//!     let (_, rot) = lidars.frame(0, 0, poses)?;
+//!     episode.write_tick(0, &TickData { timestamp: t, scan: lidars.scan(0, 0)?, beams: &beams, sensor_rot: rot })?;
+//! }
+//! let summary = episode.finish(EpisodeStatus::Complete, 0.1)?;
+//! // A 10 Hz sensor on a 50 Hz runner casts a fifth of its 1440 beams per tick.
+//! assert_eq!(summary.sensors[0].rows, 5 * 288);
+//! let table = read_lidar_file(&summary.sensors[0].path)?;
+//! assert_eq!(table.timestamp[0], 0.02);
+//! assert!(check_session(session.dir())?.ok());
+//! # std::fs::remove_dir_all(&out)?;
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+
+mod check;
+mod error;
+mod names;
+mod reader;
+mod schema;
+mod session;
+mod sidecar;
+mod writer;
+
+pub use check::{EpisodeRecord, FileCheck, FileProblem, SessionReport, check_session};
+pub use error::RecordError;
+pub use reader::{LidarReader, LidarTable, SecondaryColumns, read_lidar_file};
+pub use schema::{EMISSION_SPLIT, ROW_GROUP_ROWS};
+pub use session::{Episode, EpisodeStatus, EpisodeSummary, SensorSummary, Session, SessionInfo, TickData};
+pub use sidecar::{
+    ColumnDescription, FORMAT_VERSION, PatternDescription, ScanDescription, SensorDescription, SessionMeta, Sidecar,
+    read_sidecar,
+};

@@ -1,0 +1,411 @@
+//! A recording session on disk: its folder and `meta/` files, and the episodes written into
+//! it, one lidar file per sensor per episode.
+
+use std::collections::HashSet;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use glam::DMat3;
+use glint_lidar::{LidarBinding, Scan, ScanConfig};
+use serde::Serialize;
+
+use crate::RecordError;
+use crate::sidecar::{FORMAT_VERSION, SensorDescription, SessionMeta, Sidecar};
+use crate::writer::LidarWriter;
+
+/// What a session records and how the run that fills it is set up (written to
+/// `meta/info.json`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionInfo {
+    /// The scene manifest's path.
+    pub manifest: PathBuf,
+    /// The manifest's text as resolved.
+    pub manifest_text: String,
+    /// The MJCF scene's path.
+    pub scene: PathBuf,
+    /// The run's seed.
+    pub seed: u64,
+    /// Episodes the run means to record.
+    pub episodes: u32,
+    /// Simulated seconds per episode.
+    pub seconds_per_episode: f64,
+    /// Worlds simulated side by side.
+    pub worlds: usize,
+    /// MuJoCo's physics timestep, seconds.
+    pub physics_timestep: f64,
+    /// Lidar ticks per second.
+    pub lidar_runner_hz: f64,
+    /// What moves the robot, in words.
+    pub controller: String,
+    /// MuJoCo's version.
+    pub mujoco_version: String,
+    /// The recorded sensors in binding order (names filled in, as [`glint_lidar::Lidars::binding`]
+    /// returns them). Their scan configuration and secondary capture fix each file's columns.
+    pub sensors: Vec<LidarBinding>,
+}
+
+/// How an episode ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EpisodeStatus {
+    /// It ran its full length.
+    Complete,
+    /// It was stopped early (Ctrl-C, SIGTERM): what was recorded is readable.
+    Interrupted,
+}
+
+impl EpisodeStatus {
+    /// The name written to `episodes.jsonl` and the sidecars.
+    pub fn name(self) -> &'static str {
+        match self {
+            EpisodeStatus::Complete => "complete",
+            EpisodeStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// One sensor's tick, as the recorder takes it.
+#[derive(Clone, Copy, Debug)]
+pub struct TickData<'a> {
+    /// Seconds since the episode started; every row of the tick gets it.
+    pub timestamp: f64,
+    /// The sensor's live scan after the tick.
+    pub scan: &'a Scan,
+    /// The beams the tick cast, in emission order ([`glint_lidar::Lidars::last_tick_beams`]).
+    pub beams: &'a [u32],
+    /// The sensor's world rotation at the tick (columns: the sensor's axes, as
+    /// [`glint_lidar::Lidars::frame`] gives it); normals are written in the sensor frame.
+    pub sensor_rot: DMat3,
+}
+
+/// What one sensor's file of a finished episode holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SensorSummary {
+    /// Sensor index.
+    pub sensor: usize,
+    /// The final Parquet file.
+    pub path: PathBuf,
+    /// Rows (beams cast).
+    pub rows: u64,
+    /// Rows with a hit.
+    pub hits: u64,
+    /// File size, bytes.
+    pub bytes: u64,
+    /// SHA-256 of the file, hex.
+    pub sha256: String,
+}
+
+/// What a finished episode wrote.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EpisodeSummary {
+    /// Episode index.
+    pub index: u32,
+    /// How it ended.
+    pub status: EpisodeStatus,
+    /// Lidar ticks recorded (the most any sensor got).
+    pub ticks: u64,
+    /// One entry per sensor, in sensor order.
+    pub sensors: Vec<SensorSummary>,
+}
+
+/// A recording session folder, `<output_dir>/session_<YYYYMMDD>_<HHMMSS>/`.
+#[derive(Debug)]
+pub struct Session {
+    dir: PathBuf,
+    sensors: Vec<SensorDescription>,
+    configs: Vec<LidarBinding>,
+    tick_hz: f64,
+    begun: HashSet<u32>,
+}
+
+/// An episode being recorded: one open lidar file per sensor.
+pub struct Episode {
+    dir: PathBuf,
+    index: u32,
+    sensors: Vec<SensorDescription>,
+    configs: Vec<LidarBinding>,
+    tick_hz: f64,
+    writers: Vec<LidarWriter>,
+    started: Instant,
+}
+
+impl std::fmt::Debug for Episode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Episode").field("index", &self.index).field("dir", &self.dir).finish_non_exhaustive()
+    }
+}
+
+/// Days since 1970-01-01 to a civil (year, month, day), proleptic Gregorian.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// The current UTC time as (`YYYYMMDD_HHMMSS`, `YYYY-MM-DDTHH:MM:SSZ`).
+fn utc_now() -> (String, String) {
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let s = secs.rem_euclid(86_400);
+    let (h, mi, se) = (s / 3600, s % 3600 / 60, s % 60);
+    (format!("{y:04}{mo:02}{d:02}_{h:02}{mi:02}{se:02}"), format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{se:02}Z"))
+}
+
+/// Writes `value` as pretty JSON to `path`.
+pub(crate) fn write_json(path: &Path, value: &impl Serialize) -> Result<(), RecordError> {
+    let mut text = serde_json::to_string_pretty(value).map_err(|e| RecordError::Io {
+        action: "encode",
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    text.push('\n');
+    std::fs::write(path, text).map_err(|e| RecordError::io("write", path, e))
+}
+
+/// `data/chunk-NNN/lidar-<Name>-NNN` (no extension) for episode `index`.
+fn stem(index: u32, name: &str) -> PathBuf {
+    Path::new("data").join(format!("chunk-{:03}", index / 1000)).join(format!("lidar-{name}-{index:03}"))
+}
+
+/// `path` with `suffix` appended to its file name.
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+impl Session {
+    /// Creates `<output_dir>/session_<YYYYMMDD>_<HHMMSS>/` (UTC; a folder that exists is never
+    /// reused: `_2`, `_3`… are appended), with `data/`, `meta/info.json` (glint's version,
+    /// every field of `info`, the resolved manifest text) and an empty `meta/episodes.jsonl`.
+    pub fn create(output_dir: &Path, info: &SessionInfo) -> Result<Session, RecordError> {
+        if !(info.lidar_runner_hz.is_finite() && info.lidar_runner_hz > 0.0) {
+            return Err(RecordError::Setting(format!(
+                "lidar_runner_hz is {}, and must be a positive number of ticks per second",
+                info.lidar_runner_hz
+            )));
+        }
+        let sensors: Vec<SensorDescription> =
+            info.sensors.iter().enumerate().map(|(i, b)| SensorDescription::of(i, b)).collect();
+        for (i, b) in info.sensors.iter().enumerate() {
+            b.scan.validate().map_err(|e| RecordError::Setting(format!("lidar sensor {i}: {e}")))?;
+            if let Some(j) = sensors[..i].iter().position(|s| s.file_name == sensors[i].file_name) {
+                return Err(RecordError::DuplicateName { first: j, second: i, name: sensors[i].file_name.clone() });
+            }
+        }
+        std::fs::create_dir_all(output_dir).map_err(|e| RecordError::io("create the output folder", output_dir, e))?;
+        let (stamp, created_utc) = utc_now();
+        let base = format!("session_{stamp}");
+        let mut n = 1;
+        let dir = loop {
+            let name = if n == 1 { base.clone() } else { format!("{base}_{n}") };
+            let dir = output_dir.join(name);
+            match std::fs::create_dir(&dir) {
+                Ok(()) => break dir,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+                Err(e) => return Err(RecordError::io("create the session folder", &dir, e)),
+            }
+        };
+        for sub in ["meta", "data"] {
+            let p = dir.join(sub);
+            std::fs::create_dir(&p).map_err(|e| RecordError::io("create", &p, e))?;
+        }
+        let meta = SessionMeta {
+            format_version: FORMAT_VERSION,
+            glint_version: env!("CARGO_PKG_VERSION").into(),
+            created_utc,
+            manifest: info.manifest.display().to_string(),
+            scene: info.scene.display().to_string(),
+            seed: info.seed,
+            episodes: info.episodes,
+            seconds_per_episode: info.seconds_per_episode,
+            worlds: info.worlds,
+            physics_timestep: info.physics_timestep,
+            lidar_runner_hz: info.lidar_runner_hz,
+            controller: info.controller.clone(),
+            mujoco_version: info.mujoco_version.clone(),
+            sensors: sensors.clone(),
+            manifest_text: info.manifest_text.clone(),
+        };
+        write_json(&dir.join("meta").join("info.json"), &meta)?;
+        let log = dir.join("meta").join("episodes.jsonl");
+        std::fs::write(&log, "").map_err(|e| RecordError::io("create", &log, e))?;
+        Ok(Session {
+            dir,
+            sensors,
+            configs: info.sensors.clone(),
+            tick_hz: info.lidar_runner_hz,
+            begun: HashSet::new(),
+        })
+    }
+
+    /// The session folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Opens one file per sensor for episode `index`:
+    /// `data/chunk-NNN/lidar-<Name>-NNN.parquet.partial` (chunk = `index / 1000`, NNN at least
+    /// three digits), renamed to `.parquet` by [`Episode::finish`]. An error if the episode
+    /// was begun before.
+    pub fn begin_episode(&mut self, index: u32) -> Result<Episode, RecordError> {
+        let stems: Vec<PathBuf> = self.sensors.iter().map(|s| self.dir.join(stem(index, &s.file_name))).collect();
+        for stem in &stems {
+            for suffix in [".parquet", ".parquet.partial"] {
+                let p = with_suffix(stem, suffix);
+                if p.exists() {
+                    return Err(RecordError::EpisodeExists { index, path: p });
+                }
+            }
+        }
+        if self.begun.contains(&index) {
+            let path = stems.first().map_or_else(|| self.dir.clone(), |s| with_suffix(s, ".parquet"));
+            return Err(RecordError::EpisodeExists { index, path });
+        }
+        if let Some(chunk) = stems.first().and_then(|s| s.parent()) {
+            std::fs::create_dir_all(chunk).map_err(|e| RecordError::io("create", chunk, e))?;
+        }
+        self.begun.insert(index);
+        let mut writers = Vec::with_capacity(stems.len());
+        for (stem, b) in stems.iter().zip(&self.configs) {
+            let partial = with_suffix(stem, ".parquet.partial");
+            let path = with_suffix(stem, ".parquet");
+            writers.push(LidarWriter::create(partial, path, b.scan, b.secondary_capture)?);
+        }
+        Ok(Episode {
+            dir: self.dir.clone(),
+            index,
+            sensors: self.sensors.clone(),
+            configs: self.configs.clone(),
+            tick_hz: self.tick_hz,
+            writers,
+            started: Instant::now(),
+        })
+    }
+}
+
+/// One line of `meta/episodes.jsonl`.
+#[derive(Serialize)]
+struct EpisodeLine<'a> {
+    index: u32,
+    length_s: f64,
+    duration_s: f64,
+    ticks: u64,
+    status: &'a str,
+    files: Vec<String>,
+}
+
+impl Episode {
+    /// The episode index.
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// Appends one row per beam of `tick` to sensor `sensor`'s file, in the order of
+    /// `tick.beams`. The tick is checked first (beam count, beam indices, the captured
+    /// secondary arrays); nothing is written on an error.
+    pub fn write_tick(&mut self, sensor: usize, tick: &TickData) -> Result<(), RecordError> {
+        let count = self.writers.len();
+        let w = self.writers.get_mut(sensor).ok_or(RecordError::NoSuchSensor { index: sensor, count })?;
+        w.write_tick(sensor, tick)
+    }
+
+    /// The most rows any sensor holds in memory, not yet in its file: never more than
+    /// [`crate::ROW_GROUP_ROWS`], however long the episode.
+    pub fn buffered_rows(&self) -> usize {
+        self.writers.iter().map(LidarWriter::buffered_rows).max().unwrap_or(0)
+    }
+
+    /// Finishes the episode: writes each file's last row group and footer, writes its
+    /// sidecar (with the file's SHA-256 and row count), renames `.partial` to `.parquet`,
+    /// and appends one line to `meta/episodes.jsonl` (`index`, `length_s`, `duration_s` (wall
+    /// clock), `ticks`, `status`, `files`). `length_s` is the simulated time recorded.
+    pub fn finish(self, status: EpisodeStatus, length_s: f64) -> Result<EpisodeSummary, RecordError> {
+        let Episode { dir, index, sensors, configs, tick_hz, writers, started } = self;
+        let mut summaries = Vec::with_capacity(writers.len());
+        let mut ticks = 0;
+        for (i, w) in writers.into_iter().enumerate() {
+            ticks = ticks.max(w.ticks);
+            let (partial, path, hits) = (w.partial.clone(), w.path.clone(), w.hits);
+            let done = w.close()?;
+            let config: &ScanConfig = &configs[i].scan;
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let sidecar = Sidecar::new(
+                name,
+                index,
+                status.name(),
+                sensors[i].clone(),
+                config,
+                configs[i].secondary_capture,
+                tick_hz,
+                done.rows,
+                done.sha256.clone(),
+            );
+            write_json(&path.with_extension("json"), &sidecar)?;
+            std::fs::rename(&partial, &path).map_err(|e| RecordError::io("rename", &partial, e))?;
+            summaries.push(SensorSummary {
+                sensor: i,
+                path,
+                rows: done.rows,
+                hits,
+                bytes: done.bytes,
+                sha256: done.sha256,
+            });
+        }
+        let files = summaries
+            .iter()
+            .map(|s| s.path.strip_prefix(&dir).unwrap_or(&s.path).to_string_lossy().replace('\\', "/"))
+            .collect();
+        let line = EpisodeLine {
+            index,
+            length_s,
+            duration_s: started.elapsed().as_secs_f64(),
+            ticks,
+            status: status.name(),
+            files,
+        };
+        let log = dir.join("meta").join("episodes.jsonl");
+        let mut text = serde_json::to_string(&line).map_err(|e| RecordError::Io {
+            action: "encode",
+            path: log.clone(),
+            reason: e.to_string(),
+        })?;
+        text.push('\n');
+        let mut file = OpenOptions::new().append(true).open(&log).map_err(|e| RecordError::io("open", &log, e))?;
+        file.write_all(text.as_bytes()).map_err(|e| RecordError::io("append to", &log, e))?;
+        Ok(EpisodeSummary { index, status, ticks, sensors: summaries })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sidecar::file_name;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+        assert_eq!(civil_from_days(20_453), (2025, 12, 31));
+        assert_eq!(civil_from_days(20_454), (2026, 1, 1));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    }
+
+    #[test]
+    fn names_are_sanitised() {
+        assert_eq!(file_name("front lidar/1", 0), "front_lidar_1");
+        assert_eq!(file_name("", 3), "lidar3");
+        assert_eq!(file_name("Mid-360_a", 0), "Mid-360_a");
+        assert_eq!(stem(1234, "x"), Path::new("data/chunk-001/lidar-x-1234"));
+        assert_eq!(stem(7, "x"), Path::new("data/chunk-000/lidar-x-007"));
+    }
+}

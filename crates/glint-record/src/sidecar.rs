@@ -1,0 +1,339 @@
+//! What a session writes beside its data: the JSON sidecar of each lidar file, and the
+//! session's `meta/info.json`. Both are plain serde structures; enum values use the
+//! manifest's names, so a sidecar's `sensor` reads like the `[[lidar]]` table behind it.
+
+use std::path::Path;
+
+use glint_lidar::{LidarBinding, ScanConfig, ScanPattern, SecondaryCapture};
+use serde::{Deserialize, Serialize};
+
+use crate::RecordError;
+use crate::names::{
+    capture_from, capture_name, pattern_from, pattern_name, scope_name, self_ignore_from, self_ignore_name,
+};
+use crate::schema::{EMISSION_SPLIT, ROW_GROUP_ROWS, columns, type_name};
+
+/// Version of the session layout, the lidar schema and the sidecar. Readers refuse newer
+/// files.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The JSON sidecar beside each lidar Parquet file (same stem, `.json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sidecar {
+    /// [`FORMAT_VERSION`] of the writer.
+    pub format_version: u32,
+    /// glint's version (`CARGO_PKG_VERSION`) that wrote the file.
+    pub glint_version: String,
+    /// The Parquet file's name (in the same folder).
+    pub file: String,
+    /// Episode index.
+    pub episode: u32,
+    /// How the episode ended: `complete` or `interrupted`.
+    pub status: String,
+    /// The sensor and its configuration.
+    pub sensor: SensorDescription,
+    /// Beams per pattern cycle: `channels * azimuth_bins`.
+    pub beam_count: u64,
+    /// What `bin` and `channel` mean for this pattern.
+    pub pattern: PatternDescription,
+    /// Every column of the file, in order.
+    pub columns: Vec<ColumnDescription>,
+    /// Lidar ticks per second (the recorder's `lidar_runner_hz`).
+    pub tick_hz: f64,
+    /// Rows in the file (one per beam cast).
+    pub rows: u64,
+    /// The largest row group of the file, rows.
+    pub row_group_rows: u64,
+    /// SHA-256 of the Parquet file, lower-case hex.
+    pub sha256: String,
+}
+
+/// One recorded sensor: its binding, with the manifest's names.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SensorDescription {
+    /// 0-based index in binding order.
+    pub index: usize,
+    /// The binding's output name.
+    pub name: String,
+    /// The `<Name>` of its files (`lidar-<Name>-NNN.parquet`): the name sanitised to
+    /// `[A-Za-z0-9_-]`, or `lidar<index>` when empty.
+    pub file_name: String,
+    /// Site the sensor is attached to (wins over the body).
+    pub attach_site: Option<String>,
+    /// Body the sensor is attached to (used when no site is given).
+    pub attach_body: Option<String>,
+    /// Offset from the attach point, metres, attach frame.
+    pub mount_offset: [f64; 3],
+    /// Every field of the scan configuration.
+    pub scan: ScanDescription,
+    /// Secondary geometry recorded: `off`, `pass-through`, `reflected` or `both`.
+    pub secondary_capture: String,
+    /// Where secondary rays are cast: `flagged-materials` or `all-surfaces`.
+    pub secondary_scope: String,
+    /// Whether a video proxy was asked for.
+    pub video_proxy: bool,
+}
+
+/// A [`ScanConfig`], field by field, with the manifest's keys and names.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScanDescription {
+    /// `spinning`, `livox-mid360`, `unitree-l1` or `risley`.
+    pub pattern: String,
+    /// Risley head rate (Hz), for the `risley` pattern.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risley_spin_hz: Option<f64>,
+    /// Risley prism rates (Hz), for the `risley` pattern.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risley_prism_hz: Option<[f64; 2]>,
+    /// Vertical beams (1 for non-repetitive patterns).
+    pub channels: u32,
+    /// Azimuth bins per revolution, or points per cycle.
+    pub azimuth_bins: u32,
+    /// Revolutions (or cycles) per second.
+    pub rotation_hz: f64,
+    /// Lowest beam elevation, degrees.
+    pub vfov_min_deg: f64,
+    /// Highest beam elevation, degrees.
+    pub vfov_max_deg: f64,
+    /// Near cutoff, metres.
+    pub min_range: f64,
+    /// Far cutoff, metres.
+    pub max_range: f64,
+    /// MuJoCo geom groups the beams hit.
+    pub geom_group_mask: u32,
+    /// What the sensor's own beams pass through: `none`, `mount-body` or `whole-robot`.
+    pub self_ignore: String,
+}
+
+/// How to read `bin` and `channel`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PatternDescription {
+    /// `spinning` or `non-repetitive`.
+    pub kind: String,
+    /// Non-repetitive patterns: the split of the emission index (`e = bin * 256 + channel`);
+    /// absent for spinning ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emission_split: Option<u32>,
+    /// How a row's beam is identified.
+    pub beam_index: String,
+    /// What `bin` holds.
+    pub bin: String,
+    /// What `channel` holds.
+    pub channel: String,
+}
+
+/// One column of a lidar file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ColumnDescription {
+    /// Column name.
+    pub name: String,
+    /// Type: `float64`, `float32`, `uint16`, `uint8` or `int32`.
+    #[serde(rename = "type")]
+    pub data_type: String,
+    /// Unit (`m`, `s`), or empty.
+    pub unit: String,
+    /// What it holds.
+    pub meaning: String,
+}
+
+/// The session's `meta/info.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionMeta {
+    /// [`FORMAT_VERSION`] of the writer.
+    pub format_version: u32,
+    /// glint's version that wrote the session.
+    pub glint_version: String,
+    /// When the session was created, UTC, `YYYY-MM-DDTHH:MM:SSZ`.
+    pub created_utc: String,
+    /// The scene manifest's path.
+    pub manifest: String,
+    /// The MJCF scene's path.
+    pub scene: String,
+    /// The run's seed.
+    pub seed: u64,
+    /// Episodes asked for.
+    pub episodes: u32,
+    /// Simulated seconds per episode asked for.
+    pub seconds_per_episode: f64,
+    /// Worlds simulated side by side.
+    pub worlds: usize,
+    /// MuJoCo's physics timestep, seconds.
+    pub physics_timestep: f64,
+    /// Lidar ticks per second.
+    pub lidar_runner_hz: f64,
+    /// What moved the robot.
+    pub controller: String,
+    /// MuJoCo's version.
+    pub mujoco_version: String,
+    /// Every recorded sensor, in binding order.
+    pub sensors: Vec<SensorDescription>,
+    /// The manifest as resolved (its full text).
+    pub manifest_text: String,
+}
+
+/// `name` sanitised for a file name (`[A-Za-z0-9_-]`, others become `_`), or `lidar<index>`
+/// when empty.
+pub(crate) fn file_name(name: &str, index: usize) -> String {
+    if name.is_empty() {
+        return format!("lidar{index}");
+    }
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
+}
+
+impl SensorDescription {
+    /// Describes binding `index`.
+    pub(crate) fn of(index: usize, b: &LidarBinding) -> SensorDescription {
+        let c = &b.scan;
+        let (risley_spin_hz, risley_prism_hz) = match c.pattern {
+            ScanPattern::NonRepetitive(glint_lidar::NonRepetitive::Risley { spin_hz, prism_hz }) => {
+                (Some(spin_hz), Some(prism_hz))
+            }
+            _ => (None, None),
+        };
+        SensorDescription {
+            index,
+            name: b.name.clone(),
+            file_name: file_name(&b.name, index),
+            attach_site: b.attach_site.clone(),
+            attach_body: b.attach_body.clone(),
+            mount_offset: b.mount_offset.to_array(),
+            scan: ScanDescription {
+                pattern: pattern_name(c.pattern),
+                risley_spin_hz,
+                risley_prism_hz,
+                channels: c.channels,
+                azimuth_bins: c.azimuth_bins,
+                rotation_hz: c.rotation_hz,
+                vfov_min_deg: c.vfov_min_deg,
+                vfov_max_deg: c.vfov_max_deg,
+                min_range: c.min_range,
+                max_range: c.max_range,
+                geom_group_mask: c.geom_group_mask,
+                self_ignore: self_ignore_name(c.self_ignore).into(),
+            },
+            secondary_capture: capture_name(b.secondary_capture).into(),
+            secondary_scope: scope_name(b.secondary_scope).into(),
+            video_proxy: b.video_proxy,
+        }
+    }
+
+    /// The scan configuration back, or what is wrong with the names.
+    pub fn scan_config(&self) -> Result<ScanConfig, String> {
+        let s = &self.scan;
+        let risley = s.risley_spin_hz.zip(s.risley_prism_hz);
+        let pattern =
+            pattern_from(&s.pattern, risley).ok_or_else(|| format!("unknown scan pattern '{}'", s.pattern))?;
+        let self_ignore =
+            self_ignore_from(&s.self_ignore).ok_or_else(|| format!("unknown self_ignore '{}'", s.self_ignore))?;
+        let config = ScanConfig {
+            pattern,
+            channels: s.channels,
+            azimuth_bins: s.azimuth_bins,
+            rotation_hz: s.rotation_hz,
+            vfov_min_deg: s.vfov_min_deg,
+            vfov_max_deg: s.vfov_max_deg,
+            min_range: s.min_range,
+            max_range: s.max_range,
+            geom_group_mask: s.geom_group_mask,
+            self_ignore,
+        };
+        config.validate().map_err(|e| e.to_string())?;
+        Ok(config)
+    }
+
+    /// The secondary capture mode, or what is wrong with its name.
+    pub fn capture(&self) -> Result<SecondaryCapture, String> {
+        capture_from(&self.secondary_capture)
+            .ok_or_else(|| format!("unknown secondary_capture '{}'", self.secondary_capture))
+    }
+}
+
+impl PatternDescription {
+    /// Describes the pattern of `c`.
+    pub(crate) fn of(c: &ScanConfig) -> PatternDescription {
+        match c.pattern {
+            ScanPattern::Spinning => PatternDescription {
+                kind: "spinning".into(),
+                emission_split: None,
+                beam_index: "k = bin * channels + channel; rows of one tick are in emission order: bin by bin, channels upward".into(),
+                bin: "azimuth bin: azimuth = 360° * bin / azimuth_bins, from +X counter-clockwise about +Z (sensor frame)".into(),
+                channel: "vertical channel: elevation = vfov_min_deg + (vfov_max_deg - vfov_min_deg) * channel / (channels - 1)".into(),
+            },
+            _ => PatternDescription {
+                kind: "non-repetitive".into(),
+                emission_split: Some(EMISSION_SPLIT),
+                beam_index: "e = bin * 256 + channel: the beam's emission index within the pattern cycle (0 to azimuth_bins - 1), in firing order; a new cycle starts where e wraps to 0. bin and channel are the high and low parts of e, not angles; the direction comes from the generator in sensor.scan.pattern at pattern time (cycle * azimuth_bins + e) / (azimuth_bins * rotation_hz)".into(),
+                bin: "high part of the emission index: e / 256 (not an angle)".into(),
+                channel: "low part of the emission index: e % 256 (not a laser channel)".into(),
+            },
+        }
+    }
+}
+
+impl Sidecar {
+    /// The sidecar of a finished file.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        file: String,
+        episode: u32,
+        status: &str,
+        sensor: SensorDescription,
+        config: &ScanConfig,
+        capture: SecondaryCapture,
+        tick_hz: f64,
+        rows: u64,
+        sha256: String,
+    ) -> Sidecar {
+        let non_repetitive = !matches!(config.pattern, ScanPattern::Spinning);
+        Sidecar {
+            format_version: FORMAT_VERSION,
+            glint_version: env!("CARGO_PKG_VERSION").into(),
+            file,
+            episode,
+            status: status.into(),
+            sensor,
+            beam_count: config.beam_count() as u64,
+            pattern: PatternDescription::of(config),
+            columns: columns(capture, non_repetitive)
+                .into_iter()
+                .map(|c| ColumnDescription {
+                    name: c.name.into(),
+                    data_type: type_name(&c.data_type),
+                    unit: c.unit.into(),
+                    meaning: c.meaning.into(),
+                })
+                .collect(),
+            tick_hz,
+            rows,
+            row_group_rows: ROW_GROUP_ROWS as u64,
+            sha256,
+        }
+    }
+
+    /// The sensor's scan configuration (as recorded).
+    pub fn scan_config(&self) -> Result<ScanConfig, String> {
+        self.sensor.scan_config()
+    }
+
+    /// The secondary capture mode the file was recorded with.
+    pub fn capture(&self) -> Result<SecondaryCapture, String> {
+        self.sensor.capture()
+    }
+}
+
+/// Reads and checks the sidecar at `path`: JSON of the right shape, a format this glint
+/// reads, and names it knows.
+pub fn read_sidecar(path: &Path) -> Result<Sidecar, RecordError> {
+    let bad = |reason: String| RecordError::Json { path: path.to_path_buf(), what: "sidecar", reason };
+    let text = std::fs::read_to_string(path).map_err(|e| RecordError::io("read", path, e))?;
+    let sidecar: Sidecar = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    if sidecar.format_version > FORMAT_VERSION {
+        return Err(bad(format!(
+            "it has format version {}, newer than this glint reads ({FORMAT_VERSION}); update glint",
+            sidecar.format_version
+        )));
+    }
+    sidecar.scan_config().map_err(&bad)?;
+    sidecar.capture().map_err(&bad)?;
+    Ok(sidecar)
+}
