@@ -4,6 +4,7 @@ mod bake;
 mod bench;
 mod draw;
 mod patterns;
+mod replay;
 mod scan;
 
 use clap::{Parser, Subcommand};
@@ -27,6 +28,10 @@ enum Command {
     /// Steps a manifest's scene, scans with one lidar, and writes a PLY point cloud, a range
     /// image (spinning units) and a top-down view of the returns.
     Scan(scan::ScanArgs),
+    /// Lists a recorded session's episodes and sensors with per-beam metrics, checks every
+    /// file against its sidecar (exit status 1 if any check fails), and with `--png` draws the
+    /// returns of a tick range in the sensor frame.
+    Replay(replay::ReplayArgs),
 }
 
 fn main() {
@@ -35,6 +40,7 @@ fn main() {
         Command::Bake(args) => bake::run(args),
         Command::Bench(cmd) => bench::run(cmd),
         Command::Scan(args) => scan::run(args),
+        Command::Replay(args) => replay::run(args),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");
