@@ -70,6 +70,11 @@ mod session;
 mod sidecar;
 mod writer;
 
+/// `docs/recording.md`, compiled so its Rust example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/recording.md")]
+pub struct RecordingGuide;
+
 pub use check::{EpisodeRecord, FileCheck, FileProblem, SessionReport, check_session};
 pub use error::RecordError;
 pub use reader::{LidarReader, LidarTable, SecondaryColumns, read_lidar_file};
