@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Creates .deps/venv with the pinned Python packages the tests use to read glint's outputs
 # with readers that are not ours (plyfile for PLY point clouds, pyarrow for Parquet
-# recordings). Idempotent: does nothing when the pinned set is already installed.
+# recordings), and imageio-ffmpeg for the static ffmpeg build the video-proxy tests encode
+# with (glint finds it through GLINT_FFMPEG). Idempotent: does nothing when the pinned set is already installed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv="$root/.deps/venv"
-pins="plyfile==1.1.5 numpy==2.2.6 pyarrow==26.0.1"
+pins="plyfile==1.1.5 numpy==2.2.6 pyarrow==26.0.1 imageio-ffmpeg==0.6.0"
 stamp="$venv/.glint-pins"
 
 if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$pins" ]; then

@@ -360,8 +360,25 @@ fn save_png(img: &RgbImage, path: &Path) -> anyhow::Result<()> {
 /// Errors if `size` is 0.
 pub fn top_down_png(points: &[Point], by: ColourBy, ramp: Ramp, size: u32, path: &Path) -> anyhow::Result<()> {
     ensure!(size > 0, "top-down image size must be at least 1 pixel (writing {})", path.display());
+    save_png(&top_down_image(points, by, ramp, size, None), path)
+}
+
+/// The top-down view of [`top_down_png`] as an image. `view` fixes the framing instead of
+/// fitting it to the points: world (x, y) at the centre and the side's length in metres, so
+/// successive frames of a video line up.
+pub fn top_down_image(
+    points: &[Point],
+    by: ColourBy,
+    ramp: Ramp,
+    size: u32,
+    view: Option<([f32; 2], f32)>,
+) -> RgbImage {
     let mut img = RgbImage::new(size, size);
-    if let Some(frame) = Frame::fit(points, size) {
+    let frame = match view {
+        Some(([cx, cy], side)) => Some(Frame { cx, cy, scale: size as f32 / side.max(1e-3), size }),
+        None => Frame::fit(points, size),
+    };
+    if let Some(frame) = frame {
         let ts = scalars(points, by);
         let mut idx: Vec<usize> = (0..points.len()).filter(|&i| points[i].xyz.iter().all(|v| v.is_finite())).collect();
         idx.sort_by(|&a, &b| points[a].xyz[2].total_cmp(&points[b].xyz[2]));
@@ -384,7 +401,7 @@ pub fn top_down_png(points: &[Point], by: ColourBy, ramp: Ramp, size: u32, path:
             }
         }
     }
-    save_png(&img, path)
+    img
 }
 
 /// Range image PNG of a spinning scan: `channels` rows (row 0 at the TOP is the HIGHEST

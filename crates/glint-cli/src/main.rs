@@ -2,10 +2,13 @@
 
 mod bake;
 mod bench;
+mod controller;
 mod draw;
 mod patterns;
 mod replay;
+mod run;
 mod scan;
+mod video;
 
 use clap::{Parser, Subcommand};
 
@@ -28,6 +31,9 @@ enum Command {
     /// Steps a manifest's scene, scans with one lidar, and writes a PLY point cloud, a range
     /// image (spinning units) and a top-down view of the returns.
     Scan(scan::ScanArgs),
+    /// The main job: runs episodes of a manifest's scene with its controller and records every
+    /// lidar of every world to a Parquet session (see docs/recording.md).
+    Run(run::RunArgs),
     /// Lists a recorded session's episodes and sensors with per-beam metrics, checks every
     /// file against its sidecar (exit status 1 if any check fails), and with `--png` draws the
     /// returns of a tick range in the sensor frame.
@@ -41,6 +47,7 @@ fn main() {
         Command::Bench(cmd) => bench::run(cmd),
         Command::Scan(args) => scan::run(args),
         Command::Replay(args) => replay::run(args),
+        Command::Run(args) => run::run(args),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

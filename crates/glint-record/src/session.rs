@@ -318,6 +318,12 @@ impl Episode {
         w.write_tick(sensor, tick)
     }
 
+    /// Where sensor `sensor`'s Parquet file will be once the episode finishes (files beside
+    /// it, such as a video proxy, share its stem).
+    pub fn path(&self, sensor: usize) -> Option<&Path> {
+        self.writers.get(sensor).map(|w| w.path.as_path())
+    }
+
     /// The most rows any sensor holds in memory, not yet in its file: never more than
     /// [`crate::ROW_GROUP_ROWS`], however long the episode.
     pub fn buffered_rows(&self) -> usize {
