@@ -95,8 +95,8 @@ pub use config::{
 pub use error::LidarError;
 pub use material::{Continuation, MaterialPreset, MaterialTable, Metal, NirMaterial};
 pub use model::{
-    Beam, BeamReturn, BeamRng, LegKind, MAX_INTERACTIONS, MEDIUM_INDEX, MaterialLookup, ReturnModel, Strength, Surface,
-    Tracer, drop_probability, refract, slope,
+    Beam, BeamReturn, BeamRng, LegKind, MAX_INTERACTIONS, MEDIUM_INDEX, MaterialLookup, NUDGE, ReturnModel, Strength,
+    Surface, TickKey, Tracer, drop_probability, refract, slope,
 };
 pub use params::{RETURN_PARAM_NAMES, ReturnParams, ReturnPreset};
 pub use pattern::{angles, beam_direction};

@@ -61,7 +61,7 @@ pub const MEDIUM_INDEX: f64 = 1.33;
 
 /// Distance a continuation starts past the surface it leaves (m), so it does not find that
 /// surface again.
-pub(crate) const NUDGE: f64 = 1e-5;
+pub const NUDGE: f64 = 1e-5;
 
 /// A surface reached by a beam or a continuation.
 #[derive(Clone, Copy, Debug, PartialEq)]
