@@ -271,7 +271,7 @@ impl Sensor {
         } else {
             clock.revolutions += (hz * dt).min(1.0);
             // A whisker of slack absorbs rounding in the sum of revolutions.
-            let target = ((clock.revolutions * units as f64) + 1e-9).floor() as u64;
+            let target = ((clock.revolutions * units as f64) + 1e-6).floor() as u64;
             let from = clock.emitted.max(target.saturating_sub(units));
             clock.emitted = target;
             (from, target)

@@ -451,3 +451,19 @@ fn the_last_tick_beams_are_the_slice_in_emission_order() {
     assert!(beams.iter().all(|&k| scan.time[k as usize] == 0.04));
     assert!(lidars.last_tick_beams(1, 0, &mut beams).is_err());
 }
+
+#[test]
+fn long_runs_cast_every_bin_exactly_once_per_revolution() {
+    // 1000 ticks of 20 ms at 10 Hz: 200 revolutions, though 0.2 revolutions per tick does not
+    // add up exactly in floating point.
+    let (model, batch, caster) = setup(ROBOT, 1);
+    let config = ScanConfig { channels: 2, azimuth_bins: 1024, rotation_hz: 10.0, ..ScanConfig::default() };
+    let (mut lidars, _) = Lidars::new(model.scene(), vec![binding(config)], 1).unwrap();
+    let (mut beams, mut total) = (Vec::new(), 0);
+    for _ in 0..1000 {
+        lidars.tick(model.scene(), batch.poses(), &caster, 10.0 * 0.002, &[0.0], true).unwrap();
+        lidars.last_tick_beams(0, 0, &mut beams).unwrap();
+        total += beams.len();
+    }
+    assert_eq!(total, 200 * 1024 * 2);
+}
