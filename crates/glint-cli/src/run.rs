@@ -157,8 +157,9 @@ pub fn run(args: RunArgs) -> Result<()> {
                     total.beams += beams.len() as u64;
                     total.hits += beams.iter().filter(|&&k| scan.range[k as usize] >= 0.0).count() as u64;
                     if let Some(writer) = writers.get_mut(w) {
-                        let (_, rot) = lidars.frame(s, w, batch.poses())?;
-                        writer.write_tick(s, &TickData { timestamp: time, scan, beams: &beams, sensor_rot: rot })?;
+                        let (pos, rot) = lidars.frame(s, w, batch.poses())?;
+                        let tick = TickData { timestamp: time, scan, beams: &beams, sensor_rot: rot, sensor_pos: pos };
+                        writer.write_tick(s, &tick)?;
                     }
                 }
             }

@@ -89,9 +89,10 @@ fn record(out: &Path, killed: bool) -> PathBuf {
             lidars.tick(scene, poses, &caster, 0.02, &[t], true).unwrap();
             for s in 0..2 {
                 lidars.last_tick_beams(s, 0, &mut beams).unwrap();
-                let (_, rot) = lidars.frame(s, 0, poses).unwrap();
+                let (pos, rot) = lidars.frame(s, 0, poses).unwrap();
                 let scan = lidars.scan(s, 0).unwrap();
-                episode.write_tick(s, &TickData { timestamp: t, scan, beams: &beams, sensor_rot: rot }).unwrap();
+                let tick = TickData { timestamp: t, scan, beams: &beams, sensor_rot: rot, sensor_pos: pos };
+                episode.write_tick(s, &tick).unwrap();
             }
         }
         if index < 2 {

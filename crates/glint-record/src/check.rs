@@ -1,5 +1,6 @@
 //! The session self-check: every lidar file against its sidecar (row count, schema,
-//! SHA-256), the `.partial` files a killed run leaves, and the episode log.
+//! SHA-256), its pose table against the sidecar's entry, the `.partial` files a killed run
+//! leaves, and the episode log.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -7,9 +8,10 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::RecordError;
+use crate::poses::{file_sha256, pose_mismatch, pose_path};
 use crate::reader::footer;
 use crate::schema::mismatch;
-use crate::sidecar::{SessionMeta, Sidecar, read_sidecar};
+use crate::sidecar::{PoseFile, SessionMeta, Sidecar, read_sidecar};
 use crate::writer::sha256_file;
 
 /// One line of `meta/episodes.jsonl`.
@@ -50,6 +52,9 @@ pub enum FileProblem {
     },
     /// The file's columns are not those its sidecar's capture mode has.
     Schema(String),
+    /// The pose table the sidecar lists is missing, unreadable, or differs from the
+    /// sidecar's entry (rows, columns, SHA-256).
+    Poses(String),
     /// The sidecar is missing or cannot be read.
     Sidecar(String),
     /// The file cannot be read as Parquet.
@@ -69,6 +74,7 @@ impl fmt::Display for FileProblem {
                 &file[..file.len().min(12)]
             ),
             FileProblem::Schema(why) => write!(f, "schema mismatch: {why}"),
+            FileProblem::Poses(why) => write!(f, "pose table problem: {why}"),
             FileProblem::Sidecar(why) => write!(f, "sidecar problem: {why}"),
             FileProblem::Unreadable(why) => write!(f, "unreadable: {why}"),
         }
@@ -167,8 +173,48 @@ fn check_file(dir: &Path, rel: &Path) -> FileCheck {
             Ok(_) => {}
             Err(e) => problems.push(FileProblem::Unreadable(e.to_string())),
         }
+        if let Some(entry) = &s.poses {
+            problems.extend(check_poses(&path, entry).map(FileProblem::Poses));
+        }
     }
     FileCheck { path: rel.to_path_buf(), sidecar, problems }
+}
+
+/// Checks the pose table a sidecar lists (beside the lidar file at `lidar`): it exists, is a
+/// pose table, and has the sidecar's rows and SHA-256. `None` when it passes.
+fn check_poses(lidar: &Path, entry: &PoseFile) -> Option<String> {
+    let expected = pose_path(lidar);
+    let name = expected.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if entry.file != name {
+        return Some(format!("the sidecar lists '{}', where the pose table of this file is '{name}'", entry.file));
+    }
+    if !expected.exists() {
+        let partial = expected.with_extension("parquet.partial");
+        return Some(if partial.exists() {
+            format!("'{name}' is still '.partial' (the run was killed while finishing the episode)")
+        } else {
+            format!("'{name}' is missing")
+        });
+    }
+    let (schema, rows) = match footer(&expected) {
+        Ok(f) => f,
+        Err(e) => return Some(e.to_string()),
+    };
+    if let Some(why) = pose_mismatch(&schema) {
+        return Some(format!("'{name}': {why}"));
+    }
+    if rows != entry.rows {
+        return Some(format!("'{name}' has {rows} rows, and the sidecar says {}", entry.rows));
+    }
+    match file_sha256(&expected) {
+        Ok(hash) if hash != entry.sha256 => Some(format!(
+            "'{name}' has SHA-256 {}…, and the sidecar says {}… (it changed after it was written)",
+            &hash[..12],
+            &entry.sha256[..entry.sha256.len().min(12)]
+        )),
+        Ok(_) => None,
+        Err(e) => Some(e.to_string()),
+    }
 }
 
 /// Sorted entries of a folder.
@@ -231,7 +277,16 @@ pub fn check_session(dir: &Path) -> Result<SessionReport, RecordError> {
             for path in entries(&chunk)? {
                 let rel = path.strip_prefix(dir).unwrap_or(&path).to_path_buf();
                 let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                if name.ends_with(".parquet.partial") {
+                if name.ends_with(".poses.parquet") {
+                    // A pose table is checked with its lidar file, through the sidecar.
+                    let lidar = path.with_file_name(name.replace(".poses.parquet", ".parquet"));
+                    let partial = lidar.with_extension("parquet.partial");
+                    if !lidar.exists() && !partial.exists() {
+                        report.problems.push(format!("{} is a pose table without its lidar file", rel.display()));
+                    }
+                } else if name.ends_with(".poses.parquet.partial") {
+                    // Left beside the lidar file's own `.partial`, which is what is reported.
+                } else if name.ends_with(".parquet.partial") {
                     report.partial.push(rel);
                 } else if name.ends_with(".parquet") {
                     report.files.push(check_file(dir, &rel));

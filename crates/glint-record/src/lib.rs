@@ -5,14 +5,16 @@
 //! (one line per finished episode) and, per episode and sensor,
 //! `data/chunk-NNN/lidar-<Name>-NNN.parquet` with a JSON [`Sidecar`] beside it. An
 //! [`Episode`] takes each sensor's live [`glint_lidar::Scan`] after every lidar tick
-//! ([`TickData`]: the beams the tick cast, in emission order, and the sensor's rotation) and
+//! ([`TickData`]: the beams the tick cast, in emission order, and the sensor's pose) and
 //! writes one row per beam cast: the seed's columns (`timestamp`, `bin`, `channel`, `range`,
 //! `geom_id`, `hit`, `normal_x/y/z` in the sensor frame) and, when the binding captures them,
-//! the pass-through (`sec_*`) and reflected (`refl_*`) columns. Rows go to the file in row
-//! groups of [`ROW_GROUP_ROWS`], zstd-compressed with column statistics, so memory stays flat
-//! however long an episode runs. Files are written as `.parquet.partial` and renamed when the
-//! episode finishes; a killed run leaves only `.partial` files, which [`check_session`]
-//! reports apart from the finished ones.
+//! the pass-through (`sec_*`) and reflected (`refl_*`) columns; and one row per tick to the
+//! file's pose table `lidar-<Name>-NNN.poses.parquet` (the sensor's world origin and
+//! orientation, [`read_pose_file`]), so rows can be placed in the world again. Rows go to the
+//! file in row groups of [`ROW_GROUP_ROWS`], zstd-compressed with column statistics, so memory
+//! stays flat however long an episode runs. Files are written as `.parquet.partial` and renamed
+//! when the episode finishes; a killed run leaves only `.partial` files, which
+//! [`check_session`] reports apart from the finished ones.
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -47,8 +49,9 @@
 //!     let t = tick as f64 * 0.02;
 //!     lidars.tick(scene, poses, &caster, 0.02, &[t], true)?;
 //!     lidars.last_tick_beams(0, 0, &mut beams)?;
-//!     let (_, rot) = lidars.frame(0, 0, poses)?;
-//!     episode.write_tick(0, &TickData { timestamp: t, scan: lidars.scan(0, 0)?, beams: &beams, sensor_rot: rot })?;
+//!     let (pos, rot) = lidars.frame(0, 0, poses)?;
+//!     let scan = lidars.scan(0, 0)?;
+//!     episode.write_tick(0, &TickData { timestamp: t, scan, beams: &beams, sensor_rot: rot, sensor_pos: pos })?;
 //! }
 //! let summary = episode.finish(EpisodeStatus::Complete, 0.1)?;
 //! // A 10 Hz sensor on a 50 Hz runner casts a fifth of its 1440 beams per tick.
@@ -64,6 +67,7 @@
 mod check;
 mod error;
 mod names;
+mod poses;
 mod reader;
 mod schema;
 mod session;
@@ -77,10 +81,11 @@ pub struct RecordingGuide;
 
 pub use check::{EpisodeRecord, FileCheck, FileProblem, SessionReport, check_session};
 pub use error::RecordError;
+pub use poses::{PoseReader, PoseTable, file_sha256, pose_path, read_pose_file};
 pub use reader::{LidarReader, LidarTable, SecondaryColumns, read_lidar_file};
 pub use schema::{EMISSION_SPLIT, ROW_GROUP_ROWS};
 pub use session::{Episode, EpisodeStatus, EpisodeSummary, SensorSummary, Session, SessionInfo, TickData};
 pub use sidecar::{
-    ColumnDescription, FORMAT_VERSION, PatternDescription, ScanDescription, SensorDescription, SessionMeta, Sidecar,
-    read_sidecar,
+    ColumnDescription, FORMAT_VERSION, PatternDescription, PoseFile, ScanDescription, SensorDescription, SessionMeta,
+    Sidecar, read_sidecar,
 };

@@ -1,5 +1,5 @@
 //! A recording session on disk: its folder and `meta/` files, and the episodes written into
-//! it, one lidar file per sensor per episode.
+//! it, one lidar file and one pose table per sensor per episode.
 
 use std::collections::HashSet;
 use std::fs::OpenOptions;
@@ -7,12 +7,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use glam::DMat3;
+use glam::{DMat3, DVec3};
 use glint_lidar::{LidarBinding, Scan, ScanConfig};
 use serde::Serialize;
 
 use crate::RecordError;
-use crate::sidecar::{FORMAT_VERSION, SensorDescription, SessionMeta, Sidecar};
+use crate::poses::{PoseWriter, pose_columns};
+use crate::sidecar::{FORMAT_VERSION, PoseFile, SensorDescription, SessionMeta, Sidecar};
 use crate::writer::LidarWriter;
 
 /// What a session records and how the run that fills it is set up (written to
@@ -78,6 +79,9 @@ pub struct TickData<'a> {
     /// The sensor's world rotation at the tick (columns: the sensor's axes, as
     /// [`glint_lidar::Lidars::frame`] gives it); normals are written in the sensor frame.
     pub sensor_rot: DMat3,
+    /// The sensor's origin in the world at the tick ([`glint_lidar::Lidars::frame`]'s first
+    /// part); with `sensor_rot` it goes to the episode's pose table.
+    pub sensor_pos: DVec3,
 }
 
 /// What one sensor's file of a finished episode holds.
@@ -87,6 +91,8 @@ pub struct SensorSummary {
     pub sensor: usize,
     /// The final Parquet file.
     pub path: PathBuf,
+    /// Its pose table (`lidar-<Name>-NNN.poses.parquet`).
+    pub poses: PathBuf,
     /// Rows (beams cast).
     pub rows: u64,
     /// Rows with a hit.
@@ -128,6 +134,7 @@ pub struct Episode {
     configs: Vec<LidarBinding>,
     tick_hz: f64,
     writers: Vec<LidarWriter>,
+    poses: Vec<PoseWriter>,
     started: Instant,
 }
 
@@ -254,12 +261,12 @@ impl Session {
 
     /// Opens one file per sensor for episode `index`:
     /// `data/chunk-NNN/lidar-<Name>-NNN.parquet.partial` (chunk = `index / 1000`, NNN at least
-    /// three digits), renamed to `.parquet` by [`Episode::finish`]. An error if the episode
-    /// was begun before.
+    /// three digits) and its pose table `lidar-<Name>-NNN.poses.parquet.partial`, renamed by
+    /// [`Episode::finish`]. An error if the episode was begun before.
     pub fn begin_episode(&mut self, index: u32) -> Result<Episode, RecordError> {
         let stems: Vec<PathBuf> = self.sensors.iter().map(|s| self.dir.join(stem(index, &s.file_name))).collect();
         for stem in &stems {
-            for suffix in [".parquet", ".parquet.partial"] {
+            for suffix in [".parquet", ".parquet.partial", ".poses.parquet", ".poses.parquet.partial"] {
                 let p = with_suffix(stem, suffix);
                 if p.exists() {
                     return Err(RecordError::EpisodeExists { index, path: p });
@@ -275,10 +282,15 @@ impl Session {
         }
         self.begun.insert(index);
         let mut writers = Vec::with_capacity(stems.len());
+        let mut poses = Vec::with_capacity(stems.len());
         for (stem, b) in stems.iter().zip(&self.configs) {
             let partial = with_suffix(stem, ".parquet.partial");
             let path = with_suffix(stem, ".parquet");
             writers.push(LidarWriter::create(partial, path, b.scan, b.secondary_capture)?);
+            poses.push(PoseWriter::create(
+                with_suffix(stem, ".poses.parquet.partial"),
+                with_suffix(stem, ".poses.parquet"),
+            )?);
         }
         Ok(Episode {
             dir: self.dir.clone(),
@@ -287,6 +299,7 @@ impl Session {
             configs: self.configs.clone(),
             tick_hz: self.tick_hz,
             writers,
+            poses,
             started: Instant::now(),
         })
     }
@@ -310,12 +323,17 @@ impl Episode {
     }
 
     /// Appends one row per beam of `tick` to sensor `sensor`'s file, in the order of
-    /// `tick.beams`. The tick is checked first (beam count, beam indices, the captured
-    /// secondary arrays); nothing is written on an error.
+    /// `tick.beams`, and one row (time, origin, orientation) to its pose table. The tick is
+    /// checked first (beam count, beam indices, the captured secondary arrays, a finite
+    /// pose); nothing is written on an error.
     pub fn write_tick(&mut self, sensor: usize, tick: &TickData) -> Result<(), RecordError> {
         let count = self.writers.len();
         let w = self.writers.get_mut(sensor).ok_or(RecordError::NoSuchSensor { index: sensor, count })?;
-        w.write_tick(sensor, tick)
+        if !tick.sensor_pos.is_finite() {
+            return Err(RecordError::Tick { sensor, reason: "the sensor position is not finite".into() });
+        }
+        w.write_tick(sensor, tick)?;
+        self.poses[sensor].push(tick.timestamp, tick.sensor_pos, tick.sensor_rot)
     }
 
     /// Where sensor `sensor`'s Parquet file will be once the episode finishes (files beside
@@ -330,18 +348,22 @@ impl Episode {
         self.writers.iter().map(LidarWriter::buffered_rows).max().unwrap_or(0)
     }
 
-    /// Finishes the episode: writes each file's last row group and footer, writes its
-    /// sidecar (with the file's SHA-256 and row count), renames `.partial` to `.parquet`,
-    /// and appends one line to `meta/episodes.jsonl` (`index`, `length_s`, `duration_s` (wall
-    /// clock), `ticks`, `status`, `files`). `length_s` is the simulated time recorded.
+    /// Finishes the episode: writes each file's and pose table's last row group and footer,
+    /// writes the file's sidecar (with the SHA-256 and row count of both), renames the pose
+    /// table and then the file from `.partial` (so a finished lidar file always has its pose
+    /// table), and appends one line to `meta/episodes.jsonl` (`index`, `length_s`,
+    /// `duration_s` (wall clock), `ticks`, `status`, `files`: the lidar files). `length_s` is
+    /// the simulated time recorded.
     pub fn finish(self, status: EpisodeStatus, length_s: f64) -> Result<EpisodeSummary, RecordError> {
-        let Episode { dir, index, sensors, configs, tick_hz, writers, started } = self;
+        let Episode { dir, index, sensors, configs, tick_hz, writers, poses, started } = self;
         let mut summaries = Vec::with_capacity(writers.len());
         let mut ticks = 0;
-        for (i, w) in writers.into_iter().enumerate() {
+        for (i, (w, p)) in writers.into_iter().zip(poses).enumerate() {
             ticks = ticks.max(w.ticks);
             let (partial, path, hits) = (w.partial.clone(), w.path.clone(), w.hits);
             let done = w.close()?;
+            let (pose_partial, pose_final) = (p.partial.clone(), p.path.clone());
+            let pose_done = p.close()?;
             let config: &ScanConfig = &configs[i].scan;
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let sidecar = Sidecar::new(
@@ -355,10 +377,21 @@ impl Episode {
                 done.rows,
                 done.sha256.clone(),
             );
+            let sidecar = Sidecar {
+                poses: Some(PoseFile {
+                    file: pose_final.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                    rows: pose_done.rows,
+                    sha256: pose_done.sha256,
+                    columns: pose_columns(),
+                }),
+                ..sidecar
+            };
             write_json(&path.with_extension("json"), &sidecar)?;
+            std::fs::rename(&pose_partial, &pose_final).map_err(|e| RecordError::io("rename", &pose_partial, e))?;
             std::fs::rename(&partial, &path).map_err(|e| RecordError::io("rename", &partial, e))?;
             summaries.push(SensorSummary {
                 sensor: i,
+                poses: pose_final,
                 path,
                 rows: done.rows,
                 hits,

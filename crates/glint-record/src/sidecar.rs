@@ -14,8 +14,9 @@ use crate::names::{
 use crate::schema::{EMISSION_SPLIT, ROW_GROUP_ROWS, columns, type_name};
 
 /// Version of the session layout, the lidar schema and the sidecar. Readers refuse newer
-/// files.
-pub const FORMAT_VERSION: u32 = 1;
+/// files. Version 2 added the per-tick pose table beside each lidar file (the sidecar's
+/// `poses`); version 1 sessions read as before, without poses.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The JSON sidecar beside each lidar Parquet file (same stem, `.json`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -46,6 +47,22 @@ pub struct Sidecar {
     pub row_group_rows: u64,
     /// SHA-256 of the Parquet file, lower-case hex.
     pub sha256: String,
+    /// The per-tick pose table beside the file (absent in sessions of format version 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poses: Option<PoseFile>,
+}
+
+/// The pose table of a lidar file, as its sidecar lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PoseFile {
+    /// The pose table's file name (in the same folder): `lidar-<Name>-NNN.poses.parquet`.
+    pub file: String,
+    /// Rows: one per lidar tick of the episode, empty ticks included.
+    pub rows: u64,
+    /// SHA-256 of the pose table, lower-case hex.
+    pub sha256: String,
+    /// Its columns, in order.
+    pub columns: Vec<ColumnDescription>,
 }
 
 /// One recorded sensor: its binding, with the manifest's names.
@@ -307,6 +324,7 @@ impl Sidecar {
             rows,
             row_group_rows: ROW_GROUP_ROWS as u64,
             sha256,
+            poses: None,
         }
     }
 

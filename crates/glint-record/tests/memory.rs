@@ -1,7 +1,7 @@
 //! Memory stays flat however long an episode runs: the writer never holds more than one row
 //! group per sensor. (A test file of its own, so the process's peak memory is this test's.)
 
-use glam::DMat3;
+use glam::{DMat3, DVec3};
 use glint_lidar::{LidarBinding, Scan, ScanConfig, ScanPreset, SecondaryCapture, SecondaryHits};
 use glint_record::{EpisodeStatus, ROW_GROUP_ROWS, Session, SessionInfo, TickData, check_session};
 
@@ -69,8 +69,13 @@ fn record(tag: &str, ticks: usize) -> (u64, usize) {
     let mut episode = session.begin_episode(0).unwrap();
     let mut most = 0;
     for t in 0..ticks {
-        let tick =
-            TickData { timestamp: t as f64 * 0.1, scan: &scans[t % 3], beams: &beams, sensor_rot: DMat3::IDENTITY };
+        let tick = TickData {
+            timestamp: t as f64 * 0.1,
+            scan: &scans[t % 3],
+            beams: &beams,
+            sensor_rot: DMat3::IDENTITY,
+            sensor_pos: DVec3::ZERO,
+        };
         episode.write_tick(0, &tick).unwrap();
         most = most.max(episode.buffered_rows());
     }

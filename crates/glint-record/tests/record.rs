@@ -136,10 +136,11 @@ impl Rig {
             let mut per_sensor = Vec::new();
             for s in 0..self.lidars.len() {
                 self.lidars.last_tick_beams(s, 0, &mut beams).unwrap();
-                let (_, rot) = self.lidars.frame(s, 0, self.batch.poses()).unwrap();
+                let (pos, rot) = self.lidars.frame(s, 0, self.batch.poses()).unwrap();
                 let scan = self.lidars.scan(s, 0).unwrap();
                 if let Some(e) = episode.as_deref_mut() {
-                    e.write_tick(s, &TickData { timestamp: t, scan, beams: &beams, sensor_rot: rot }).unwrap();
+                    let tick = TickData { timestamp: t, scan, beams: &beams, sensor_rot: rot, sensor_pos: pos };
+                    e.write_tick(s, &tick).unwrap();
                 }
                 let pick = |h: &glint_lidar::SecondaryHits| {
                     (
@@ -606,7 +607,8 @@ fn sessions_never_reuse_a_folder_and_reject_bad_input() {
     let mut episode = session.begin_episode(0).unwrap();
     let scan = rig.lidars.scan(0, 0).unwrap();
     let rot = DMat3::IDENTITY;
-    let tick = |beams: &'static [u32]| TickData { timestamp: 0.02, scan, beams, sensor_rot: rot };
+    let tick =
+        |beams: &'static [u32]| TickData { timestamp: 0.02, scan, beams, sensor_rot: rot, sensor_pos: DVec3::ZERO };
     let err = episode.write_tick(1, &tick(&[0])).unwrap_err().to_string();
     assert!(err.contains("lidar sensor 1 is not recorded in this session (1 sensors are)"), "{err}");
     let err = episode.write_tick(0, &tick(&[0, 99_999])).unwrap_err().to_string();
@@ -618,12 +620,12 @@ fn sessions_never_reuse_a_folder_and_reject_bad_input() {
     other.set_config(0, wide).unwrap();
     let short = other.scan(0, 0).unwrap();
     let err = episode
-        .write_tick(0, &TickData { timestamp: 0.0, scan: short, beams: &[0], sensor_rot: rot })
+        .write_tick(0, &TickData { timestamp: 0.0, scan: short, beams: &[0], sensor_rot: rot, sensor_pos: DVec3::ZERO })
         .unwrap_err()
         .to_string();
     assert!(err.contains("the scan has 800 beams, and the recorded binding has 2880"), "{err}");
     let err = episode
-        .write_tick(0, &TickData { timestamp: f64::NAN, scan, beams: &[0], sensor_rot: rot })
+        .write_tick(0, &TickData { timestamp: f64::NAN, scan, beams: &[0], sensor_rot: rot, sensor_pos: DVec3::ZERO })
         .unwrap_err()
         .to_string();
     assert!(err.contains("timestamp"), "{err}");
