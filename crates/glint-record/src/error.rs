@@ -94,6 +94,37 @@ pub enum RecordError {
     /// A session setting is unusable.
     #[error("invalid session setting: {0}")]
     Setting(String),
+    /// A recorded file no longer matches its sidecar (hash, rows or columns).
+    #[error("'{path}' does not match its sidecar: {reason} (`glint replay` runs the session's self-check)")]
+    Changed {
+        /// The file.
+        path: PathBuf,
+        /// What differs.
+        reason: String,
+    },
+    /// A lidar file has no pose table (sessions of format version 1 recorded none).
+    #[error(
+        "'{path}' has no pose table (the session was recorded before glint recorded sensor poses, format version 1): record the session again to export it"
+    )]
+    NoPoses {
+        /// The lidar file.
+        path: PathBuf,
+    },
+    /// An export's output folder exists; variants are never overwritten.
+    #[error("'{path}' already exists: a variant is never overwritten; choose another output folder or remove it")]
+    VariantExists {
+        /// The folder.
+        path: PathBuf,
+    },
+    /// A file's rows contradict the rest of the session (a row without a pose, a beam the
+    /// sensor does not have).
+    #[error("'{path}' does not fit its session: {reason}")]
+    Inconsistent {
+        /// The file.
+        path: PathBuf,
+        /// What does not fit.
+        reason: String,
+    },
 }
 
 impl RecordError {

@@ -16,6 +16,11 @@
 //! when the episode finishes; a killed run leaves only `.partial` files, which
 //! [`check_session`] reports apart from the finished ones.
 //!
+//! [`export_variant`] re-processes a session's clean geometry through the return model under
+//! a material bake into a variant folder (measured range, intensity, calibrated reflectivity,
+//! second echo per row) with an `augmentation.json` ([`Augmentation`]) tracing it to its
+//! source files, the bake and the seed; `glint export` is its command line.
+//!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use glam::DMat3;
@@ -66,6 +71,7 @@
 
 mod check;
 mod error;
+mod export;
 mod names;
 mod poses;
 mod reader;
@@ -81,11 +87,16 @@ pub struct RecordingGuide;
 
 pub use check::{EpisodeRecord, FileCheck, FileProblem, SessionReport, check_session};
 pub use error::RecordError;
+pub use export::{
+    AUGMENTATION_FILE, Augmentation, BakeRecord, BakeStatusRecord, ExportSettings, ParamsRecord, Provenance,
+    VARIANT_FORMAT_VERSION, VariantFile, VariantTable, export_variant, read_augmentation, read_variant_file,
+    variant_columns,
+};
 pub use poses::{PoseReader, PoseTable, file_sha256, pose_path, read_pose_file};
 pub use reader::{LidarReader, LidarTable, SecondaryColumns, read_lidar_file};
 pub use schema::{EMISSION_SPLIT, ROW_GROUP_ROWS};
 pub use session::{Episode, EpisodeStatus, EpisodeSummary, SensorSummary, Session, SessionInfo, TickData};
 pub use sidecar::{
     ColumnDescription, FORMAT_VERSION, PatternDescription, PoseFile, ScanDescription, SensorDescription, SessionMeta,
-    Sidecar, read_sidecar,
+    Sidecar, read_session_meta, read_sidecar,
 };

@@ -339,6 +339,29 @@ impl Sidecar {
     }
 }
 
+/// Reads a session's `meta/info.json` (`dir` is the session folder); an error naming the file
+/// when it is missing or malformed, or [`RecordError::NotASession`] when `dir` has neither it
+/// nor `data/`.
+pub fn read_session_meta(dir: &Path) -> Result<SessionMeta, RecordError> {
+    let path = dir.join("meta").join("info.json");
+    if !path.exists() && !dir.join("data").is_dir() {
+        return Err(RecordError::NotASession {
+            path: dir.to_path_buf(),
+            reason: "it has neither meta/info.json nor data/".into(),
+        });
+    }
+    let bad = |reason: String| RecordError::Json { path: path.clone(), what: "session info", reason };
+    let text = std::fs::read_to_string(&path).map_err(|e| RecordError::io("read", &path, e))?;
+    let meta: SessionMeta = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    if meta.format_version > FORMAT_VERSION {
+        return Err(bad(format!(
+            "it has format version {}, newer than this glint reads ({FORMAT_VERSION}); update glint",
+            meta.format_version
+        )));
+    }
+    Ok(meta)
+}
+
 /// Reads and checks the sidecar at `path`: JSON of the right shape, a format this glint
 /// reads, and names it knows.
 pub fn read_sidecar(path: &Path) -> Result<Sidecar, RecordError> {
