@@ -4,6 +4,7 @@ mod bake;
 mod bench;
 mod controller;
 mod draw;
+mod export;
 mod patterns;
 mod replay;
 mod run;
@@ -38,6 +39,10 @@ enum Command {
     /// file against its sidecar (exit status 1 if any check fails), and with `--png` draws the
     /// returns of a tick range in the sensor frame.
     Replay(replay::ReplayArgs),
+    /// Re-processes a recorded session's clean geometry through the return model under a
+    /// material bake into a variant folder (range, intensity, calibrated reflectivity, second
+    /// echo) with an augmentation.json that traces it to its sources.
+    Export(export::ExportArgs),
 }
 
 fn main() {
@@ -48,6 +53,7 @@ fn main() {
         Command::Scan(args) => scan::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Run(args) => run::run(args),
+        Command::Export(args) => export::run(args),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

@@ -1,0 +1,193 @@
+//! `glint export`: re-processes a recorded session's clean geometry through the return model
+//! under a material bake into a material-informed variant folder with an `augmentation.json`
+//! provenance file (`glint_record::export_variant` does the work; this resolves the manifest,
+//! the bake and its staleness, the preset and the seed).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use glint_lidar::{BAKE_DIR, Bake, ReturnPreset, bake_path};
+use glint_manifest::Manifest;
+use glint_mujoco::Model;
+use glint_record::{BakeRecord, ExportSettings, Provenance, export_variant, read_session_meta};
+
+/// Arguments of `glint export`.
+#[derive(Args)]
+pub struct ExportArgs {
+    /// Recorded session folder (`session_<date>_<time>/`, as `glint run` makes).
+    session: PathBuf,
+    /// Material bake to use: `MaterialBakes/<NAME>.lvxb` beside the session's manifest (made by
+    /// `glint bake`).
+    #[arg(long, value_name = "NAME")]
+    bake: String,
+    /// Return model preset: generic, unitree-l1, livox-mid360 or ouster-os1 (default: the
+    /// manifest's `[return_model]`).
+    #[arg(long, value_name = "P", value_parser = parse_preset)]
+    return_preset: Option<ReturnPreset>,
+    /// Seed of the model's randomness (default: the manifest's `[return_model] seed`).
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Output folder, which must not exist (default:
+    /// `SESSION/variants/<bake>-<preset>-seed<N>/`).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Export with a stale bake (one baked before the scene's materials last changed); the
+    /// variant's augmentation.json records `stale: true`.
+    #[arg(long)]
+    allow_stale: bool,
+    /// Scene manifest (default: the one the session's meta/info.json records).
+    #[arg(long, value_name = "PATH")]
+    manifest: Option<PathBuf>,
+}
+
+fn parse_preset(s: &str) -> Result<ReturnPreset, String> {
+    ReturnPreset::from_name(s).map_err(|e| e.to_string())
+}
+
+/// `path` made absolute where it exists, as text.
+fn absolute(path: &Path) -> String {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string()
+}
+
+/// The names of the bakes in a project folder's `MaterialBakes/`.
+fn bakes_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir.join(BAKE_DIR))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_str()?.strip_suffix(".lvxb").map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+pub fn run(args: ExportArgs) -> Result<()> {
+    let meta = read_session_meta(&args.session)?;
+    let manifest_path = match &args.manifest {
+        Some(p) => p.clone(),
+        None if meta.manifest.is_empty() => bail!(
+            "the session '{}' records no manifest in meta/info.json: pass --manifest PATH",
+            args.session.display()
+        ),
+        None => PathBuf::from(&meta.manifest),
+    };
+    if !manifest_path.exists() {
+        bail!(
+            "the session's manifest '{}' (recorded in {}) does not exist here: pass --manifest PATH",
+            manifest_path.display(),
+            args.session.join("meta").join("info.json").display()
+        );
+    }
+    let manifest = Manifest::load(&manifest_path)?;
+    let model = Model::from_xml_file(&manifest.scene)?;
+    let scene = model.scene();
+    let table = manifest.material_table(scene)?;
+    let recorded_scene = std::fs::canonicalize(&meta.scene).ok();
+    if recorded_scene.is_some() && recorded_scene != std::fs::canonicalize(&manifest.scene).ok() {
+        eprintln!(
+            "warning: the session was recorded in '{}', and the manifest now names '{}': geom ids must match",
+            meta.scene,
+            manifest.scene.display()
+        );
+    }
+
+    let dir = manifest.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let path = bake_path(dir, &args.bake)?;
+    if !path.exists() {
+        let known = bakes_in(dir);
+        bail!(
+            "no bake named '{}' at '{}' ({}): run `glint bake {} --name {}` to make it",
+            args.bake,
+            path.display(),
+            if known.is_empty() {
+                "there are none beside the manifest".into()
+            } else {
+                format!("bakes there: {}", known.join(", "))
+            },
+            manifest_path.display(),
+            args.bake
+        );
+    }
+    let bake = Bake::load(&path)?;
+    let status = bake.status(scene, &table);
+    if status.stale {
+        if !args.allow_stale {
+            bail!(
+                "the bake '{}' ('{}') is stale: the scene's NIR materials (or its geoms, or the bake format) changed \
+                 since it was baked. Rebuild it with `glint bake {}{}`, or pass --allow-stale to export with it anyway \
+                 (augmentation.json then records stale: true)",
+                args.bake,
+                path.display(),
+                manifest_path.display(),
+                if args.bake == manifest.bake.name { String::new() } else { format!(" --name {}", args.bake) }
+            );
+        }
+        eprintln!("warning: the bake '{}' is stale; exporting anyway (--allow-stale)", args.bake);
+    }
+
+    // Named after the preset the parameters are, or `manifest` for a tuned `[return_model]`.
+    let (params, preset) = match args.return_preset {
+        Some(p) => (p.params(), p.name().to_string()),
+        None => {
+            let named = ReturnPreset::ALL.into_iter().find(|p| p.params() == manifest.return_params);
+            (manifest.return_params, named.map_or_else(|| "manifest".to_string(), |p| p.name().to_string()))
+        }
+    };
+    let seed = args.seed.unwrap_or(manifest.seed);
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| args.session.join("variants").join(format!("{}-{preset}-seed{seed}", args.bake)));
+    if out.exists() {
+        bail!(
+            "'{}' already exists: a variant is never overwritten (choose another --seed, --return-preset or --out, \
+             or remove it)",
+            out.display()
+        );
+    }
+
+    let fingerprint = format!("{:016x}", status.material_fingerprint);
+    let provenance = Provenance {
+        manifest: absolute(&manifest.path),
+        return_preset: preset,
+        bake: BakeRecord {
+            name: args.bake.clone(),
+            path: absolute(&path),
+            material_fingerprint: fingerprint,
+            status: status.into(),
+        },
+    };
+    let settings = ExportSettings { params, seed, materials: &bake };
+    let aug = export_variant(&args.session, &out, &settings, provenance)
+        .with_context(|| format!("cannot export '{}'", args.session.display()))?;
+    for f in &aug.files {
+        let pct = |n: u64| if f.rows > 0 { 100.0 * n as f64 / f.rows as f64 } else { 0.0 };
+        println!(
+            "episode {}, sensor {} '{}': {} rows, {} clean hits ({:.1}%), {} echoes ({:.1}%), {} second echoes, {} holes (no material)",
+            f.episode,
+            f.sensor,
+            f.sensor_name,
+            f.rows,
+            f.clean_hits,
+            pct(f.clean_hits),
+            f.echoes,
+            pct(f.echoes),
+            f.second_echoes,
+            f.holes
+        );
+    }
+    for s in &aug.skipped {
+        eprintln!("warning: skipped {s}");
+    }
+    println!(
+        "variant: {} (bake '{}' {}, return preset {}, seed {seed})",
+        out.display(),
+        args.bake,
+        if status.stale { "STALE" } else { "up to date" },
+        aug.return_preset
+    );
+    println!("provenance: {}", out.join(glint_record::AUGMENTATION_FILE).display());
+    Ok(())
+}
