@@ -1,4 +1,4 @@
-# glint: `make demo` runs the main job on the bundled scenes, `make test` runs every test.
+# glint: `make demo` runs the main job on the bundled showroom, `make test` runs every test.
 # Both fetch MuJoCo 3.17's library once (scripts/fetch-mujoco.sh) and build what they need.
 
 CARGO ?= cargo
@@ -15,16 +15,19 @@ deps: $(MUJOCO_LIB)
 $(MUJOCO_LIB): scripts/fetch-mujoco.sh
 	@bash scripts/fetch-mujoco.sh
 
-# Pinned Python packages some tests use to read glint's files (plyfile), in .deps/venv.
+# Pinned Python packages some tests use to read glint's files (plyfile, pyarrow) and encode
+# video (imageio-ffmpeg), in .deps/venv.
 pydeps:
 	@bash scripts/python-deps.sh
 
 build: deps
 	$(CARGO) build --release -p glint-cli
 
-# The ray benchmark on the three example scenes: glint against MuJoCo's own caster.
+# The main job on the bundled showroom: a robot drives past glass, a mirror, a pool and a
+# hedge for ten simulated seconds while its OS1-64 is recorded to a Parquet session in
+# out/sessions/; it prints where the session is and how to replay it.
 demo: build
-	@for s in $(SCENES); do echo; $(GLINT) bench rays examples/$$s.xml --pattern os1-64 || exit 1; done
+	@$(GLINT) run examples/showroom/showroom.toml --seconds 10 --out out/sessions
 
 # Every test; benchmarks run in their short mode (see `make bench` for the full runs).
 test: deps pydeps
@@ -41,6 +44,8 @@ bench: build
 	@for s in $(SCENES); do \
 		$(GLINT) bench lidar examples/$$s.xml --preset ouster-os1-64 --repeats 11 --json | tee -a out/bench.jsonl || exit 1; \
 	done
+	@$(GLINT) bench returns examples/showroom/showroom.toml --repeats 11 --json | tee -a out/bench.jsonl
+	@$(GLINT) bench record examples/showroom/showroom.toml --seconds 10 --repeats 5 --json | tee -a out/bench.jsonl
 
 lint: deps
 	$(CARGO) fmt --all --check

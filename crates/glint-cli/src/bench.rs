@@ -25,6 +25,28 @@ pub enum BenchCommand {
     /// scan, two echoes) against the clean scan of the same revolution, without secondary
     /// capture and with the binding's own capture in both.
     Returns(ReturnsArgs),
+    /// Times `glint run` of a manifest with the recorder on and off, alternately in one
+    /// process, and reports the ratio: the cost of recording.
+    Record(RecordArgs),
+}
+
+/// Arguments of `glint bench record`.
+#[derive(Args)]
+pub struct RecordArgs {
+    /// Scene manifest (TOML).
+    manifest: PathBuf,
+    /// Simulated seconds per run.
+    #[arg(long, default_value_t = 10.0)]
+    seconds: f64,
+    /// Runs of each kind (the median is reported), after one warm-up pair.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    repeats: u32,
+    /// Where the recorded sessions go (removed afterwards).
+    #[arg(long, default_value = "out/bench-record")]
+    out: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `glint bench returns`.
@@ -160,6 +182,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Rays(args) => rays(args),
         BenchCommand::Lidar(args) => lidar(args),
         BenchCommand::Returns(args) => returns(args),
+        BenchCommand::Record(args) => record(args),
     }
 }
 
@@ -492,5 +515,56 @@ fn returns(args: ReturnsArgs) -> Result<()> {
     println!("  clean scan                        {:.3} ms", clean_captured_s * 1e3);
     println!("  material scan, two echoes         {:.3} ms", material_captured_s * 1e3);
     println!("  material / clean                  {:.2}x", report.material_over_clean_captured);
+    Ok(())
+}
+
+/// What `glint bench record --json` prints.
+#[derive(Serialize)]
+struct RecordReport {
+    manifest: String,
+    seconds: f64,
+    rows: u64,
+    recording_s: f64,
+    not_recording_s: f64,
+    on_over_off: f64,
+}
+
+fn record(args: RecordArgs) -> Result<()> {
+    let run = |no_record: bool| -> Result<crate::run::Outcome> {
+        let run_args = crate::run::RunArgs::for_bench(&args.manifest, args.seconds, &args.out, no_record);
+        crate::run::execute(&run_args, true)
+    };
+    let (mut on, mut off, mut rows) = (Vec::new(), Vec::new(), 0);
+    // Warm-up pair, then alternate so drift on a shared machine hits both alike.
+    run(true)?;
+    run(false)?;
+    for _ in 0..args.repeats {
+        off.push(run(true)?.wall_s);
+        let recorded = run(false)?;
+        rows = recorded.rows;
+        on.push(recorded.wall_s);
+    }
+    std::fs::remove_dir_all(&args.out).ok();
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (recording_s, not_recording_s) = (median(&mut on), median(&mut off));
+    let report = RecordReport {
+        manifest: args.manifest.display().to_string(),
+        seconds: args.seconds,
+        rows,
+        recording_s,
+        not_recording_s,
+        on_over_off: recording_s / not_recording_s,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!("{}: {} simulated s, {} rows recorded", report.manifest, args.seconds, rows);
+        println!("glint run, recorder on     {:.3} s", recording_s);
+        println!("glint run, recorder off    {:.3} s", not_recording_s);
+        println!("on / off                   {:.2}x", report.on_over_off);
+    }
     Ok(())
 }

@@ -2,7 +2,6 @@
 //! the lidars on their runner, and records every sensor of every world to a Parquet session.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -13,14 +12,14 @@ use glint_lidar::Lidars;
 use glint_manifest::Manifest;
 use glint_mujoco::{Model, WorldBatch};
 use glint_record::{EpisodeStatus, Session, SessionInfo, TickData};
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::controller::Drive;
 use crate::draw::{ColourBy, Ramp};
 use crate::video::{self, VideoProxy};
 
 /// Arguments of `glint run`.
-#[derive(Args)]
+#[derive(Args, Clone)]
 pub struct RunArgs {
     /// Scene manifest (TOML): scene, lidars, controller, recorder settings.
     manifest: PathBuf,
@@ -44,12 +43,31 @@ pub struct RunArgs {
     no_record: bool,
 }
 
+impl RunArgs {
+    /// One episode of `seconds` of `manifest`, recorded into `out` unless `no_record`.
+    pub fn for_bench(manifest: &std::path::Path, seconds: f64, out: &std::path::Path, no_record: bool) -> RunArgs {
+        RunArgs {
+            manifest: manifest.to_path_buf(),
+            episodes: 1,
+            seconds,
+            worlds: 1,
+            seed: None,
+            out: Some(out.to_path_buf()),
+            no_record,
+        }
+    }
+}
+
 fn positive_seconds(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 => Ok(v),
         _ => Err(format!("'{s}' is not a number of seconds in (0, 86400]")),
     }
 }
+
+/// Set by Ctrl-C or SIGTERM: the run closes the episode in progress and stops.
+static STOP: AtomicBool = AtomicBool::new(false);
+static HANDLER: std::sync::OnceLock<()> = std::sync::OnceLock::new();
 
 /// Per-sensor totals over the run.
 #[derive(Default, Clone)]
@@ -61,6 +79,26 @@ struct Totals {
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
+    let outcome = execute(&args, false)?;
+    if outcome.interrupted {
+        eprintln!("interrupted: the episode in progress was closed and marked interrupted");
+        std::process::exit(130);
+    }
+    Ok(())
+}
+
+/// What a run did.
+pub struct Outcome {
+    /// Wall time of the episodes, seconds (loading excluded).
+    pub wall_s: f64,
+    /// Rows written over all sensors.
+    pub rows: u64,
+    /// Whether Ctrl-C or SIGTERM stopped it.
+    pub interrupted: bool,
+}
+
+/// Runs the job; `quiet` hides the progress bars and the summary (for `glint bench record`).
+pub fn execute(args: &RunArgs, quiet: bool) -> Result<Outcome> {
     let manifest = Manifest::load(&args.manifest)?;
     if manifest.lidar.is_empty() {
         bail!("manifest '{}' binds no lidar: add a [[lidar]] table (see docs/manifest.md)", args.manifest.display());
@@ -74,6 +112,8 @@ pub fn run(args: RunArgs) -> Result<()> {
     for w in warnings {
         eprintln!("warning: {w}");
     }
+    // The flagged capture scope reads the manifest's NIR classes (a hedge's gaps, a window).
+    lidars.set_capture_materials(&scene, &manifest.material_table(&scene)?);
     let mut drive = Drive::new(&manifest.controller, &model, nworld)?;
     let hz = manifest.recorder.lidar_runner_hz;
     let steps = ((1.0 / (hz * model.timestep())).round() as usize).max(1);
@@ -81,9 +121,10 @@ pub fn run(args: RunArgs) -> Result<()> {
     let ticks = (args.seconds / dt).round().max(1.0) as u64;
     let seed = args.seed.unwrap_or(manifest.seed);
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).context("cannot install the Ctrl-C handler")?;
+    // A second run in the same process (glint bench record) keeps the first handler.
+    if HANDLER.set(()).is_ok() {
+        ctrlc::set_handler(move || STOP.store(true, Ordering::SeqCst)).context("cannot install the Ctrl-C handler")?;
+    }
 
     let mut session = if args.no_record {
         None
@@ -108,7 +149,7 @@ pub fn run(args: RunArgs) -> Result<()> {
 
     let videos = Videos::new(&manifest, &lidars, session.is_some(), hz)?;
 
-    let bars = MultiProgress::new();
+    let bars = if quiet { MultiProgress::with_draw_target(ProgressDrawTarget::hidden()) } else { MultiProgress::new() };
     let style = ProgressStyle::with_template("{prefix:>9} [{bar:30}] {pos}/{len} {msg}")
         .expect("a valid template")
         .progress_chars("=> ");
@@ -138,7 +179,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         tick_bar.reset();
         let mut done = 0;
         for tick in 0..ticks {
-            if stop.load(Ordering::SeqCst) {
+            if STOP.load(Ordering::SeqCst) {
                 interrupted = true;
                 break;
             }
@@ -189,7 +230,7 @@ pub fn run(args: RunArgs) -> Result<()> {
                 eprintln!("warning: MuJoCo found world {w} unstable during episode {episode} and reset it");
             }
         }
-        if let Some((body, [x, y])) = drive.position(&batch, 0) {
+        if let (false, Some((body, [x, y]))) = (quiet, drive.position(&batch, 0)) {
             episode_bar.suspend(|| println!("episode {episode}: '{body}' ended at ({x:.2}, {y:.2}) in world 0"));
         }
         episode_bar.inc(1);
@@ -200,12 +241,10 @@ pub fn run(args: RunArgs) -> Result<()> {
     episode_bar.finish_and_clear();
     tick_bar.finish_and_clear();
     let wall = started.elapsed().as_secs_f64();
-    print_summary(&lidars, &totals, sim_seconds, wall, session.as_ref(), interrupted)?;
-    if interrupted {
-        eprintln!("interrupted: the episode in progress was closed and marked interrupted");
-        std::process::exit(130);
+    if !quiet {
+        print_summary(&lidars, &totals, sim_seconds, wall, session.as_ref(), interrupted)?;
     }
-    Ok(())
+    Ok(Outcome { wall_s: wall, rows: totals.iter().map(|t| t.rows).sum(), interrupted })
 }
 
 fn print_summary(
@@ -232,10 +271,14 @@ fn print_summary(
         sim_seconds / wall.max(1e-9),
         if interrupted { ", interrupted" } else { "" }
     );
+    if let Some(mb) = peak_memory_mb() {
+        println!("peak memory {mb:.0} MB");
+    }
     match session {
         Some(s) => {
             println!("session: {}", s.dir().display());
-            println!("replay it with: glint replay {}", s.dir().display());
+            let me = std::env::args().next().unwrap_or_else(|| "glint".into());
+            println!("replay it with: {me} replay {}", s.dir().display());
         }
         None => println!("nothing recorded (--no-record)"),
     }
@@ -314,4 +357,11 @@ impl Videos {
             }
         }
     }
+}
+
+/// The process's peak resident memory in MB (Linux's `VmHWM`), where the system reports it.
+fn peak_memory_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: f64 = status.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
 }

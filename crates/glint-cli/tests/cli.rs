@@ -362,3 +362,26 @@ fn bench_returns_compares_material_and_clean_scans() {
     assert!(echoes < hits && echoes > hits * 9 / 10, "{echoes} of {hits}");
     assert!(v["secondary_echoes"].as_u64().unwrap() > 100);
 }
+
+#[test]
+fn bench_record_reports_the_cost_of_recording_as_a_ratio() {
+    let out = temp_dir("bench-record");
+    let o = glint(&[
+        "bench",
+        "record",
+        &example("showroom/showroom.toml"),
+        "--seconds",
+        "1",
+        "--repeats",
+        "1",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(v["rows"], 655_360);
+    let ratio = v["on_over_off"].as_f64().unwrap();
+    assert!(ratio.is_finite() && ratio > 0.5, "{ratio}");
+    assert!(!out.exists(), "the bench removes its sessions");
+}

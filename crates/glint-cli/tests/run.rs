@@ -173,7 +173,9 @@ fn controllers_move_the_robot_and_bad_names_are_errors() {
         std::fs::copy(example(&format!("showroom/{f}")), dir.join(f)).unwrap();
     }
     let manifest = dir.join("showroom.toml");
-    let base = std::fs::read_to_string(&manifest).unwrap();
+    // The showroom's own [controller] comes last: replace it.
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let base = text.split("\n[controller]").next().unwrap().to_string();
     let run = |controller: &str| {
         std::fs::write(&manifest, format!("{base}\n[controller]\n{controller}\n")).unwrap();
         glint(&["run", manifest.to_str().unwrap(), "--seconds", "1", "--no-record"])
@@ -244,4 +246,36 @@ fn video_proxies_are_h264_beside_the_parquet_and_optional_without_ffmpeg() {
     let chunk = sessions(&dir.join("without"))[0].join("data/chunk-000");
     assert!(chunk.join("lidar-roof-000.parquet").exists() && !chunk.join("lidar-roof-000.mp4").exists());
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Peak memory a `glint run` reports for `seconds` of the showroom (one OS1-64 at 10 Hz).
+fn peak_mb(seconds: &str, out: &Path) -> (f64, u64) {
+    let o = glint(&["run", &example("showroom/showroom.toml"), "--seconds", seconds, "--out", out.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mb = text.split("peak memory ").nth(1).and_then(|t| t.split(' ').next()).expect(&text).parse().unwrap();
+    let rows = text.split(" rows,").next().unwrap().rsplit(' ').next().unwrap().parse().unwrap();
+    (mb, rows)
+}
+
+#[test]
+fn memory_does_not_grow_with_episode_length() {
+    let out = temp_dir("memory");
+    // Peaks depend a little on how far the encoder thread lags, which other tests running
+    // at the same time sway: a pair that misses the 10 % is measured once more.
+    let mut pairs = Vec::new();
+    for _ in 0..2 {
+        let (short, short_rows) = peak_mb("10", &out);
+        let (long, long_rows) = peak_mb("60", &out);
+        eprintln!("10 s: {short_rows} rows, {short} MB; 60 s: {long_rows} rows, {long} MB");
+        assert_eq!((short_rows, long_rows), (6_553_600, 39_321_600));
+        assert!(long < 300.0, "{long} MB");
+        pairs.push((short, long));
+        if long <= short * 1.1 {
+            break;
+        }
+    }
+    let (short, long) = pairs[pairs.len() - 1];
+    assert!(long <= short * 1.1, "60 s peaks at {long} MB, 10 s at {short} MB ({pairs:?})");
+    std::fs::remove_dir_all(&out).ok();
 }

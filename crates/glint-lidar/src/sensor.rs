@@ -10,8 +10,8 @@ use crate::model::{Beam, BeamReturn, BeamRng, LegKind, MaterialLookup, NUDGE, Re
 use crate::pattern::{angles, beam_direction};
 use crate::scan::{ReturnsPart, Scan, ScanPart};
 use crate::{
-    Continuation, LidarBinding, LidarError, NirMaterial, ReturnParams, ReturnPreset, Returns, ScanConfig, ScanPattern,
-    SecondaryCapture, SecondaryScope, SelfIgnore,
+    Continuation, LidarBinding, LidarError, MaterialTable, NirMaterial, ReturnParams, ReturnPreset, Returns,
+    ScanConfig, ScanPattern, SecondaryCapture, SecondaryScope, SelfIgnore,
 };
 
 /// Where a sensor is in its pattern in one world.
@@ -100,6 +100,9 @@ pub struct Lidars {
     /// Per geom, what its MuJoCo material flags for secondary capture ([`FLAG_PASS`],
     /// [`FLAG_REFLECT`]).
     geom_flags: Vec<u8>,
+    /// Per geom, the continuation class its authored NIR material gives it (for the flagged
+    /// secondary-capture scope when no material source is loaded).
+    geom_class: Vec<Option<Continuation>>,
 }
 
 /// A shared material lookup (usually a loaded bake).
@@ -353,6 +356,7 @@ impl Lidars {
             seed: 0,
             materials: None,
             geom_flags: geom_flags(scene),
+            geom_class: vec![None; scene.ngeom()],
         };
         let mut warnings = Vec::new();
         for b in bindings {
@@ -488,6 +492,19 @@ impl Lidars {
         for sensor in &mut self.sensors {
             sensor.set_layout(returns);
         }
+    }
+
+    /// Tells the flagged secondary-capture scope each geom's continuation class from the
+    /// scene's NIR authoring (by its MuJoCo material's name), so a recording captures the
+    /// geometry behind a hedge or a window whose MuJoCo material looks opaque. A loaded material
+    /// source (bake) answers instead, per hit.
+    pub fn set_capture_materials(&mut self, scene: &Scene, table: &MaterialTable) {
+        self.geom_class = (0..scene.ngeom())
+            .map(|g| {
+                let m = scene.geom_matid[g];
+                (m >= 0).then(|| table.get(&scene.mat_name[m as usize]).map(|n| n.continuation)).flatten()
+            })
+            .collect();
     }
 
     /// The return model's live measurement of sensor `index` in world `world`. An error when
@@ -628,7 +645,7 @@ impl Lidars {
             materials: &*m.0,
         });
         for (index, sensor) in self.sensors.iter_mut().enumerate() {
-            let ctx = TickContext { sensor: index, model, geom_flags: &self.geom_flags };
+            let ctx = TickContext { sensor: index, model, geom_flags: &self.geom_flags, geom_class: &self.geom_class };
             tick_sensor(sensor, scene, poses, caster, dt, times, &ctx)?;
         }
         Ok(())
@@ -640,6 +657,7 @@ struct TickContext<'a> {
     sensor: usize,
     model: Option<Model<'a>>,
     geom_flags: &'a [u8],
+    geom_class: &'a [Option<Continuation>],
 }
 
 /// The return model's inputs, shared by every sensor.
@@ -874,7 +892,7 @@ impl GroupContext<'_> {
                 pass.set(j, 0.0, ext.straight[r].flatten().filter(|_| hit));
             }
             let Some(reflected) = part.reflected.as_mut() else { continue };
-            let class = ext.material[r].map(|m| m.continuation);
+            let class = ext.material[r].map(|m| m.continuation).or_else(|| self.class_of(g));
             let secondary = if hit && (all || self.flagged(g, class, FLAG_REFLECT)) {
                 let (point, n) = (rays.origin + rays.dirs[r] * d, rays.normal[r]);
                 let folded = rays.dirs[r] - 2.0 * rays.dirs[r].dot(n) * n;
@@ -903,7 +921,7 @@ impl GroupContext<'_> {
                 Some(m) if g >= 0 => m.materials.material_at(g as usize, rays.origin + rays.dirs[r] * d),
                 _ => None,
             };
-            let class = material.map(|m| m.continuation);
+            let class = material.map(|m| m.continuation).or_else(|| self.class_of(g));
             let hit = g >= 0 && c.min_range <= d && d < c.max_range;
             let capture = part.pass_through.is_some() && hit && (all || self.flagged(g, class, FLAG_PASS));
             let model = matches!(class, Some(Continuation::Slab | Continuation::Porous));
@@ -931,6 +949,11 @@ impl GroupContext<'_> {
             from = start + 1;
         }
         Ok(())
+    }
+
+    /// The authored continuation class of geom `g`, if any.
+    fn class_of(&self, g: i32) -> Option<Continuation> {
+        usize::try_from(g).ok().and_then(|g| self.tick.geom_class.get(g).copied().flatten())
     }
 
     /// Whether a hit on `geom` (of continuation class `class`, when known) is flagged for the

@@ -250,3 +250,28 @@ fn secondary_capture_records_pass_through_and_reflected_geometry_by_scope() {
     assert_eq!(reflected.geomid[off], -1);
     assert_eq!(reflected.range[off], -1.0);
 }
+
+#[test]
+fn the_flagged_scope_follows_authored_classes_without_a_bake() {
+    let xml = r#"
+<mujoco>
+  <asset><material name="leaves" rgba="0.2 0.6 0.2 1"/></asset>
+  <worldbody>
+    <site name="lidar" pos="0 0 1"/>
+    <geom name="hedge" type="box" pos="3 0 1" size="0.3 3 1" material="leaves"/>
+    <geom name="wall" type="box" pos="7.1 0 1" size="0.1 5 1"/>
+  </worldbody>
+</mujoco>"#;
+    let mut rig = Rig::new(xml, ring(360, 0.0), &[], ReturnParams::default());
+    rig.lidars.set_materials(None);
+    rig.lidars.set_secondary_capture(0, SecondaryCapture::PassThrough, SecondaryScope::FlaggedMaterials).unwrap();
+    rig.tick();
+    // An opaque-looking MuJoCo material: nothing is flagged.
+    assert_eq!(rig.lidars.scan(0, 0).unwrap().pass_through.as_ref().unwrap().geomid[0], -1);
+    let mut table = MaterialTable::default();
+    table.set("leaves", MaterialPreset::Vegetation.material()).unwrap();
+    rig.lidars.set_capture_materials(rig.model.scene(), &table);
+    rig.tick();
+    let wall = rig.geom("wall");
+    assert_eq!(rig.lidars.scan(0, 0).unwrap().pass_through.as_ref().unwrap().geomid[0], wall);
+}

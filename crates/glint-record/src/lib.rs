@@ -100,3 +100,4 @@ pub use sidecar::{
     ColumnDescription, FORMAT_VERSION, PatternDescription, PoseFile, ScanDescription, SensorDescription, SessionMeta,
     Sidecar, read_session_meta, read_sidecar,
 };
+pub use writer::MAX_BUFFERED_ROWS;

@@ -5,6 +5,9 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::thread::JoinHandle;
 
 use arrow_array::{ArrayRef, Float32Array, Float64Array, Int32Array, RecordBatch, UInt8Array, UInt16Array};
 use arrow_schema::SchemaRef;
@@ -13,6 +16,7 @@ use glint_lidar::{Scan, ScanConfig, ScanPattern, SecondaryCapture, SecondaryHits
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
 use sha2::{Digest, Sha256};
 
 use crate::schema::{EMISSION_SPLIT, ROW_GROUP_ROWS, arrow_schema, captures};
@@ -68,21 +72,18 @@ struct SecondaryBuffer {
 }
 
 impl SecondaryBuffer {
-    #[inline]
-    fn push(&mut self, hits: &SecondaryHits, k: usize, rt: &DMat3) {
-        self.range.push(hits.range[k]);
-        self.geom_id.push(hits.geomid[k]);
-        let n = sensor_normal(rt, hits.normal[k]);
-        for (col, v) in self.normal.iter_mut().zip(n) {
-            col.push(v);
-        }
+    /// Appends beams `beams` of `hits`, column by column.
+    fn extend(&mut self, hits: &SecondaryHits, beams: &[u32], rt: &DMat3) {
+        gather(&mut self.range, &hits.range, beams);
+        gather(&mut self.geom_id, &hits.geomid, beams);
+        extend_normals(&mut self.normal, &hits.normal, beams, rt);
     }
 
     fn take(&mut self, out: &mut Vec<ArrayRef>) {
-        out.push(Arc::new(Float32Array::from(std::mem::take(&mut self.range))));
-        out.push(Arc::new(Int32Array::from(std::mem::take(&mut self.geom_id))));
+        out.push(Arc::new(Float32Array::from(group(&mut self.range))));
+        out.push(Arc::new(Int32Array::from(group(&mut self.geom_id))));
         for col in &mut self.normal {
-            out.push(Arc::new(Float32Array::from(std::mem::take(col))));
+            out.push(Arc::new(Float32Array::from(group(col))));
         }
     }
 }
@@ -101,6 +102,36 @@ struct Buffer {
     reflected: Option<SecondaryBuffer>,
 }
 
+/// Appends `values[k]` for each beam `k`: one copy when the beams are a contiguous run (a
+/// spinning unit's slice), else one by one.
+fn gather<T: Copy>(column: &mut Vec<T>, values: &[T], beams: &[u32]) {
+    match (beams.first(), beams.last()) {
+        (Some(&a), Some(&b)) if (b - a) as usize + 1 == beams.len() => {
+            column.extend_from_slice(&values[a as usize..=b as usize]);
+        }
+        _ => column.extend(beams.iter().map(|&k| values[k as usize])),
+    }
+}
+
+/// Takes a filled column, leaving an empty one with room for a whole row group: the next
+/// group then fills it without growing (each growth copies and faults in fresh pages).
+fn group<T>(column: &mut Vec<T>) -> Vec<T> {
+    std::mem::replace(column, Vec::with_capacity(ROW_GROUP_ROWS))
+}
+
+/// Appends the sensor-frame normals of `beams` to the three normal columns.
+fn extend_normals(columns: &mut [Vec<f32>; 3], normals: &[[f32; 3]], beams: &[u32], rt: &DMat3) {
+    let first = columns[0].len();
+    for c in columns.iter_mut() {
+        c.resize(first + beams.len(), 0.0);
+    }
+    let [x, y, z] = columns;
+    for (i, &k) in beams.iter().enumerate() {
+        let n = sensor_normal(rt, normals[k as usize]);
+        (x[first + i], y[first + i], z[first + i]) = (n[0], n[1], n[2]);
+    }
+}
+
 /// A world-frame normal in the sensor frame (`rt` is the sensor rotation transposed).
 #[inline]
 fn sensor_normal(rt: &DMat3, n: [f32; 3]) -> [f32; 3] {
@@ -111,13 +142,73 @@ fn sensor_normal(rt: &DMat3, n: [f32; 3]) -> [f32; 3] {
     [v.x as f32, v.y as f32, v.z as f32]
 }
 
+/// Row groups queued for the encoder thread beyond the one it is encoding: the writer holds
+/// at most the group being filled, this many queued, and one being encoded.
+const QUEUED_GROUPS: usize = 1;
+
+/// The most rows a writer holds in memory: see [`QUEUED_GROUPS`].
+pub const MAX_BUFFERED_ROWS: usize = (QUEUED_GROUPS + 2) * ROW_GROUP_ROWS;
+
+/// Encodes and compresses row groups on a thread of its own, so a recording's Parquet work
+/// overlaps the simulation instead of stalling it. The queue is bounded: memory stays flat.
+struct Encoder {
+    tx: Option<SyncSender<RecordBatch>>,
+    handle: Option<JoinHandle<Result<ArrowWriter<HashWriter>, RecordError>>>,
+    /// Rows sent and not yet written.
+    queued: Arc<AtomicUsize>,
+    partial: PathBuf,
+}
+
+impl Encoder {
+    fn start(mut writer: ArrowWriter<HashWriter>, partial: PathBuf) -> Result<Encoder, RecordError> {
+        let (tx, rx) = sync_channel::<RecordBatch>(QUEUED_GROUPS);
+        let queued = Arc::new(AtomicUsize::new(0));
+        let (count, path) = (queued.clone(), partial.clone());
+        let handle = std::thread::Builder::new()
+            .name("glint-parquet".into())
+            .spawn(move || {
+                for batch in rx {
+                    writer.write(&batch).map_err(|e| RecordError::parquet(&path, e))?;
+                    writer.flush().map_err(|e| RecordError::parquet(&path, e))?;
+                    count.fetch_sub(batch.num_rows(), Ordering::Relaxed);
+                }
+                Ok(writer)
+            })
+            .map_err(|e| RecordError::io("start the encoder for", &partial, e))?;
+        Ok(Encoder { tx: Some(tx), handle: Some(handle), queued, partial })
+    }
+
+    /// Queues a row group (waiting while the queue is full).
+    fn send(&mut self, batch: RecordBatch) -> Result<(), RecordError> {
+        self.queued.fetch_add(batch.num_rows(), Ordering::Relaxed);
+        let sent = self.tx.as_ref().is_some_and(|tx| tx.send(batch).is_ok());
+        if sent {
+            return Ok(());
+        }
+        // The thread stopped: it failed, and joining gives its error.
+        match self.join() {
+            Err(e) => Err(e),
+            Ok(_) => Err(RecordError::parquet(&self.partial, "the encoder stopped early (a bug in glint)")),
+        }
+    }
+
+    /// Waits for every queued group to be written and returns the writer.
+    fn join(&mut self) -> Result<ArrowWriter<HashWriter>, RecordError> {
+        drop(self.tx.take());
+        let handle = self.handle.take().ok_or_else(|| RecordError::parquet(&self.partial, "the encoder is gone"))?;
+        handle
+            .join()
+            .map_err(|_| RecordError::parquet(&self.partial, "the encoder thread panicked (a bug in glint)"))?
+    }
+}
+
 /// One sensor's file of one episode.
 pub(crate) struct LidarWriter {
     /// `…parquet.partial` while writing.
     pub partial: PathBuf,
     /// `…parquet` once finished.
     pub path: PathBuf,
-    writer: ArrowWriter<HashWriter>,
+    encoder: Encoder,
     schema: SchemaRef,
     buf: Buffer,
     config: ScanConfig,
@@ -144,26 +235,38 @@ impl LidarWriter {
     ) -> Result<LidarWriter, RecordError> {
         let file = File::create_new(&partial).map_err(|e| RecordError::io("create", &partial, e))?;
         let sink = HashWriter { inner: BufWriter::with_capacity(1 << 20, file), hasher: Sha256::new(), bytes: 0 };
+        let schema = arrow_schema(capture);
+        // Dictionaries cost a hash per value; zstd finds the same repetition (ticks share a
+        // timestamp, bins and channels cycle, few geoms) without one, so every column is
+        // stored plain and compressed, in large pages written in large batches.
         let props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
             .set_statistics_enabled(EnabledStatistics::Chunk)
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-            .build();
-        let schema = arrow_schema(capture);
+            .set_dictionary_enabled(false)
+            .set_write_batch_size(65_536)
+            .set_data_page_size_limit(8 << 20);
+        // Min/max of a normal component says nothing useful and costs a pass over every
+        // value; ranges, geoms, bins, channels and timestamps keep their statistics.
+        let props = schema.fields().iter().filter(|f| f.name().contains("normal_")).fold(props, |p, f| {
+            p.set_column_statistics_enabled(ColumnPath::from(f.name().as_str()), EnabledStatistics::None)
+        });
+        let props = props.build();
         let writer =
             ArrowWriter::try_new(sink, schema.clone(), Some(props)).map_err(|e| RecordError::parquet(&partial, e))?;
+        let encoder = Encoder::start(writer, partial.clone())?;
         let (pass, reflected) = captures(capture);
         let buf = Buffer {
             pass: pass.then(SecondaryBuffer::default),
             reflected: reflected.then(SecondaryBuffer::default),
             ..Buffer::default()
         };
-        Ok(LidarWriter { partial, path, writer, schema, buf, config, capture, rows: 0, hits: 0, ticks: 0 })
+        Ok(LidarWriter { partial, path, encoder, schema, buf, config, capture, rows: 0, hits: 0, ticks: 0 })
     }
 
     /// Rows held in memory and not yet written to the file as a row group.
     pub(crate) fn buffered_rows(&self) -> usize {
-        self.buf.range.len() + self.writer.in_progress_rows()
+        self.buf.range.len() + self.encoder.queued.load(Ordering::Relaxed)
     }
 
     /// Checks that `tick` fits this sensor, before any of it is written.
@@ -227,31 +330,26 @@ impl LidarWriter {
         Ok(())
     }
 
+    /// Appends beams `beams` of `scan`, column by column (tight loops the compiler
+    /// vectorizes, rather than one row at a time across nineteen vectors).
     fn push(&mut self, scan: &Scan, beams: &[u32], timestamp: f64, rt: &DMat3) {
         let b = &mut self.buf;
         let spinning = matches!(self.config.pattern, ScanPattern::Spinning);
         let split = if spinning { self.config.channels } else { EMISSION_SPLIT };
         b.timestamp.extend(std::iter::repeat_n(timestamp, beams.len()));
-        for &k in beams {
-            let i = k as usize;
-            b.bin.push((k / split) as u16);
-            b.channel.push((k % split) as u16);
-            let (range, geom) = (scan.range[i], scan.geomid[i]);
-            let hit = range >= 0.0 && geom >= 0;
-            b.range.push(range);
-            b.geom_id.push(geom);
-            b.hit.push(hit as u8);
-            self.hits += hit as u64;
-            let n = sensor_normal(rt, scan.normal[i]);
-            for (col, v) in b.normal.iter_mut().zip(n) {
-                col.push(v);
-            }
-            if let (Some(buf), Some(hits)) = (b.pass.as_mut(), scan.pass_through.as_ref()) {
-                buf.push(hits, i, rt);
-            }
-            if let (Some(buf), Some(hits)) = (b.reflected.as_mut(), scan.reflected.as_ref()) {
-                buf.push(hits, i, rt);
-            }
+        b.bin.extend(beams.iter().map(|&k| (k / split) as u16));
+        b.channel.extend(beams.iter().map(|&k| (k % split) as u16));
+        gather(&mut b.range, &scan.range, beams);
+        gather(&mut b.geom_id, &scan.geomid, beams);
+        let first = b.hit.len();
+        b.hit.extend(beams.iter().map(|&k| (scan.range[k as usize] >= 0.0 && scan.geomid[k as usize] >= 0) as u8));
+        self.hits += b.hit[first..].iter().map(|&h| h as u64).sum::<u64>();
+        extend_normals(&mut b.normal, &scan.normal, beams, rt);
+        if let (Some(buf), Some(hits)) = (b.pass.as_mut(), scan.pass_through.as_ref()) {
+            buf.extend(hits, beams, rt);
+        }
+        if let (Some(buf), Some(hits)) = (b.reflected.as_mut(), scan.reflected.as_ref()) {
+            buf.extend(hits, beams, rt);
         }
         self.rows += beams.len() as u64;
     }
@@ -263,31 +361,31 @@ impl LidarWriter {
         }
         let b = &mut self.buf;
         let mut cols: Vec<ArrayRef> = vec![
-            Arc::new(Float64Array::from(std::mem::take(&mut b.timestamp))),
-            Arc::new(UInt16Array::from(std::mem::take(&mut b.bin))),
-            Arc::new(UInt16Array::from(std::mem::take(&mut b.channel))),
-            Arc::new(Float32Array::from(std::mem::take(&mut b.range))),
-            Arc::new(Int32Array::from(std::mem::take(&mut b.geom_id))),
-            Arc::new(UInt8Array::from(std::mem::take(&mut b.hit))),
+            Arc::new(Float64Array::from(group(&mut b.timestamp))),
+            Arc::new(UInt16Array::from(group(&mut b.bin))),
+            Arc::new(UInt16Array::from(group(&mut b.channel))),
+            Arc::new(Float32Array::from(group(&mut b.range))),
+            Arc::new(Int32Array::from(group(&mut b.geom_id))),
+            Arc::new(UInt8Array::from(group(&mut b.hit))),
         ];
         for col in &mut b.normal {
-            cols.push(Arc::new(Float32Array::from(std::mem::take(col))));
+            cols.push(Arc::new(Float32Array::from(group(col))));
         }
         for sec in [b.pass.as_mut(), b.reflected.as_mut()].into_iter().flatten() {
             sec.take(&mut cols);
         }
         let batch =
             RecordBatch::try_new(self.schema.clone(), cols).map_err(|e| RecordError::parquet(&self.partial, e))?;
-        self.writer.write(&batch).map_err(|e| RecordError::parquet(&self.partial, e))?;
-        self.writer.flush().map_err(|e| RecordError::parquet(&self.partial, e))
+        self.encoder.send(batch)
     }
 
     /// Writes the last row group and the footer, and syncs the file (still `.partial`).
     pub(crate) fn close(mut self) -> Result<Finished, RecordError> {
         self.write_group()?;
-        let meta = self.writer.finish().map_err(|e| RecordError::parquet(&self.partial, e))?;
+        let mut writer = self.encoder.join()?;
+        let meta = writer.finish().map_err(|e| RecordError::parquet(&self.partial, e))?;
         let rows = meta.file_metadata().num_rows() as u64;
-        let sink = self.writer.inner_mut();
+        let sink = writer.inner_mut();
         sink.flush().map_err(|e| RecordError::io("write", &self.partial, e))?;
         sink.inner.get_ref().sync_all().map_err(|e| RecordError::io("sync", &self.partial, e))?;
         let sha256 = hex(&std::mem::take(&mut sink.hasher).finalize());
