@@ -6,11 +6,12 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 
-use arrow_array::{ArrayRef, Float32Array, Float64Array, Int32Array, RecordBatch, UInt8Array, UInt16Array};
-use arrow_schema::SchemaRef;
+use arrow_array::{Array, ArrayRef, Float32Array, Float64Array, Int32Array, RecordBatch, UInt8Array, UInt16Array};
+use arrow_data::ArrayData;
+use arrow_schema::{DataType, SchemaRef};
 use glam::{DMat3, DVec3};
 use glint_lidar::{Scan, ScanConfig, ScanPattern, SecondaryCapture, SecondaryHits};
 use parquet::arrow::ArrowWriter;
@@ -79,11 +80,11 @@ impl SecondaryBuffer {
         extend_normals(&mut self.normal, &hits.normal, beams, rt);
     }
 
-    fn take(&mut self, out: &mut Vec<ArrayRef>) {
-        out.push(Arc::new(Float32Array::from(group(&mut self.range))));
-        out.push(Arc::new(Int32Array::from(group(&mut self.geom_id))));
+    fn take(&mut self, out: &mut Vec<ArrayRef>, spare: &mut Spare) {
+        out.push(Arc::new(Float32Array::from(group(&mut self.range, &mut spare.f32s))));
+        out.push(Arc::new(Int32Array::from(group(&mut self.geom_id, &mut spare.i32s))));
         for col in &mut self.normal {
-            out.push(Arc::new(Float32Array::from(group(col))));
+            out.push(Arc::new(Float32Array::from(group(col, &mut spare.f32s))));
         }
     }
 }
@@ -113,10 +114,59 @@ fn gather<T: Copy>(column: &mut Vec<T>, values: &[T], beams: &[u32]) {
     }
 }
 
-/// Takes a filled column, leaving an empty one with room for a whole row group: the next
-/// group then fills it without growing (each growth copies and faults in fresh pages).
-fn group<T>(column: &mut Vec<T>) -> Vec<T> {
-    std::mem::replace(column, Vec::with_capacity(ROW_GROUP_ROWS))
+/// Column vectors of written row groups, emptied, by element type.
+#[derive(Default)]
+struct Spare {
+    f64s: Vec<Vec<f64>>,
+    f32s: Vec<Vec<f32>>,
+    i32s: Vec<Vec<i32>>,
+    u16s: Vec<Vec<u16>>,
+    u8s: Vec<Vec<u8>>,
+}
+
+/// The vector behind a written column, when nothing else holds it.
+fn vec_of<A, T>(column: ArrayRef) -> Option<Vec<T>>
+where
+    A: Array + Clone + 'static + Into<ArrayData>,
+    T: arrow_buffer::ArrowNativeType,
+{
+    let array = column.as_any().downcast_ref::<A>()?.clone();
+    drop(column);
+    let data: ArrayData = array.into();
+    let buffer = data.buffers().first()?.clone();
+    drop(data);
+    buffer.into_vec::<T>().ok()
+}
+
+impl Spare {
+    /// Keeps the columns of a written row group for the next ones.
+    fn reclaim(&mut self, batch: RecordBatch) {
+        // One group's worth is enough: the encoder hands back at most one group per group sent.
+        if self.f32s.len() >= batch.num_columns() {
+            return;
+        }
+        let columns = batch.columns().to_vec();
+        // The batch's own references go first, or no column is ours alone.
+        drop(batch);
+        for column in columns {
+            match column.data_type() {
+                DataType::Float64 => self.f64s.extend(vec_of::<Float64Array, f64>(column)),
+                DataType::Float32 => self.f32s.extend(vec_of::<Float32Array, f32>(column)),
+                DataType::Int32 => self.i32s.extend(vec_of::<Int32Array, i32>(column)),
+                DataType::UInt16 => self.u16s.extend(vec_of::<UInt16Array, u16>(column)),
+                DataType::UInt8 => self.u8s.extend(vec_of::<UInt8Array, u8>(column)),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Takes a filled column, leaving an empty one with room for a whole row group (a spare one
+/// when there is): the next group fills it without growing or faulting in fresh pages.
+fn group<T>(column: &mut Vec<T>, spare: &mut Vec<Vec<T>>) -> Vec<T> {
+    let mut next = spare.pop().unwrap_or_else(|| Vec::with_capacity(ROW_GROUP_ROWS));
+    next.clear();
+    std::mem::replace(column, next)
 }
 
 /// Appends the sensor-frame normals of `beams` to the three normal columns.
@@ -142,17 +192,22 @@ fn sensor_normal(rt: &DMat3, n: [f32; 3]) -> [f32; 3] {
     [v.x as f32, v.y as f32, v.z as f32]
 }
 
-/// Row groups queued for the encoder thread beyond the one it is encoding: the writer holds
-/// at most the group being filled, this many queued, and one being encoded.
-const QUEUED_GROUPS: usize = 1;
+/// Row groups queued for the encoder thread beyond the one it is encoding: none, so the
+/// writer holds at most the group being filled and the one being encoded (and spare vectors
+/// for one more), and its peak memory is reached in the first seconds of any episode.
+const QUEUED_GROUPS: usize = 0;
 
-/// The most rows a writer holds in memory: see [`QUEUED_GROUPS`].
+/// The most rows a writer holds in memory, not counting spare vectors: see
+/// [`QUEUED_GROUPS`].
 pub const MAX_BUFFERED_ROWS: usize = (QUEUED_GROUPS + 2) * ROW_GROUP_ROWS;
 
 /// Encodes and compresses row groups on a thread of its own, so a recording's Parquet work
 /// overlaps the simulation instead of stalling it. The queue is bounded: memory stays flat.
 struct Encoder {
     tx: Option<SyncSender<RecordBatch>>,
+    /// Written row groups coming back, so their column memory is filled again rather than
+    /// freed and allocated anew (which let a long episode's peak memory creep up).
+    spent: Receiver<RecordBatch>,
     handle: Option<JoinHandle<Result<ArrowWriter<HashWriter>, RecordError>>>,
     /// Rows sent and not yet written.
     queued: Arc<AtomicUsize>,
@@ -162,6 +217,7 @@ struct Encoder {
 impl Encoder {
     fn start(mut writer: ArrowWriter<HashWriter>, partial: PathBuf) -> Result<Encoder, RecordError> {
         let (tx, rx) = sync_channel::<RecordBatch>(QUEUED_GROUPS);
+        let (back, spent) = channel::<RecordBatch>();
         let queued = Arc::new(AtomicUsize::new(0));
         let (count, path) = (queued.clone(), partial.clone());
         let handle = std::thread::Builder::new()
@@ -171,11 +227,13 @@ impl Encoder {
                     writer.write(&batch).map_err(|e| RecordError::parquet(&path, e))?;
                     writer.flush().map_err(|e| RecordError::parquet(&path, e))?;
                     count.fetch_sub(batch.num_rows(), Ordering::Relaxed);
+                    // The writer may be gone first; then the columns are simply freed.
+                    let _ = back.send(batch);
                 }
                 Ok(writer)
             })
             .map_err(|e| RecordError::io("start the encoder for", &partial, e))?;
-        Ok(Encoder { tx: Some(tx), handle: Some(handle), queued, partial })
+        Ok(Encoder { tx: Some(tx), spent, handle: Some(handle), queued, partial })
     }
 
     /// Queues a row group (waiting while the queue is full).
@@ -209,6 +267,7 @@ pub(crate) struct LidarWriter {
     /// `…parquet` once finished.
     pub path: PathBuf,
     encoder: Encoder,
+    spare: Spare,
     schema: SchemaRef,
     buf: Buffer,
     config: ScanConfig,
@@ -245,7 +304,8 @@ impl LidarWriter {
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
             .set_dictionary_enabled(false)
             .set_write_batch_size(65_536)
-            .set_data_page_size_limit(8 << 20);
+            .set_data_page_size_limit(8 << 20)
+            .set_offset_index_disabled(true);
         // Min/max of a normal component says nothing useful and costs a pass over every
         // value; ranges, geoms, bins, channels and timestamps keep their statistics.
         let props = schema.fields().iter().filter(|f| f.name().contains("normal_")).fold(props, |p, f| {
@@ -261,7 +321,19 @@ impl LidarWriter {
             reflected: reflected.then(SecondaryBuffer::default),
             ..Buffer::default()
         };
-        Ok(LidarWriter { partial, path, encoder, schema, buf, config, capture, rows: 0, hits: 0, ticks: 0 })
+        Ok(LidarWriter {
+            partial,
+            path,
+            encoder,
+            spare: Spare::default(),
+            schema,
+            buf,
+            config,
+            capture,
+            rows: 0,
+            hits: 0,
+            ticks: 0,
+        })
     }
 
     /// Rows held in memory and not yet written to the file as a row group.
@@ -359,20 +431,23 @@ impl LidarWriter {
         if self.buf.range.is_empty() {
             return Ok(());
         }
-        let b = &mut self.buf;
+        while let Ok(batch) = self.encoder.spent.try_recv() {
+            self.spare.reclaim(batch);
+        }
+        let (b, spare) = (&mut self.buf, &mut self.spare);
         let mut cols: Vec<ArrayRef> = vec![
-            Arc::new(Float64Array::from(group(&mut b.timestamp))),
-            Arc::new(UInt16Array::from(group(&mut b.bin))),
-            Arc::new(UInt16Array::from(group(&mut b.channel))),
-            Arc::new(Float32Array::from(group(&mut b.range))),
-            Arc::new(Int32Array::from(group(&mut b.geom_id))),
-            Arc::new(UInt8Array::from(group(&mut b.hit))),
+            Arc::new(Float64Array::from(group(&mut b.timestamp, &mut spare.f64s))),
+            Arc::new(UInt16Array::from(group(&mut b.bin, &mut spare.u16s))),
+            Arc::new(UInt16Array::from(group(&mut b.channel, &mut spare.u16s))),
+            Arc::new(Float32Array::from(group(&mut b.range, &mut spare.f32s))),
+            Arc::new(Int32Array::from(group(&mut b.geom_id, &mut spare.i32s))),
+            Arc::new(UInt8Array::from(group(&mut b.hit, &mut spare.u8s))),
         ];
         for col in &mut b.normal {
-            cols.push(Arc::new(Float32Array::from(group(col))));
+            cols.push(Arc::new(Float32Array::from(group(col, &mut spare.f32s))));
         }
         for sec in [b.pass.as_mut(), b.reflected.as_mut()].into_iter().flatten() {
-            sec.take(&mut cols);
+            sec.take(&mut cols, spare);
         }
         let batch =
             RecordBatch::try_new(self.schema.clone(), cols).map_err(|e| RecordError::parquet(&self.partial, e))?;
@@ -397,5 +472,30 @@ impl LidarWriter {
             ));
         }
         Ok(Finished { rows, bytes, sha256 })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn written_columns_come_back_as_spare_vectors() {
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(Float64Array::from(vec![1.0f64; 10])),
+            Arc::new(Float32Array::from(vec![1.0f32; 10])),
+            Arc::new(Int32Array::from(vec![1i32; 10])),
+            Arc::new(UInt16Array::from(vec![1u16; 10])),
+            Arc::new(UInt8Array::from(vec![1u8; 10])),
+        ];
+        let batch = RecordBatch::try_from_iter(["a", "b", "c", "d", "e"].into_iter().zip(cols)).unwrap();
+        let mut spare = Spare::default();
+        spare.reclaim(batch);
+        let counts = (spare.f64s.len(), spare.f32s.len(), spare.i32s.len(), spare.u16s.len(), spare.u8s.len());
+        assert_eq!(counts, (1, 1, 1, 1, 1));
+        let mut column = vec![2.0f32; 3];
+        let full = group(&mut column, &mut spare.f32s);
+        assert_eq!(full, [2.0; 3]);
+        assert!(column.is_empty() && column.capacity() >= 10 && spare.f32s.is_empty());
     }
 }
