@@ -13,11 +13,6 @@ mod video;
 
 use clap::{Parser, Subcommand};
 
-// Long recordings allocate and free row-group columns on two threads; glibc's arenas let the
-// process's peak creep up over an episode, mimalloc keeps it flat (and is a little faster).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// glint: fast, MuJoCo-exact sensor simulation.
 #[derive(Parser)]
 #[command(name = "glint", version, about)]

@@ -8,7 +8,7 @@ use glint_lidar::SecondaryCapture;
 
 /// Rows per Parquet row group. A writer buffers at most this many rows per sensor before
 /// encoding them into the file, so memory stays flat however long an episode runs.
-pub const ROW_GROUP_ROWS: usize = 131_072;
+pub const ROW_GROUP_ROWS: usize = 262_144;
 
 /// Non-repetitive patterns split the emission index `e` into `bin = e / 256` (high part) and
 /// `channel = e % 256` (low part).

@@ -141,21 +141,38 @@ where
 impl Spare {
     /// Keeps the columns of a written row group for the next ones.
     fn reclaim(&mut self, batch: RecordBatch) {
-        // One group's worth is enough: the encoder hands back at most one group per group sent.
-        if self.f32s.len() >= batch.num_columns() {
-            return;
-        }
         let columns = batch.columns().to_vec();
         // The batch's own references go first, or no column is ours alone.
         drop(batch);
+        // One group's worth of each type is enough: the next group takes exactly that.
+        let wanted = |t: &DataType| columns.iter().filter(|c| c.data_type() == t).count();
+        let room = [
+            wanted(&DataType::Float64).saturating_sub(self.f64s.len()),
+            wanted(&DataType::Float32).saturating_sub(self.f32s.len()),
+            wanted(&DataType::Int32).saturating_sub(self.i32s.len()),
+            wanted(&DataType::UInt16).saturating_sub(self.u16s.len()),
+            wanted(&DataType::UInt8).saturating_sub(self.u8s.len()),
+        ];
+        let mut room = room;
         for column in columns {
-            match column.data_type() {
-                DataType::Float64 => self.f64s.extend(vec_of::<Float64Array, f64>(column)),
-                DataType::Float32 => self.f32s.extend(vec_of::<Float32Array, f32>(column)),
-                DataType::Int32 => self.i32s.extend(vec_of::<Int32Array, i32>(column)),
-                DataType::UInt16 => self.u16s.extend(vec_of::<UInt16Array, u16>(column)),
-                DataType::UInt8 => self.u8s.extend(vec_of::<UInt8Array, u8>(column)),
-                _ => {}
+            let slot = match column.data_type() {
+                DataType::Float64 => 0,
+                DataType::Float32 => 1,
+                DataType::Int32 => 2,
+                DataType::UInt16 => 3,
+                DataType::UInt8 => 4,
+                _ => continue,
+            };
+            if room[slot] == 0 {
+                continue;
+            }
+            room[slot] -= 1;
+            match slot {
+                0 => self.f64s.extend(vec_of::<Float64Array, f64>(column)),
+                1 => self.f32s.extend(vec_of::<Float32Array, f32>(column)),
+                2 => self.i32s.extend(vec_of::<Int32Array, i32>(column)),
+                3 => self.u16s.extend(vec_of::<UInt16Array, u16>(column)),
+                _ => self.u8s.extend(vec_of::<UInt8Array, u8>(column)),
             }
         }
     }
