@@ -5,6 +5,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// These tests run one at a time: each drives `glint run` on both cores, and the memory test
+/// measures peaks that another run's load would sway.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn glint(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_glint")).args(args).output().expect("glint runs")
 }
@@ -42,6 +50,7 @@ fn sessions(out: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn a_session_reads_back_with_pyarrow() {
+    let _serial = serial();
     let out = temp_dir("pyarrow");
     let o = glint(&["run", &example("showroom/showroom.toml"), "--seconds", "0.5", "--out", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -118,6 +127,7 @@ fn signal(child: &Child, name: &str) {
 
 #[test]
 fn sigint_and_sigterm_close_the_episode_and_mark_it_interrupted() {
+    let _serial = serial();
     for sig in ["INT", "TERM"] {
         let out = temp_dir(&format!("sig{sig}"));
         let (child, session) = start_long_run(&out);
@@ -150,6 +160,7 @@ fn sigint_and_sigterm_close_the_episode_and_mark_it_interrupted() {
 
 #[test]
 fn sigkill_leaves_only_a_partial_file_that_replay_reports() {
+    let _serial = serial();
     let out = temp_dir("kill");
     let (mut child, session) = start_long_run(&out);
     child.kill().unwrap();
@@ -168,6 +179,7 @@ fn sigkill_leaves_only_a_partial_file_that_replay_reports() {
 
 #[test]
 fn controllers_move_the_robot_and_bad_names_are_errors() {
+    let _serial = serial();
     let dir = temp_dir("controller");
     for f in ["showroom.xml", "showroom.toml"] {
         std::fs::copy(example(&format!("showroom/{f}")), dir.join(f)).unwrap();
@@ -209,6 +221,7 @@ fn ffmpeg() -> String {
 
 #[test]
 fn video_proxies_are_h264_beside_the_parquet_and_optional_without_ffmpeg() {
+    let _serial = serial();
     let dir = temp_dir("video");
     for f in ["showroom.xml", "showroom.toml"] {
         std::fs::copy(example(&format!("showroom/{f}")), dir.join(f)).unwrap();
@@ -260,9 +273,9 @@ fn peak_mb(seconds: &str, out: &Path) -> (f64, u64) {
 
 #[test]
 fn memory_does_not_grow_with_episode_length() {
+    let _serial = serial();
     let out = temp_dir("memory");
-    // A peak depends a little on how far the encoder thread lags when it is taken, which other
-    // tests running at the same time sway: each length's steady peak is the lower of two runs.
+    // Each length's peak is the lower of two runs, in case something else ran meanwhile.
     let mut peaks = Vec::new();
     for seconds in ["10", "60"] {
         let runs = [peak_mb(seconds, &out), peak_mb(seconds, &out)];
