@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::RecordError;
-use crate::poses::{file_sha256, pose_mismatch, pose_path};
+use crate::poses::{pose_mismatch, pose_path};
 use crate::reader::footer;
 use crate::schema::mismatch;
 use crate::sidecar::{PoseFile, SessionMeta, Sidecar, read_sidecar};
-use crate::writer::sha256_file;
+use crate::writer::file_sha256;
 
 /// One line of `meta/episodes.jsonl`.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -168,7 +168,7 @@ fn check_file(dir: &Path, rel: &Path) -> FileCheck {
                 problems.push(FileProblem::RowCount { sidecar: s.rows, file: *rows });
             }
         }
-        match sha256_file(&path) {
+        match file_sha256(&path) {
             Ok(hash) if hash != s.sha256 => problems.push(FileProblem::Hash { sidecar: s.sha256.clone(), file: hash }),
             Ok(_) => {}
             Err(e) => problems.push(FileProblem::Unreadable(e.to_string())),

@@ -13,7 +13,6 @@
 //! (seed, world, sensor, tick within the episode from 1, beam).
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -25,17 +24,16 @@ use glint_lidar::{
     ReturnParams, ScanConfig, ScanPattern, Surface, TickKey, Tracer, beam_direction,
 };
 use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::RecordError;
-use crate::poses::{PoseReader, PoseTable, file_sha256, pose_path};
+use crate::poses::{PoseReader, PoseTable, pose_path};
 use crate::reader::{LidarReader, LidarTable, SecondaryColumns};
-use crate::schema::{EMISSION_SPLIT, ROW_GROUP_ROWS};
+use crate::schema::EMISSION_SPLIT;
 use crate::session::write_json;
 use crate::sidecar::{ColumnDescription, read_session_meta, read_sidecar};
+use crate::writer::{HashWriter, file_sha256, zstd_properties};
 
 /// The provenance file in a variant folder.
 pub const AUGMENTATION_FILE: &str = "augmentation.json";
@@ -390,7 +388,7 @@ impl PoseCursor {
 struct VariantWriter {
     partial: PathBuf,
     path: PathBuf,
-    writer: ArrowWriter<BufWriter<File>>,
+    writer: ArrowWriter<HashWriter>,
     schema: SchemaRef,
 }
 
@@ -425,13 +423,9 @@ impl VariantWriter {
         let file = File::create_new(&partial).map_err(|e| RecordError::io("create", &partial, e))?;
         // Nothing in the file depends on when or where it was written: the same inputs give
         // the same bytes.
-        let props = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::default()))
-            .set_statistics_enabled(EnabledStatistics::Chunk)
-            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-            .build();
+        let props = zstd_properties().build();
         let schema = variant_schema();
-        let writer = ArrowWriter::try_new(BufWriter::with_capacity(1 << 20, file), schema.clone(), Some(props))
+        let writer = ArrowWriter::try_new(HashWriter::new(file), schema.clone(), Some(props))
             .map_err(|e| RecordError::parquet(&partial, e))?;
         Ok(VariantWriter { partial, path, writer, schema })
     }
@@ -456,11 +450,9 @@ impl VariantWriter {
     /// Finishes the file, renames it into place and returns its SHA-256.
     fn finish(mut self) -> Result<String, RecordError> {
         self.writer.finish().map_err(|e| RecordError::parquet(&self.partial, e))?;
-        let sink = self.writer.inner_mut();
-        sink.flush().map_err(|e| RecordError::io("write", &self.partial, e))?;
-        sink.get_ref().sync_all().map_err(|e| RecordError::io("sync", &self.partial, e))?;
+        let sha256 = self.writer.inner_mut().finish(&self.partial)?;
         std::fs::rename(&self.partial, &self.path).map_err(|e| RecordError::io("rename", &self.partial, e))?;
-        file_sha256(&self.path)
+        Ok(sha256)
     }
 }
 

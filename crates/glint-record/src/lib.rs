@@ -92,7 +92,7 @@ pub use export::{
     VARIANT_FORMAT_VERSION, VariantFile, VariantTable, export_variant, read_augmentation, read_variant_file,
     variant_columns,
 };
-pub use poses::{PoseReader, PoseTable, file_sha256, pose_path, read_pose_file};
+pub use poses::{PoseReader, PoseTable, pose_path, read_pose_file};
 pub use reader::{LidarReader, LidarTable, SecondaryColumns, read_lidar_file};
 pub use schema::{EMISSION_SPLIT, ROW_GROUP_ROWS};
 pub use session::{Episode, EpisodeStatus, EpisodeSummary, SensorSummary, Session, SessionInfo, TickData};
@@ -100,4 +100,4 @@ pub use sidecar::{
     ColumnDescription, FORMAT_VERSION, PatternDescription, PoseFile, ScanDescription, SensorDescription, SessionMeta,
     Sidecar, read_session_meta, read_sidecar,
 };
-pub use writer::MAX_BUFFERED_ROWS;
+pub use writer::{MAX_BUFFERED_ROWS, file_sha256};

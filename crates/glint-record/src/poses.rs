@@ -3,7 +3,6 @@
 //! placed in the world again (a material bake's grid is in world coordinates).
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -13,13 +12,11 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use glam::{DMat3, DQuat, DVec3};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
-use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::properties::{EnabledStatistics, WriterProperties};
-use sha2::{Digest, Sha256};
 
 use crate::RecordError;
 use crate::schema::ROW_GROUP_ROWS;
 use crate::sidecar::ColumnDescription;
+use crate::writer::{HashWriter, zstd_properties};
 
 /// The pose table's columns: (name, unit, meaning), every one float64.
 const POSE_COLUMNS: [(&str, &str, &str); 8] = [
@@ -74,28 +71,13 @@ pub(crate) fn pose_mismatch(schema: &Schema) -> Option<String> {
     ))
 }
 
-/// SHA-256 (lower-case hex) of the file at `path`, read in blocks.
-pub fn file_sha256(path: &Path) -> Result<String, RecordError> {
-    let mut file = File::open(path).map_err(|e| RecordError::io("open", path, e))?;
-    let mut hasher = Sha256::new();
-    let mut block = vec![0u8; 1 << 16];
-    loop {
-        let n = file.read(&mut block).map_err(|e| RecordError::io("read", path, e))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&block[..n]);
-    }
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
-}
-
 /// One sensor's pose table of one episode, being written.
 pub(crate) struct PoseWriter {
     /// `…poses.parquet.partial` while writing.
     pub partial: PathBuf,
     /// `…poses.parquet` once finished.
     pub path: PathBuf,
-    writer: ArrowWriter<BufWriter<File>>,
+    writer: ArrowWriter<HashWriter>,
     schema: SchemaRef,
     cols: [Vec<f64>; 8],
     rows: u64,
@@ -111,13 +93,9 @@ impl PoseWriter {
     /// Creates `partial` (which must not exist) and opens a Parquet writer on it.
     pub(crate) fn create(partial: PathBuf, path: PathBuf) -> Result<PoseWriter, RecordError> {
         let file = File::create_new(&partial).map_err(|e| RecordError::io("create", &partial, e))?;
-        let props = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::default()))
-            .set_statistics_enabled(EnabledStatistics::Chunk)
-            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-            .build();
+        let props = zstd_properties().build();
         let schema = pose_schema();
-        let writer = ArrowWriter::try_new(BufWriter::new(file), schema.clone(), Some(props))
+        let writer = ArrowWriter::try_new(HashWriter::new(file), schema.clone(), Some(props))
             .map_err(|e| RecordError::parquet(&partial, e))?;
         Ok(PoseWriter { partial, path, writer, schema, cols: Default::default(), rows: 0 })
     }
@@ -149,10 +127,8 @@ impl PoseWriter {
     pub(crate) fn close(mut self) -> Result<PosesDone, RecordError> {
         self.write_group()?;
         self.writer.finish().map_err(|e| RecordError::parquet(&self.partial, e))?;
-        let sink = self.writer.inner_mut();
-        sink.flush().map_err(|e| RecordError::io("write", &self.partial, e))?;
-        sink.get_ref().sync_all().map_err(|e| RecordError::io("sync", &self.partial, e))?;
-        Ok(PosesDone { rows: self.rows, sha256: file_sha256(&self.partial)? })
+        let sha256 = self.writer.inner_mut().finish(&self.partial)?;
+        Ok(PosesDone { rows: self.rows, sha256 })
     }
 }
 

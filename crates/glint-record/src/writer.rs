@@ -16,7 +16,7 @@ use glam::{DMat3, DVec3};
 use glint_lidar::{Scan, ScanConfig, ScanPattern, SecondaryCapture, SecondaryHits};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesBuilder};
 use parquet::schema::types::ColumnPath;
 use sha2::{Digest, Sha256};
 
@@ -29,6 +29,20 @@ pub(crate) struct HashWriter {
     inner: BufWriter<File>,
     hasher: Sha256,
     bytes: u64,
+}
+
+impl HashWriter {
+    /// Hashes what goes to `file`, through a 1 MiB buffer.
+    pub(crate) fn new(file: File) -> HashWriter {
+        HashWriter { inner: BufWriter::with_capacity(1 << 20, file), hasher: Sha256::new(), bytes: 0 }
+    }
+
+    /// Flushes and syncs the file, and returns the SHA-256 (hex) of everything written.
+    pub(crate) fn finish(&mut self, path: &Path) -> Result<String, RecordError> {
+        self.inner.flush().map_err(|e| RecordError::io("write", path, e))?;
+        self.inner.get_ref().sync_all().map_err(|e| RecordError::io("sync", path, e))?;
+        Ok(hex(&std::mem::take(&mut self.hasher).finalize()))
+    }
 }
 
 impl Write for HashWriter {
@@ -44,13 +58,22 @@ impl Write for HashWriter {
     }
 }
 
+/// The properties every Parquet file of a session shares: zstd, chunk statistics, bounded row
+/// groups. Nothing in them depends on when or where a file is written.
+pub(crate) fn zstd_properties() -> WriterPropertiesBuilder {
+    WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+}
+
 /// Lower-case hex of `bytes`.
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// SHA-256 (hex) of the file at `path`, read in blocks.
-pub(crate) fn sha256_file(path: &Path) -> Result<String, RecordError> {
+/// SHA-256 (lower-case hex) of the file at `path`, read in blocks.
+pub fn file_sha256(path: &Path) -> Result<String, RecordError> {
     let mut file = File::open(path).map_err(|e| RecordError::io("open", path, e))?;
     let mut hasher = Sha256::new();
     let mut block = vec![0u8; 1 << 16];
@@ -310,15 +333,12 @@ impl LidarWriter {
         capture: SecondaryCapture,
     ) -> Result<LidarWriter, RecordError> {
         let file = File::create_new(&partial).map_err(|e| RecordError::io("create", &partial, e))?;
-        let sink = HashWriter { inner: BufWriter::with_capacity(1 << 20, file), hasher: Sha256::new(), bytes: 0 };
+        let sink = HashWriter::new(file);
         let schema = arrow_schema(capture);
         // Dictionaries cost a hash per value; zstd finds the same repetition (ticks share a
         // timestamp, bins and channels cycle, few geoms) without one, so every column is
         // stored plain and compressed, in large pages written in large batches.
-        let props = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::default()))
-            .set_statistics_enabled(EnabledStatistics::Chunk)
-            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        let props = zstd_properties()
             .set_dictionary_enabled(false)
             .set_write_batch_size(65_536)
             .set_data_page_size_limit(8 << 20)
@@ -478,9 +498,7 @@ impl LidarWriter {
         let meta = writer.finish().map_err(|e| RecordError::parquet(&self.partial, e))?;
         let rows = meta.file_metadata().num_rows() as u64;
         let sink = writer.inner_mut();
-        sink.flush().map_err(|e| RecordError::io("write", &self.partial, e))?;
-        sink.inner.get_ref().sync_all().map_err(|e| RecordError::io("sync", &self.partial, e))?;
-        let sha256 = hex(&std::mem::take(&mut sink.hasher).finalize());
+        let sha256 = sink.finish(&self.partial)?;
         let bytes = sink.bytes;
         if rows != self.rows {
             return Err(RecordError::parquet(
