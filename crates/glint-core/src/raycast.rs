@@ -572,21 +572,16 @@ impl PreparedRays<'_> {
     /// continuation of a beam through a surface it has already crossed. `None` on a miss or a
     /// non-finite or zero-length ray.
     pub fn cast_one(&self, world: usize, origin: DVec3, dir: DVec3, exclude: i32, skip_geom: i32) -> Option<RayHit> {
-        let usable = origin.is_finite() && dir.is_finite() && dir.length_squared() >= MINVAL * MINVAL;
-        if !usable || world >= self.poses.nworld {
+        let batch = RayBatch { nray: 1, pnt: &[origin], vec: &[dir], bodyexclude: &[exclude] };
+        if !batch.chunk_ok(0, 1) || world >= self.poses.nworld {
             return None;
         }
-        let batch = RayBatch { nray: 1, pnt: &[origin], vec: &[dir], bodyexclude: &[exclude] };
-        let q = Query {
-            scene: self.scene,
-            poses: self.poses,
-            eligible: &self.eligible,
-            batch: &batch,
-            world0: world,
-            skip_geom,
-        };
-        let hit = self.caster.cast(&q, 0, 0);
+        let hit = self.caster.cast(&self.query(&batch, world, skip_geom), 0, 0);
         (hit.geomid >= 0).then_some(hit)
+    }
+
+    fn query<'q>(&'q self, batch: &'q RayBatch<'q>, world: usize, skip_geom: i32) -> Query<'q> {
+        Query { scene: self.scene, poses: self.poses, eligible: &self.eligible, batch, world0: world, skip_geom }
     }
 
     /// Casts the rays from `origin` along `dirs` in world `world`, ignoring body `exclude`
@@ -624,14 +619,7 @@ impl PreparedRays<'_> {
         if !batch.chunk_ok(0, nray) {
             batch.validate(1)?;
         }
-        let q = Query {
-            scene: self.scene,
-            poses: self.poses,
-            eligible: &self.eligible,
-            batch: &batch,
-            world0: world,
-            skip_geom,
-        };
+        let q = self.query(&batch, world, skip_geom);
         let mut packet = Packet::empty();
         let mut i = 0;
         while i < nray {
