@@ -799,36 +799,3 @@ mod tests {
         assert_eq!(BeamRng::new(1, 2, 3, 4, 5).next_u64(), base);
     }
 }
-#[cfg(test)]
-mod speed {
-    use super::*;
-    use crate::MaterialPreset;
-    struct Wall;
-    impl Tracer for Wall {
-        fn cast(&mut self, _: DVec3, _: DVec3, _: LegKind, _: usize, _: i32) -> Option<Surface> {
-            Some(Surface { distance: 3.0, geomid: 1, normal: DVec3::new(-0.8, 0.6, 0.0) })
-        }
-    }
-    struct Two;
-    impl MaterialLookup for Two {
-        fn material_at(&self, g: usize, _: DVec3) -> Option<NirMaterial> {
-            Some(if g == 0 { MaterialPreset::ClearFloatGlass.material() } else { MaterialPreset::Diffuse.material() })
-        }
-    }
-    #[test]
-    #[ignore]
-    fn time_glass_beams() {
-        let model = ReturnModel::new(crate::ReturnPreset::OusterOs1.params());
-        let beam = Beam { origin: DVec3::ZERO, dir: DVec3::X, window: (0.1, 100.0) };
-        let n = 1_000_000;
-        let t = std::time::Instant::now();
-        let mut acc = 0.0f32;
-        let glass = MaterialPreset::ClearFloatGlass.material();
-        for k in 0..n {
-            let s = Surface { distance: 3.0 + (k % 100) as f64 * 0.01, geomid: 0, normal: DVec3::new(-0.8, 0.6, 0.0) };
-            let mut rng = BeamRng::new(1, 0, 0, k, 0);
-            acc += model.beam_return(&beam, Some((s, glass)), &mut Wall, &Two, &mut rng).range;
-        }
-        println!("glass beam {:.1} ns ({acc})", t.elapsed().as_secs_f64() / n as f64 * 1e9);
-    }
-}
