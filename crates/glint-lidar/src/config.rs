@@ -189,6 +189,12 @@ impl ScanConfig {
         c
     }
 
+    /// Whether a first surface at `range` on geom `geomid` counts as a hit: a geom, inside
+    /// `[min_range, max_range)`.
+    pub fn is_hit(&self, range: f64, geomid: i32) -> bool {
+        geomid >= 0 && self.min_range <= range && range < self.max_range
+    }
+
     /// Number of beams: `channels * azimuth_bins`.
     pub fn beam_count(&self) -> usize {
         self.channels as usize * self.azimuth_bins as usize

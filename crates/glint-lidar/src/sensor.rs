@@ -816,10 +816,9 @@ impl GroupContext<'_> {
         let mut part = job.part;
         part.time.fill(job.time);
         let extra = part.returns.is_some() || part.pass_through.is_some() || part.reflected.is_some();
-        let window = |d: f64, g: i32| g >= 0 && c.min_range <= d && d < c.max_range;
         for (r, &j) in order.iter().enumerate() {
             let (d, g) = (dist[r], geomid[r]);
-            part.set_clean(j, window(d, g).then(|| (d, g, origin + dirs[r] * d, normal[r])));
+            part.set_clean(j, c.is_hit(d, g).then(|| (d, g, origin + dirs[r] * d, normal[r])));
         }
         if !extra {
             return Ok(());
@@ -886,7 +885,7 @@ impl GroupContext<'_> {
         let all = self.sensor.binding.secondary_scope == SecondaryScope::AllSurfaces;
         for (r, &j) in order.iter().enumerate() {
             let (d, g) = (rays.dist[r], rays.geomid[r]);
-            let hit = g >= 0 && c.min_range <= d && d < c.max_range;
+            let hit = c.is_hit(d, g);
             if let Some(pass) = part.pass_through.as_mut() {
                 // Prefetched from the sensor origin: the range is the sensor's.
                 pass.set(j, 0.0, ext.straight[r].flatten().filter(|_| hit));
@@ -922,7 +921,7 @@ impl GroupContext<'_> {
                 _ => None,
             };
             let class = material.map(|m| m.continuation).or_else(|| self.class_of(g));
-            let hit = g >= 0 && c.min_range <= d && d < c.max_range;
+            let hit = c.is_hit(d, g);
             let capture = part.pass_through.is_some() && hit && (all || self.flagged(g, class, FLAG_PASS));
             let model = matches!(class, Some(Continuation::Slab | Continuation::Porous));
             ext.material.push(material);
