@@ -1,5 +1,6 @@
-//! One sensor's lidar file during an episode: rows buffered per row group, encoded by the
-//! Parquet writer, hashed as they reach the disk, then renamed and described by a sidecar.
+//! One sensor's lidar file during an episode: rows buffered per row group in Parquet's own
+//! column types, encoded on a thread of their own through the `parquet` crate's column
+//! writers, hashed as they reach the disk, then renamed and described by a sidecar.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -9,14 +10,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 
-use arrow_array::{Array, ArrayRef, Float32Array, Float64Array, Int32Array, RecordBatch, UInt8Array, UInt16Array};
-use arrow_data::ArrayData;
-use arrow_schema::{DataType, SchemaRef};
+use arrow_schema::Schema;
 use glam::{DMat3, DVec3};
 use glint_lidar::{Scan, ScanConfig, ScanPattern, SecondaryCapture, SecondaryHits};
-use parquet::arrow::ArrowWriter;
+use parquet::arrow::{ArrowSchemaConverter, add_encoded_arrow_schema_to_metadata};
 use parquet::basic::{Compression, ZstdLevel};
+use parquet::data_type::{DataType, DoubleType, FloatType, Int32Type};
+use parquet::errors::ParquetError;
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesBuilder};
+use parquet::file::writer::{SerializedFileWriter, SerializedRowGroupWriter};
 use parquet::schema::types::ColumnPath;
 use sha2::{Digest, Sha256};
 
@@ -88,7 +90,6 @@ pub fn file_sha256(path: &Path) -> Result<String, RecordError> {
 }
 
 /// The five columns of one secondary ray, buffered.
-#[derive(Default)]
 struct SecondaryBuffer {
     range: Vec<f32>,
     geom_id: Vec<i32>,
@@ -97,178 +98,224 @@ struct SecondaryBuffer {
 
 impl SecondaryBuffer {
     /// Appends beams `beams` of `hits`, column by column.
-    fn extend(&mut self, hits: &SecondaryHits, beams: &[u32], rt: &DMat3) {
+    fn extend(&mut self, hits: &SecondaryHits, beams: &[u32], rot: &DMat3) {
         gather(&mut self.range, &hits.range, beams);
         gather(&mut self.geom_id, &hits.geomid, beams);
-        extend_normals(&mut self.normal, &hits.normal, beams, rt);
+        extend_normals(&mut self.normal, &hits.normal, beams, rot);
     }
 
-    fn take(&mut self, out: &mut Vec<ArrayRef>, spare: &mut Spare) {
-        out.push(Arc::new(Float32Array::from(group(&mut self.range, &mut spare.f32s))));
-        out.push(Arc::new(Int32Array::from(group(&mut self.geom_id, &mut spare.i32s))));
-        for col in &mut self.normal {
-            out.push(Arc::new(Float32Array::from(group(col, &mut spare.f32s))));
-        }
+    fn clear(&mut self) {
+        self.range.clear();
+        self.geom_id.clear();
+        self.normal.iter_mut().for_each(Vec::clear);
+    }
+
+    fn write(&self, group: &mut RowGroup<'_>) -> parquet::errors::Result<()> {
+        write_column::<FloatType>(group, &self.range)?;
+        write_column::<Int32Type>(group, &self.geom_id)?;
+        self.normal.iter().try_for_each(|c| write_column::<FloatType>(group, c))
     }
 }
 
-/// The rows of the row group being filled, column by column.
-#[derive(Default)]
+/// The rows of one row group, column by column, in the types Parquet stores them as (`bin`,
+/// `channel` and `hit` are INT32 with an unsigned logical type), so the encoder writes each
+/// column straight from its vector.
 struct Buffer {
     timestamp: Vec<f64>,
-    bin: Vec<u16>,
-    channel: Vec<u16>,
+    bin: Vec<i32>,
+    channel: Vec<i32>,
     range: Vec<f32>,
     geom_id: Vec<i32>,
-    hit: Vec<u8>,
+    hit: Vec<i32>,
     normal: [Vec<f32>; 3],
     pass: Option<SecondaryBuffer>,
     reflected: Option<SecondaryBuffer>,
 }
 
-/// Appends `values[k]` for each beam `k`: one copy when the beams are a contiguous run (a
-/// spinning unit's slice), else one by one.
-fn gather<T: Copy>(column: &mut Vec<T>, values: &[T], beams: &[u32]) {
+impl Buffer {
+    /// An empty row group with room for [`ROW_GROUP_ROWS`] rows, so filling it never
+    /// reallocates.
+    fn new(capture: SecondaryCapture) -> Buffer {
+        let (pass, reflected) = captures(capture);
+        fn room<T>() -> Vec<T> {
+            Vec::with_capacity(ROW_GROUP_ROWS)
+        }
+        let secondary = || SecondaryBuffer { range: room(), geom_id: room(), normal: [room(), room(), room()] };
+        Buffer {
+            timestamp: room(),
+            bin: room(),
+            channel: room(),
+            range: room(),
+            geom_id: room(),
+            hit: room(),
+            normal: [room(), room(), room()],
+            pass: pass.then(secondary),
+            reflected: reflected.then(secondary),
+        }
+    }
+
+    fn rows(&self) -> usize {
+        self.range.len()
+    }
+
+    /// Empties every column, keeping its memory for the next row group.
+    fn clear(&mut self) {
+        self.timestamp.clear();
+        self.bin.clear();
+        self.channel.clear();
+        self.range.clear();
+        self.geom_id.clear();
+        self.hit.clear();
+        self.normal.iter_mut().for_each(Vec::clear);
+        self.pass.iter_mut().chain(self.reflected.iter_mut()).for_each(SecondaryBuffer::clear);
+    }
+
+    /// Appends beams `beams` of `scan`. The primary columns, the primary normals and each
+    /// secondary ray fill on the rayon pool side by side: the simulation waits for this.
+    /// Returns how many of the beams hit.
+    fn extend(&mut self, scan: &Scan, beams: &[u32], timestamp: f64, split: u32, rot: &DMat3) -> u64 {
+        let Buffer { timestamp: times, bin, channel, range, geom_id, hit, normal, pass, reflected } = self;
+        let primary = || {
+            times.extend(std::iter::repeat_n(timestamp, beams.len()));
+            extend_bin_channel(bin, channel, beams, split);
+            gather(range, &scan.range, beams);
+            gather(geom_id, &scan.geomid, beams);
+            let first = hit.len();
+            let ranges = &range[range.len() - beams.len()..];
+            let geoms = &geom_id[geom_id.len() - beams.len()..];
+            hit.extend(ranges.iter().zip(geoms).map(|(&r, &g)| (r >= 0.0 && g >= 0) as i32));
+            hit[first..].iter().map(|&h| h as u64).sum::<u64>()
+        };
+        let secondary = |buf: &mut Option<SecondaryBuffer>, hits: &Option<SecondaryHits>| {
+            if let (Some(buf), Some(hits)) = (buf.as_mut(), hits.as_ref()) {
+                buf.extend(hits, beams, rot);
+            }
+        };
+        let ((hits, ()), ((), ())) = rayon::join(
+            || rayon::join(primary, || extend_normals(normal, &scan.normal, beams, rot)),
+            || rayon::join(|| secondary(pass, &scan.pass_through), || secondary(reflected, &scan.reflected)),
+        );
+        hits
+    }
+
+    /// Writes the rows as one row group, in the schema's column order.
+    fn write(&self, group: &mut RowGroup<'_>) -> parquet::errors::Result<()> {
+        write_column::<DoubleType>(group, &self.timestamp)?;
+        write_column::<Int32Type>(group, &self.bin)?;
+        write_column::<Int32Type>(group, &self.channel)?;
+        write_column::<FloatType>(group, &self.range)?;
+        write_column::<Int32Type>(group, &self.geom_id)?;
+        write_column::<Int32Type>(group, &self.hit)?;
+        self.normal.iter().try_for_each(|c| write_column::<FloatType>(group, c))?;
+        self.pass.iter().chain(&self.reflected).try_for_each(|sec| sec.write(group))
+    }
+}
+
+type RowGroup<'a> = SerializedRowGroupWriter<'a, HashWriter>;
+
+/// Writes the next column of `group`: no nulls, no repetition, so no levels.
+fn write_column<T: DataType>(group: &mut RowGroup<'_>, values: &[T::T]) -> parquet::errors::Result<()> {
+    let mut column =
+        group.next_column()?.ok_or_else(|| ParquetError::General("more columns than the schema has".into()))?;
+    column.typed::<T>().write_batch(values, None, None)?;
+    column.close()
+}
+
+/// The first beam of `beams` when they are a contiguous run (a spinning unit's slice).
+fn contiguous(beams: &[u32]) -> Option<u32> {
     match (beams.first(), beams.last()) {
-        (Some(&a), Some(&b)) if (b - a) as usize + 1 == beams.len() => {
-            column.extend_from_slice(&values[a as usize..=b as usize]);
-        }
-        _ => column.extend(beams.iter().map(|&k| values[k as usize])),
+        (Some(&a), Some(&b)) if (b - a) as usize + 1 == beams.len() => Some(a),
+        _ => None,
     }
 }
 
-/// Column vectors of written row groups, emptied, by element type.
-#[derive(Default)]
-struct Spare {
-    f64s: Vec<Vec<f64>>,
-    f32s: Vec<Vec<f32>>,
-    i32s: Vec<Vec<i32>>,
-    u16s: Vec<Vec<u16>>,
-    u8s: Vec<Vec<u8>>,
+/// Appends `values[k]` for each beam `k`: one copy when the beams are a contiguous run, else
+/// one by one.
+fn gather<T: Copy>(column: &mut Vec<T>, values: &[T], beams: &[u32]) {
+    match contiguous(beams) {
+        Some(a) => column.extend_from_slice(&values[a as usize..a as usize + beams.len()]),
+        None => column.extend(beams.iter().map(|&k| values[k as usize])),
+    }
 }
 
-/// The vector behind a written column, when nothing else holds it.
-fn vec_of<A, T>(column: ArrayRef) -> Option<Vec<T>>
-where
-    A: Array + Clone + 'static + Into<ArrayData>,
-    T: arrow_buffer::ArrowNativeType,
-{
-    let array = column.as_any().downcast_ref::<A>()?.clone();
-    drop(column);
-    let data: ArrayData = array.into();
-    let buffer = data.buffers().first()?.clone();
-    drop(data);
-    buffer.into_vec::<T>().ok()
+/// Appends `bin = k / split` and `channel = k % split` for each beam `k`. A contiguous run
+/// is walked bin by bin, without a division per row.
+fn extend_bin_channel(bin: &mut Vec<i32>, channel: &mut Vec<i32>, beams: &[u32], split: u32) {
+    let Some(first) = contiguous(beams) else {
+        bin.extend(beams.iter().map(|&k| (k / split) as i32));
+        channel.extend(beams.iter().map(|&k| (k % split) as i32));
+        return;
+    };
+    let (mut b, mut c, mut left) = (first / split, first % split, beams.len() as u32);
+    while left > 0 {
+        let n = (split - c).min(left);
+        bin.extend(std::iter::repeat_n(b as i32, n as usize));
+        channel.extend((c..c + n).map(|c| c as i32));
+        (b, c, left) = (b + 1, 0, left - n);
+    }
 }
 
-impl Spare {
-    /// Keeps the columns of a written row group for the next ones.
-    fn reclaim(&mut self, batch: RecordBatch) {
-        let columns = batch.columns().to_vec();
-        // The batch's own references go first, or no column is ours alone.
-        drop(batch);
-        // One group's worth of each type is enough: the next group takes exactly that.
-        let wanted = |t: &DataType| columns.iter().filter(|c| c.data_type() == t).count();
-        let room = [
-            wanted(&DataType::Float64).saturating_sub(self.f64s.len()),
-            wanted(&DataType::Float32).saturating_sub(self.f32s.len()),
-            wanted(&DataType::Int32).saturating_sub(self.i32s.len()),
-            wanted(&DataType::UInt16).saturating_sub(self.u16s.len()),
-            wanted(&DataType::UInt8).saturating_sub(self.u8s.len()),
-        ];
-        let mut room = room;
-        for column in columns {
-            let slot = match column.data_type() {
-                DataType::Float64 => 0,
-                DataType::Float32 => 1,
-                DataType::Int32 => 2,
-                DataType::UInt16 => 3,
-                DataType::UInt8 => 4,
-                _ => continue,
-            };
-            if room[slot] == 0 {
-                continue;
+/// Appends the sensor-frame normals of `beams` to the three normal columns, one column at a
+/// time (each a dot product with one sensor axis, which the compiler vectorizes).
+fn extend_normals(columns: &mut [Vec<f32>; 3], normals: &[[f32; 3]], beams: &[u32], rot: &DMat3) {
+    let axes = [rot.x_axis, rot.y_axis, rot.z_axis];
+    for (column, axis) in columns.iter_mut().zip(axes) {
+        match contiguous(beams) {
+            Some(a) => {
+                let run = &normals[a as usize..a as usize + beams.len()];
+                column.extend(run.iter().map(|n| sensor_component(axis, n)));
             }
-            room[slot] -= 1;
-            match slot {
-                0 => self.f64s.extend(vec_of::<Float64Array, f64>(column)),
-                1 => self.f32s.extend(vec_of::<Float32Array, f32>(column)),
-                2 => self.i32s.extend(vec_of::<Int32Array, i32>(column)),
-                3 => self.u16s.extend(vec_of::<UInt16Array, u16>(column)),
-                _ => self.u8s.extend(vec_of::<UInt8Array, u8>(column)),
-            }
+            None => column.extend(beams.iter().map(|&k| sensor_component(axis, &normals[k as usize]))),
         }
     }
 }
 
-/// Takes a filled column, leaving an empty one with room for a whole row group (a spare one
-/// when there is): the next group fills it without growing or faulting in fresh pages.
-fn group<T>(column: &mut Vec<T>, spare: &mut Vec<Vec<T>>) -> Vec<T> {
-    let mut next = spare.pop().unwrap_or_else(|| Vec::with_capacity(ROW_GROUP_ROWS));
-    next.clear();
-    std::mem::replace(column, next)
-}
-
-/// Appends the sensor-frame normals of `beams` to the three normal columns.
-fn extend_normals(columns: &mut [Vec<f32>; 3], normals: &[[f32; 3]], beams: &[u32], rt: &DMat3) {
-    let first = columns[0].len();
-    for c in columns.iter_mut() {
-        c.resize(first + beams.len(), 0.0);
-    }
-    let [x, y, z] = columns;
-    for (i, &k) in beams.iter().enumerate() {
-        let n = sensor_normal(rt, normals[k as usize]);
-        (x[first + i], y[first + i], z[first + i]) = (n[0], n[1], n[2]);
-    }
-}
-
-/// A world-frame normal in the sensor frame (`rt` is the sensor rotation transposed).
+/// One sensor-frame component of a world-frame normal: its dot product with that sensor axis
+/// (in world coordinates), in f64 as the pose is. A zero normal (a miss) stays +0.
 #[inline]
-fn sensor_normal(rt: &DMat3, n: [f32; 3]) -> [f32; 3] {
-    if n == [0.0; 3] {
-        return n;
-    }
-    let v = *rt * DVec3::new(n[0] as f64, n[1] as f64, n[2] as f64);
-    [v.x as f32, v.y as f32, v.z as f32]
+fn sensor_component(axis: DVec3, n: &[f32; 3]) -> f32 {
+    (axis.x * n[0] as f64 + axis.y * n[1] as f64 + axis.z * n[2] as f64) as f32 + 0.0
 }
 
 /// Row groups queued for the encoder thread beyond the one it is encoding: none, so the
-/// writer holds at most the group being filled and the one being encoded (and spare vectors
-/// for one more), and its peak memory is reached in the first seconds of any episode.
+/// writer holds at most the group being filled and the one being encoded (and a spare one),
+/// and its peak memory is reached in the first seconds of any episode.
 const QUEUED_GROUPS: usize = 0;
 
-/// The most rows a writer holds in memory, not counting spare vectors: see
+/// The most rows a writer holds in memory, not counting the spare group: see
 /// [`QUEUED_GROUPS`].
 pub const MAX_BUFFERED_ROWS: usize = (QUEUED_GROUPS + 2) * ROW_GROUP_ROWS;
 
 /// Encodes and compresses row groups on a thread of its own, so a recording's Parquet work
 /// overlaps the simulation instead of stalling it. The queue is bounded: memory stays flat.
 struct Encoder {
-    tx: Option<SyncSender<RecordBatch>>,
-    /// Written row groups coming back, so their column memory is filled again rather than
-    /// freed and allocated anew (which let a long episode's peak memory creep up).
-    spent: Receiver<RecordBatch>,
-    handle: Option<JoinHandle<Result<ArrowWriter<HashWriter>, RecordError>>>,
+    tx: Option<SyncSender<Buffer>>,
+    /// Written row groups coming back emptied, so their column memory is filled again rather
+    /// than freed and allocated anew (which let a long episode's peak memory creep up).
+    spent: Receiver<Buffer>,
+    handle: Option<JoinHandle<Result<SerializedFileWriter<HashWriter>, RecordError>>>,
     /// Rows sent and not yet written.
     queued: Arc<AtomicUsize>,
     partial: PathBuf,
 }
 
 impl Encoder {
-    fn start(mut writer: ArrowWriter<HashWriter>, partial: PathBuf) -> Result<Encoder, RecordError> {
-        let (tx, rx) = sync_channel::<RecordBatch>(QUEUED_GROUPS);
-        let (back, spent) = channel::<RecordBatch>();
+    fn start(mut writer: SerializedFileWriter<HashWriter>, partial: PathBuf) -> Result<Encoder, RecordError> {
+        let (tx, rx) = sync_channel::<Buffer>(QUEUED_GROUPS);
+        let (back, spent) = channel::<Buffer>();
         let queued = Arc::new(AtomicUsize::new(0));
         let (count, path) = (queued.clone(), partial.clone());
         let handle = std::thread::Builder::new()
             .name("glint-parquet".into())
             .spawn(move || {
-                for batch in rx {
-                    writer.write(&batch).map_err(|e| RecordError::parquet(&path, e))?;
-                    writer.flush().map_err(|e| RecordError::parquet(&path, e))?;
-                    count.fetch_sub(batch.num_rows(), Ordering::Relaxed);
+                for mut rows in rx {
+                    let mut group = writer.next_row_group().map_err(|e| RecordError::parquet(&path, e))?;
+                    rows.write(&mut group).map_err(|e| RecordError::parquet(&path, e))?;
+                    group.close().map_err(|e| RecordError::parquet(&path, e))?;
+                    count.fetch_sub(rows.rows(), Ordering::Relaxed);
+                    rows.clear();
                     // The writer may be gone first; then the columns are simply freed.
-                    let _ = back.send(batch);
+                    let _ = back.send(rows);
                 }
                 Ok(writer)
             })
@@ -277,9 +324,9 @@ impl Encoder {
     }
 
     /// Queues a row group (waiting while the queue is full).
-    fn send(&mut self, batch: RecordBatch) -> Result<(), RecordError> {
-        self.queued.fetch_add(batch.num_rows(), Ordering::Relaxed);
-        let sent = self.tx.as_ref().is_some_and(|tx| tx.send(batch).is_ok());
+    fn send(&mut self, rows: Buffer) -> Result<(), RecordError> {
+        self.queued.fetch_add(rows.rows(), Ordering::Relaxed);
+        let sent = self.tx.as_ref().is_some_and(|tx| tx.send(rows).is_ok());
         if sent {
             return Ok(());
         }
@@ -291,7 +338,7 @@ impl Encoder {
     }
 
     /// Waits for every queued group to be written and returns the writer.
-    fn join(&mut self) -> Result<ArrowWriter<HashWriter>, RecordError> {
+    fn join(&mut self) -> Result<SerializedFileWriter<HashWriter>, RecordError> {
         drop(self.tx.take());
         let handle = self.handle.take().ok_or_else(|| RecordError::parquet(&self.partial, "the encoder is gone"))?;
         handle
@@ -307,8 +354,6 @@ pub(crate) struct LidarWriter {
     /// `…parquet` once finished.
     pub path: PathBuf,
     encoder: Encoder,
-    spare: Spare,
-    schema: SchemaRef,
     buf: Buffer,
     config: ScanConfig,
     capture: SecondaryCapture,
@@ -324,6 +369,28 @@ pub(crate) struct Finished {
     pub sha256: String,
 }
 
+/// The writer properties of a lidar file with `schema`.
+fn lidar_properties(schema: &Schema) -> WriterProperties {
+    // Dictionaries cost a hash per value; zstd finds the same repetition (ticks share a
+    // timestamp, bins and channels cycle, few geoms) without one, so every column is stored
+    // plain and compressed, in large pages.
+    let props = zstd_properties()
+        .set_dictionary_enabled(false)
+        .set_write_batch_size(65_536)
+        .set_data_page_size_limit(8 << 20)
+        .set_offset_index_disabled(true);
+    // Min/max of a normal component says nothing useful and costs a pass over every value;
+    // ranges, geoms, bins, channels and timestamps keep their statistics.
+    let props = schema.fields().iter().filter(|f| f.name().contains("normal_")).fold(props, |p, f| {
+        p.set_column_statistics_enabled(ColumnPath::from(f.name().as_str()), EnabledStatistics::None)
+    });
+    let mut props = props.build();
+    // The Arrow schema travels in the footer, as Arrow's own writer puts it, so Arrow readers
+    // get exactly the seed's types back.
+    add_encoded_arrow_schema_to_metadata(schema, &mut props);
+    props
+}
+
 impl LidarWriter {
     /// Creates `partial` (which must not exist) and opens a Parquet writer on it.
     pub(crate) fn create(
@@ -333,38 +400,21 @@ impl LidarWriter {
         capture: SecondaryCapture,
     ) -> Result<LidarWriter, RecordError> {
         let file = File::create_new(&partial).map_err(|e| RecordError::io("create", &partial, e))?;
-        let sink = HashWriter::new(file);
         let schema = arrow_schema(capture);
-        // Dictionaries cost a hash per value; zstd finds the same repetition (ticks share a
-        // timestamp, bins and channels cycle, few geoms) without one, so every column is
-        // stored plain and compressed, in large pages written in large batches.
-        let props = zstd_properties()
-            .set_dictionary_enabled(false)
-            .set_write_batch_size(65_536)
-            .set_data_page_size_limit(8 << 20)
-            .set_offset_index_disabled(true);
-        // Min/max of a normal component says nothing useful and costs a pass over every
-        // value; ranges, geoms, bins, channels and timestamps keep their statistics.
-        let props = schema.fields().iter().filter(|f| f.name().contains("normal_")).fold(props, |p, f| {
-            p.set_column_statistics_enabled(ColumnPath::from(f.name().as_str()), EnabledStatistics::None)
-        });
-        let props = props.build();
-        let writer =
-            ArrowWriter::try_new(sink, schema.clone(), Some(props)).map_err(|e| RecordError::parquet(&partial, e))?;
+        let parquet_schema =
+            ArrowSchemaConverter::new().convert(&schema).map_err(|e| RecordError::parquet(&partial, e))?;
+        let writer = SerializedFileWriter::new(
+            HashWriter::new(file),
+            parquet_schema.root_schema_ptr(),
+            Arc::new(lidar_properties(&schema)),
+        )
+        .map_err(|e| RecordError::parquet(&partial, e))?;
         let encoder = Encoder::start(writer, partial.clone())?;
-        let (pass, reflected) = captures(capture);
-        let buf = Buffer {
-            pass: pass.then(SecondaryBuffer::default),
-            reflected: reflected.then(SecondaryBuffer::default),
-            ..Buffer::default()
-        };
         Ok(LidarWriter {
             partial,
             path,
             encoder,
-            spare: Spare::default(),
-            schema,
-            buf,
+            buf: Buffer::new(capture),
             config,
             capture,
             rows: 0,
@@ -375,9 +425,8 @@ impl LidarWriter {
 
     /// Rows held in memory and not yet written to the file as a row group.
     pub(crate) fn buffered_rows(&self) -> usize {
-        self.buf.range.len() + self.encoder.queued.load(Ordering::Relaxed)
+        self.buf.rows() + self.encoder.queued.load(Ordering::Relaxed)
     }
-
     /// Checks that `tick` fits this sensor, before any of it is written.
     fn check(&self, sensor: usize, tick: &TickData) -> Result<(), RecordError> {
         let bad = |reason: String| RecordError::Tick { sensor, reason };
@@ -424,13 +473,15 @@ impl LidarWriter {
     /// Appends one row per beam of `tick`, writing a row group each time one fills.
     pub(crate) fn write_tick(&mut self, sensor: usize, tick: &TickData) -> Result<(), RecordError> {
         self.check(sensor, tick)?;
-        let rt = tick.sensor_rot.transpose();
+        let spinning = matches!(self.config.pattern, ScanPattern::Spinning);
+        let split = if spinning { self.config.channels } else { EMISSION_SPLIT };
         let mut rest = tick.beams;
         while !rest.is_empty() {
-            let room = ROW_GROUP_ROWS - self.buf.range.len();
+            let room = ROW_GROUP_ROWS - self.buf.rows();
             let (now, later) = rest.split_at(room.min(rest.len()));
-            self.push(tick.scan, now, tick.timestamp, &rt);
-            if self.buf.range.len() >= ROW_GROUP_ROWS {
+            self.hits += self.buf.extend(tick.scan, now, tick.timestamp, split, &tick.sensor_rot);
+            self.rows += now.len() as u64;
+            if self.buf.rows() >= ROW_GROUP_ROWS {
                 self.write_group()?;
             }
             rest = later;
@@ -439,56 +490,15 @@ impl LidarWriter {
         Ok(())
     }
 
-    /// Appends beams `beams` of `scan`, column by column (tight loops the compiler
-    /// vectorizes, rather than one row at a time across nineteen vectors).
-    fn push(&mut self, scan: &Scan, beams: &[u32], timestamp: f64, rt: &DMat3) {
-        let b = &mut self.buf;
-        let spinning = matches!(self.config.pattern, ScanPattern::Spinning);
-        let split = if spinning { self.config.channels } else { EMISSION_SPLIT };
-        b.timestamp.extend(std::iter::repeat_n(timestamp, beams.len()));
-        b.bin.extend(beams.iter().map(|&k| (k / split) as u16));
-        b.channel.extend(beams.iter().map(|&k| (k % split) as u16));
-        gather(&mut b.range, &scan.range, beams);
-        gather(&mut b.geom_id, &scan.geomid, beams);
-        let first = b.hit.len();
-        b.hit.extend(beams.iter().map(|&k| (scan.range[k as usize] >= 0.0 && scan.geomid[k as usize] >= 0) as u8));
-        self.hits += b.hit[first..].iter().map(|&h| h as u64).sum::<u64>();
-        extend_normals(&mut b.normal, &scan.normal, beams, rt);
-        if let (Some(buf), Some(hits)) = (b.pass.as_mut(), scan.pass_through.as_ref()) {
-            buf.extend(hits, beams, rt);
-        }
-        if let (Some(buf), Some(hits)) = (b.reflected.as_mut(), scan.reflected.as_ref()) {
-            buf.extend(hits, beams, rt);
-        }
-        self.rows += beams.len() as u64;
-    }
-
-    /// Encodes the buffered rows as one row group and writes it to the file.
+    /// Hands the buffered rows to the encoder as one row group, and goes on in an emptied
+    /// group that came back from it (or a new one).
     fn write_group(&mut self) -> Result<(), RecordError> {
-        if self.buf.range.is_empty() {
+        if self.buf.rows() == 0 {
             return Ok(());
         }
-        while let Ok(batch) = self.encoder.spent.try_recv() {
-            self.spare.reclaim(batch);
-        }
-        let (b, spare) = (&mut self.buf, &mut self.spare);
-        let mut cols: Vec<ArrayRef> = vec![
-            Arc::new(Float64Array::from(group(&mut b.timestamp, &mut spare.f64s))),
-            Arc::new(UInt16Array::from(group(&mut b.bin, &mut spare.u16s))),
-            Arc::new(UInt16Array::from(group(&mut b.channel, &mut spare.u16s))),
-            Arc::new(Float32Array::from(group(&mut b.range, &mut spare.f32s))),
-            Arc::new(Int32Array::from(group(&mut b.geom_id, &mut spare.i32s))),
-            Arc::new(UInt8Array::from(group(&mut b.hit, &mut spare.u8s))),
-        ];
-        for col in &mut b.normal {
-            cols.push(Arc::new(Float32Array::from(group(col, &mut spare.f32s))));
-        }
-        for sec in [b.pass.as_mut(), b.reflected.as_mut()].into_iter().flatten() {
-            sec.take(&mut cols, spare);
-        }
-        let batch =
-            RecordBatch::try_new(self.schema.clone(), cols).map_err(|e| RecordError::parquet(&self.partial, e))?;
-        self.encoder.send(batch)
+        let next = self.encoder.spent.try_recv().unwrap_or_else(|_| Buffer::new(self.capture));
+        let full = std::mem::replace(&mut self.buf, next);
+        self.encoder.send(full)
     }
 
     /// Writes the last row group and the footer, and syncs the file (still `.partial`).
@@ -515,22 +525,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn written_columns_come_back_as_spare_vectors() {
-        let cols: Vec<ArrayRef> = vec![
-            Arc::new(Float64Array::from(vec![1.0f64; 10])),
-            Arc::new(Float32Array::from(vec![1.0f32; 10])),
-            Arc::new(Int32Array::from(vec![1i32; 10])),
-            Arc::new(UInt16Array::from(vec![1u16; 10])),
-            Arc::new(UInt8Array::from(vec![1u8; 10])),
-        ];
-        let batch = RecordBatch::try_from_iter(["a", "b", "c", "d", "e"].into_iter().zip(cols)).unwrap();
-        let mut spare = Spare::default();
-        spare.reclaim(batch);
-        let counts = (spare.f64s.len(), spare.f32s.len(), spare.i32s.len(), spare.u16s.len(), spare.u8s.len());
-        assert_eq!(counts, (1, 1, 1, 1, 1));
-        let mut column = vec![2.0f32; 3];
-        let full = group(&mut column, &mut spare.f32s);
-        assert_eq!(full, [2.0; 3]);
-        assert!(column.is_empty() && column.capacity() >= 10 && spare.f32s.is_empty());
+    fn bins_and_channels_of_a_run_match_the_division() {
+        for (first, len, split) in [(0u32, 200usize, 64u32), (61, 7, 64), (130, 1, 64), (5, 600, 1), (255, 300, 256)] {
+            let beams: Vec<u32> = (first..first + len as u32).collect();
+            let (mut bin, mut channel) = (Vec::new(), Vec::new());
+            extend_bin_channel(&mut bin, &mut channel, &beams, split);
+            let want_bin: Vec<i32> = beams.iter().map(|&k| (k / split) as i32).collect();
+            let want_channel: Vec<i32> = beams.iter().map(|&k| (k % split) as i32).collect();
+            assert_eq!((bin, channel), (want_bin, want_channel), "run of {len} from {first}, split {split}");
+        }
+    }
+
+    #[test]
+    fn sensor_normals_are_the_rotated_world_normals() {
+        let rot = DMat3::from_euler(glam::EulerRot::ZYX, 0.7, -0.2, 0.1);
+        let normals = [[0.0f32, 0.0, 1.0], [0.6, -0.8, 0.0], [0.0; 3], [-0.36, 0.48, 0.8]];
+        let mut columns: [Vec<f32>; 3] = Default::default();
+        extend_normals(&mut columns, &normals, &[0, 1, 2, 3], &rot);
+        for (i, n) in normals.iter().enumerate() {
+            let want = rot.transpose() * DVec3::new(n[0] as f64, n[1] as f64, n[2] as f64);
+            let got = [columns[0][i], columns[1][i], columns[2][i]];
+            assert_eq!(got, [want.x as f32, want.y as f32, want.z as f32], "normal {i}");
+        }
+        assert!(columns.iter().all(|c| c[2].to_bits() == 0), "a miss's normal is +0");
     }
 }
