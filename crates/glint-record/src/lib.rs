@@ -70,6 +70,7 @@
 #![deny(missing_docs)]
 
 mod check;
+mod encode;
 mod error;
 mod export;
 mod names;

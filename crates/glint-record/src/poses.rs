@@ -14,7 +14,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 
 use crate::RecordError;
-use crate::schema::ROW_GROUP_ROWS;
+use crate::schema::{READ_BATCH_ROWS, ROW_GROUP_ROWS};
 use crate::sidecar::ColumnDescription;
 use crate::writer::{HashWriter, zstd_properties};
 
@@ -185,7 +185,7 @@ impl PoseReader {
         let file = File::open(path).map_err(|e| RecordError::io("open", path, e))?;
         let b = ParquetRecordBatchReaderBuilder::try_new(file)
             .map_err(|e| RecordError::parquet(path, e))?
-            .with_batch_size(ROW_GROUP_ROWS);
+            .with_batch_size(READ_BATCH_ROWS);
         if let Some(why) = pose_mismatch(b.schema()) {
             return Err(RecordError::Schema { path: path.to_path_buf(), reason: format!("not a pose table: {why}") });
         }

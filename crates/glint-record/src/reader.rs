@@ -11,7 +11,7 @@ use glint_lidar::SecondaryCapture;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 
 use crate::RecordError;
-use crate::schema::{ROW_GROUP_ROWS, captures, mismatch};
+use crate::schema::{READ_BATCH_ROWS, captures, mismatch};
 
 /// The five columns of one secondary ray (`sec_*` or `refl_*`).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -99,8 +99,7 @@ pub(crate) fn footer(path: &Path) -> Result<(SchemaRef, u64), RecordError> {
     Ok((b.schema().clone(), b.metadata().file_metadata().num_rows().max(0) as u64))
 }
 
-/// Reads a lidar file row group by row group: each item is at most
-/// [`crate::ROW_GROUP_ROWS`] rows.
+/// Reads a lidar file in batches of at most 262 144 rows.
 pub struct LidarReader {
     path: PathBuf,
     reader: ParquetRecordBatchReader,
@@ -118,7 +117,7 @@ impl LidarReader {
     /// Opens `path` and checks that it holds glint's lidar columns (the secondary ones it
     /// has decide the capture mode).
     pub fn open(path: &Path) -> Result<LidarReader, RecordError> {
-        let b = builder(path)?.with_batch_size(ROW_GROUP_ROWS);
+        let b = builder(path)?.with_batch_size(READ_BATCH_ROWS);
         let schema = b.schema().clone();
         let capture = capture_of(&schema);
         if let Some(reason) = mismatch(&schema, capture) {

@@ -6,9 +6,16 @@ use std::sync::Arc;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use glint_lidar::SecondaryCapture;
 
-/// Rows per Parquet row group. A writer buffers at most this many rows per sensor before
-/// encoding them into the file, so memory stays flat however long an episode runs.
-pub const ROW_GROUP_ROWS: usize = 262_144;
+/// Rows per Parquet row group. A writer holds at most this many rows per sensor, encoded and
+/// compressed (about 3 bytes a row), before they go into the file, so memory stays flat
+/// however long an episode runs. Groups this large keep the footer's metadata, which the
+/// writer holds until the file closes, small for hour-long episodes (a group a second and a
+/// half for an OS1-64 at 10 Hz).
+pub const ROW_GROUP_ROWS: usize = 1_048_576;
+
+/// Rows per batch when a lidar file or pose table is read back in a stream: a quarter of a
+/// row group, so replay and export hold a few tens of MB at a time.
+pub(crate) const READ_BATCH_ROWS: usize = 262_144;
 
 /// Non-repetitive patterns split the emission index `e` into `bin = e / 256` (high part) and
 /// `channel = e % 256` (low part).

@@ -342,8 +342,8 @@ impl Episode {
         self.writers.get(sensor).map(|w| w.path.as_path())
     }
 
-    /// The most rows any sensor holds in memory, not yet in its file (the row group being
-    /// filled and those queued for the encoder thread): never more than
+    /// The most rows any sensor holds in memory, not yet in its file (those of the row group
+    /// being filled, encoded and compressed): never more than
     /// [`crate::MAX_BUFFERED_ROWS`], however long the episode.
     pub fn buffered_rows(&self) -> usize {
         self.writers.iter().map(LidarWriter::buffered_rows).max().unwrap_or(0)

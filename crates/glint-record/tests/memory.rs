@@ -1,5 +1,5 @@
 //! Memory stays flat however long an episode runs: the writer never holds more than the row
-//! group it fills and the few queued for its encoder thread. (A test file of its own, so the process's peak memory is this test's.)
+//! group it fills, encoded as it goes. (A test file of its own, so the process's peak memory is this test's.)
 
 use glam::{DMat3, DVec3};
 use glint_lidar::{LidarBinding, Scan, ScanConfig, ScanPreset, SecondaryCapture, SecondaryHits};
@@ -88,7 +88,7 @@ fn record(tag: &str, ticks: usize) -> (u64, usize) {
 
 #[test]
 fn five_million_rows_never_buffer_more_than_a_few_row_groups() {
-    // 77 revolutions of 65 536 beams: 5 046 272 rows, 20 row groups.
+    // 77 revolutions of 65 536 beams: 5 046 272 rows, 5 row groups.
     let (rows, most) = record("memory", 77);
     assert_eq!(rows, 77 * 65_536);
     assert!(most <= MAX_BUFFERED_ROWS, "the writer held {most} rows");

@@ -1,0 +1,418 @@
+//! The open row group of a lidar file: one Parquet column writer per column, each encoding
+//! and compressing its values into memory as the ticks arrive. A tick's columns are filled
+//! and encoded side by side on the rayon pool, straight from the scan while it is in cache;
+//! when the group is full its column chunks are laid into the file in the schema's order.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use glam::{DMat3, DVec3};
+use glint_lidar::{Scan, SecondaryCapture};
+use parquet::basic::Type as PhysicalType;
+use parquet::column::page::{CompressedPage, PageWriteSpec, PageWriter};
+use parquet::column::writer::{ColumnCloseResult, ColumnWriterImpl};
+use parquet::data_type::{DoubleType, FloatType, Int32Type};
+use parquet::errors::{ParquetError, Result};
+use parquet::file::properties::WriterPropertiesPtr;
+use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
+use parquet::schema::types::ColumnDescPtr;
+use rayon::prelude::*;
+
+use crate::schema::captures;
+
+/// The rows one tick adds: beams `beams` of `scan`, cast at `timestamp` by a sensor whose
+/// rotation (sensor to world) is `rot`; `split` turns a beam index into bin and channel.
+pub(crate) struct TickRows<'a> {
+    pub scan: &'a Scan,
+    pub beams: &'a [u32],
+    pub timestamp: f64,
+    pub split: u32,
+    pub rot: &'a DMat3,
+}
+
+/// The ray a column describes: the beam's own, or one of the captured secondary rays.
+#[derive(Clone, Copy, Debug)]
+enum Ray {
+    Beam,
+    PassThrough,
+    Reflected,
+}
+
+/// What one column holds.
+#[derive(Clone, Copy, Debug)]
+enum Source {
+    Timestamp,
+    Bin,
+    Channel,
+    Hit,
+    Range(Ray),
+    GeomId(Ray),
+    /// One sensor-frame component (0, 1, 2 for x, y, z) of the surface normal.
+    Normal(Ray, usize),
+}
+
+/// The columns of a file recorded with `capture`, in the order of
+/// [`crate::schema::arrow_schema`].
+fn sources(capture: SecondaryCapture) -> Vec<Source> {
+    use Source::*;
+    let ray = |r| [Range(r), GeomId(r), Normal(r, 0), Normal(r, 1), Normal(r, 2)];
+    let mut out = vec![Timestamp, Bin, Channel, Range(Ray::Beam), GeomId(Ray::Beam), Hit];
+    out.extend([Normal(Ray::Beam, 0), Normal(Ray::Beam, 1), Normal(Ray::Beam, 2)]);
+    let (pass, reflected) = captures(capture);
+    if pass {
+        out.extend(ray(Ray::PassThrough));
+    }
+    if reflected {
+        out.extend(ray(Ray::Reflected));
+    }
+    out
+}
+
+impl TickRows<'_> {
+    /// Range, geom and normal arrays (per beam of the whole scan) of `ray`. The writer checks
+    /// that a captured ray is there before any column is written.
+    fn arrays(&self, ray: Ray) -> (&[f32], &[i32], &[[f32; 3]]) {
+        let secondary = match ray {
+            Ray::Beam => return (&self.scan.range, &self.scan.geomid, &self.scan.normal),
+            Ray::PassThrough => self.scan.pass_through.as_ref(),
+            Ray::Reflected => self.scan.reflected.as_ref(),
+        };
+        secondary.map_or((&[], &[], &[]), |h| (&h.range, &h.geomid, &h.normal))
+    }
+
+    /// The first beam when the beams are a contiguous run (a spinning unit's slice).
+    fn run_start(&self) -> Option<usize> {
+        match (self.beams.first(), self.beams.last()) {
+            (Some(&a), Some(&b)) if (b - a) as usize + 1 == self.beams.len() => Some(a as usize),
+            _ => None,
+        }
+    }
+
+    /// `values[k]` for each beam `k`, borrowed where the beams are a run, else gathered into
+    /// `scratch`.
+    fn pick<'s, T: Copy>(&self, values: &'s [T], scratch: &'s mut Vec<T>) -> &'s [T] {
+        if let Some(a) = self.run_start() {
+            return &values[a..a + self.beams.len()];
+        }
+        scratch.clear();
+        scratch.extend(self.beams.iter().map(|&k| values[k as usize]));
+        scratch
+    }
+
+    /// Fills `out` with a computed INT32 column (`bin`, `channel` or `hit`); returns the
+    /// hits when it is the `hit` column.
+    fn fill_i32(&self, source: Source, out: &mut Vec<i32>) -> u64 {
+        out.clear();
+        match source {
+            Source::Bin | Source::Channel => self.fill_bin_or_channel(matches!(source, Source::Bin), out),
+            Source::Hit => {
+                let (range, geomid, _) = self.arrays(Ray::Beam);
+                let hit = |k: usize| (range[k] >= 0.0 && geomid[k] >= 0) as i32;
+                match self.run_start() {
+                    Some(a) => out.extend((a..a + self.beams.len()).map(hit)),
+                    None => out.extend(self.beams.iter().map(|&k| hit(k as usize))),
+                }
+                return out.iter().map(|&h| h as u64).sum();
+            }
+            _ => {}
+        }
+        0
+    }
+
+    /// `bin = k / split` or `channel = k % split` for each beam `k`. A run is walked bin by
+    /// bin, without a division per row.
+    fn fill_bin_or_channel(&self, bin: bool, out: &mut Vec<i32>) {
+        let split = self.split;
+        let Some(first) = self.run_start() else {
+            out.extend(self.beams.iter().map(|&k| if bin { k / split } else { k % split } as i32));
+            return;
+        };
+        let (mut b, mut c, mut left) = (first as u32 / split, first as u32 % split, self.beams.len() as u32);
+        while left > 0 {
+            let n = (split - c).min(left);
+            if bin {
+                out.extend(std::iter::repeat_n(b as i32, n as usize));
+            } else {
+                out.extend((c..c + n).map(|c| c as i32));
+            }
+            (b, c, left) = (b + 1, 0, left - n);
+        }
+    }
+
+    /// Fills `out` with a sensor-frame normal component: its dot product with that sensor
+    /// axis (in world coordinates), in f64 as the pose is. A zero normal (a miss) stays +0.
+    fn fill_normal(&self, ray: Ray, axis: usize, out: &mut Vec<f32>) {
+        let normals = self.arrays(ray).2;
+        let axis: DVec3 = self.rot.col(axis);
+        let component =
+            |n: &[f32; 3]| (axis.x * n[0] as f64 + axis.y * n[1] as f64 + axis.z * n[2] as f64) as f32 + 0.0;
+        out.clear();
+        match self.run_start() {
+            Some(a) => out.extend(normals[a..a + self.beams.len()].iter().map(component)),
+            None => out.extend(self.beams.iter().map(|&k| component(&normals[k as usize]))),
+        }
+    }
+}
+
+/// The pages of one column chunk, kept in memory until the row group is laid into the file.
+/// Each page goes through the crate's own page writer (which writes its header), appended to
+/// the chunk's bytes, its offset counted from the chunk's start.
+struct MemoryPages(Arc<Mutex<Vec<u8>>>);
+
+impl PageWriter for MemoryPages {
+    fn write_page(&mut self, page: CompressedPage) -> Result<PageWriteSpec> {
+        let mut chunk =
+            self.0.lock().map_err(|_| ParquetError::General("a column chunk buffer was poisoned".into()))?;
+        let start = chunk.len() as u64;
+        let mut sink = TrackedWrite::new(std::mem::take(&mut *chunk));
+        let written = SerializedPageWriter::new(&mut sink).write_page(page);
+        sink.flush()?;
+        *chunk = sink.into_inner()?;
+        let mut spec = written?;
+        spec.offset += start;
+        Ok(spec)
+    }
+
+    fn close(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A column writer of the physical type its column is stored as, with a scratch vector its
+/// values are filled into.
+enum Typed {
+    Double(ColumnWriterImpl<'static, DoubleType>, Vec<f64>),
+    Float(ColumnWriterImpl<'static, FloatType>, Vec<f32>),
+    Int32(ColumnWriterImpl<'static, Int32Type>, Vec<i32>),
+}
+
+impl Typed {
+    /// A writer for `source`, stored as `descr` says, whose pages go to `pages`.
+    fn new(
+        source: Source,
+        descr: &ColumnDescPtr,
+        props: &WriterPropertiesPtr,
+        pages: &Arc<Mutex<Vec<u8>>>,
+    ) -> Result<Typed> {
+        let sink = || Box::new(MemoryPages(pages.clone()));
+        let (d, p) = (descr.clone(), props.clone());
+        Ok(match (source, descr.physical_type()) {
+            (Source::Timestamp, PhysicalType::DOUBLE) => Typed::Double(ColumnWriterImpl::new(d, p, sink()), Vec::new()),
+            (Source::Range(_) | Source::Normal(..), PhysicalType::FLOAT) => {
+                Typed::Float(ColumnWriterImpl::new(d, p, sink()), Vec::new())
+            }
+            (Source::Bin | Source::Channel | Source::Hit | Source::GeomId(_), PhysicalType::INT32) => {
+                Typed::Int32(ColumnWriterImpl::new(d, p, sink()), Vec::new())
+            }
+            (source, stored) => {
+                return Err(ParquetError::General(format!(
+                    "column {} is stored as {stored}, which does not fit {source:?} (a bug in glint)",
+                    descr.name()
+                )));
+            }
+        })
+    }
+
+    /// Closes the chunk; the scratch vector moves to `next`, the writer of the next chunk.
+    fn close_into(self, next: &mut Typed) -> Result<ColumnCloseResult> {
+        match (self, next) {
+            (Typed::Double(w, s), Typed::Double(_, n)) => {
+                *n = s;
+                w.close()
+            }
+            (Typed::Float(w, s), Typed::Float(_, n)) => {
+                *n = s;
+                w.close()
+            }
+            (Typed::Int32(w, s), Typed::Int32(_, n)) => {
+                *n = s;
+                w.close()
+            }
+            (Typed::Double(w, _), _) => w.close(),
+            (Typed::Float(w, _), _) => w.close(),
+            (Typed::Int32(w, _), _) => w.close(),
+        }
+    }
+}
+
+/// One column of the open row group.
+struct OpenColumn {
+    source: Source,
+    descr: ColumnDescPtr,
+    pages: Arc<Mutex<Vec<u8>>>,
+    writer: Typed,
+}
+
+impl OpenColumn {
+    fn new(source: Source, descr: ColumnDescPtr, props: &WriterPropertiesPtr) -> Result<OpenColumn> {
+        let pages = Arc::new(Mutex::new(Vec::new()));
+        let writer = Typed::new(source, &descr, props, &pages)?;
+        Ok(OpenColumn { source, descr, pages, writer })
+    }
+
+    /// Encodes this column's values of `rows`; returns the hits when it is the `hit` column.
+    fn write(&mut self, rows: &TickRows) -> Result<u64> {
+        let hits = match (&mut self.writer, self.source) {
+            (Typed::Double(w, scratch), _) => {
+                scratch.clear();
+                scratch.resize(rows.beams.len(), rows.timestamp);
+                w.write_batch(scratch, None, None)?;
+                0
+            }
+            (Typed::Float(w, scratch), Source::Range(ray)) => {
+                w.write_batch(rows.pick(rows.arrays(ray).0, scratch), None, None)?;
+                0
+            }
+            (Typed::Float(w, scratch), Source::Normal(ray, axis)) => {
+                rows.fill_normal(ray, axis, scratch);
+                w.write_batch(scratch, None, None)?;
+                0
+            }
+            (Typed::Int32(w, scratch), Source::GeomId(ray)) => {
+                w.write_batch(rows.pick(rows.arrays(ray).1, scratch), None, None)?;
+                0
+            }
+            (Typed::Int32(w, scratch), source) => {
+                let hits = rows.fill_i32(source, scratch);
+                w.write_batch(scratch, None, None)?;
+                hits
+            }
+            (Typed::Float(..), source) => {
+                return Err(ParquetError::General(format!("{source:?} is not a float column (a bug in glint)")));
+            }
+        };
+        Ok(hits)
+    }
+
+    /// Closes the chunk, leaving a fresh writer for the next row group; returns its bytes and
+    /// what the file's footer records of it.
+    fn finish(&mut self, props: &WriterPropertiesPtr) -> Result<(Bytes, ColumnCloseResult)> {
+        let next = Typed::new(self.source, &self.descr, props, &self.pages)?;
+        let done = std::mem::replace(&mut self.writer, next);
+        let close = done.close_into(&mut self.writer)?;
+        Ok((Bytes::from(std::mem::take(&mut *self.chunk()?)), close))
+    }
+
+    /// The chunk's bytes so far.
+    fn chunk(&self) -> Result<std::sync::MutexGuard<'_, Vec<u8>>> {
+        self.pages.lock().map_err(|_| ParquetError::General("a column chunk buffer was poisoned".into()))
+    }
+
+    /// Takes back the memory of a chunk laid into the file, for the next chunk to fill.
+    fn reuse(&mut self, laid: Bytes) -> Result<()> {
+        let mut memory = Vec::from(laid);
+        memory.clear();
+        let mut chunk = self.chunk()?;
+        if chunk.is_empty() {
+            *chunk = memory;
+        }
+        Ok(())
+    }
+}
+
+/// The row group being filled, encoded column by column as the ticks arrive.
+pub(crate) struct OpenGroup {
+    columns: Vec<OpenColumn>,
+    props: WriterPropertiesPtr,
+    /// Rows written into the group so far.
+    pub rows: usize,
+}
+
+impl OpenGroup {
+    /// The first row group of `file`, recorded with `capture`.
+    pub(crate) fn new<W: Write + Send>(file: &SerializedFileWriter<W>, capture: SecondaryCapture) -> Result<OpenGroup> {
+        let props = file.properties().clone();
+        let descriptors = file.schema_descr().columns();
+        let sources = sources(capture);
+        if sources.len() != descriptors.len() {
+            return Err(ParquetError::General(format!(
+                "{} columns for a schema of {} (a bug in glint)",
+                sources.len(),
+                descriptors.len()
+            )));
+        }
+        let columns = sources
+            .into_iter()
+            .zip(descriptors)
+            .map(|(source, descr)| OpenColumn::new(source, descr.clone(), &props))
+            .collect::<Result<_>>()?;
+        Ok(OpenGroup { columns, props, rows: 0 })
+    }
+
+    /// Encodes the rows of one tick (every column side by side); returns how many hit.
+    pub(crate) fn write(&mut self, rows: &TickRows) -> Result<u64> {
+        let hits = self.columns.par_iter_mut().map(|c| c.write(rows)).try_reduce(|| 0, |a, b| Ok(a + b))?;
+        self.rows += rows.beams.len();
+        Ok(hits)
+    }
+
+    /// Lays the group into `file` as one row group, and starts an empty one.
+    pub(crate) fn flush_into<W: Write + Send>(&mut self, file: &mut SerializedFileWriter<W>) -> Result<()> {
+        if self.rows == 0 {
+            return Ok(());
+        }
+        let props = &self.props;
+        let chunks: Vec<_> = self.columns.par_iter_mut().map(|c| c.finish(props)).collect();
+        let mut group = file.next_row_group()?;
+        for (column, chunk) in self.columns.iter_mut().zip(chunks) {
+            let (bytes, close) = chunk?;
+            group.append_column(&bytes, close)?;
+            column.reuse(bytes)?;
+        }
+        group.close()?;
+        self.rows = 0;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows<'a>(scan: &'a Scan, beams: &'a [u32], split: u32, rot: &'a DMat3) -> TickRows<'a> {
+        TickRows { scan, beams, timestamp: 0.0, split, rot }
+    }
+
+    #[test]
+    fn bins_and_channels_of_a_run_match_the_division() {
+        let (scan, rot) = (Scan::default(), DMat3::IDENTITY);
+        for (first, len, split) in [(0u32, 200usize, 64u32), (61, 7, 64), (130, 1, 64), (5, 600, 1), (255, 300, 256)] {
+            let beams: Vec<u32> = (first..first + len as u32).collect();
+            let tick = rows(&scan, &beams, split, &rot);
+            let (mut bin, mut channel) = (Vec::new(), Vec::new());
+            tick.fill_i32(Source::Bin, &mut bin);
+            tick.fill_i32(Source::Channel, &mut channel);
+            let want_bin: Vec<i32> = beams.iter().map(|&k| (k / split) as i32).collect();
+            let want_channel: Vec<i32> = beams.iter().map(|&k| (k % split) as i32).collect();
+            assert_eq!((bin, channel), (want_bin, want_channel), "run of {len} from {first}, split {split}");
+        }
+    }
+
+    #[test]
+    fn sensor_normals_are_the_rotated_world_normals() {
+        let rot = DMat3::from_euler(glam::EulerRot::ZYX, 0.7, -0.2, 0.1);
+        let normals = vec![[0.0f32, 0.0, 1.0], [0.6, -0.8, 0.0], [0.0; 3], [-0.36, 0.48, 0.8]];
+        let scan = Scan { normal: normals.clone(), ..Scan::default() };
+        // A run and the same beams out of order take the two paths.
+        for beams in [vec![0u32, 1, 2, 3], vec![3, 2, 1, 0]] {
+            let tick = rows(&scan, &beams, 1, &rot);
+            let columns: Vec<Vec<f32>> = (0..3)
+                .map(|axis| {
+                    let mut out = Vec::new();
+                    tick.fill_normal(Ray::Beam, axis, &mut out);
+                    out
+                })
+                .collect();
+            for (i, &k) in beams.iter().enumerate() {
+                let n = normals[k as usize];
+                let want = rot.transpose() * DVec3::new(n[0] as f64, n[1] as f64, n[2] as f64);
+                let got = [columns[0][i], columns[1][i], columns[2][i]];
+                assert_eq!(got, [want.x as f32, want.y as f32, want.z as f32], "normal {k}");
+                if k == 2 {
+                    assert!(got.iter().all(|c| c.to_bits() == 0), "a miss's normal is +0");
+                }
+            }
+        }
+    }
+}
