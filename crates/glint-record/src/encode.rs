@@ -1,7 +1,8 @@
 //! The open row group of a lidar file: one Parquet column writer per column, each encoding
 //! and compressing its values into memory as the ticks arrive. A tick's columns are filled
-//! and encoded side by side on the rayon pool, straight from the scan while it is in cache;
-//! when the group is full its column chunks are laid into the file in the schema's order.
+//! from the scan side by side on the rayon pool ([`TickColumns`]), then encoded side by side
+//! ([`OpenGroup::write`]); when the group is full its column chunks are laid into the file in
+//! the schema's order.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -89,15 +90,13 @@ impl TickRows<'_> {
         }
     }
 
-    /// `values[k]` for each beam `k`, borrowed where the beams are a run, else gathered into
-    /// `scratch`.
-    fn pick<'s, T: Copy>(&self, values: &'s [T], scratch: &'s mut Vec<T>) -> &'s [T] {
-        if let Some(a) = self.run_start() {
-            return &values[a..a + self.beams.len()];
+    /// Fills `out` with `values[k]` for each beam `k`: one copy where the beams are a run.
+    fn gather<T: Copy>(&self, values: &[T], out: &mut Vec<T>) {
+        out.clear();
+        match self.run_start() {
+            Some(a) => out.extend_from_slice(&values[a..a + self.beams.len()]),
+            None => out.extend(self.beams.iter().map(|&k| values[k as usize])),
         }
-        scratch.clear();
-        scratch.extend(self.beams.iter().map(|&k| values[k as usize]));
-        scratch
     }
 
     /// Fills `out` with a computed INT32 column (`bin`, `channel` or `hit`); returns the
@@ -179,12 +178,11 @@ impl PageWriter for MemoryPages {
     }
 }
 
-/// A column writer of the physical type its column is stored as, with a scratch vector its
-/// values are filled into.
+/// A column writer of the physical type its column is stored as.
 enum Typed {
-    Double(ColumnWriterImpl<'static, DoubleType>, Vec<f64>),
-    Float(ColumnWriterImpl<'static, FloatType>, Vec<f32>),
-    Int32(ColumnWriterImpl<'static, Int32Type>, Vec<i32>),
+    Double(ColumnWriterImpl<'static, DoubleType>),
+    Float(ColumnWriterImpl<'static, FloatType>),
+    Int32(ColumnWriterImpl<'static, Int32Type>),
 }
 
 impl Typed {
@@ -197,15 +195,11 @@ impl Typed {
     ) -> Result<Typed> {
         let sink = || Box::new(MemoryPages(pages.clone()));
         let (d, p) = (descr.clone(), props.clone());
-        Ok(match (source, descr.physical_type()) {
-            (Source::Timestamp, PhysicalType::DOUBLE) => Typed::Double(ColumnWriterImpl::new(d, p, sink()), Vec::new()),
-            (Source::Range(_) | Source::Normal(..), PhysicalType::FLOAT) => {
-                Typed::Float(ColumnWriterImpl::new(d, p, sink()), Vec::new())
-            }
-            (Source::Bin | Source::Channel | Source::Hit | Source::GeomId(_), PhysicalType::INT32) => {
-                Typed::Int32(ColumnWriterImpl::new(d, p, sink()), Vec::new())
-            }
-            (source, stored) => {
+        Ok(match (source.values(), descr.physical_type()) {
+            (Values::F64(_), PhysicalType::DOUBLE) => Typed::Double(ColumnWriterImpl::new(d, p, sink())),
+            (Values::F32(_), PhysicalType::FLOAT) => Typed::Float(ColumnWriterImpl::new(d, p, sink())),
+            (Values::I32(_), PhysicalType::INT32) => Typed::Int32(ColumnWriterImpl::new(d, p, sink())),
+            (_, stored) => {
                 return Err(ParquetError::General(format!(
                     "column {} is stored as {stored}, which does not fit {source:?} (a bug in glint)",
                     descr.name()
@@ -214,25 +208,71 @@ impl Typed {
         })
     }
 
-    /// Closes the chunk; the scratch vector moves to `next`, the writer of the next chunk.
-    fn close_into(self, next: &mut Typed) -> Result<ColumnCloseResult> {
-        match (self, next) {
-            (Typed::Double(w, s), Typed::Double(_, n)) => {
-                *n = s;
-                w.close()
-            }
-            (Typed::Float(w, s), Typed::Float(_, n)) => {
-                *n = s;
-                w.close()
-            }
-            (Typed::Int32(w, s), Typed::Int32(_, n)) => {
-                *n = s;
-                w.close()
-            }
-            (Typed::Double(w, _), _) => w.close(),
-            (Typed::Float(w, _), _) => w.close(),
-            (Typed::Int32(w, _), _) => w.close(),
+    fn close(self) -> Result<ColumnCloseResult> {
+        match self {
+            Typed::Double(w) => w.close(),
+            Typed::Float(w) => w.close(),
+            Typed::Int32(w) => w.close(),
         }
+    }
+}
+
+/// One tick's values of one column, in the type the column is stored as.
+enum Values {
+    F64(Vec<f64>),
+    F32(Vec<f32>),
+    I32(Vec<i32>),
+}
+
+impl Source {
+    /// An empty vector of this column's stored type.
+    fn values(self) -> Values {
+        match self {
+            Source::Timestamp => Values::F64(Vec::new()),
+            Source::Range(_) | Source::Normal(..) => Values::F32(Vec::new()),
+            Source::Bin | Source::Channel | Source::Hit | Source::GeomId(_) => Values::I32(Vec::new()),
+        }
+    }
+
+    /// Fills `out` with this column's values of `rows`; returns the hits when it is `hit`.
+    fn fill(self, rows: &TickRows, out: &mut Values) -> u64 {
+        match (self, out) {
+            (Source::Timestamp, Values::F64(v)) => {
+                v.clear();
+                v.resize(rows.beams.len(), rows.timestamp);
+            }
+            (Source::Range(ray), Values::F32(v)) => rows.gather(rows.arrays(ray).0, v),
+            (Source::Normal(ray, axis), Values::F32(v)) => rows.fill_normal(ray, axis, v),
+            (Source::GeomId(ray), Values::I32(v)) => rows.gather(rows.arrays(ray).1, v),
+            (source, Values::I32(v)) => return rows.fill_i32(source, v),
+            (_, _) => {}
+        }
+        0
+    }
+}
+
+/// One tick's rows, column by column, filled from the scan and waiting to be encoded.
+pub(crate) struct TickColumns {
+    sources: Vec<Source>,
+    values: Vec<Values>,
+    /// Rows in every column.
+    pub rows: usize,
+}
+
+impl TickColumns {
+    /// Empty columns of a file recorded with `capture`.
+    pub(crate) fn new(capture: SecondaryCapture) -> TickColumns {
+        let sources = sources(capture);
+        let values = sources.iter().map(|s| s.values()).collect();
+        TickColumns { sources, values, rows: 0 }
+    }
+
+    /// Fills every column (side by side on the rayon pool) with the rows of one tick; returns
+    /// how many of them hit.
+    pub(crate) fn fill(&mut self, rows: &TickRows) -> u64 {
+        self.rows = rows.beams.len();
+        let sources = &self.sources;
+        self.values.par_iter_mut().zip(sources).map(|(values, source)| source.fill(rows, values)).sum()
     }
 }
 
@@ -251,46 +291,27 @@ impl OpenColumn {
         Ok(OpenColumn { source, descr, pages, writer })
     }
 
-    /// Encodes this column's values of `rows`; returns the hits when it is the `hit` column.
-    fn write(&mut self, rows: &TickRows) -> Result<u64> {
-        let hits = match (&mut self.writer, self.source) {
-            (Typed::Double(w, scratch), _) => {
-                scratch.clear();
-                scratch.resize(rows.beams.len(), rows.timestamp);
-                w.write_batch(scratch, None, None)?;
-                0
-            }
-            (Typed::Float(w, scratch), Source::Range(ray)) => {
-                w.write_batch(rows.pick(rows.arrays(ray).0, scratch), None, None)?;
-                0
-            }
-            (Typed::Float(w, scratch), Source::Normal(ray, axis)) => {
-                rows.fill_normal(ray, axis, scratch);
-                w.write_batch(scratch, None, None)?;
-                0
-            }
-            (Typed::Int32(w, scratch), Source::GeomId(ray)) => {
-                w.write_batch(rows.pick(rows.arrays(ray).1, scratch), None, None)?;
-                0
-            }
-            (Typed::Int32(w, scratch), source) => {
-                let hits = rows.fill_i32(source, scratch);
-                w.write_batch(scratch, None, None)?;
-                hits
-            }
-            (Typed::Float(..), source) => {
-                return Err(ParquetError::General(format!("{source:?} is not a float column (a bug in glint)")));
+    /// Encodes one tick's values of this column.
+    fn write(&mut self, values: &Values) -> Result<()> {
+        match (&mut self.writer, values) {
+            (Typed::Double(w), Values::F64(v)) => w.write_batch(v, None, None)?,
+            (Typed::Float(w), Values::F32(v)) => w.write_batch(v, None, None)?,
+            (Typed::Int32(w), Values::I32(v)) => w.write_batch(v, None, None)?,
+            _ => {
+                return Err(ParquetError::General(format!(
+                    "the values of {:?} are not of its column's type (a bug in glint)",
+                    self.source
+                )));
             }
         };
-        Ok(hits)
+        Ok(())
     }
 
     /// Closes the chunk, leaving a fresh writer for the next row group; returns its bytes and
     /// what the file's footer records of it.
     fn finish(&mut self, props: &WriterPropertiesPtr) -> Result<(Bytes, ColumnCloseResult)> {
         let next = Typed::new(self.source, &self.descr, props, &self.pages)?;
-        let done = std::mem::replace(&mut self.writer, next);
-        let close = done.close_into(&mut self.writer)?;
+        let close = std::mem::replace(&mut self.writer, next).close()?;
         Ok((Bytes::from(std::mem::take(&mut *self.chunk()?)), close))
     }
 
@@ -340,11 +361,14 @@ impl OpenGroup {
         Ok(OpenGroup { columns, props, rows: 0 })
     }
 
-    /// Encodes the rows of one tick (every column side by side); returns how many hit.
-    pub(crate) fn write(&mut self, rows: &TickRows) -> Result<u64> {
-        let hits = self.columns.par_iter_mut().map(|c| c.write(rows)).try_reduce(|| 0, |a, b| Ok(a + b))?;
-        self.rows += rows.beams.len();
-        Ok(hits)
+    /// Encodes the rows of one tick, every column side by side.
+    pub(crate) fn write(&mut self, tick: &TickColumns) -> Result<()> {
+        if tick.values.len() != self.columns.len() {
+            return Err(ParquetError::General("a tick's columns do not match the file's (a bug in glint)".into()));
+        }
+        self.columns.par_iter_mut().zip(&tick.values).try_for_each(|(c, v)| c.write(v))?;
+        self.rows += tick.rows;
+        Ok(())
     }
 
     /// Lays the group into `file` as one row group, and starts an empty one.

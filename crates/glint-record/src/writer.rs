@@ -6,17 +6,19 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::mpsc::{Receiver, sync_channel};
 
 use arrow_schema::Schema;
 use glint_lidar::{ScanConfig, ScanPattern, SecondaryCapture};
 use parquet::arrow::{ArrowSchemaConverter, add_encoded_arrow_schema_to_metadata};
 use parquet::basic::{Compression, ZstdLevel};
+use parquet::errors::ParquetError;
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesBuilder};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 use sha2::{Digest, Sha256};
 
-use crate::encode::{OpenGroup, TickRows};
+use crate::encode::{OpenGroup, TickColumns, TickRows};
 use crate::schema::{EMISSION_SPLIT, ROW_GROUP_ROWS, arrow_schema, captures};
 use crate::{RecordError, TickData};
 
@@ -94,13 +96,43 @@ pub(crate) struct LidarWriter {
     pub partial: PathBuf,
     /// `…parquet` once finished.
     pub path: PathBuf,
-    file: SerializedFileWriter<HashWriter>,
-    group: OpenGroup,
+    /// The file and its open row group, here or being encoded on the rayon pool.
+    encoder: Stage,
+    /// The next tick's columns, filled while the previous tick is encoded.
+    filling: TickColumns,
+    /// Rows in the open row group, those being encoded included.
+    group_rows: usize,
     config: ScanConfig,
     capture: SecondaryCapture,
     pub rows: u64,
     pub hits: u64,
     pub ticks: u64,
+}
+
+/// The file being written and its open row group, with the tick being encoded into it.
+struct Encoding {
+    file: SerializedFileWriter<HashWriter>,
+    group: OpenGroup,
+    tick: TickColumns,
+}
+
+impl Encoding {
+    /// Encodes the tick into the group, and lays the group into the file once full.
+    fn run(&mut self) -> parquet::errors::Result<()> {
+        self.group.write(&self.tick)?;
+        if self.group.rows >= ROW_GROUP_ROWS {
+            self.group.flush_into(&mut self.file)?;
+        }
+        Ok(())
+    }
+}
+
+/// Where the encoding is: idle, or running as a task on the rayon pool alongside the next
+/// tick's simulation (it hands itself back when done).
+enum Stage {
+    Idle(Box<Encoding>),
+    Running(Receiver<(Box<Encoding>, parquet::errors::Result<()>)>),
+    Failed,
 }
 
 /// What a finished file is.
@@ -151,12 +183,24 @@ impl LidarWriter {
         )
         .map_err(|e| RecordError::parquet(&partial, e))?;
         let group = OpenGroup::new(&file, capture).map_err(|e| RecordError::parquet(&partial, e))?;
-        Ok(LidarWriter { partial, path, file, group, config, capture, rows: 0, hits: 0, ticks: 0 })
+        let encoding = Encoding { file, group, tick: TickColumns::new(capture) };
+        Ok(LidarWriter {
+            partial,
+            path,
+            encoder: Stage::Idle(Box::new(encoding)),
+            filling: TickColumns::new(capture),
+            group_rows: 0,
+            config,
+            capture,
+            rows: 0,
+            hits: 0,
+            ticks: 0,
+        })
     }
 
     /// Rows held in memory and not yet written to the file as a row group.
     pub(crate) fn buffered_rows(&self) -> usize {
-        self.group.rows
+        self.group_rows
     }
     /// Checks that `tick` fits this sensor, before any of it is written.
     fn check(&self, sensor: usize, tick: &TickData) -> Result<(), RecordError> {
@@ -208,27 +252,63 @@ impl LidarWriter {
         let split = if spinning { self.config.channels } else { EMISSION_SPLIT };
         let mut rest = tick.beams;
         while !rest.is_empty() {
-            let room = ROW_GROUP_ROWS - self.group.rows;
+            let room = ROW_GROUP_ROWS - self.group_rows;
             let (now, later) = rest.split_at(room.min(rest.len()));
             let rows =
                 TickRows { scan: tick.scan, beams: now, timestamp: tick.timestamp, split, rot: &tick.sensor_rot };
-            self.hits += self.group.write(&rows).map_err(|e| RecordError::parquet(&self.partial, e))?;
+            self.hits += self.filling.fill(&rows);
+            let mut encoding = self.settle()?;
+            std::mem::swap(&mut encoding.tick, &mut self.filling);
+            self.launch(encoding);
             self.rows += now.len() as u64;
-            if self.group.rows >= ROW_GROUP_ROWS {
-                self.group.flush_into(&mut self.file).map_err(|e| RecordError::parquet(&self.partial, e))?;
-            }
+            self.group_rows = (self.group_rows + now.len()) % ROW_GROUP_ROWS;
             rest = later;
         }
         self.ticks += 1;
         Ok(())
     }
 
+    /// Waits for the tick being encoded, and takes the encoding back.
+    fn settle(&mut self) -> Result<Box<Encoding>, RecordError> {
+        match std::mem::replace(&mut self.encoder, Stage::Failed) {
+            Stage::Idle(encoding) => Ok(encoding),
+            Stage::Running(done) => match done.recv() {
+                Ok((encoding, Ok(()))) => Ok(encoding),
+                Ok((_, Err(e))) => Err(RecordError::parquet(&self.partial, e)),
+                Err(_) => Err(RecordError::parquet(&self.partial, "the encoding task vanished (a bug in glint)")),
+            },
+            Stage::Failed => Err(RecordError::parquet(&self.partial, "an earlier tick failed to encode")),
+        }
+    }
+
+    /// Encodes the swapped-in tick as a task on the rayon pool, so it runs among the next
+    /// tick's simulation tasks. On a pool thread it runs at once instead: waiting for it there
+    /// could leave the pool no thread to run it.
+    fn launch(&mut self, mut encoding: Box<Encoding>) {
+        if rayon::current_thread_index().is_some() {
+            let result = encoding.run();
+            let (tx, rx) = sync_channel(1);
+            let _ = tx.send((encoding, result));
+            self.encoder = Stage::Running(rx);
+            return;
+        }
+        let (tx, rx) = sync_channel(1);
+        rayon::spawn(move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| encoding.run()))
+                .unwrap_or_else(|_| Err(ParquetError::General("the Parquet encoder panicked (a bug)".into())));
+            let _ = tx.send((encoding, result));
+        });
+        self.encoder = Stage::Running(rx);
+    }
+
     /// Writes the last row group and the footer, and syncs the file (still `.partial`).
     pub(crate) fn close(mut self) -> Result<Finished, RecordError> {
-        self.group.flush_into(&mut self.file).map_err(|e| RecordError::parquet(&self.partial, e))?;
-        let meta = self.file.finish().map_err(|e| RecordError::parquet(&self.partial, e))?;
+        let mut encoding = self.settle()?;
+        let Encoding { file, group, .. } = &mut *encoding;
+        group.flush_into(file).map_err(|e| RecordError::parquet(&self.partial, e))?;
+        let meta = file.finish().map_err(|e| RecordError::parquet(&self.partial, e))?;
         let rows = meta.file_metadata().num_rows() as u64;
-        let sink = self.file.inner_mut();
+        let sink = file.inner_mut();
         let sha256 = sink.finish(&self.partial)?;
         let bytes = sink.bytes;
         if rows != self.rows {

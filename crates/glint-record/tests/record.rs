@@ -642,3 +642,53 @@ fn sessions_never_reuse_a_folder_and_reject_bad_input() {
     assert!(err.contains("records pass-through geometry, and the scan has none"), "{err}");
     std::fs::remove_dir_all(&out).ok();
 }
+
+/// Records five ticks of a synthetic spinning scan with pass-through geometry into a new
+/// session under `out`; returns the file's SHA-256 from its sidecar.
+fn record_synthetic(out: &Path) -> String {
+    let b = binding("front", spinning(), SecondaryCapture::PassThrough);
+    let beams = b.scan.beam_count() as u32;
+    let mut session = Session::create(out, &info(vec![b])).unwrap();
+    let mut episode = session.begin_episode(0).unwrap();
+    let mut scan = glint_lidar::Scan::default();
+    let mut pass = glint_lidar::SecondaryHits::default();
+    for k in 0..beams {
+        let hit = k % 5 != 0;
+        scan.range.push(if hit { 1.0 + k as f32 * 1e-3 } else { -1.0 });
+        scan.geomid.push(if hit { (k % 7) as i32 } else { -1 });
+        scan.normal.push(if hit { [0.0, 0.6, 0.8] } else { [0.0; 3] });
+        pass.range.push(if k % 3 == 0 { 5.0 } else { -1.0 });
+        pass.geomid.push(if k % 3 == 0 { 2 } else { -1 });
+        pass.normal.push(if k % 3 == 0 { [1.0, 0.0, 0.0] } else { [0.0; 3] });
+    }
+    scan.pass_through = Some(pass);
+    let per_tick = beams / 5;
+    for t in 0..5u32 {
+        let slice: Vec<u32> = (t * per_tick..(t + 1) * per_tick).collect();
+        let rot = DMat3::from_rotation_z(0.3 * t as f64);
+        let tick = TickData {
+            timestamp: 0.02 * (t + 1) as f64,
+            scan: &scan,
+            beams: &slice,
+            sensor_rot: rot,
+            sensor_pos: DVec3::ZERO,
+        };
+        episode.write_tick(0, &tick).unwrap();
+    }
+    let file = episode.path(0).unwrap().to_path_buf();
+    episode.finish(EpisodeStatus::Complete, 0.1).unwrap();
+    assert!(check_session(session.dir()).unwrap().ok());
+    read_sidecar(&file.with_extension("json")).unwrap().sha256
+}
+
+#[test]
+fn recording_from_a_pool_thread_writes_the_same_file() {
+    // The writer encodes each tick as a task on the rayon pool; called from a pool thread (a
+    // one-thread pool here, where waiting for such a task would hang) it encodes in place.
+    let out = temp_dir("pool-thread");
+    let outside = record_synthetic(&out.join("outside"));
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let inside = pool.install(|| record_synthetic(&out.join("inside")));
+    assert_eq!(inside, outside);
+    std::fs::remove_dir_all(&out).ok();
+}
