@@ -1,8 +1,8 @@
 //! The open row group of a lidar file: one Parquet column writer per column, each encoding
-//! and compressing its values into memory as the ticks arrive. A tick's columns are filled
-//! from the scan side by side on the rayon pool ([`TickColumns`]), then encoded side by side
-//! ([`OpenGroup::write`]); when the group is full its column chunks are laid into the file in
-//! the schema's order.
+//! and compressing its values into memory as the ticks arrive. A tick's rows are copied out
+//! of the scan ([`TickSnapshot`]), then every column is computed from them and encoded, side
+//! by side on the rayon pool ([`OpenGroup::write`]); when the group is full its column chunks
+//! are laid into the file in the schema's order.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -22,14 +22,57 @@ use rayon::prelude::*;
 
 use crate::schema::captures;
 
-/// The rows one tick adds: beams `beams` of `scan`, cast at `timestamp` by a sensor whose
-/// rotation (sensor to world) is `rot`; `split` turns a beam index into bin and channel.
-pub(crate) struct TickRows<'a> {
-    pub scan: &'a Scan,
-    pub beams: &'a [u32],
-    pub timestamp: f64,
-    pub split: u32,
-    pub rot: &'a DMat3,
+/// The rows one tick adds, copied out of the scan so they can be encoded while the next tick
+/// simulates: beams `beams`, cast at `timestamp` by a sensor whose rotation (sensor to world)
+/// is `rot`, with each ray's range, geom and world normal in the order of `beams`; `split`
+/// turns a beam index into bin and channel.
+#[derive(Default)]
+pub(crate) struct TickSnapshot {
+    timestamp: f64,
+    split: u32,
+    rot: DMat3,
+    beams: Vec<u32>,
+    /// The beam's own ray, the pass-through ray, the reflected ray (empty when not captured).
+    rays: [RayArrays; 3],
+}
+
+/// Range, geom and world normal of one ray per beam.
+#[derive(Default)]
+struct RayArrays {
+    range: Vec<f32>,
+    geomid: Vec<i32>,
+    normal: Vec<[f32; 3]>,
+}
+
+impl RayArrays {
+    fn copy(&mut self, beams: &[u32], range: &[f32], geomid: &[i32], normal: &[[f32; 3]]) {
+        gather(&mut self.range, range, beams);
+        gather(&mut self.geomid, geomid, beams);
+        gather(&mut self.normal, normal, beams);
+    }
+
+    fn clear(&mut self) {
+        self.range.clear();
+        self.geomid.clear();
+        self.normal.clear();
+    }
+}
+
+/// The first beam when `beams` are a contiguous run (a spinning unit's slice).
+fn run_start(beams: &[u32]) -> Option<usize> {
+    match (beams.first(), beams.last()) {
+        (Some(&a), Some(&b)) if (b - a) as usize + 1 == beams.len() => Some(a as usize),
+        _ => None,
+    }
+}
+
+/// Fills `out` with `values[k]` for each beam `k`: one copy where the beams are a run.
+fn gather<T: Copy>(out: &mut Vec<T>, values: &[T], beams: &[u32]) {
+    out.clear();
+    match run_start(beams) {
+        Some(a) => out.extend_from_slice(&values[a..a + beams.len()]),
+        None => out.extend(beams.iter().map(|&k| values[k as usize])),
+    }
 }
 
 /// The ray a column describes: the beam's own, or one of the captured secondary rays.
@@ -70,33 +113,29 @@ fn sources(capture: SecondaryCapture) -> Vec<Source> {
     out
 }
 
-impl TickRows<'_> {
-    /// Range, geom and normal arrays (per beam of the whole scan) of `ray`. The writer checks
-    /// that a captured ray is there before any column is written.
-    fn arrays(&self, ray: Ray) -> (&[f32], &[i32], &[[f32; 3]]) {
-        let secondary = match ray {
-            Ray::Beam => return (&self.scan.range, &self.scan.geomid, &self.scan.normal),
-            Ray::PassThrough => self.scan.pass_through.as_ref(),
-            Ray::Reflected => self.scan.reflected.as_ref(),
-        };
-        secondary.map_or((&[], &[], &[]), |h| (&h.range, &h.geomid, &h.normal))
-    }
-
-    /// The first beam when the beams are a contiguous run (a spinning unit's slice).
-    fn run_start(&self) -> Option<usize> {
-        match (self.beams.first(), self.beams.last()) {
-            (Some(&a), Some(&b)) if (b - a) as usize + 1 == self.beams.len() => Some(a as usize),
-            _ => None,
+impl TickSnapshot {
+    /// Copies beams `beams` of `scan` (whose captured rays the writer has checked).
+    pub(crate) fn take(&mut self, scan: &Scan, beams: &[u32], timestamp: f64, split: u32, rot: DMat3) {
+        (self.timestamp, self.split, self.rot) = (timestamp, split, rot);
+        self.beams.clear();
+        self.beams.extend_from_slice(beams);
+        let [beam, pass, reflected] = &mut self.rays;
+        beam.copy(beams, &scan.range, &scan.geomid, &scan.normal);
+        for (arrays, hits) in [(pass, &scan.pass_through), (reflected, &scan.reflected)] {
+            match hits {
+                Some(h) => arrays.copy(beams, &h.range, &h.geomid, &h.normal),
+                None => arrays.clear(),
+            }
         }
     }
 
-    /// Fills `out` with `values[k]` for each beam `k`: one copy where the beams are a run.
-    fn gather<T: Copy>(&self, values: &[T], out: &mut Vec<T>) {
-        out.clear();
-        match self.run_start() {
-            Some(a) => out.extend_from_slice(&values[a..a + self.beams.len()]),
-            None => out.extend(self.beams.iter().map(|&k| values[k as usize])),
-        }
+    /// Rows in the snapshot.
+    pub(crate) fn rows(&self) -> usize {
+        self.beams.len()
+    }
+
+    fn ray(&self, ray: Ray) -> &RayArrays {
+        &self.rays[ray as usize]
     }
 
     /// Fills `out` with a computed INT32 column (`bin`, `channel` or `hit`); returns the
@@ -106,12 +145,8 @@ impl TickRows<'_> {
         match source {
             Source::Bin | Source::Channel => self.fill_bin_or_channel(matches!(source, Source::Bin), out),
             Source::Hit => {
-                let (range, geomid, _) = self.arrays(Ray::Beam);
-                let hit = |k: usize| (range[k] >= 0.0 && geomid[k] >= 0) as i32;
-                match self.run_start() {
-                    Some(a) => out.extend((a..a + self.beams.len()).map(hit)),
-                    None => out.extend(self.beams.iter().map(|&k| hit(k as usize))),
-                }
+                let beam = self.ray(Ray::Beam);
+                out.extend(beam.range.iter().zip(&beam.geomid).map(|(&r, &g)| (r >= 0.0 && g >= 0) as i32));
                 return out.iter().map(|&h| h as u64).sum();
             }
             _ => {}
@@ -123,7 +158,7 @@ impl TickRows<'_> {
     /// bin, without a division per row.
     fn fill_bin_or_channel(&self, bin: bool, out: &mut Vec<i32>) {
         let split = self.split;
-        let Some(first) = self.run_start() else {
+        let Some(first) = run_start(&self.beams) else {
             out.extend(self.beams.iter().map(|&k| if bin { k / split } else { k % split } as i32));
             return;
         };
@@ -142,15 +177,11 @@ impl TickRows<'_> {
     /// Fills `out` with a sensor-frame normal component: its dot product with that sensor
     /// axis (in world coordinates), in f64 as the pose is. A zero normal (a miss) stays +0.
     fn fill_normal(&self, ray: Ray, axis: usize, out: &mut Vec<f32>) {
-        let normals = self.arrays(ray).2;
         let axis: DVec3 = self.rot.col(axis);
         let component =
             |n: &[f32; 3]| (axis.x * n[0] as f64 + axis.y * n[1] as f64 + axis.z * n[2] as f64) as f32 + 0.0;
         out.clear();
-        match self.run_start() {
-            Some(a) => out.extend(normals[a..a + self.beams.len()].iter().map(component)),
-            None => out.extend(self.beams.iter().map(|&k| component(&normals[k as usize]))),
-        }
+        out.extend(self.ray(ray).normal.iter().map(component));
     }
 }
 
@@ -217,7 +248,7 @@ impl Typed {
     }
 }
 
-/// One tick's values of one column, in the type the column is stored as.
+/// Scratch values of one column, in the type the column is stored as.
 enum Values {
     F64(Vec<f64>),
     F32(Vec<f32>),
@@ -233,47 +264,6 @@ impl Source {
             Source::Bin | Source::Channel | Source::Hit | Source::GeomId(_) => Values::I32(Vec::new()),
         }
     }
-
-    /// Fills `out` with this column's values of `rows`; returns the hits when it is `hit`.
-    fn fill(self, rows: &TickRows, out: &mut Values) -> u64 {
-        match (self, out) {
-            (Source::Timestamp, Values::F64(v)) => {
-                v.clear();
-                v.resize(rows.beams.len(), rows.timestamp);
-            }
-            (Source::Range(ray), Values::F32(v)) => rows.gather(rows.arrays(ray).0, v),
-            (Source::Normal(ray, axis), Values::F32(v)) => rows.fill_normal(ray, axis, v),
-            (Source::GeomId(ray), Values::I32(v)) => rows.gather(rows.arrays(ray).1, v),
-            (source, Values::I32(v)) => return rows.fill_i32(source, v),
-            (_, _) => {}
-        }
-        0
-    }
-}
-
-/// One tick's rows, column by column, filled from the scan and waiting to be encoded.
-pub(crate) struct TickColumns {
-    sources: Vec<Source>,
-    values: Vec<Values>,
-    /// Rows in every column.
-    pub rows: usize,
-}
-
-impl TickColumns {
-    /// Empty columns of a file recorded with `capture`.
-    pub(crate) fn new(capture: SecondaryCapture) -> TickColumns {
-        let sources = sources(capture);
-        let values = sources.iter().map(|s| s.values()).collect();
-        TickColumns { sources, values, rows: 0 }
-    }
-
-    /// Fills every column (side by side on the rayon pool) with the rows of one tick; returns
-    /// how many of them hit.
-    pub(crate) fn fill(&mut self, rows: &TickRows) -> u64 {
-        self.rows = rows.beams.len();
-        let sources = &self.sources;
-        self.values.par_iter_mut().zip(sources).map(|(values, source)| source.fill(rows, values)).sum()
-    }
 }
 
 /// One column of the open row group.
@@ -282,29 +272,51 @@ struct OpenColumn {
     descr: ColumnDescPtr,
     pages: Arc<Mutex<Vec<u8>>>,
     writer: Typed,
+    /// The column's values of a tick, where they are computed rather than copied.
+    scratch: Values,
 }
 
 impl OpenColumn {
     fn new(source: Source, descr: ColumnDescPtr, props: &WriterPropertiesPtr) -> Result<OpenColumn> {
         let pages = Arc::new(Mutex::new(Vec::new()));
         let writer = Typed::new(source, &descr, props, &pages)?;
-        Ok(OpenColumn { source, descr, pages, writer })
+        Ok(OpenColumn { source, descr, pages, writer, scratch: source.values() })
     }
 
-    /// Encodes one tick's values of this column.
-    fn write(&mut self, values: &Values) -> Result<()> {
-        match (&mut self.writer, values) {
-            (Typed::Double(w), Values::F64(v)) => w.write_batch(v, None, None)?,
-            (Typed::Float(w), Values::F32(v)) => w.write_batch(v, None, None)?,
-            (Typed::Int32(w), Values::I32(v)) => w.write_batch(v, None, None)?,
-            _ => {
+    /// Encodes this column's values of `tick`; returns the hits when it is the `hit` column.
+    fn write(&mut self, tick: &TickSnapshot) -> Result<u64> {
+        let hits = match (&mut self.writer, self.source, &mut self.scratch) {
+            (Typed::Double(w), Source::Timestamp, Values::F64(v)) => {
+                v.clear();
+                v.resize(tick.rows(), tick.timestamp);
+                w.write_batch(v, None, None)?;
+                0
+            }
+            (Typed::Float(w), Source::Range(ray), _) => {
+                w.write_batch(&tick.ray(ray).range, None, None)?;
+                0
+            }
+            (Typed::Float(w), Source::Normal(ray, axis), Values::F32(v)) => {
+                tick.fill_normal(ray, axis, v);
+                w.write_batch(v, None, None)?;
+                0
+            }
+            (Typed::Int32(w), Source::GeomId(ray), _) => {
+                w.write_batch(&tick.ray(ray).geomid, None, None)?;
+                0
+            }
+            (Typed::Int32(w), source, Values::I32(v)) => {
+                let hits = tick.fill_i32(source, v);
+                w.write_batch(v, None, None)?;
+                hits
+            }
+            (_, source, _) => {
                 return Err(ParquetError::General(format!(
-                    "the values of {:?} are not of its column's type (a bug in glint)",
-                    self.source
+                    "{source:?} is paired with another column's type (a bug in glint)"
                 )));
             }
         };
-        Ok(())
+        Ok(hits)
     }
 
     /// Closes the chunk, leaving a fresh writer for the next row group; returns its bytes and
@@ -361,14 +373,11 @@ impl OpenGroup {
         Ok(OpenGroup { columns, props, rows: 0 })
     }
 
-    /// Encodes the rows of one tick, every column side by side.
-    pub(crate) fn write(&mut self, tick: &TickColumns) -> Result<()> {
-        if tick.values.len() != self.columns.len() {
-            return Err(ParquetError::General("a tick's columns do not match the file's (a bug in glint)".into()));
-        }
-        self.columns.par_iter_mut().zip(&tick.values).try_for_each(|(c, v)| c.write(v))?;
-        self.rows += tick.rows;
-        Ok(())
+    /// Encodes the rows of one tick, every column side by side; returns how many hit.
+    pub(crate) fn write(&mut self, tick: &TickSnapshot) -> Result<u64> {
+        let hits = self.columns.par_iter_mut().map(|c| c.write(tick)).try_reduce(|| 0, |a, b| Ok(a + b))?;
+        self.rows += tick.rows();
+        Ok(hits)
     }
 
     /// Lays the group into `file` as one row group, and starts an empty one.
@@ -394,16 +403,19 @@ impl OpenGroup {
 mod tests {
     use super::*;
 
-    fn rows<'a>(scan: &'a Scan, beams: &'a [u32], split: u32, rot: &'a DMat3) -> TickRows<'a> {
-        TickRows { scan, beams, timestamp: 0.0, split, rot }
+    fn snapshot(scan: &Scan, beams: &[u32], split: u32, rot: DMat3) -> TickSnapshot {
+        let mut tick = TickSnapshot::default();
+        tick.take(scan, beams, 0.0, split, rot);
+        tick
     }
 
     #[test]
     fn bins_and_channels_of_a_run_match_the_division() {
-        let (scan, rot) = (Scan::default(), DMat3::IDENTITY);
+        let scan =
+            Scan { range: vec![0.0; 1000], geomid: vec![0; 1000], normal: vec![[0.0; 3]; 1000], ..Scan::default() };
         for (first, len, split) in [(0u32, 200usize, 64u32), (61, 7, 64), (130, 1, 64), (5, 600, 1), (255, 300, 256)] {
             let beams: Vec<u32> = (first..first + len as u32).collect();
-            let tick = rows(&scan, &beams, split, &rot);
+            let tick = snapshot(&scan, &beams, split, DMat3::IDENTITY);
             let (mut bin, mut channel) = (Vec::new(), Vec::new());
             tick.fill_i32(Source::Bin, &mut bin);
             tick.fill_i32(Source::Channel, &mut channel);
@@ -417,10 +429,10 @@ mod tests {
     fn sensor_normals_are_the_rotated_world_normals() {
         let rot = DMat3::from_euler(glam::EulerRot::ZYX, 0.7, -0.2, 0.1);
         let normals = vec![[0.0f32, 0.0, 1.0], [0.6, -0.8, 0.0], [0.0; 3], [-0.36, 0.48, 0.8]];
-        let scan = Scan { normal: normals.clone(), ..Scan::default() };
+        let scan = Scan { range: vec![1.0; 4], geomid: vec![0; 4], normal: normals.clone(), ..Scan::default() };
         // A run and the same beams out of order take the two paths.
         for beams in [vec![0u32, 1, 2, 3], vec![3, 2, 1, 0]] {
-            let tick = rows(&scan, &beams, 1, &rot);
+            let tick = snapshot(&scan, &beams, 1, rot);
             let columns: Vec<Vec<f32>> = (0..3)
                 .map(|axis| {
                     let mut out = Vec::new();

@@ -361,7 +361,7 @@ impl Episode {
         let mut ticks = 0;
         for (i, (w, p)) in writers.into_iter().zip(poses).enumerate() {
             ticks = ticks.max(w.ticks);
-            let (partial, path, hits) = (w.partial.clone(), w.path.clone(), w.hits);
+            let (partial, path) = (w.partial.clone(), w.path.clone());
             let done = w.close()?;
             let (pose_partial, pose_final) = (p.partial.clone(), p.path.clone());
             let pose_done = p.close()?;
@@ -395,7 +395,7 @@ impl Episode {
                 poses: pose_final,
                 path,
                 rows: done.rows,
-                hits,
+                hits: done.hits,
                 bytes: done.bytes,
                 sha256: done.sha256,
             });

@@ -18,7 +18,7 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 use sha2::{Digest, Sha256};
 
-use crate::encode::{OpenGroup, TickColumns, TickRows};
+use crate::encode::{OpenGroup, TickSnapshot};
 use crate::schema::{EMISSION_SPLIT, ROW_GROUP_ROWS, arrow_schema, captures};
 use crate::{RecordError, TickData};
 
@@ -98,14 +98,13 @@ pub(crate) struct LidarWriter {
     pub path: PathBuf,
     /// The file and its open row group, here or being encoded on the rayon pool.
     encoder: Stage,
-    /// The next tick's columns, filled while the previous tick is encoded.
-    filling: TickColumns,
+    /// The next tick's rows, copied while the previous tick is encoded.
+    filling: TickSnapshot,
     /// Rows in the open row group, those being encoded included.
     group_rows: usize,
     config: ScanConfig,
     capture: SecondaryCapture,
     pub rows: u64,
-    pub hits: u64,
     pub ticks: u64,
 }
 
@@ -113,13 +112,15 @@ pub(crate) struct LidarWriter {
 struct Encoding {
     file: SerializedFileWriter<HashWriter>,
     group: OpenGroup,
-    tick: TickColumns,
+    tick: TickSnapshot,
+    /// Rows encoded that hit.
+    hits: u64,
 }
 
 impl Encoding {
     /// Encodes the tick into the group, and lays the group into the file once full.
     fn run(&mut self) -> parquet::errors::Result<()> {
-        self.group.write(&self.tick)?;
+        self.hits += self.group.write(&self.tick)?;
         if self.group.rows >= ROW_GROUP_ROWS {
             self.group.flush_into(&mut self.file)?;
         }
@@ -138,9 +139,14 @@ enum Stage {
 /// What a finished file is.
 pub(crate) struct Finished {
     pub rows: u64,
+    /// Rows that hit.
+    pub hits: u64,
     pub bytes: u64,
     pub sha256: String,
 }
+
+/// The columns of a lidar file that carry min/max statistics.
+pub const STATISTICS_COLUMNS: [&str; 5] = ["timestamp", "bin", "channel", "range", "geom_id"];
 
 /// The writer properties of a lidar file with `schema`.
 fn lidar_properties(schema: &Schema) -> WriterProperties {
@@ -152,11 +158,13 @@ fn lidar_properties(schema: &Schema) -> WriterProperties {
         .set_write_batch_size(65_536)
         .set_data_page_size_limit(8 << 20)
         .set_offset_index_disabled(true);
-    // Min/max of a normal component says nothing useful and costs a pass over every value;
-    // ranges, geoms, bins, channels and timestamps keep their statistics.
-    let props = schema.fields().iter().filter(|f| f.name().contains("normal_")).fold(props, |p, f| {
-        p.set_column_statistics_enabled(ColumnPath::from(f.name().as_str()), EnabledStatistics::None)
-    });
+    // Statistics let a reader skip row groups: they go on the columns rows are selected by
+    // (a time window, a sector or ring, a distance, a geom). The rest are read alongside
+    // them, and a min/max of each would cost a pass over every value.
+    let props =
+        schema.fields().iter().filter(|f| !STATISTICS_COLUMNS.contains(&f.name().as_str())).fold(props, |p, f| {
+            p.set_column_statistics_enabled(ColumnPath::from(f.name().as_str()), EnabledStatistics::None)
+        });
     let mut props = props.build();
     // The Arrow schema travels in the footer, as Arrow's own writer puts it, so Arrow readers
     // get exactly the seed's types back.
@@ -183,17 +191,16 @@ impl LidarWriter {
         )
         .map_err(|e| RecordError::parquet(&partial, e))?;
         let group = OpenGroup::new(&file, capture).map_err(|e| RecordError::parquet(&partial, e))?;
-        let encoding = Encoding { file, group, tick: TickColumns::new(capture) };
+        let encoding = Encoding { file, group, tick: TickSnapshot::default(), hits: 0 };
         Ok(LidarWriter {
             partial,
             path,
             encoder: Stage::Idle(Box::new(encoding)),
-            filling: TickColumns::new(capture),
+            filling: TickSnapshot::default(),
             group_rows: 0,
             config,
             capture,
             rows: 0,
-            hits: 0,
             ticks: 0,
         })
     }
@@ -254,9 +261,7 @@ impl LidarWriter {
         while !rest.is_empty() {
             let room = ROW_GROUP_ROWS - self.group_rows;
             let (now, later) = rest.split_at(room.min(rest.len()));
-            let rows =
-                TickRows { scan: tick.scan, beams: now, timestamp: tick.timestamp, split, rot: &tick.sensor_rot };
-            self.hits += self.filling.fill(&rows);
+            self.filling.take(tick.scan, now, tick.timestamp, split, tick.sensor_rot);
             let mut encoding = self.settle()?;
             std::mem::swap(&mut encoding.tick, &mut self.filling);
             self.launch(encoding);
@@ -317,6 +322,6 @@ impl LidarWriter {
                 format!("the writer recorded {rows} rows where {} were written (a bug in glint)", self.rows),
             ));
         }
-        Ok(Finished { rows, bytes, sha256 })
+        Ok(Finished { rows, hits: encoding.hits, bytes, sha256 })
     }
 }

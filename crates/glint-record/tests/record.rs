@@ -288,6 +288,8 @@ fn a_recorded_episode_reads_back_with_glint_and_pyarrow() {
          col = f.metadata.row_group(0).column(3)\n\
          assert col.compression == 'ZSTD', col.compression\n\
          assert col.statistics is not None and col.statistics.has_min_max and col.statistics.min == -1.0\n\
+         st = [f.metadata.row_group(0).column(c).statistics for c in range(9)]\n\
+         assert [i for i, s in enumerate(st) if s is not None and s.has_min_max] == [0, 1, 2, 3, 4], st\n\
          print(t.num_rows, int(h.sum()))",
         file = file.display()
     );
