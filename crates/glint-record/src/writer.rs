@@ -264,7 +264,7 @@ impl LidarWriter {
             self.filling.take(tick.scan, now, tick.timestamp, split, tick.sensor_rot);
             let mut encoding = self.settle()?;
             std::mem::swap(&mut encoding.tick, &mut self.filling);
-            self.launch(encoding);
+            self.launch(encoding)?;
             self.rows += now.len() as u64;
             self.group_rows = (self.group_rows + now.len()) % ROW_GROUP_ROWS;
             rest = later;
@@ -289,13 +289,11 @@ impl LidarWriter {
     /// Encodes the swapped-in tick as a task on the rayon pool, so it runs among the next
     /// tick's simulation tasks. On a pool thread it runs at once instead: waiting for it there
     /// could leave the pool no thread to run it.
-    fn launch(&mut self, mut encoding: Box<Encoding>) {
+    fn launch(&mut self, mut encoding: Box<Encoding>) -> Result<(), RecordError> {
         if rayon::current_thread_index().is_some() {
-            let result = encoding.run();
-            let (tx, rx) = sync_channel(1);
-            let _ = tx.send((encoding, result));
-            self.encoder = Stage::Running(rx);
-            return;
+            encoding.run().map_err(|e| RecordError::parquet(&self.partial, e))?;
+            self.encoder = Stage::Idle(encoding);
+            return Ok(());
         }
         let (tx, rx) = sync_channel(1);
         rayon::spawn(move || {
@@ -304,6 +302,7 @@ impl LidarWriter {
             let _ = tx.send((encoding, result));
         });
         self.encoder = Stage::Running(rx);
+        Ok(())
     }
 
     /// Writes the last row group and the footer, and syncs the file (still `.partial`).
