@@ -10,9 +10,11 @@
 //! `geom_id`, `hit`, `normal_x/y/z` in the sensor frame) and, when the binding captures them,
 //! the pass-through (`sec_*`) and reflected (`refl_*`) columns; and one row per tick to the
 //! file's pose table `lidar-<Name>-NNN.poses.parquet` (the sensor's world origin and
-//! orientation, [`read_pose_file`]), so rows can be placed in the world again. Rows go to the
-//! file in row groups of [`ROW_GROUP_ROWS`], zstd-compressed with column statistics, so memory
-//! stays flat however long an episode runs. Files are written as `.parquet.partial` and renamed
+//! orientation, [`read_pose_file`]), so rows can be placed in the world again. Each tick's rows
+//! are encoded column by column as a task on the rayon pool while the simulation goes on (a
+//! caller on a pool thread encodes in place), zstd-compressed into memory and laid into the
+//! file in row groups of [`ROW_GROUP_ROWS`] with statistics on the columns rows are selected
+//! by, so memory stays flat however long an episode runs. Files are written as `.parquet.partial` and renamed
 //! when the episode finishes; a killed run leaves only `.partial` files, which
 //! [`check_session`] reports apart from the finished ones.
 //!
