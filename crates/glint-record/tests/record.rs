@@ -187,6 +187,18 @@ fn python() -> PathBuf {
     p
 }
 
+/// A session of `bindings` in a new folder `tag`, with episode 0 recorded (5 ticks) and
+/// finished.
+fn session_with_episode(tag: &str, bindings: Vec<LidarBinding>) -> (PathBuf, Rig, Session) {
+    let out = temp_dir(tag);
+    let mut rig = Rig::new(bindings.clone());
+    let mut session = Session::create(&out, &info(bindings)).unwrap();
+    let mut episode = session.begin_episode(0).unwrap();
+    rig.run(Some(&mut episode), 5);
+    episode.finish(EpisodeStatus::Complete, 0.1).unwrap();
+    (out, rig, session)
+}
+
 /// Runs a Python script and returns its standard output.
 fn pyarrow(script: &str) -> String {
     let out = Command::new(python()).args(["-c", script]).output().expect("python runs");
@@ -442,13 +454,8 @@ fn non_repetitive_rows_split_the_emission_index() {
 
 #[test]
 fn an_interrupted_episode_is_readable_and_marked() {
-    let out = temp_dir("interrupted");
-    let b = binding("front", spinning(), SecondaryCapture::Off);
-    let mut rig = Rig::new(vec![b.clone()]);
-    let mut session = Session::create(&out, &info(vec![b])).unwrap();
-    let mut episode = session.begin_episode(0).unwrap();
-    rig.run(Some(&mut episode), 5);
-    episode.finish(EpisodeStatus::Complete, 0.1).unwrap();
+    let (out, mut rig, mut session) =
+        session_with_episode("interrupted", vec![binding("front", spinning(), SecondaryCapture::Off)]);
     let mut episode = session.begin_episode(1).unwrap();
     let expected = rig.run(Some(&mut episode), 2);
     let summary = episode.finish(EpisodeStatus::Interrupted, 0.04).unwrap();
@@ -470,13 +477,8 @@ fn an_interrupted_episode_is_readable_and_marked() {
 
 #[test]
 fn a_killed_run_leaves_a_partial_file_the_check_reports() {
-    let out = temp_dir("partial");
-    let b = binding("front", spinning(), SecondaryCapture::Off);
-    let mut rig = Rig::new(vec![b.clone()]);
-    let mut session = Session::create(&out, &info(vec![b])).unwrap();
-    let mut episode = session.begin_episode(0).unwrap();
-    rig.run(Some(&mut episode), 5);
-    episode.finish(EpisodeStatus::Complete, 0.1).unwrap();
+    let (out, mut rig, mut session) =
+        session_with_episode("partial", vec![binding("front", spinning(), SecondaryCapture::Off)]);
     let mut episode = session.begin_episode(1).unwrap();
     rig.run(Some(&mut episode), 3);
     drop(episode); // the process dies: nothing finishes the file
@@ -494,18 +496,8 @@ fn a_killed_run_leaves_a_partial_file_the_check_reports() {
 
 #[test]
 fn the_check_finds_tampered_foreign_and_mismatched_files() {
-    let out = temp_dir("tamper");
-    let bindings = vec![
-        binding("a", spinning(), SecondaryCapture::Off),
-        binding("b", spinning(), SecondaryCapture::Off),
-        binding("c", spinning(), SecondaryCapture::Off),
-        binding("d", spinning(), SecondaryCapture::Off),
-    ];
-    let mut rig = Rig::new(bindings.clone());
-    let mut session = Session::create(&out, &info(bindings)).unwrap();
-    let mut episode = session.begin_episode(0).unwrap();
-    rig.run(Some(&mut episode), 5);
-    episode.finish(EpisodeStatus::Complete, 0.1).unwrap();
+    let bindings = ["a", "b", "c", "d"].map(|name| binding(name, spinning(), SecondaryCapture::Off)).to_vec();
+    let (out, _, session) = session_with_episode("tamper", bindings);
     let chunk = session.dir().join("data/chunk-000");
     assert!(check_session(session.dir()).unwrap().ok());
 
