@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use glam::{DMat3, DVec3};
-use glint_lidar::{Scan, SecondaryCapture};
+use glint_lidar::Scan;
 use parquet::basic::Type as PhysicalType;
 use parquet::column::page::{CompressedPage, PageWriteSpec, PageWriter};
 use parquet::column::writer::{ColumnCloseResult, ColumnWriterImpl};
@@ -19,8 +19,6 @@ use parquet::file::properties::WriterPropertiesPtr;
 use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 use rayon::prelude::*;
-
-use crate::schema::captures;
 
 /// The rows one tick adds, copied out of the scan so they can be encoded while the next tick
 /// simulates: beams `beams`, cast at `timestamp` by a sensor whose rotation (sensor to world)
@@ -96,21 +94,30 @@ enum Source {
     Normal(Ray, usize),
 }
 
-/// The columns of a file recorded with `capture`, in the order of
-/// [`crate::schema::arrow_schema`].
-fn sources(capture: SecondaryCapture) -> Vec<Source> {
-    use Source::*;
-    let ray = |r| [Range(r), GeomId(r), Normal(r, 0), Normal(r, 1), Normal(r, 2)];
-    let mut out = vec![Timestamp, Bin, Channel, Range(Ray::Beam), GeomId(Ray::Beam), Hit];
-    out.extend([Normal(Ray::Beam, 0), Normal(Ray::Beam, 1), Normal(Ray::Beam, 2)]);
-    let (pass, reflected) = captures(capture);
-    if pass {
-        out.extend(ray(Ray::PassThrough));
+impl Source {
+    /// What the schema's column `name` holds (`sec_*` and `refl_*` are the secondary rays'
+    /// columns), so the schema alone fixes which columns a file has, and in what order.
+    fn of(name: &str) -> Option<Source> {
+        let (ray, field) = if let Some(field) = name.strip_prefix("sec_") {
+            (Ray::PassThrough, field)
+        } else if let Some(field) = name.strip_prefix("refl_") {
+            (Ray::Reflected, field)
+        } else {
+            (Ray::Beam, name)
+        };
+        Some(match (ray, field) {
+            (Ray::Beam, "timestamp") => Source::Timestamp,
+            (Ray::Beam, "bin") => Source::Bin,
+            (Ray::Beam, "channel") => Source::Channel,
+            (Ray::Beam, "hit") => Source::Hit,
+            (_, "range") => Source::Range(ray),
+            (_, "geom_id") => Source::GeomId(ray),
+            (_, "normal_x") => Source::Normal(ray, 0),
+            (_, "normal_y") => Source::Normal(ray, 1),
+            (_, "normal_z") => Source::Normal(ray, 2),
+            _ => return None,
+        })
     }
-    if reflected {
-        out.extend(ray(Ray::Reflected));
-    }
-    out
 }
 
 impl TickSnapshot {
@@ -353,22 +360,19 @@ pub(crate) struct OpenGroup {
 }
 
 impl OpenGroup {
-    /// The first row group of `file`, recorded with `capture`.
-    pub(crate) fn new<W: Write + Send>(file: &SerializedFileWriter<W>, capture: SecondaryCapture) -> Result<OpenGroup> {
+    /// The first row group of `file` (whose schema is one of [`crate::schema::arrow_schema`]).
+    pub(crate) fn new<W: Write + Send>(file: &SerializedFileWriter<W>) -> Result<OpenGroup> {
         let props = file.properties().clone();
-        let descriptors = file.schema_descr().columns();
-        let sources = sources(capture);
-        if sources.len() != descriptors.len() {
-            return Err(ParquetError::General(format!(
-                "{} columns for a schema of {} (a bug in glint)",
-                sources.len(),
-                descriptors.len()
-            )));
-        }
-        let columns = sources
-            .into_iter()
-            .zip(descriptors)
-            .map(|(source, descr)| OpenColumn::new(source, descr.clone(), &props))
+        let columns = file
+            .schema_descr()
+            .columns()
+            .iter()
+            .map(|descr| {
+                let source = Source::of(descr.name()).ok_or_else(|| {
+                    ParquetError::General(format!("glint does not record a column {} (a bug)", descr.name()))
+                })?;
+                OpenColumn::new(source, descr.clone(), &props)
+            })
             .collect::<Result<_>>()?;
         Ok(OpenGroup { columns, props, rows: 0 })
     }
@@ -407,6 +411,19 @@ mod tests {
         let mut tick = TickSnapshot::default();
         tick.take(scan, beams, 0.0, split, rot);
         tick
+    }
+
+    #[test]
+    fn every_recorded_column_has_a_source() {
+        use glint_lidar::SecondaryCapture;
+        for capture in [SecondaryCapture::Off, SecondaryCapture::Both] {
+            for field in crate::schema::arrow_schema(capture).fields() {
+                assert!(Source::of(field.name()).is_some(), "{}", field.name());
+            }
+        }
+        assert!(matches!(Source::of("refl_normal_y"), Some(Source::Normal(Ray::Reflected, 1))));
+        assert!(matches!(Source::of("sec_geom_id"), Some(Source::GeomId(Ray::PassThrough))));
+        assert!(Source::of("sec_hit").is_none() && Source::of("intensity").is_none());
     }
 
     #[test]

@@ -190,7 +190,7 @@ impl LidarWriter {
             Arc::new(lidar_properties(&schema)),
         )
         .map_err(|e| RecordError::parquet(&partial, e))?;
-        let group = OpenGroup::new(&file, capture).map_err(|e| RecordError::parquet(&partial, e))?;
+        let group = OpenGroup::new(&file).map_err(|e| RecordError::parquet(&partial, e))?;
         let encoding = Encoding { file, group, tick: TickSnapshot::default(), hits: 0 };
         Ok(LidarWriter {
             partial,
