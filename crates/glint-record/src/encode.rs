@@ -1,24 +1,32 @@
-//! The open row group of a lidar file: one Parquet column writer per column, each encoding
-//! and compressing its values into memory as the ticks arrive. A tick's rows are copied out
-//! of the scan ([`TickSnapshot`]), then every column is computed from them and encoded, side
-//! by side on the rayon pool ([`OpenGroup::write`]); when the group is full its column chunks
-//! are laid into the file in the schema's order.
+//! The open row group of a lidar file, its columns encoded and compressed into memory as the
+//! ticks arrive. A tick's rows are copied out of the scan ([`TickSnapshot`]), then each column
+//! is computed from them straight into its open page ([`OpenGroup::write`]), in the type it
+//! is stored as. A full page is compressed with zstd and goes, behind the header the
+//! `parquet` crate's page writer gives it, into the column's chunk; when the group is full
+//! its chunks are laid into the file in the schema's order, with footer metadata (sizes,
+//! statistics) computed here.
+//!
+//! Pages are PLAIN: zstd finds the repetition (ticks share a timestamp, bins and channels
+//! cycle, few geoms) that a dictionary would, without a hash per value. Writing the pages here
+//! rather than through the crate's column writers saves copying every value into the writer,
+//! growing its buffers, and a zstd context per page, which together cost as much as zstd.
 
+use std::cell::RefCell;
 use std::io::Write;
-use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use glam::{DMat3, DVec3};
 use glint_lidar::Scan;
-use parquet::basic::Type as PhysicalType;
-use parquet::column::page::{CompressedPage, PageWriteSpec, PageWriter};
-use parquet::column::writer::{ColumnCloseResult, ColumnWriterImpl};
-use parquet::data_type::{DoubleType, FloatType, Int32Type};
+use parquet::basic::{Compression, Encoding, Repetition, Type as PhysicalType, ZstdLevel};
+use parquet::column::page::{CompressedPage, Page, PageWriter};
+use parquet::column::writer::ColumnCloseResult;
 use parquet::errors::{ParquetError, Result};
-use parquet::file::properties::WriterPropertiesPtr;
+use parquet::file::metadata::ColumnChunkMetaData;
+use parquet::file::statistics::{Statistics, ValueStatistics};
 use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 use rayon::prelude::*;
+use zstd::bulk::Compressor;
 
 /// The rows one tick adds, copied out of the scan so they can be encoded while the next tick
 /// simulates: beams `beams`, cast at `timestamp` by a sensor whose rotation (sensor to world)
@@ -145,16 +153,16 @@ impl TickSnapshot {
         &self.rays[ray as usize]
     }
 
-    /// Fills `out` with a computed INT32 column (`bin`, `channel` or `hit`); returns the
+    /// Appends a computed INT32 column (`bin`, `channel` or `hit`) to `out`; returns the
     /// hits when it is the `hit` column.
     fn fill_i32(&self, source: Source, out: &mut Vec<i32>) -> u64 {
-        out.clear();
+        let before = out.len();
         match source {
             Source::Bin | Source::Channel => self.fill_bin_or_channel(matches!(source, Source::Bin), out),
             Source::Hit => {
                 let beam = self.ray(Ray::Beam);
                 out.extend(beam.range.iter().zip(&beam.geomid).map(|(&r, &g)| (r >= 0.0 && g >= 0) as i32));
-                return out.iter().map(|&h| h as u64).sum();
+                return out[before..].iter().map(|&h| h as u64).sum();
             }
             _ => {}
         }
@@ -181,85 +189,145 @@ impl TickSnapshot {
         }
     }
 
-    /// Fills `out` with a sensor-frame normal component: its dot product with that sensor
+    /// Appends to `out` a sensor-frame normal component: its dot product with that sensor
     /// axis (in world coordinates), in f64 as the pose is. A zero normal (a miss) stays +0.
     fn fill_normal(&self, ray: Ray, axis: usize, out: &mut Vec<f32>) {
         let axis: DVec3 = self.rot.col(axis);
         let component =
             |n: &[f32; 3]| (axis.x * n[0] as f64 + axis.y * n[1] as f64 + axis.z * n[2] as f64) as f32 + 0.0;
-        out.clear();
         out.extend(self.ray(ray).normal.iter().map(component));
     }
 }
 
-/// The pages of one column chunk, kept in memory until the row group is laid into the file.
-/// Each page goes through the crate's own page writer (which writes its header), appended to
-/// the chunk's bytes, its offset counted from the chunk's start.
-struct MemoryPages(Arc<Mutex<Vec<u8>>>);
+/// The columns of a lidar file that carry min/max statistics: those rows are selected by (a
+/// time window, a sector or ring, a distance, a geom), so a reader can skip row groups. The
+/// rest are read alongside them, and a min/max of each would cost a pass over every value.
+pub const STATISTICS_COLUMNS: [&str; 5] = ["timestamp", "bin", "channel", "range", "geom_id"];
 
-impl PageWriter for MemoryPages {
-    fn write_page(&mut self, page: CompressedPage) -> Result<PageWriteSpec> {
-        let mut chunk =
-            self.0.lock().map_err(|_| ParquetError::General("a column chunk buffer was poisoned".into()))?;
-        let start = chunk.len() as u64;
-        let mut sink = TrackedWrite::new(std::mem::take(&mut *chunk));
-        let written = SerializedPageWriter::new(&mut sink).write_page(page);
-        sink.flush()?;
-        *chunk = sink.into_inner()?;
-        let mut spec = written?;
-        spec.offset += start;
-        Ok(spec)
-    }
+/// The most bytes of plain values a page holds before it is compressed: few enough that
+/// they are still in cache when zstd reads them.
+const PAGE_BYTES: usize = 128 << 10;
 
-    fn close(&mut self) -> Result<()> {
-        Ok(())
-    }
+/// zstd's level for every page: its fastest regular level, as Parquet writers default to.
+const ZSTD_LEVEL: i32 = 1;
+
+thread_local! {
+    /// Each pool thread's zstd context, reused for every page it compresses.
+    static ZSTD: RefCell<Option<Compressor<'static>>> = const { RefCell::new(None) };
 }
 
-/// A column writer of the physical type its column is stored as.
-enum Typed {
-    Double(ColumnWriterImpl<'static, DoubleType>),
-    Float(ColumnWriterImpl<'static, FloatType>),
-    Int32(ColumnWriterImpl<'static, Int32Type>),
+/// `plain` compressed as one zstd frame.
+fn compress(plain: &[u8]) -> Result<Vec<u8>> {
+    ZSTD.with_borrow_mut(|context| {
+        let zstd = match context {
+            Some(zstd) => zstd,
+            None => context.insert(Compressor::new(ZSTD_LEVEL)?),
+        };
+        zstd.compress(plain)
+    })
+    .map_err(|e| ParquetError::External(Box::new(e)))
 }
 
-impl Typed {
-    /// A writer for `source`, stored as `descr` says, whose pages go to `pages`.
-    fn new(
-        source: Source,
-        descr: &ColumnDescPtr,
-        props: &WriterPropertiesPtr,
-        pages: &Arc<Mutex<Vec<u8>>>,
-    ) -> Result<Typed> {
-        let sink = || Box::new(MemoryPages(pages.clone()));
-        let (d, p) = (descr.clone(), props.clone());
-        Ok(match (source.values(), descr.physical_type()) {
-            (Values::F64(_), PhysicalType::DOUBLE) => Typed::Double(ColumnWriterImpl::new(d, p, sink())),
-            (Values::F32(_), PhysicalType::FLOAT) => Typed::Float(ColumnWriterImpl::new(d, p, sink())),
-            (Values::I32(_), PhysicalType::INT32) => Typed::Int32(ColumnWriterImpl::new(d, p, sink())),
-            (_, stored) => {
-                return Err(ParquetError::General(format!(
-                    "column {} is stored as {stored}, which does not fit {source:?} (a bug in glint)",
-                    descr.name()
-                )));
-            }
-        })
-    }
-
-    fn close(self) -> Result<ColumnCloseResult> {
-        match self {
-            Typed::Double(w) => w.close(),
-            Typed::Float(w) => w.close(),
-            Typed::Int32(w) => w.close(),
-        }
-    }
-}
-
-/// Scratch values of one column, in the type the column is stored as.
+/// A column's values, in the type the column is stored as.
 enum Values {
     F64(Vec<f64>),
     F32(Vec<f32>),
     I32(Vec<i32>),
+}
+
+impl Values {
+    fn len(&self) -> usize {
+        match self {
+            Values::F64(v) => v.len(),
+            Values::F32(v) => v.len(),
+            Values::I32(v) => v.len(),
+        }
+    }
+
+    /// The values as Parquet's PLAIN encoding lays them out: little-endian, back to back.
+    fn plain(&self) -> &[u8] {
+        match self {
+            Values::F64(v) => bytemuck::cast_slice(v),
+            Values::F32(v) => bytemuck::cast_slice(v),
+            Values::I32(v) => bytemuck::cast_slice(v),
+        }
+    }
+
+    fn clear(&mut self) {
+        match self {
+            Values::F64(v) => v.clear(),
+            Values::F32(v) => v.clear(),
+            Values::I32(v) => v.clear(),
+        }
+    }
+
+    /// The smallest and largest value, NaNs left out as Parquet's ordering requires.
+    fn bounds(&self) -> Option<Bounds> {
+        match self {
+            Values::F64(v) => {
+                let (lo, hi) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+                (lo <= hi).then_some(Bounds::F64(lo, hi))
+            }
+            Values::F32(v) => {
+                let (lo, hi) = v.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+                (lo <= hi).then_some(Bounds::F32(lo, hi))
+            }
+            Values::I32(v) => {
+                let (lo, hi) = v.iter().fold((i32::MAX, i32::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+                (!v.is_empty()).then_some(Bounds::I32(lo, hi))
+            }
+        }
+    }
+}
+
+#[cfg(target_endian = "big")]
+compile_error!("glint-record lays values out as Parquet's little-endian PLAIN encoding straight from memory");
+
+/// The min and max statistics of a column chunk.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Bounds {
+    F64(f64, f64),
+    F32(f32, f32),
+    /// Signed order: the unsigned INT32 columns (`bin`, `channel`) hold values below 2^16,
+    /// which the two orders sort alike.
+    I32(i32, i32),
+}
+
+impl Bounds {
+    fn merge(self, other: Bounds) -> Bounds {
+        match (self, other) {
+            (Bounds::F64(a, b), Bounds::F64(c, d)) => Bounds::F64(a.min(c), b.max(d)),
+            (Bounds::F32(a, b), Bounds::F32(c, d)) => Bounds::F32(a.min(c), b.max(d)),
+            (Bounds::I32(a, b), Bounds::I32(c, d)) => Bounds::I32(a.min(c), b.max(d)),
+            (a, _) => a,
+        }
+    }
+}
+
+/// The footer's statistics of a chunk of `values`' type whose values lie within `bounds`
+/// (`None` when every value is NaN), as the crate's own column writer puts them: a zero
+/// minimum is −0 and a zero maximum +0, as the Parquet format asks of floats, and the legacy
+/// min/max fields are filled for signed orders.
+fn statistics(bounds: Option<Bounds>, values: &Values, signed: bool) -> Statistics {
+    fn typed<T>(bounds: Option<(T, T)>, signed: bool) -> Statistics
+    where
+        Statistics: From<ValueStatistics<T>>,
+    {
+        let (min, max) = bounds.unzip();
+        ValueStatistics::new(min, max, None, Some(0), false).with_backwards_compatible_min_max(signed).into()
+    }
+    let signed_zeros = |lo: f64, hi: f64| (if lo == 0.0 { -0.0 } else { lo }, if hi == 0.0 { 0.0 } else { hi });
+    match (bounds, values) {
+        (Some(Bounds::F64(lo, hi)), _) => typed(Some(signed_zeros(lo, hi)), signed),
+        (Some(Bounds::F32(lo, hi)), _) => {
+            let (lo, hi) = signed_zeros(lo as f64, hi as f64);
+            typed(Some((lo as f32, hi as f32)), signed)
+        }
+        (Some(Bounds::I32(lo, hi)), _) => typed(Some((lo, hi)), signed),
+        (None, Values::F64(_)) => typed::<f64>(None, signed),
+        (None, Values::F32(_)) => typed::<f32>(None, signed),
+        (None, Values::I32(_)) => typed::<i32>(None, signed),
+    }
 }
 
 impl Source {
@@ -271,90 +339,171 @@ impl Source {
             Source::Bin | Source::Channel | Source::Hit | Source::GeomId(_) => Values::I32(Vec::new()),
         }
     }
+
+    /// The physical type a column of this source must be stored as.
+    fn stored_as(self) -> PhysicalType {
+        match self.values() {
+            Values::F64(_) => PhysicalType::DOUBLE,
+            Values::F32(_) => PhysicalType::FLOAT,
+            Values::I32(_) => PhysicalType::INT32,
+        }
+    }
 }
 
-/// One column of the open row group.
+/// One column chunk of the open row group: the values of its open page, and its finished
+/// pages (header and compressed values) in memory until the group is laid into the file.
+/// Pages are PLAIN, version 1, of a required column (no levels), compressed with zstd.
 struct OpenColumn {
     source: Source,
     descr: ColumnDescPtr,
-    pages: Arc<Mutex<Vec<u8>>>,
-    writer: Typed,
-    /// The column's values of a tick, where they are computed rather than copied.
-    scratch: Values,
+    page: Values,
+    chunk: Vec<u8>,
+    /// Values in the chunk's finished pages.
+    values: u64,
+    /// The finished pages' size before compression, headers included.
+    uncompressed: u64,
+    /// Min and max of the chunk's values, for the columns that carry statistics.
+    bounds: Option<Bounds>,
+    with_statistics: bool,
+    /// The size of the chunk's first page: the columns' first pages differ in size, so that
+    /// they do not all fill, and wait to be compressed, in the same tick.
+    first_page_bytes: usize,
 }
 
 impl OpenColumn {
-    fn new(source: Source, descr: ColumnDescPtr, props: &WriterPropertiesPtr) -> Result<OpenColumn> {
-        let pages = Arc::new(Mutex::new(Vec::new()));
-        let writer = Typed::new(source, &descr, props, &pages)?;
-        Ok(OpenColumn { source, descr, pages, writer, scratch: source.values() })
+    /// Column `index` of `count`, holding `source`, stored as `descr` says.
+    fn new(source: Source, descr: ColumnDescPtr, (index, count): (usize, usize)) -> Result<OpenColumn> {
+        let stored = descr.physical_type();
+        if stored != source.stored_as() || descr.self_type().get_basic_info().repetition() != Repetition::REQUIRED {
+            return Err(ParquetError::General(format!(
+                "column {} is stored as {stored}, which does not fit {source:?} (a bug in glint)",
+                descr.name()
+            )));
+        }
+        let with_statistics = STATISTICS_COLUMNS.contains(&descr.name());
+        Ok(OpenColumn {
+            source,
+            descr,
+            page: source.values(),
+            chunk: Vec::new(),
+            values: 0,
+            uncompressed: 0,
+            bounds: None,
+            with_statistics,
+            first_page_bytes: PAGE_BYTES * (index + 1) / count,
+        })
     }
 
-    /// Encodes this column's values of `tick`; returns the hits when it is the `hit` column.
+    /// Adds this column's values of `tick` to the open page, and compresses the page once it
+    /// is full; returns the hits when it is the `hit` column.
     fn write(&mut self, tick: &TickSnapshot) -> Result<u64> {
-        let hits = match (&mut self.writer, self.source, &mut self.scratch) {
-            (Typed::Double(w), Source::Timestamp, Values::F64(v)) => {
-                v.clear();
-                v.resize(tick.rows(), tick.timestamp);
-                w.write_batch(v, None, None)?;
+        let hits = match (self.source, &mut self.page) {
+            (Source::Timestamp, Values::F64(v)) => {
+                v.resize(v.len() + tick.rows(), tick.timestamp);
                 0
             }
-            (Typed::Float(w), Source::Range(ray), _) => {
-                w.write_batch(&tick.ray(ray).range, None, None)?;
+            (Source::Range(ray), Values::F32(v)) => {
+                v.extend_from_slice(&tick.ray(ray).range);
                 0
             }
-            (Typed::Float(w), Source::Normal(ray, axis), Values::F32(v)) => {
+            (Source::Normal(ray, axis), Values::F32(v)) => {
                 tick.fill_normal(ray, axis, v);
-                w.write_batch(v, None, None)?;
                 0
             }
-            (Typed::Int32(w), Source::GeomId(ray), _) => {
-                w.write_batch(&tick.ray(ray).geomid, None, None)?;
+            (Source::GeomId(ray), Values::I32(v)) => {
+                v.extend_from_slice(&tick.ray(ray).geomid);
                 0
             }
-            (Typed::Int32(w), source, Values::I32(v)) => {
-                let hits = tick.fill_i32(source, v);
-                w.write_batch(v, None, None)?;
-                hits
-            }
-            (_, source, _) => {
+            (source, Values::I32(v)) => tick.fill_i32(source, v),
+            (source, _) => {
                 return Err(ParquetError::General(format!(
                     "{source:?} is paired with another column's type (a bug in glint)"
                 )));
             }
         };
+        let limit = if self.values == 0 { self.first_page_bytes } else { PAGE_BYTES };
+        if self.page.plain().len() >= limit {
+            self.finish_page()?;
+        }
         Ok(hits)
     }
 
-    /// Closes the chunk, leaving a fresh writer for the next row group; returns its bytes and
-    /// what the file's footer records of it.
-    fn finish(&mut self, props: &WriterPropertiesPtr) -> Result<(Bytes, ColumnCloseResult)> {
-        let next = Typed::new(self.source, &self.descr, props, &self.pages)?;
-        let close = std::mem::replace(&mut self.writer, next).close()?;
-        Ok((Bytes::from(std::mem::take(&mut *self.chunk()?)), close))
+    /// Compresses the open page and appends it to the chunk.
+    fn finish_page(&mut self) -> Result<()> {
+        let rows = self.page.len();
+        if rows == 0 {
+            return Ok(());
+        }
+        if self.with_statistics
+            && let Some(page) = self.page.bounds()
+        {
+            self.bounds = Some(self.bounds.map_or(page, |chunk| chunk.merge(page)));
+        }
+        let plain = self.page.plain();
+        let page = Page::DataPage {
+            buf: Bytes::from(compress(plain)?),
+            num_values: u32::try_from(rows).map_err(|_| ParquetError::General("a page of over 2^32 rows".into()))?,
+            encoding: Encoding::PLAIN,
+            def_level_encoding: Encoding::RLE,
+            rep_level_encoding: Encoding::RLE,
+            statistics: None,
+        };
+        let mut sink = TrackedWrite::new(&mut self.chunk);
+        let spec = SerializedPageWriter::new(&mut sink).write_page(CompressedPage::new(page, plain.len()))?;
+        sink.flush()?;
+        self.values += rows as u64;
+        self.uncompressed += spec.uncompressed_size as u64;
+        self.page.clear();
+        Ok(())
     }
 
-    /// The chunk's bytes so far.
-    fn chunk(&self) -> Result<std::sync::MutexGuard<'_, Vec<u8>>> {
-        self.pages.lock().map_err(|_| ParquetError::General("a column chunk buffer was poisoned".into()))
+    /// Closes the chunk; returns its bytes and what the file's footer records of it, and
+    /// leaves the column empty for the next row group.
+    fn finish(&mut self) -> Result<(Bytes, ColumnCloseResult)> {
+        self.finish_page()?;
+        let chunk = Bytes::from(std::mem::take(&mut self.chunk));
+        let mut metadata = ColumnChunkMetaData::builder(self.descr.clone())
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(ZSTD_LEVEL)?))
+            .set_encodings(vec![Encoding::PLAIN, Encoding::RLE])
+            .set_num_values(self.values as i64)
+            .set_total_compressed_size(chunk.len() as i64)
+            .set_total_uncompressed_size(self.uncompressed as i64)
+            .set_data_page_offset(0);
+        if let Some(statistics) = self.statistics() {
+            metadata = metadata.set_statistics(statistics);
+        }
+        self.bounds = None;
+        let close = ColumnCloseResult {
+            bytes_written: chunk.len() as u64,
+            rows_written: self.values,
+            metadata: metadata.build()?,
+            bloom_filter: None,
+            column_index: None,
+            offset_index: None,
+        };
+        (self.values, self.uncompressed) = (0, 0);
+        Ok((chunk, close))
+    }
+
+    /// The chunk's statistics, when the column carries them.
+    fn statistics(&self) -> Option<Statistics> {
+        let signed = self.descr.sort_order().is_signed();
+        self.with_statistics.then(|| statistics(self.bounds, &self.page, signed))
     }
 
     /// Takes back the memory of a chunk laid into the file, for the next chunk to fill.
-    fn reuse(&mut self, laid: Bytes) -> Result<()> {
+    fn reuse(&mut self, laid: Bytes) {
         let mut memory = Vec::from(laid);
         memory.clear();
-        let mut chunk = self.chunk()?;
-        if chunk.is_empty() {
-            *chunk = memory;
+        if self.chunk.is_empty() {
+            self.chunk = memory;
         }
-        Ok(())
     }
 }
 
 /// The row group being filled, encoded column by column as the ticks arrive.
 pub(crate) struct OpenGroup {
     columns: Vec<OpenColumn>,
-    props: WriterPropertiesPtr,
     /// Rows written into the group so far.
     pub rows: usize,
 }
@@ -362,24 +511,25 @@ pub(crate) struct OpenGroup {
 impl OpenGroup {
     /// The first row group of `file` (whose schema is one of [`crate::schema::arrow_schema`]).
     pub(crate) fn new<W: Write + Send>(file: &SerializedFileWriter<W>) -> Result<OpenGroup> {
-        let props = file.properties().clone();
-        let columns = file
-            .schema_descr()
-            .columns()
+        let columns = file.schema_descr().columns();
+        let count = columns.len();
+        let columns = columns
             .iter()
-            .map(|descr| {
+            .enumerate()
+            .map(|(index, descr)| {
                 let source = Source::of(descr.name()).ok_or_else(|| {
                     ParquetError::General(format!("glint does not record a column {} (a bug)", descr.name()))
                 })?;
-                OpenColumn::new(source, descr.clone(), &props)
+                OpenColumn::new(source, descr.clone(), (index, count))
             })
             .collect::<Result<_>>()?;
-        Ok(OpenGroup { columns, props, rows: 0 })
+        Ok(OpenGroup { columns, rows: 0 })
     }
 
-    /// Encodes the rows of one tick, every column side by side; returns how many hit.
+    /// Encodes the rows of one tick, column by column (the tick is one task among the next
+    /// tick's simulation tasks, which keep the other threads busy); returns how many hit.
     pub(crate) fn write(&mut self, tick: &TickSnapshot) -> Result<u64> {
-        let hits = self.columns.par_iter_mut().map(|c| c.write(tick)).try_reduce(|| 0, |a, b| Ok(a + b))?;
+        let hits = self.columns.iter_mut().map(|c| c.write(tick)).sum::<Result<u64>>()?;
         self.rows += tick.rows();
         Ok(hits)
     }
@@ -389,13 +539,12 @@ impl OpenGroup {
         if self.rows == 0 {
             return Ok(());
         }
-        let props = &self.props;
-        let chunks: Vec<_> = self.columns.par_iter_mut().map(|c| c.finish(props)).collect();
+        let chunks: Vec<_> = self.columns.par_iter_mut().map(OpenColumn::finish).collect();
         let mut group = file.next_row_group()?;
         for (column, chunk) in self.columns.iter_mut().zip(chunks) {
             let (bytes, close) = chunk?;
             group.append_column(&bytes, close)?;
-            column.reuse(bytes)?;
+            column.reuse(bytes);
         }
         group.close()?;
         self.rows = 0;
@@ -405,12 +554,70 @@ impl OpenGroup {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use parquet::arrow::ArrowSchemaConverter;
+    use parquet::column::writer::ColumnWriterImpl;
+    use parquet::data_type::{DataType, DoubleType, FloatType, Int32Type};
+    use parquet::file::properties::{EnabledStatistics, WriterProperties};
+
     use super::*;
 
     fn snapshot(scan: &Scan, beams: &[u32], split: u32, rot: DMat3) -> TickSnapshot {
         let mut tick = TickSnapshot::default();
         tick.take(scan, beams, 0.0, split, rot);
         tick
+    }
+
+    /// The statistics of `values` written as one chunk by the `parquet` crate's own column
+    /// writer, the reference for ours.
+    fn reference_statistics<T: DataType>(descr: &ColumnDescPtr, values: &[T::T]) -> Option<Statistics> {
+        let props = WriterProperties::builder().set_statistics_enabled(EnabledStatistics::Chunk).build();
+        let mut sink = TrackedWrite::new(Vec::new());
+        let pages = Box::new(SerializedPageWriter::new(&mut sink));
+        let mut writer = ColumnWriterImpl::<T>::new(descr.clone(), Arc::new(props), pages);
+        writer.write_batch(values, None, None).unwrap();
+        writer.close().unwrap().metadata.statistics().cloned()
+    }
+
+    /// The statistics of `pages` written as one chunk by [`OpenColumn`], for column `name`.
+    fn our_statistics(name: &str, pages: Vec<Values>) -> Option<Statistics> {
+        let mut column = OpenColumn::new(Source::of(name).unwrap(), descr(name), (0, 1)).unwrap();
+        for page in pages {
+            column.page = page;
+            column.finish_page().unwrap();
+        }
+        let (_, close) = column.finish().unwrap();
+        close.metadata.statistics().cloned()
+    }
+
+    /// Column `name` of a file without secondary columns.
+    fn descr(name: &str) -> ColumnDescPtr {
+        let schema = ArrowSchemaConverter::new().convert(&crate::schema::arrow_schema(Default::default())).unwrap();
+        schema.columns().iter().find(|c| c.name() == name).unwrap().clone()
+    }
+
+    #[test]
+    fn statistics_match_the_crates_own_column_writer() {
+        let ranges: [&[f32]; 5] =
+            [&[3.5, -1.0, 12.25], &[0.0, 2.0], &[-0.0, 5.0, f32::NAN], &[f32::NAN], &[-2.0, -0.0, 0.0, -1.0]];
+        for pages in [&ranges[..2], &ranges[1..3], &ranges[3..4], &ranges[4..], &ranges[2..4]] {
+            let all: Vec<f32> = pages.concat();
+            let ours = our_statistics("range", pages.iter().map(|p| Values::F32(p.to_vec())).collect());
+            let reference = reference_statistics::<FloatType>(&descr("range"), &all);
+            // Debug tells −0 from +0, which `==` does not.
+            assert_eq!(format!("{ours:?}"), format!("{reference:?}"), "ranges {pages:?}");
+        }
+        let times: [&[f64]; 2] = [&[0.25, 0.25, 0.5], &[0.0, 0.75]];
+        let ours = our_statistics("timestamp", times.iter().map(|p| Values::F64(p.to_vec())).collect());
+        assert_eq!(ours, reference_statistics::<DoubleType>(&descr("timestamp"), &times.concat()));
+        for name in ["geom_id", "bin"] {
+            let ids: [&[i32]; 2] = [&[7, 3, 40_000], &[-1, 12]];
+            let ids: Vec<&[i32]> = if name == "bin" { vec![&[7, 3, 1023], &[0, 12]] } else { ids.to_vec() };
+            let ours = our_statistics(name, ids.iter().map(|p| Values::I32(p.to_vec())).collect());
+            assert_eq!(ours, reference_statistics::<Int32Type>(&descr(name), &ids.concat()), "{name}");
+        }
+        assert_eq!(our_statistics("hit", vec![Values::I32(vec![0, 1])]), None, "hit carries no statistics");
     }
 
     #[test]

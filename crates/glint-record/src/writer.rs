@@ -15,7 +15,6 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::errors::ParquetError;
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesBuilder};
 use parquet::file::writer::SerializedFileWriter;
-use parquet::schema::types::ColumnPath;
 use sha2::{Digest, Sha256};
 
 use crate::encode::{OpenGroup, TickSnapshot};
@@ -145,27 +144,10 @@ pub(crate) struct Finished {
     pub sha256: String,
 }
 
-/// The columns of a lidar file that carry min/max statistics.
-pub const STATISTICS_COLUMNS: [&str; 5] = ["timestamp", "bin", "channel", "range", "geom_id"];
-
-/// The writer properties of a lidar file with `schema`.
+/// The writer properties of a lidar file with `schema`. They fix its footer; its pages are
+/// laid out by [`crate::encode`].
 fn lidar_properties(schema: &Schema) -> WriterProperties {
-    // Dictionaries cost a hash per value; zstd finds the same repetition (ticks share a
-    // timestamp, bins and channels cycle, few geoms) without one, so every column is stored
-    // plain and compressed, in large pages.
-    let props = zstd_properties()
-        .set_dictionary_enabled(false)
-        .set_write_batch_size(65_536)
-        .set_data_page_size_limit(8 << 20)
-        .set_offset_index_disabled(true);
-    // Statistics let a reader skip row groups: they go on the columns rows are selected by
-    // (a time window, a sector or ring, a distance, a geom). The rest are read alongside
-    // them, and a min/max of each would cost a pass over every value.
-    let props =
-        schema.fields().iter().filter(|f| !STATISTICS_COLUMNS.contains(&f.name().as_str())).fold(props, |p, f| {
-            p.set_column_statistics_enabled(ColumnPath::from(f.name().as_str()), EnabledStatistics::None)
-        });
-    let mut props = props.build();
+    let mut props = zstd_properties().build();
     // The Arrow schema travels in the footer, as Arrow's own writer puts it, so Arrow readers
     // get exactly the seed's types back.
     add_encoded_arrow_schema_to_metadata(schema, &mut props);
