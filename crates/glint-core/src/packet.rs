@@ -25,6 +25,13 @@ pub(crate) struct Packet {
     dir_axis: [[f64; PACKET]; 3],
     /// Bit `r` set for each ray `r < n`.
     lanes: u32,
+    /// Where each ray starts along its line from `o`, read only by the `BEYOND` forms of the
+    /// tests below (set by [`Packet::start_at`]): nearer surfaces are not hit. Unused lanes
+    /// repeat ray 0. Other packets start at `o`, and their tests do not pay for the starts.
+    pub(crate) tmin: [f64; PACKET],
+    /// The smallest of `tmin`.
+    tmin_lo: f64,
+
     /// Per axis: whether the inverse directions are positive.
     positive: BVec3,
     /// Per-axis bounds of the inverse directions.
@@ -42,6 +49,8 @@ impl Packet {
             inv_axis: [[1.0; PACKET]; 3],
             dir_axis: [[1.0; PACKET]; 3],
             lanes: 0,
+            tmin: [0.0; PACKET],
+            tmin_lo: 0.0,
             positive: BVec3::FALSE,
             lo: DVec3::INFINITY,
             hi: DVec3::NEG_INFINITY,
@@ -81,11 +90,21 @@ impl Packet {
         (self.positive | hi.cmplt(DVec3::ZERO)).all()
     }
 
+    /// Starts ray `k` at distance `tmin(k)` (finite, at least 0) along its line from the
+    /// origin, for rays that share a line origin but not a start (rays folded by a plane
+    /// mirror start on the mirror, and their lines meet at the origin's mirror image).
+    pub(crate) fn start_at(&mut self, tmin: impl Fn(usize) -> f64) {
+        for k in 0..PACKET {
+            self.tmin[k] = if k < self.n { tmin(k) } else { self.tmin[0] };
+        }
+        self.tmin_lo = self.tmin.iter().fold(f64::INFINITY, |m, &t| if t < m { t } else { m });
+    }
+
     /// Where each ray meets a plane geom at `(pos, rot)` with `size` (MuJoCo's `ray_plane`:
-    /// front face only, `t >= 0`, inside the rectangle when the size is positive), as arrays
+    /// front face only, `t >= tmin`, inside the rectangle when the size is positive), as arrays
     /// over the packet; `INFINITY` where a ray misses.
     #[inline(always)]
-    pub(crate) fn plane(&self, pos: DVec3, rot: &DMat3, size: DVec3) -> [f64; PACKET] {
+    pub(crate) fn plane<const BEYOND: bool>(&self, pos: DVec3, rot: &DMat3, size: DVec3) -> [f64; PACKET] {
         let lpnt = to_local(rot, self.o - pos);
         let (ax, ay, az) = (rot.x_axis, rot.y_axis, rot.z_axis);
         let [dx, dy, dz] = &self.dir_axis;
@@ -98,17 +117,18 @@ impl Packet {
             let t = -lpnt.z / lz;
             let (px, py) = (lpnt.x + t * lx, lpnt.y + t * ly);
             let inside = (size.x <= 0.0 || px.abs() <= size.x) && (size.y <= 0.0 || py.abs() <= size.y);
-            if lz <= -MINVAL && t >= 0.0 && inside {
+            let start = if BEYOND { self.tmin[r] } else { 0.0 };
+            if lz <= -MINVAL && t >= start && inside {
                 out[r] = t;
             }
         }
         out
     }
 
-    /// Bit mask of the rays `r` whose segment `[0, tmax[r]]` enters `b`.
+    /// Bit mask of the rays `r` whose segment `[tmin[r], tmax[r]]` enters `b`.
     #[inline(always)]
-    pub(crate) fn enters(&self, b: &Aabb, tmax: &[f64; PACKET]) -> u32 {
-        let mut near = [0.0f64; PACKET];
+    pub(crate) fn enters<const BEYOND: bool>(&self, b: &Aabb, tmax: &[f64; PACKET]) -> u32 {
+        let mut near = if BEYOND { self.tmin } else { [0.0f64; PACKET] };
         let mut far = *tmax;
         let (o, bmin, bmax) = (self.o.to_array(), b.min.to_array(), b.max.to_array());
         let positive = [self.positive.x, self.positive.y, self.positive.z];
@@ -130,10 +150,10 @@ impl Packet {
     }
 
     /// Per lane of `n`: a lower bound of the entry distance of any ray of the packet into
-    /// the lane's box within `[0, tmax]`, or `INFINITY` when no ray can enter it.
+    /// the lane's box within `[min tmin, tmax]`, or `INFINITY` when no ray can enter it.
     #[inline(always)]
-    pub(crate) fn entry4(&self, n: &Node4, tmax: f64) -> [f64; WIDTH] {
-        let mut enter = [0.0f64; WIDTH];
+    pub(crate) fn entry4<const BEYOND: bool>(&self, n: &Node4, tmax: f64) -> [f64; WIDTH] {
+        let mut enter = [if BEYOND { self.tmin_lo } else { 0.0 }; WIDTH];
         let mut leave = [tmax; WIDTH];
         let (los, his, os) = (self.lo.to_array(), self.hi.to_array(), self.o.to_array());
         let positive = [self.positive.x, self.positive.y, self.positive.z];

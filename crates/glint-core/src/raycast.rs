@@ -348,7 +348,7 @@ impl RayCaster {
             }
         }
         let eligible = Self::eligible(scene, filter);
-        let q = Query { scene, poses, eligible: &eligible, batch, world0, skip_geom: -1 };
+        let q = Query { scene, poses, eligible: &eligible, batch, world0, skip_geom: -1, tmin: &[] };
         let nray = batch.nray;
         let bad_ray = AtomicBool::new(false);
         dist.par_chunks_mut(CHUNK)
@@ -410,26 +410,40 @@ impl RayCaster {
             && (i..i + run).all(|k| RayBatch::pick(batch.pnt, nray, w, k) == o)
             && (batch.bodyexclude.len() <= 1 || (i..i + run).all(|k| q.exclude(w, k) == exclude));
         if shared && packet.set(o, run, |r| RayBatch::pick(batch.vec, nray, w, i + r)) {
-            let best = self.cast_packet(q, w, exclude, packet);
+            let best = if q.tmin.is_empty() {
+                self.cast_packet::<false>(q, w, exclude, packet)
+            } else {
+                self.cast_packet_from_starts(q, w, i, exclude, packet)
+            };
             for r in 0..run {
                 out.set(r, best.hit(r));
             }
         } else {
             for r in 0..run {
-                out.set(r, self.cast(q, w, i + r));
+                let hit = if q.tmin.is_empty() { self.cast(q, w, i + r) } else { self.cast_from_start(q, w, i + r) };
+                out.set(r, hit);
             }
         }
     }
 
-    /// Closest hits of a packet of rays in world `w`.
-    fn cast_packet(&self, q: &Query, w: usize, exclude: i32, p: &Packet) -> PacketBest {
+    /// Closest hits of the packet of rays `i..` of world `w`, each starting at its `q.tmin`.
+    /// Kept apart so that the common packets' code is inlined as it would be without it.
+    #[inline(never)]
+    fn cast_packet_from_starts(&self, q: &Query, w: usize, i: usize, exclude: i32, packet: &mut Packet) -> PacketBest {
+        packet.start_at(|r| q.tmin[i + r]);
+        self.cast_packet::<true>(q, w, exclude, packet)
+    }
+
+    /// Closest hits of a packet of rays in world `w` (`BEYOND`: rays start at the packet's
+    /// `tmin`).
+    fn cast_packet<const BEYOND: bool>(&self, q: &Query, w: usize, exclude: i32, p: &Packet) -> PacketBest {
         let (scene, eligible) = (q.scene, q.eligible);
         let (xpos, xmat) = q.poses.geoms(q.world0 + w);
         let mut best = PacketBest::new();
         for &g in &self.planes {
             let g = g as usize;
             if q.usable(g, exclude) {
-                let t = p.plane(xpos[g], &xmat[g], scene.geom_size[g]);
+                let t = p.plane::<BEYOND>(xpos[g], &xmat[g], scene.geom_size[g]);
                 for (r, &t) in t.iter().enumerate().take(p.n) {
                     if t < f64::INFINITY {
                         best.offer(r, g, t, xmat[g].z_axis);
@@ -437,7 +451,7 @@ impl RayCaster {
                 }
             }
         }
-        let mut walk = PacketWalk {
+        let mut walk = PacketWalk::<BEYOND> {
             scene,
             xpos,
             xmat,
@@ -485,7 +499,11 @@ impl RayCaster {
         let batch = RayBatch { nray: 1, pnt: &[pnt], vec: &[vec], bodyexclude: &[bodyexclude] };
         batch.validate(1)?;
         let eligible = Self::eligible(scene, filter);
-        Ok(self.cast(&Query { scene, poses, eligible: &eligible, batch: &batch, world0: w, skip_geom: -1 }, 0, 0))
+        Ok(self.cast(
+            &Query { scene, poses, eligible: &eligible, batch: &batch, world0: w, skip_geom: -1, tmin: &[] },
+            0,
+            0,
+        ))
     }
 
     /// Any-hit query: `out[w * nray + i]` is true when ray `i` of world `w` hits an eligible
@@ -502,7 +520,7 @@ impl RayCaster {
         self.check(poses, batch, out.len(), true)?;
         batch.check_shape("max_dist", max_dist.len(), poses.nworld, false)?;
         let eligible = Self::eligible(scene, filter);
-        let q = Query { scene, poses, eligible: &eligible, batch, world0: 0, skip_geom: -1 };
+        let q = Query { scene, poses, eligible: &eligible, batch, world0: 0, skip_geom: -1, tmin: &[] };
         let nray = batch.nray;
         out.par_chunks_mut(CHUNK).enumerate().for_each(|(chunk, out)| {
             for (k, o) in out.iter_mut().enumerate() {
@@ -513,6 +531,18 @@ impl RayCaster {
             }
         });
         Ok(())
+    }
+
+    /// Ray `i` of world `w` of a query whose rays start along their lines (`q.tmin`): cast
+    /// from its start, its distance counted from the line's origin.
+    #[inline(never)]
+    fn cast_from_start(&self, q: &Query, w: usize, i: usize) -> RayHit {
+        let start = q.tmin[i];
+        let (pnt, vec, exclude) = q.ray(w, i);
+        let shifted = [pnt + vec * start];
+        let batch = RayBatch { nray: 1, pnt: &shifted, vec: &[vec], bodyexclude: &[exclude] };
+        let hit = self.cast(&Query { batch: &batch, world0: q.world0 + w, tmin: &[], ..*q }, 0, 0);
+        if hit.geomid < 0 { hit } else { RayHit { dist: hit.dist + start, ..hit } }
     }
 
     #[inline]
@@ -581,7 +611,15 @@ impl PreparedRays<'_> {
     }
 
     fn query<'q>(&'q self, batch: &'q RayBatch<'q>, world: usize, skip_geom: i32) -> Query<'q> {
-        Query { scene: self.scene, poses: self.poses, eligible: &self.eligible, batch, world0: world, skip_geom }
+        Query {
+            scene: self.scene,
+            poses: self.poses,
+            eligible: &self.eligible,
+            batch,
+            world0: world,
+            skip_geom,
+            tmin: &[],
+        }
     }
 
     /// Casts the rays from `origin` along `dirs` in world `world`, ignoring body `exclude`
@@ -601,6 +639,50 @@ impl PreparedRays<'_> {
         geomid: &mut [i32],
         normal: &mut [DVec3],
     ) -> Result<(), CoreError> {
+        self.cast_lines(world, origin, dirs, &[], (exclude, skip_geom), (dist, geomid, normal))
+    }
+
+    /// As [`PreparedRays::cast_from`], for rays that start `tmin[k]` (finite, at least 0)
+    /// along their line from `origin`: what lies nearer is not seen, exactly as a ray cast
+    /// from that start would see, and distances count from `origin`. Beams folded by a plane
+    /// mirror are such rays: their lines meet at the sensor's mirror image, and each starts
+    /// where its beam met the mirror, so they go in packets like the beams themselves.
+    #[allow(clippy::too_many_arguments)]
+    pub fn cast_beyond(
+        &self,
+        world: usize,
+        origin: DVec3,
+        dirs: &[DVec3],
+        tmin: &[f64],
+        exclude: i32,
+        dist: &mut [f64],
+        geomid: &mut [i32],
+        normal: &mut [DVec3],
+    ) -> Result<(), CoreError> {
+        if tmin.len() != dirs.len() {
+            return Err(CoreError::Shape {
+                field: "tmin",
+                len: tmin.len(),
+                expected: format!("it must hold one entry per ray ({})", dirs.len()),
+            });
+        }
+        if let Some((index, &tmin)) = tmin.iter().enumerate().find(|(_, t)| !(t.is_finite() && **t >= 0.0)) {
+            return Err(CoreError::BadStart { index, tmin });
+        }
+        self.cast_lines(world, origin, dirs, tmin, (exclude, -1), (dist, geomid, normal))
+    }
+
+    /// The rays of [`PreparedRays::cast_from`] and [`PreparedRays::cast_beyond`] (`tmin`
+    /// empty: every ray starts at `origin`).
+    fn cast_lines(
+        &self,
+        world: usize,
+        origin: DVec3,
+        dirs: &[DVec3],
+        tmin: &[f64],
+        (exclude, skip_geom): (i32, i32),
+        (dist, geomid, normal): (&mut [f64], &mut [i32], &mut [DVec3]),
+    ) -> Result<(), CoreError> {
         self.poses.check_world(world)?;
         let nray = dirs.len();
         for (field, len) in [("dist", dist.len()), ("geomid", geomid.len()), ("normal", normal.len())] {
@@ -619,7 +701,7 @@ impl PreparedRays<'_> {
         if !batch.chunk_ok(0, nray) {
             batch.validate(1)?;
         }
-        let q = self.query(&batch, world, skip_geom);
+        let q = Query { tmin, ..self.query(&batch, world, skip_geom) };
         let mut packet = Packet::empty();
         let mut i = 0;
         while i < nray {
@@ -635,6 +717,7 @@ impl PreparedRays<'_> {
 
 /// What every ray of one query shares: the scene, the poses, the geoms the filter lets
 /// through, and the batch.
+#[derive(Clone, Copy)]
 struct Query<'a> {
     scene: &'a Scene,
     poses: &'a Poses,
@@ -644,6 +727,9 @@ struct Query<'a> {
     world0: usize,
     /// A geom the rays pass through (`-1`: none).
     skip_geom: i32,
+    /// Where each ray starts along its line (empty: at its origin); see
+    /// [`PreparedRays::cast_beyond`].
+    tmin: &'a [f64],
 }
 
 impl Query<'_> {
@@ -774,10 +860,12 @@ impl PacketBest {
 
     /// As [`Best::offer`], for ray `r`.
     #[inline(always)]
-    fn offer(&mut self, r: usize, g: usize, t: f64, n: DVec3) {
-        if t < self.t[r] || (t == self.t[r] && (g as i32) < self.g[r]) {
+    fn offer(&mut self, r: usize, g: usize, t: f64, n: DVec3) -> bool {
+        let take = t < self.t[r] || (t == self.t[r] && (g as i32) < self.g[r]);
+        if take {
             (self.t[r], self.g[r], self.n[r]) = (t, g as i32, n);
         }
+        take
     }
 
     fn hit(&self, r: usize) -> RayHit {
@@ -791,7 +879,7 @@ impl PacketBest {
 }
 
 /// A packet's walk through one world's top level.
-struct PacketWalk<'a> {
+struct PacketWalk<'a, const BEYOND: bool> {
     scene: &'a Scene,
     xpos: &'a [DVec3],
     xmat: &'a [DMat3],
@@ -807,7 +895,20 @@ struct PacketWalk<'a> {
     packet_tmax: f64,
 }
 
-impl PacketWalk<'_> {
+impl<const BEYOND: bool> PacketWalk<'_, BEYOND> {
+    /// Ray `r` met geom `g` before its start: what the geom shows the ray from its start
+    /// (nothing, or a far face the start lies behind), as a single ray.
+    #[cold]
+    fn offer_from_start(&mut self, r: usize, g: usize) {
+        let (start, d) = (self.p.tmin[r], self.p.d[r]);
+        let from = self.p.o + d * start;
+        let Some((t, n)) = intersect_geom(self.scene, g, self.xpos[g], &self.xmat[g], from, d, self.best.t[r] - start)
+        else {
+            return;
+        };
+        self.best.offer(r, g, t + start, n);
+    }
+
     fn update_tmax(&mut self) {
         let mut m = 0.0f64;
         for r in 0..self.p.n {
@@ -817,10 +918,10 @@ impl PacketWalk<'_> {
     }
 }
 
-impl Visitor for PacketWalk<'_> {
+impl<const BEYOND: bool> Visitor for PacketWalk<'_, BEYOND> {
     #[inline(always)]
     fn entry4(&self, n: &Node4) -> [f64; WIDTH] {
-        self.p.entry4(n, self.packet_tmax)
+        self.p.entry4::<BEYOND>(n, self.packet_tmax)
     }
 
     #[inline]
@@ -829,12 +930,14 @@ impl Visitor for PacketWalk<'_> {
         if !self.eligible[g] || self.scene.geom_bodyid[g] == self.exclude || g as i32 == self.skip_geom {
             return false;
         }
-        let mut mask = self.p.enters(&self.boxes[prim as usize], &self.best.t);
+        let mut mask = self.p.enters::<BEYOND>(&self.boxes[prim as usize], &self.best.t);
         if mask == 0 {
             return false;
         }
         let kind = self.scene.geom_type[g];
-        if matches!(kind, GeomType::Box | GeomType::Capsule | GeomType::Cylinder | GeomType::Ellipsoid) {
+        // Rays with starts take the general path below: one instance of the primitives'
+        // local tests keeps them inlined into the common packets' walk.
+        if !BEYOND && matches!(kind, GeomType::Box | GeomType::Capsule | GeomType::Cylinder | GeomType::Ellipsoid) {
             // One local origin serves the whole packet; normals are rotated only for winners.
             let (pos, rot, size) = (self.xpos[g], &self.xmat[g], self.scene.geom_size[g]);
             let dif = self.p.o - pos;
@@ -863,8 +966,14 @@ impl Visitor for PacketWalk<'_> {
             let r = mask.trailing_zeros() as usize;
             mask &= mask - 1;
             let (d, tmax) = (self.p.d[r], self.best.t[r]);
-            if let Some((t, n)) = intersect_geom(self.scene, g, self.xpos[g], &self.xmat[g], self.p.o, d, tmax) {
-                self.best.offer(r, g, t, n);
+            match intersect_geom(self.scene, g, self.xpos[g], &self.xmat[g], self.p.o, d, tmax) {
+                Some((t, _)) if BEYOND && t < self.p.tmin[r] => {
+                    self.offer_from_start(r, g);
+                }
+                Some((t, n)) => {
+                    self.best.offer(r, g, t, n);
+                }
+                None => {}
             }
         }
         self.update_tmax();
@@ -972,5 +1081,88 @@ mod tests {
         assert!(matches!(err, CoreError::NoSuchWorld { world: 1, nworld: 1 }), "{err}");
         let err = prepared.cast_from(0, origin, &dirs, -1, -1, &mut dist[..5], &mut geomid, &mut normal).unwrap_err();
         assert!(err.to_string().contains("dist"), "{err}");
+    }
+
+    /// Primitives of every kind scattered around the origin, turned every which way, and a
+    /// floor plane, all on the world body.
+    fn cluttered_scene() -> (Scene, Poses) {
+        let kinds = [GeomType::Box, GeomType::Sphere, GeomType::Capsule, GeomType::Cylinder, GeomType::Ellipsoid];
+        let mut scene = Scene {
+            geom_type: vec![GeomType::Plane],
+            geom_size: vec![DVec3::new(0.0, 0.0, 1.0)],
+            body_parentid: vec![0],
+            body_rootid: vec![0],
+            body_weldid: vec![0],
+            body_name: vec!["world".into()],
+            ..Scene::default()
+        };
+        let mut placed = vec![(DVec3::new(0.0, 0.0, -3.0), DMat3::IDENTITY)];
+        for k in 0..40 {
+            let f = k as f64;
+            scene.geom_type.push(kinds[k % kinds.len()]);
+            scene.geom_size.push(DVec3::new(0.3 + 0.1 * (k % 4) as f64, 0.2 + 0.15 * (k % 3) as f64, 0.25));
+            let pos = DVec3::new(6.0 * (0.7 * f).sin(), 6.0 * (1.3 * f).cos(), 2.0 * (0.37 * f).sin());
+            placed.push((pos, DMat3::from_euler(glam::EulerRot::ZYX, 0.4 * f, 0.9 * f, 0.2 * f)));
+        }
+        let n = scene.geom_type.len();
+        scene.geom_group = vec![0; n];
+        scene.geom_bodyid = vec![0; n];
+        scene.geom_contype = vec![1; n];
+        scene.geom_conaffinity = vec![1; n];
+        scene.geom_dataid = vec![-1; n];
+        scene.geom_matid = vec![-1; n];
+        scene.geom_rgba = vec![[1.0; 4]; n];
+        scene.geom_name = (0..n).map(|g| format!("g{g}")).collect();
+        scene.validate().unwrap();
+        let mut poses = Poses::new(&scene, 1);
+        for (g, (pos, rot)) in placed.into_iter().enumerate() {
+            (poses.geom_xpos[g], poses.geom_xmat[g]) = (pos, rot);
+        }
+        (scene, poses)
+    }
+
+    #[test]
+    fn rays_cast_beyond_a_start_see_what_rays_from_the_start_see() {
+        let (scene, poses) = cluttered_scene();
+        let caster = RayCaster::new(&scene, &poses);
+        let prepared = caster.prepare(&scene, &poses, &RayFilter::default()).unwrap();
+        // Fans of coherent directions (packets) from one line origin, each ray starting
+        // somewhere along its line: before, inside and beyond the geoms it crosses.
+        let origin = DVec3::new(0.3, -0.2, 0.1);
+        let mut seen = [0usize; 2];
+        for fan in 0..24 {
+            let (yaw, pitch) = (0.27 * fan as f64, 0.3 * ((fan % 5) as f64 - 2.0));
+            let dirs: Vec<DVec3> = (0..96)
+                .map(|k| {
+                    let (a, b) = (yaw + 0.01 * (k % 12) as f64, pitch + 0.012 * (k / 12) as f64);
+                    DVec3::new(a.cos() * b.cos(), a.sin() * b.cos(), b.sin())
+                })
+                .collect();
+            let tmin: Vec<f64> = (0..96).map(|k| (0.37 * (k * 7 + fan) as f64) % 9.0).collect();
+            let n = dirs.len();
+            let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
+            prepared.cast_beyond(0, origin, &dirs, &tmin, -1, &mut dist, &mut geomid, &mut normal).unwrap();
+            for k in 0..n {
+                let one = prepared.cast_one(0, origin + dirs[k] * tmin[k], dirs[k], -1, -1);
+                let want = one.map_or((-1, -1.0), |h| (h.geomid, h.dist + tmin[k]));
+                assert_eq!(geomid[k], want.0, "fan {fan} ray {k} starting at {}", tmin[k]);
+                if want.0 >= 0 {
+                    assert!((dist[k] - want.1).abs() < 1e-9, "fan {fan} ray {k}: {} vs {}", dist[k], want.1);
+                    assert!((normal[k] - one.unwrap().normal).length() < 1e-9);
+                    assert!(dist[k] >= tmin[k]);
+                }
+                seen[usize::from(want.0 >= 0)] += 1;
+            }
+        }
+        assert!(seen[0] > 500 && seen[1] > 500, "hits and misses both tested: {seen:?}");
+
+        let dirs = [DVec3::X, DVec3::Y];
+        let (mut dist, mut geomid, mut normal) = (vec![0.0; 2], vec![0; 2], vec![DVec3::ZERO; 2]);
+        for bad in [[0.0, -1.0], [f64::NAN, 0.0], [0.0, f64::INFINITY]] {
+            let err = prepared.cast_beyond(0, origin, &dirs, &bad, -1, &mut dist, &mut geomid, &mut normal);
+            assert!(matches!(err, Err(CoreError::BadStart { .. })), "{bad:?}: {err:?}");
+        }
+        let err = prepared.cast_beyond(0, origin, &dirs, &[1.0], -1, &mut dist, &mut geomid, &mut normal);
+        assert!(err.unwrap_err().to_string().contains("tmin"));
     }
 }
