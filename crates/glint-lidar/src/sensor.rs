@@ -6,7 +6,9 @@ use rayon::prelude::*;
 
 use std::sync::Arc;
 
-use crate::model::{Beam, BeamReturn, BeamRng, LegKind, MaterialLookup, NUDGE, ReturnModel, Surface, TickKey, Tracer};
+use crate::model::{
+    Beam, BeamReturn, BeamRng, LegKind, MaterialLookup, NUDGE, ReturnModel, Surface, TickKey, Tracer, slope,
+};
 use crate::pattern::{angles, beam_direction};
 use crate::scan::{ReturnsPart, Scan, ScanPart};
 use crate::{
@@ -73,6 +75,12 @@ struct ExtraScratch {
     /// The straight continuation of each ray that wanted one, cast from the sensor origin
     /// past its first geom: the surface behind it, distance from the origin.
     straight: Vec<Option<Option<Surface>>>,
+    /// The fold of each ray the return model folds off a plane mirror first: the surface
+    /// the folded ray meets, distance from its start just off the mirror.
+    folded: Vec<Option<Option<Surface>>>,
+    /// Where each folded ray of one batch starts along its line from the sensor's mirror
+    /// image.
+    tmin: Vec<f64>,
     /// Strength and incidence cosine of each ray's first surface when it is opaque (NaN
     /// otherwise).
     strength: Vec<(f64, f64)>,
@@ -769,6 +777,8 @@ struct Prefetched<'a, 'b> {
     live: &'b mut LiveTracer<'a>,
     /// The surface behind the first one, from the sensor origin (`None`: not prefetched).
     straight: &'b Option<Option<Surface>>,
+    /// The surface the beam folded off the first one meets (`None`: not prefetched).
+    folded: &'b Option<Option<Surface>>,
     /// The first surface's geom and distance.
     through: i32,
     first: f64,
@@ -782,7 +792,10 @@ impl Tracer for Prefetched<'_, '_> {
             Some(behind) if depth == 1 && kind == LegKind::Straight && through == self.through => {
                 behind.map(|s| Surface { distance: s.distance - self.first - NUDGE, ..s })
             }
-            _ => self.live.cast(origin, dir, kind, depth, through),
+            _ => match *self.folded {
+                Some(folded) if depth == 1 && kind == LegKind::Folded => folded,
+                _ => self.live.cast(origin, dir, kind, depth, through),
+            },
         }
     }
 }
@@ -870,7 +883,8 @@ impl GroupContext<'_> {
                 Some(mat) => {
                     let first = Surface { distance: d, geomid: g, normal: rays.normal[r] };
                     let beam = Beam { origin: rays.origin, dir: rays.dirs[r], window };
-                    let mut tracer = Prefetched { live, straight: &ext.straight[r], through: g, first: d };
+                    let (straight, folded) = (&ext.straight[r], &ext.folded[r]);
+                    let mut tracer = Prefetched { live, straight, folded, through: g, first: d };
                     m.model.beam_return(&beam, Some((first, mat)), &mut tracer, m.materials, &mut rng)
                 }
                 None => BeamReturn::NONE,
@@ -946,6 +960,54 @@ impl GroupContext<'_> {
                 ext.straight[r] = Some((ext.geomid[i] >= 0).then_some(surface));
             }
             from = start + 1;
+        }
+        self.prefetch_folds(rays, world, ext)
+    }
+
+    /// Casts the folds of the beams the return model folds off a plane mirror first, as
+    /// packets: the folded rays off one flat face share a line origin, the sensor's mirror
+    /// image, and each starts just off the mirror where its beam met it. A fold is the ray
+    /// the model would cast, `d − 2 (d·n) n` from `NUDGE` off the mirror.
+    fn prefetch_folds(&self, rays: &Rays, world: usize, ext: &mut ExtraScratch) -> Result<(), CoreError> {
+        let n = rays.dirs.len();
+        ext.folded.clear();
+        ext.folded.resize(n, None);
+        let Some(m) = &self.tick.model else { return Ok(()) };
+        let params = m.model.params();
+        let folds = |mat: &Option<NirMaterial>| matches!(mat, Some(mat) if mat.continuation == Continuation::Specular && slope(params, mat) <= params.fold_max_slope);
+        let mut from = 0;
+        while let Some(first) = (from..n).find(|&r| folds(&ext.material[r]) && ext.folded[r].is_none()) {
+            let (geom, normal) = (rays.geomid[first], rays.normal[first]);
+            let mirror = rays.origin + rays.dirs[first] * rays.dist[first];
+            // The same face: same geom, same normal, and on the same plane.
+            let tolerance = 1e-9 * (1.0 + rays.dist[first]);
+            let on_face = |r: usize| {
+                rays.geomid[r] == geom
+                    && rays.normal[r] == normal
+                    && (rays.origin + rays.dirs[r] * rays.dist[r] - mirror).dot(normal).abs() <= tolerance
+            };
+            ext.rays.clear();
+            ext.rays.extend((first..n).filter(|&r| folds(&ext.material[r]) && ext.folded[r].is_none() && on_face(r)));
+            ext.dirs.clear();
+            ext.tmin.clear();
+            for &r in &ext.rays {
+                let d = rays.dirs[r];
+                ext.dirs.push(d - 2.0 * d.dot(normal) * normal);
+                ext.tmin.push(rays.dist[r] + NUDGE);
+            }
+            let image = mirror - ext.dirs[0] * rays.dist[first];
+            let k = ext.rays.len();
+            ext.dist.resize(k, 0.0);
+            ext.geomid.resize(k, 0);
+            ext.normal.resize(k, DVec3::ZERO);
+            let out = (&mut ext.dist[..], &mut ext.geomid[..], &mut ext.normal[..]);
+            self.prepared.cast_beyond(world, image, &ext.dirs, &ext.tmin, self.exclude, out.0, out.1, out.2)?;
+            for (i, &r) in ext.rays.iter().enumerate() {
+                let surface =
+                    Surface { distance: ext.dist[i] - ext.tmin[i], geomid: ext.geomid[i], normal: ext.normal[i] };
+                ext.folded[r] = Some((ext.geomid[i] >= 0).then_some(surface));
+            }
+            from = first + 1;
         }
         Ok(())
     }
