@@ -974,7 +974,11 @@ impl GroupContext<'_> {
         ext.folded.resize(n, None);
         let Some(m) = &self.tick.model else { return Ok(()) };
         let params = m.model.params();
-        let folds = |mat: &Option<NirMaterial>| matches!(mat, Some(mat) if mat.continuation == Continuation::Specular && slope(params, mat) <= params.fold_max_slope);
+        // The beams whose first surface the model folds off (a mirror smooth enough).
+        let folds = |mat: &Option<NirMaterial>| match mat {
+            Some(mat) => mat.continuation == Continuation::Specular && slope(params, mat) <= params.fold_max_slope,
+            None => false,
+        };
         let mut from = 0;
         while let Some(first) = (from..n).find(|&r| folds(&ext.material[r]) && ext.folded[r].is_none()) {
             let (geom, normal) = (rays.geomid[first], rays.normal[first]);
