@@ -928,6 +928,7 @@ impl GroupContext<'_> {
         ext.through.clear();
         ext.straight.clear();
         ext.straight.resize(n, None);
+        let mut specular = false;
         for r in 0..n {
             let (d, g) = (rays.dist[r], rays.geomid[r]);
             let material = match &self.tick.model {
@@ -938,6 +939,7 @@ impl GroupContext<'_> {
             let hit = c.is_hit(d, g);
             let capture = part.pass_through.is_some() && hit && (all || self.flagged(g, class, FLAG_PASS));
             let model = matches!(class, Some(Continuation::Slab | Continuation::Porous));
+            specular |= material.is_some_and(|m| m.continuation == Continuation::Specular);
             ext.material.push(material);
             ext.through.push(if g >= 0 && (capture || model) { g } else { -1 });
         }
@@ -961,7 +963,9 @@ impl GroupContext<'_> {
             }
             from = start + 1;
         }
-        self.prefetch_folds(rays, world, ext)
+        ext.folded.clear();
+        ext.folded.resize(n, None);
+        if specular { self.prefetch_folds(rays, world, ext) } else { Ok(()) }
     }
 
     /// Casts the folds of the beams the return model folds off a plane mirror first, as
@@ -970,8 +974,6 @@ impl GroupContext<'_> {
     /// the model would cast, `d − 2 (d·n) n` from `NUDGE` off the mirror.
     fn prefetch_folds(&self, rays: &Rays, world: usize, ext: &mut ExtraScratch) -> Result<(), CoreError> {
         let n = rays.dirs.len();
-        ext.folded.clear();
-        ext.folded.resize(n, None);
         let Some(m) = &self.tick.model else { return Ok(()) };
         let params = m.model.params();
         // The beams whose first surface the model folds off (a mirror smooth enough).
