@@ -38,6 +38,8 @@ pub(crate) struct TickSnapshot {
     split: u32,
     rot: DMat3,
     beams: Vec<u32>,
+    /// The first beam when `beams` count up by one from it (a spinning unit's slice).
+    run: Option<usize>,
     /// The beam's own ray, the pass-through ray, the reflected ray (empty when not captured).
     rays: [RayArrays; 3],
 }
@@ -51,10 +53,10 @@ struct RayArrays {
 }
 
 impl RayArrays {
-    fn copy(&mut self, beams: &[u32], range: &[f32], geomid: &[i32], normal: &[[f32; 3]]) {
-        gather(&mut self.range, range, beams);
-        gather(&mut self.geomid, geomid, beams);
-        gather(&mut self.normal, normal, beams);
+    fn copy(&mut self, (beams, run): (&[u32], Option<usize>), range: &[f32], geomid: &[i32], normal: &[[f32; 3]]) {
+        gather(&mut self.range, range, beams, run);
+        gather(&mut self.geomid, geomid, beams, run);
+        gather(&mut self.normal, normal, beams, run);
     }
 
     fn clear(&mut self) {
@@ -64,18 +66,21 @@ impl RayArrays {
     }
 }
 
-/// The first beam when `beams` are a contiguous run (a spinning unit's slice).
+/// The first beam when `beams` count up by one from it (a spinning unit's slice), so that
+/// they can be copied as one slice.
 fn run_start(beams: &[u32]) -> Option<usize> {
-    match (beams.first(), beams.last()) {
-        (Some(&a), Some(&b)) if (b - a) as usize + 1 == beams.len() => Some(a as usize),
-        _ => None,
-    }
+    let &first = beams.first()?;
+    let last = first.checked_add(u32::try_from(beams.len() - 1).ok()?)?;
+    // One pass, without a branch per beam: any beam off the count leaves a bit set.
+    let off = beams.iter().zip(first..=last).fold(0u32, |off, (&k, want)| off | (k ^ want));
+    (off == 0).then_some(first as usize)
 }
 
-/// Fills `out` with `values[k]` for each beam `k`: one copy where the beams are a run.
-fn gather<T: Copy>(out: &mut Vec<T>, values: &[T], beams: &[u32]) {
+/// Fills `out` with `values[k]` for each beam `k`; one copy where the beams are a run from
+/// `run`.
+fn gather<T: Copy>(out: &mut Vec<T>, values: &[T], beams: &[u32], run: Option<usize>) {
     out.clear();
-    match run_start(beams) {
+    match run {
         Some(a) => out.extend_from_slice(&values[a..a + beams.len()]),
         None => out.extend(beams.iter().map(|&k| values[k as usize])),
     }
@@ -134,11 +139,12 @@ impl TickSnapshot {
         (self.timestamp, self.split, self.rot) = (timestamp, split, rot);
         self.beams.clear();
         self.beams.extend_from_slice(beams);
+        self.run = run_start(beams);
         let [beam, pass, reflected] = &mut self.rays;
-        beam.copy(beams, &scan.range, &scan.geomid, &scan.normal);
+        beam.copy((beams, self.run), &scan.range, &scan.geomid, &scan.normal);
         for (arrays, hits) in [(pass, &scan.pass_through), (reflected, &scan.reflected)] {
             match hits {
-                Some(h) => arrays.copy(beams, &h.range, &h.geomid, &h.normal),
+                Some(h) => arrays.copy((beams, self.run), &h.range, &h.geomid, &h.normal),
                 None => arrays.clear(),
             }
         }
@@ -173,7 +179,7 @@ impl TickSnapshot {
     /// bin, without a division per row.
     fn fill_bin_or_channel(&self, bin: bool, out: &mut Vec<i32>) {
         let split = self.split;
-        let Some(first) = run_start(&self.beams) else {
+        let Some(first) = self.run else {
             out.extend(self.beams.iter().map(|&k| if bin { k / split } else { k % split } as i32));
             return;
         };
@@ -204,8 +210,9 @@ impl TickSnapshot {
 /// rest are read alongside them, and a min/max of each would cost a pass over every value.
 pub const STATISTICS_COLUMNS: [&str; 5] = ["timestamp", "bin", "channel", "range", "geom_id"];
 
-/// The most bytes of plain values a page holds before it is compressed: few enough that
-/// they are still in cache when zstd reads them.
+/// A page is compressed once the ticks added to it hold this many bytes of plain values (so
+/// a page holds up to one tick more): few enough that they are still in cache when zstd
+/// reads them.
 const PAGE_BYTES: usize = 128 << 10;
 
 /// zstd's level for every page: its fastest regular level, as Parquet writers default to.
@@ -299,7 +306,10 @@ impl Bounds {
             (Bounds::F64(a, b), Bounds::F64(c, d)) => Bounds::F64(a.min(c), b.max(d)),
             (Bounds::F32(a, b), Bounds::F32(c, d)) => Bounds::F32(a.min(c), b.max(d)),
             (Bounds::I32(a, b), Bounds::I32(c, d)) => Bounds::I32(a.min(c), b.max(d)),
-            (a, _) => a,
+            (a, b) => {
+                debug_assert!(false, "bounds of two types in one column: {a:?} and {b:?}");
+                a
+            }
         }
     }
 }
@@ -442,7 +452,8 @@ impl OpenColumn {
         let plain = self.page.plain();
         let page = Page::DataPage {
             buf: Bytes::from(compress(plain)?),
-            num_values: u32::try_from(rows).map_err(|_| ParquetError::General("a page of over 2^32 rows".into()))?,
+            num_values: u32::try_from(rows)
+                .map_err(|_| ParquetError::General(format!("a page of {rows} rows is too large for Parquet")))?,
             encoding: Encoding::PLAIN,
             def_level_encoding: Encoding::RLE,
             rep_level_encoding: Encoding::RLE,
@@ -631,6 +642,24 @@ mod tests {
         assert!(matches!(Source::of("refl_normal_y"), Some(Source::Normal(Ray::Reflected, 1))));
         assert!(matches!(Source::of("sec_geom_id"), Some(Source::GeomId(Ray::PassThrough))));
         assert!(Source::of("sec_hit").is_none() && Source::of("intensity").is_none());
+    }
+
+    #[test]
+    fn only_beams_counting_up_by_one_are_a_run() {
+        assert_eq!(run_start(&[5, 6, 7]), Some(5));
+        assert_eq!(run_start(&[9]), Some(9));
+        for not_a_run in [&[0u32, 2, 1, 3][..], &[3, 2, 1, 0], &[1023, 0, 1], &[4, 4, 4], &[], &[u32::MAX, 0]] {
+            assert_eq!(run_start(not_a_run), None, "{not_a_run:?}");
+        }
+        // Beams out of order whose first and last span as many beams are copied one by one.
+        let scan = Scan {
+            range: vec![10.0, 11.0, 12.0, 13.0],
+            geomid: vec![0; 4],
+            normal: vec![[0.0; 3]; 4],
+            ..Scan::default()
+        };
+        let tick = snapshot(&scan, &[0, 2, 1, 3], 1, DMat3::IDENTITY);
+        assert_eq!(tick.ray(Ray::Beam).range, [10.0, 12.0, 11.0, 13.0]);
     }
 
     #[test]
