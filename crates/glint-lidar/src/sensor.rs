@@ -81,6 +81,8 @@ struct ExtraScratch {
     /// Where each folded ray of one batch starts along its line from the sensor's mirror
     /// image.
     tmin: Vec<f64>,
+    /// The beams the model folds off a mirror, sorted by the face they meet.
+    faces: Vec<usize>,
     /// Strength and incidence cosine of each ray's first surface when it is opaque (NaN
     /// otherwise).
     strength: Vec<(f64, f64)>,
@@ -971,29 +973,41 @@ impl GroupContext<'_> {
     /// Casts the folds of the beams the return model folds off a plane mirror first, as
     /// packets: the folded rays off one flat face share a line origin, the sensor's mirror
     /// image, and each starts just off the mirror where its beam met it. A fold is the ray
-    /// the model would cast, `d − 2 (d·n) n` from `NUDGE` off the mirror.
+    /// the model would cast, `d − 2 (d·n) n` from `NUDGE` off the mirror. Beams alone on
+    /// their face (a curved mirror) are left to the model's own single rays.
     fn prefetch_folds(&self, rays: &Rays, world: usize, ext: &mut ExtraScratch) -> Result<(), CoreError> {
-        let n = rays.dirs.len();
         let Some(m) = &self.tick.model else { return Ok(()) };
         let params = m.model.params();
         // The beams whose first surface the model folds off (a mirror smooth enough).
-        let folds = |mat: &Option<NirMaterial>| match mat {
-            Some(mat) => mat.continuation == Continuation::Specular && slope(params, mat) <= params.fold_max_slope,
+        let folds = |r: usize| match ext.material[r] {
+            Some(mat) => {
+                mat.continuation == Continuation::Specular
+                    && slope(params, &mat) <= params.fold_max_slope
+                    && rays.dist[r].is_finite()
+                    && rays.normal[r].is_finite()
+            }
             None => false,
         };
-        let mut from = 0;
-        while let Some(first) = (from..n).find(|&r| folds(&ext.material[r]) && ext.folded[r].is_none()) {
-            let (geom, normal) = (rays.geomid[first], rays.normal[first]);
-            let mirror = rays.origin + rays.dirs[first] * rays.dist[first];
-            // The same face: same geom, same normal, and on the same plane.
+        // Beams on one face become neighbours, in scan order (the sort is stable).
+        let face = |r: usize| (rays.geomid[r], rays.normal[r].to_array().map(f64::to_bits));
+        ext.faces.clear();
+        ext.faces.extend((0..rays.dirs.len()).filter(|&r| folds(r)));
+        ext.faces.sort_by_key(|&r| face(r));
+        let mut rest = &ext.faces[..];
+        while let Some(&first) = rest.first() {
+            let same = rest.iter().take_while(|&&r| face(r) == face(first)).count();
+            let (group, next) = rest.split_at(same);
+            rest = next;
+            // And on the same plane: a mesh's parallel facets share a normal.
+            let (normal, mirror) = (rays.normal[first], rays.origin + rays.dirs[first] * rays.dist[first]);
             let tolerance = 1e-9 * (1.0 + rays.dist[first]);
-            let on_face = |r: usize| {
-                rays.geomid[r] == geom
-                    && rays.normal[r] == normal
-                    && (rays.origin + rays.dirs[r] * rays.dist[r] - mirror).dot(normal).abs() <= tolerance
-            };
+            let on_plane =
+                |&&r: &&usize| (rays.origin + rays.dirs[r] * rays.dist[r] - mirror).dot(normal).abs() <= tolerance;
             ext.rays.clear();
-            ext.rays.extend((first..n).filter(|&r| folds(&ext.material[r]) && ext.folded[r].is_none() && on_face(r)));
+            ext.rays.extend(group.iter().filter(on_plane));
+            if ext.rays.len() < 2 {
+                continue;
+            }
             ext.dirs.clear();
             ext.tmin.clear();
             for &r in &ext.rays {
@@ -1013,7 +1027,6 @@ impl GroupContext<'_> {
                     Surface { distance: ext.dist[i] - ext.tmin[i], geomid: ext.geomid[i], normal: ext.normal[i] };
                 ext.folded[r] = Some((ext.geomid[i] >= 0).then_some(surface));
             }
-            from = first + 1;
         }
         Ok(())
     }
