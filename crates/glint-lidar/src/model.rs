@@ -439,7 +439,7 @@ fn trace(
                         break;
                     }
                     path.loss *= material.f0 as f64;
-                    path.dir -= 2.0 * along * s.normal;
+                    path.dir = fold(path.dir, s.normal);
                     LegKind::Folded
                 }
                 _ => {
@@ -453,6 +453,12 @@ fn trace(
         surface = tracer.cast(path.origin, path.dir, kind, leg + 1, through);
     }
     ncand
+}
+
+/// `dir` folded about a surface with unit normal `n`: `d − 2 (d·n) n`. The return model,
+/// the reflected capture and the fold prefetch all cast this same ray.
+pub(crate) fn fold(dir: DVec3, n: DVec3) -> DVec3 {
+    dir - 2.0 * dir.dot(n) * n
 }
 
 /// Leaves the volume whose far face the path reached; `None` on total internal reflection.

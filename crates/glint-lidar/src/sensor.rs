@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use std::sync::Arc;
 
 use crate::model::{
-    Beam, BeamReturn, BeamRng, LegKind, MaterialLookup, NUDGE, ReturnModel, Surface, TickKey, Tracer, slope,
+    Beam, BeamReturn, BeamRng, LegKind, MaterialLookup, NUDGE, ReturnModel, Surface, TickKey, Tracer, fold, slope,
 };
 use crate::pattern::{angles, beam_direction};
 use crate::scan::{ReturnsPart, Scan, ScanPart};
@@ -909,9 +909,11 @@ impl GroupContext<'_> {
             let Some(reflected) = part.reflected.as_mut() else { continue };
             let class = ext.material[r].map(|m| m.continuation).or_else(|| self.class_of(g));
             let secondary = if hit && (all || self.flagged(g, class, FLAG_REFLECT)) {
-                let (point, n) = (rays.origin + rays.dirs[r] * d, rays.normal[r]);
-                let folded = rays.dirs[r] - 2.0 * rays.dirs[r].dot(n) * n;
-                live.cast(point + folded * NUDGE, folded, LegKind::Folded, 1, -1)
+                // The return model's fold off a flat mirror, when prefetched, is this very ray.
+                ext.folded[r].unwrap_or_else(|| {
+                    let (point, folded) = (rays.origin + rays.dirs[r] * d, fold(rays.dirs[r], rays.normal[r]));
+                    live.cast(point + folded * NUDGE, folded, LegKind::Folded, 1, -1)
+                })
             } else {
                 None
             };
@@ -1011,8 +1013,7 @@ impl GroupContext<'_> {
             ext.dirs.clear();
             ext.tmin.clear();
             for &r in &ext.rays {
-                let d = rays.dirs[r];
-                ext.dirs.push(d - 2.0 * d.dot(normal) * normal);
+                ext.dirs.push(fold(rays.dirs[r], normal));
                 ext.tmin.push(rays.dist[r] + NUDGE);
             }
             let image = mirror - ext.dirs[0] * rays.dist[first];
