@@ -19,7 +19,7 @@ use crate::draw::{ColourBy, Ramp};
 use crate::video::{self, VideoProxy};
 
 /// Arguments of `glint run`.
-#[derive(Args, Clone)]
+#[derive(Args)]
 pub struct RunArgs {
     /// Scene manifest (TOML): scene, lidars, controller, recorder settings.
     manifest: PathBuf,

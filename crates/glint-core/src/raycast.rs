@@ -860,12 +860,10 @@ impl PacketBest {
 
     /// As [`Best::offer`], for ray `r`.
     #[inline(always)]
-    fn offer(&mut self, r: usize, g: usize, t: f64, n: DVec3) -> bool {
-        let take = t < self.t[r] || (t == self.t[r] && (g as i32) < self.g[r]);
-        if take {
+    fn offer(&mut self, r: usize, g: usize, t: f64, n: DVec3) {
+        if t < self.t[r] || (t == self.t[r] && (g as i32) < self.g[r]) {
             (self.t[r], self.g[r], self.n[r]) = (t, g as i32, n);
         }
-        take
     }
 
     fn hit(&self, r: usize) -> RayHit {
@@ -967,12 +965,8 @@ impl<const BEYOND: bool> Visitor for PacketWalk<'_, BEYOND> {
             mask &= mask - 1;
             let (d, tmax) = (self.p.d[r], self.best.t[r]);
             match intersect_geom(self.scene, g, self.xpos[g], &self.xmat[g], self.p.o, d, tmax) {
-                Some((t, _)) if BEYOND && t < self.p.tmin[r] => {
-                    self.offer_from_start(r, g);
-                }
-                Some((t, n)) => {
-                    self.best.offer(r, g, t, n);
-                }
+                Some((t, _)) if BEYOND && t < self.p.tmin[r] => self.offer_from_start(r, g),
+                Some((t, n)) => self.best.offer(r, g, t, n),
                 None => {}
             }
         }

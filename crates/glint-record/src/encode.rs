@@ -53,7 +53,7 @@ struct RayArrays {
 }
 
 impl RayArrays {
-    fn copy(&mut self, (beams, run): (&[u32], Option<usize>), range: &[f32], geomid: &[i32], normal: &[[f32; 3]]) {
+    fn copy(&mut self, beams: &[u32], run: Option<usize>, range: &[f32], geomid: &[i32], normal: &[[f32; 3]]) {
         gather(&mut self.range, range, beams, run);
         gather(&mut self.geomid, geomid, beams, run);
         gather(&mut self.normal, normal, beams, run);
@@ -141,10 +141,10 @@ impl TickSnapshot {
         self.beams.extend_from_slice(beams);
         self.run = run_start(beams);
         let [beam, pass, reflected] = &mut self.rays;
-        beam.copy((beams, self.run), &scan.range, &scan.geomid, &scan.normal);
+        beam.copy(beams, self.run, &scan.range, &scan.geomid, &scan.normal);
         for (arrays, hits) in [(pass, &scan.pass_through), (reflected, &scan.reflected)] {
             match hits {
-                Some(h) => arrays.copy((beams, self.run), &h.range, &h.geomid, &h.normal),
+                Some(h) => arrays.copy(beams, self.run, &h.range, &h.geomid, &h.normal),
                 None => arrays.clear(),
             }
         }

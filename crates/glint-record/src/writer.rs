@@ -191,6 +191,7 @@ impl LidarWriter {
     pub(crate) fn buffered_rows(&self) -> usize {
         self.group_rows
     }
+
     /// Checks that `tick` fits this sensor, before any of it is written.
     fn check(&self, sensor: usize, tick: &TickData) -> Result<(), RecordError> {
         let bad = |reason: String| RecordError::Tick { sensor, reason };
