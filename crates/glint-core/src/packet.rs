@@ -13,7 +13,8 @@ use crate::primitives::{MINVAL, to_local};
 pub(crate) const PACKET: usize = 32;
 const _: () = assert!(PACKET <= 32);
 
-/// Up to [`PACKET`] rays from one origin.
+/// Up to [`PACKET`] rays from one origin (or, in the `BEYOND` forms of the tests, each from
+/// its own origin and start).
 #[derive(Clone, Debug)]
 pub(crate) struct Packet {
     pub o: DVec3,
@@ -25,11 +26,15 @@ pub(crate) struct Packet {
     dir_axis: [[f64; PACKET]; 3],
     /// Bit `r` set for each ray `r < n`.
     lanes: u32,
-    /// Where each ray starts along its line from `o`, read only by the `BEYOND` forms of the
-    /// tests below (set by [`Packet::start_at`]): nearer surfaces are not hit. Unused lanes
-    /// repeat ray 0. Other packets start at `o`, and their tests do not pay for the starts.
+    /// Each ray's own origin by axis, and where it starts along its line from there, read
+    /// only by the `BEYOND` forms of the tests below (set by [`Packet::start_each`]): nearer
+    /// surfaces are not hit. Unused lanes repeat ray 0. Other packets start at `o`, and their
+    /// tests do not pay for this.
+    origin_axis: [[f64; PACKET]; 3],
     pub(crate) tmin: [f64; PACKET],
-    /// The smallest of `tmin`.
+    /// Per-axis bounds of the origins, and the smallest of `tmin`.
+    origin_lo: DVec3,
+    origin_hi: DVec3,
     tmin_lo: f64,
 
     /// Per axis: whether the inverse directions are positive.
@@ -49,7 +54,10 @@ impl Packet {
             inv_axis: [[1.0; PACKET]; 3],
             dir_axis: [[1.0; PACKET]; 3],
             lanes: 0,
+            origin_axis: [[0.0; PACKET]; 3],
             tmin: [0.0; PACKET],
+            origin_lo: DVec3::ZERO,
+            origin_hi: DVec3::ZERO,
             tmin_lo: 0.0,
             positive: BVec3::FALSE,
             lo: DVec3::INFINITY,
@@ -90,14 +98,31 @@ impl Packet {
         (self.positive | hi.cmplt(DVec3::ZERO)).all()
     }
 
-    /// Starts ray `k` at distance `tmin(k)` (finite, at least 0) along its line from the
-    /// origin, for rays that share a line origin but not a start (rays folded by a plane
-    /// mirror start on the mirror, and their lines meet at the origin's mirror image).
-    pub(crate) fn start_at(&mut self, tmin: impl Fn(usize) -> f64) {
+    /// Gives ray `k` its own line origin `origin(k)` and starts it at distance `tmin(k)`
+    /// (finite, at least 0) along its line, for the `BEYOND` tests: rays folded by a plane
+    /// mirror share a line origin (the sensor's mirror image) and start on the mirror; rays
+    /// refracted into water start from where each beam met it.
+    pub(crate) fn start_each(&mut self, origin: impl Fn(usize) -> DVec3, tmin: impl Fn(usize) -> f64) {
         for k in 0..PACKET {
-            self.tmin[k] = if k < self.n { tmin(k) } else { self.tmin[0] };
+            let (o, t) = if k < self.n { (origin(k), tmin(k)) } else { (self.origin(0), self.tmin[0]) };
+            for a in 0..3 {
+                self.origin_axis[a][k] = o[a];
+            }
+            self.tmin[k] = t;
         }
+        let (mut lo, mut hi) = (DVec3::INFINITY, DVec3::NEG_INFINITY);
+        for a in 0..3 {
+            lo[a] = self.origin_axis[a].iter().fold(f64::INFINITY, |m, &x| if x < m { x } else { m });
+            hi[a] = self.origin_axis[a].iter().fold(f64::NEG_INFINITY, |m, &x| if x > m { x } else { m });
+        }
+        (self.origin_lo, self.origin_hi) = (lo, hi);
         self.tmin_lo = self.tmin.iter().fold(f64::INFINITY, |m, &t| if t < m { t } else { m });
+    }
+
+    /// Ray `k`'s line origin in the `BEYOND` tests.
+    #[inline(always)]
+    pub(crate) fn origin(&self, k: usize) -> DVec3 {
+        DVec3::new(self.origin_axis[0][k], self.origin_axis[1][k], self.origin_axis[2][k])
     }
 
     /// Where each ray meets a plane geom at `(pos, rot)` with `size` (MuJoCo's `ray_plane`:
@@ -105,11 +130,12 @@ impl Packet {
     /// over the packet; `INFINITY` where a ray misses.
     #[inline(always)]
     pub(crate) fn plane<const BEYOND: bool>(&self, pos: DVec3, rot: &DMat3, size: DVec3) -> [f64; PACKET] {
-        let lpnt = to_local(rot, self.o - pos);
+        let shared = to_local(rot, self.o - pos);
         let (ax, ay, az) = (rot.x_axis, rot.y_axis, rot.z_axis);
         let [dx, dy, dz] = &self.dir_axis;
         let mut out = [f64::INFINITY; PACKET];
         for r in 0..PACKET {
+            let lpnt = if BEYOND { to_local(rot, self.origin(r) - pos) } else { shared };
             // Same operation order as `to_local`, so the values equal the one-ray path's.
             let lx = ax.x * dx[r] + ax.y * dy[r] + ax.z * dz[r];
             let ly = ay.x * dx[r] + ay.y * dy[r] + ay.z * dz[r];
@@ -134,10 +160,10 @@ impl Packet {
         let positive = [self.positive.x, self.positive.y, self.positive.z];
         for a in 0..3 {
             let (lo, hi) = if positive[a] { (bmin[a], bmax[a]) } else { (bmax[a], bmin[a]) };
-            let (dlo, dhi) = (lo - o[a], hi - o[a]);
             let inv = &self.inv_axis[a];
             for r in 0..PACKET {
-                let (t0, t1) = (dlo * inv[r], dhi * inv[r]);
+                let o = if BEYOND { self.origin_axis[a][r] } else { o[a] };
+                let (t0, t1) = ((lo - o) * inv[r], (hi - o) * inv[r]);
                 near[r] = if t0 > near[r] { t0 } else { near[r] };
                 far[r] = if t1 < far[r] { t1 } else { far[r] };
             }
@@ -155,17 +181,26 @@ impl Packet {
     pub(crate) fn entry4<const BEYOND: bool>(&self, n: &Node4, tmax: f64) -> [f64; WIDTH] {
         let mut enter = [if BEYOND { self.tmin_lo } else { 0.0 }; WIDTH];
         let mut leave = [tmax; WIDTH];
-        let (los, his, os) = (self.lo.to_array(), self.hi.to_array(), self.o.to_array());
+        let (los, his) = (self.lo.to_array(), self.hi.to_array());
+        // The packet's origins lie in [o_lo, o_hi] (one point unless `BEYOND`).
+        let (o_los, o_his) = if BEYOND { (self.origin_lo, self.origin_hi) } else { (self.o, self.o) };
+        let (o_los, o_his) = (o_los.to_array(), o_his.to_array());
         let positive = [self.positive.x, self.positive.y, self.positive.z];
+        let min = |a: f64, b: f64| if a < b { a } else { b };
+        let max = |a: f64, b: f64| if a > b { a } else { b };
         for a in 0..3 {
             let (near, far) = if positive[a] { (&n.min[a], &n.max[a]) } else { (&n.max[a], &n.min[a]) };
-            let (lo, hi, o) = (los[a], his[a], os[a]);
+            let (lo, hi, o_lo, o_hi) = (los[a], his[a], o_los[a], o_his[a]);
             for l in 0..WIDTH {
-                let (dn, df) = (near[l] as f64 - o, far[l] as f64 - o);
-                let (n0, n1) = (dn * lo, dn * hi);
-                let (f0, f1) = (df * lo, df * hi);
-                let t_in = if n0 < n1 { n0 } else { n1 };
-                let t_out = if f0 > f1 { f0 } else { f1 };
+                // Bounds of (plane − origin) · inverse over both intervals: the corners.
+                let (n0, n1) = ((near[l] as f64 - o_hi) * lo, (near[l] as f64 - o_hi) * hi);
+                let (f0, f1) = ((far[l] as f64 - o_lo) * lo, (far[l] as f64 - o_lo) * hi);
+                let (mut t_in, mut t_out) = (min(n0, n1), max(f0, f1));
+                if BEYOND {
+                    let (n2, n3) = ((near[l] as f64 - o_lo) * lo, (near[l] as f64 - o_lo) * hi);
+                    let (f2, f3) = ((far[l] as f64 - o_hi) * lo, (far[l] as f64 - o_hi) * hi);
+                    (t_in, t_out) = (min(t_in, min(n2, n3)), max(t_out, max(f2, f3)));
+                }
                 enter[l] = if t_in > enter[l] { t_in } else { enter[l] };
                 leave[l] = if t_out < leave[l] { t_out } else { leave[l] };
             }

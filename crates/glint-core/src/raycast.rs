@@ -348,7 +348,7 @@ impl RayCaster {
             }
         }
         let eligible = Self::eligible(scene, filter);
-        let q = Query { scene, poses, eligible: &eligible, batch, world0, skip_geom: -1, tmin: &[] };
+        let q = Query { scene, poses, eligible: &eligible, batch, world0, skip_geom: -1, tmin: &[], beyond: false };
         let nray = batch.nray;
         let bad_ray = AtomicBool::new(false);
         dist.par_chunks_mut(CHUNK)
@@ -400,37 +400,85 @@ impl RayCaster {
         Ok(PreparedRays { caster: self, scene, poses, eligible: Self::eligible(scene, filter) })
     }
 
-    /// Casts rays `i..` of world `w` (as many as `out` holds, at most `PACKET`), as one packet when they share
-    /// an origin and body exclusion and their directions share signs, else one by one.
+    /// Casts rays `i..` of world `w` (as many as `out` holds, at most `PACKET`), as one packet
+    /// when they share an origin and body exclusion and their directions share signs, as one
+    /// packet per octant of directions when only the signs differ, else one by one.
     fn cast_run(&self, q: &Query, w: usize, i: usize, packet: &mut Packet, mut out: Out) {
         let (batch, run) = (q.batch, out.dist.len());
         let nray = batch.nray;
         let (o, exclude) = (RayBatch::pick(batch.pnt, nray, w, i), q.exclude(w, i));
+        // Rays with starts carry their own origins into the packet.
         let shared = run > 1
-            && (i..i + run).all(|k| RayBatch::pick(batch.pnt, nray, w, k) == o)
+            && (q.beyond || (i..i + run).all(|k| RayBatch::pick(batch.pnt, nray, w, k) == o))
             && (batch.bodyexclude.len() <= 1 || (i..i + run).all(|k| q.exclude(w, k) == exclude));
         if shared && packet.set(o, run, |r| RayBatch::pick(batch.vec, nray, w, i + r)) {
-            let best = if q.tmin.is_empty() {
-                self.cast_packet::<false>(q, w, exclude, packet)
+            let best = if q.beyond {
+                self.cast_packet_from_starts(q, w, |r| i + r, exclude, packet)
             } else {
-                self.cast_packet_from_starts(q, w, i, exclude, packet)
+                self.cast_packet::<false>(q, w, exclude, packet)
             };
             for r in 0..run {
                 out.set(r, best.hit(r));
             }
+        } else if shared && run > 2 {
+            self.cast_octants(q, w, i, exclude, packet, out);
         } else {
             for r in 0..run {
-                let hit = if q.tmin.is_empty() { self.cast(q, w, i + r) } else { self.cast_from_start(q, w, i + r) };
+                let hit = if q.beyond { self.cast_from_start(q, w, i + r) } else { self.cast(q, w, i + r) };
                 out.set(r, hit);
             }
         }
     }
 
-    /// Closest hits of the packet of rays `i..` of world `w`, each starting at its `q.tmin`.
-    /// Kept apart so that the common packets' code is inlined as it would be without it.
+    /// Casts rays `i..` of world `w` that would make one packet but for the signs of their
+    /// directions (a fan across an axis): a packet per octant, in ray order within each.
     #[inline(never)]
-    fn cast_packet_from_starts(&self, q: &Query, w: usize, i: usize, exclude: i32, packet: &mut Packet) -> PacketBest {
-        packet.start_at(|r| q.tmin[i + r]);
+    fn cast_octants(&self, q: &Query, w: usize, i: usize, exclude: i32, packet: &mut Packet, mut out: Out) {
+        let (batch, run) = (q.batch, out.dist.len());
+        let dir = |r: usize| RayBatch::pick(batch.vec, batch.nray, w, i + r);
+        // A zero component counts by its sign bit, as the packet's inverse directions do.
+        let octant = |d: DVec3| (0..3).fold(0, |o, a| o | (usize::from(d[a].is_sign_negative()) << a));
+        let (mut lanes, mut count) = ([[0u8; PACKET]; 8], [0usize; 8]);
+        for r in 0..run {
+            let o = octant(dir(r));
+            lanes[o][count[o]] = r as u8;
+            count[o] += 1;
+        }
+        let o = RayBatch::pick(batch.pnt, batch.nray, w, i);
+        for (lanes, &n) in lanes.iter().zip(&count) {
+            let ray = |k: usize| lanes[k] as usize;
+            if n > 1 && packet.set(o, n, |k| dir(ray(k))) {
+                let best = if q.beyond {
+                    self.cast_packet_from_starts(q, w, |k| i + ray(k), exclude, packet)
+                } else {
+                    self.cast_packet::<false>(q, w, exclude, packet)
+                };
+                for k in 0..n {
+                    out.set(ray(k), best.hit(k));
+                }
+            } else {
+                for r in lanes[..n].iter().map(|&r| r as usize) {
+                    let hit = if q.beyond { self.cast_from_start(q, w, i + r) } else { self.cast(q, w, i + r) };
+                    out.set(r, hit);
+                }
+            }
+        }
+    }
+
+    /// Closest hits of a packet of rays of world `w` (ray `k` of the packet is the batch's
+    /// ray `ray(k)`), each from its own origin and starting at its `q.tmin`. Kept apart so
+    /// that the common packets' code is inlined as it would be without it.
+    #[inline(never)]
+    fn cast_packet_from_starts(
+        &self,
+        q: &Query,
+        w: usize,
+        ray: impl Fn(usize) -> usize,
+        exclude: i32,
+        packet: &mut Packet,
+    ) -> PacketBest {
+        let nray = q.batch.nray;
+        packet.start_each(|k| RayBatch::pick(q.batch.pnt, nray, w, ray(k)), |k| q.start(ray(k)));
         self.cast_packet::<true>(q, w, exclude, packet)
     }
 
@@ -439,14 +487,16 @@ impl RayCaster {
     fn cast_packet<const BEYOND: bool>(&self, q: &Query, w: usize, exclude: i32, p: &Packet) -> PacketBest {
         let (scene, eligible) = (q.scene, q.eligible);
         let (xpos, xmat) = q.poses.geoms(q.world0 + w);
-        let mut best = PacketBest::new();
+        let mut best = PacketBest::new(BEYOND);
+        // What the one-ray path answers for a plane (the walk with starts keeps normals unit).
+        let plane_normal = |g: usize| if BEYOND { xmat[g].z_axis.normalize() } else { xmat[g].z_axis };
         for &g in &self.planes {
             let g = g as usize;
             if q.usable(g, exclude) {
                 let t = p.plane::<BEYOND>(xpos[g], &xmat[g], scene.geom_size[g]);
                 for (r, &t) in t.iter().enumerate().take(p.n) {
                     if t < f64::INFINITY {
-                        best.offer(r, g, t, xmat[g].z_axis);
+                        best.offer(r, g, t, plane_normal(g));
                     }
                 }
             }
@@ -500,7 +550,16 @@ impl RayCaster {
         batch.validate(1)?;
         let eligible = Self::eligible(scene, filter);
         Ok(self.cast(
-            &Query { scene, poses, eligible: &eligible, batch: &batch, world0: w, skip_geom: -1, tmin: &[] },
+            &Query {
+                scene,
+                poses,
+                eligible: &eligible,
+                batch: &batch,
+                world0: w,
+                skip_geom: -1,
+                tmin: &[],
+                beyond: false,
+            },
             0,
             0,
         ))
@@ -520,7 +579,7 @@ impl RayCaster {
         self.check(poses, batch, out.len(), true)?;
         batch.check_shape("max_dist", max_dist.len(), poses.nworld, false)?;
         let eligible = Self::eligible(scene, filter);
-        let q = Query { scene, poses, eligible: &eligible, batch, world0: 0, skip_geom: -1, tmin: &[] };
+        let q = Query { scene, poses, eligible: &eligible, batch, world0: 0, skip_geom: -1, tmin: &[], beyond: false };
         let nray = batch.nray;
         out.par_chunks_mut(CHUNK).enumerate().for_each(|(chunk, out)| {
             for (k, o) in out.iter_mut().enumerate() {
@@ -537,11 +596,11 @@ impl RayCaster {
     /// from its start, its distance counted from the line's origin.
     #[inline(never)]
     fn cast_from_start(&self, q: &Query, w: usize, i: usize) -> RayHit {
-        let start = q.tmin[i];
+        let start = q.start(i);
         let (pnt, vec, exclude) = q.ray(w, i);
         let shifted = [pnt + vec * start];
         let batch = RayBatch { nray: 1, pnt: &shifted, vec: &[vec], bodyexclude: &[exclude] };
-        let hit = self.cast(&Query { batch: &batch, world0: q.world0 + w, tmin: &[], ..*q }, 0, 0);
+        let hit = self.cast(&Query { batch: &batch, world0: q.world0 + w, tmin: &[], beyond: false, ..*q }, 0, 0);
         if hit.geomid < 0 { hit } else { RayHit { dist: hit.dist + start, ..hit } }
     }
 
@@ -619,6 +678,7 @@ impl PreparedRays<'_> {
             world0: world,
             skip_geom,
             tmin: &[],
+            beyond: false,
         }
     }
 
@@ -639,7 +699,7 @@ impl PreparedRays<'_> {
         geomid: &mut [i32],
         normal: &mut [DVec3],
     ) -> Result<(), CoreError> {
-        self.cast_lines(world, origin, dirs, &[], (exclude, skip_geom), (dist, geomid, normal))
+        self.cast_lines(world, &[origin], dirs, None, (exclude, skip_geom), (dist, geomid, normal))
     }
 
     /// As [`PreparedRays::cast_from`], for rays that start `tmin[k]` (finite, at least 0)
@@ -669,17 +729,44 @@ impl PreparedRays<'_> {
         if let Some((index, &tmin)) = tmin.iter().enumerate().find(|(_, t)| !(t.is_finite() && **t >= 0.0)) {
             return Err(CoreError::BadStart { index, tmin });
         }
-        self.cast_lines(world, origin, dirs, tmin, (exclude, -1), (dist, geomid, normal))
+        self.cast_lines(world, &[origin], dirs, Some(tmin), (exclude, -1), (dist, geomid, normal))
     }
 
-    /// The rays of [`PreparedRays::cast_from`] and [`PreparedRays::cast_beyond`] (`tmin`
-    /// empty: every ray starts at `origin`).
+    /// Casts rays from their own `origins` along `dirs` (one origin per direction) in world
+    /// `world`, ignoring body `exclude`, into `dist`, `geomid` and `normal`, as
+    /// [`PreparedRays::cast_one`] would answer each. Rays that leave one surface together (a
+    /// lidar's beams refracted into water, from where each met it) go in packets.
+    #[allow(clippy::too_many_arguments)]
+    pub fn cast_each(
+        &self,
+        world: usize,
+        origins: &[DVec3],
+        dirs: &[DVec3],
+        exclude: i32,
+        dist: &mut [f64],
+        geomid: &mut [i32],
+        normal: &mut [DVec3],
+    ) -> Result<(), CoreError> {
+        if origins.len() != dirs.len() {
+            return Err(CoreError::Shape {
+                field: "origins",
+                len: origins.len(),
+                expected: format!("it must hold one entry per ray ({})", dirs.len()),
+            });
+        }
+        self.cast_lines(world, origins, dirs, Some(&[]), (exclude, -1), (dist, geomid, normal))
+    }
+
+    /// The rays of [`PreparedRays::cast_from`], [`PreparedRays::cast_beyond`] and
+    /// [`PreparedRays::cast_each`]: from `origins` (one, or one per ray), and with `starts`
+    /// each ray starts along its line (an empty slice: at its origin) and packets carry each
+    /// ray's own origin.
     fn cast_lines(
         &self,
         world: usize,
-        origin: DVec3,
+        origins: &[DVec3],
         dirs: &[DVec3],
-        tmin: &[f64],
+        starts: Option<&[f64]>,
         (exclude, skip_geom): (i32, i32),
         (dist, geomid, normal): (&mut [f64], &mut [i32], &mut [DVec3]),
     ) -> Result<(), CoreError> {
@@ -697,11 +784,12 @@ impl PreparedRays<'_> {
         if nray == 0 {
             return Ok(());
         }
-        let batch = RayBatch { nray, pnt: &[origin], vec: dirs, bodyexclude: &[exclude] };
+        let batch = RayBatch { nray, pnt: origins, vec: dirs, bodyexclude: &[exclude] };
         if !batch.chunk_ok(0, nray) {
             batch.validate(1)?;
         }
-        let q = Query { tmin, ..self.query(&batch, world, skip_geom) };
+        let (tmin, beyond) = (starts.unwrap_or(&[]), starts.is_some());
+        let q = Query { tmin, beyond, ..self.query(&batch, world, skip_geom) };
         let mut packet = Packet::empty();
         let mut i = 0;
         while i < nray {
@@ -730,6 +818,16 @@ struct Query<'a> {
     /// Where each ray starts along its line (empty: at its origin); see
     /// [`PreparedRays::cast_beyond`].
     tmin: &'a [f64],
+    /// Whether packets carry each ray's own origin and start (the walk with starts).
+    beyond: bool,
+}
+
+impl Query<'_> {
+    /// Where ray `i` starts along its line.
+    #[inline(always)]
+    fn start(&self, i: usize) -> f64 {
+        self.tmin.get(i).copied().unwrap_or(0.0)
+    }
 }
 
 impl Query<'_> {
@@ -851,11 +949,14 @@ struct PacketBest {
     t: [f64; PACKET],
     g: [i32; PACKET],
     n: [DVec3; PACKET],
+    /// Whether the normals offered are unit already (the walk with starts, which offers
+    /// what the one-ray path answers), so that they are handed out as they are.
+    unit: bool,
 }
 
 impl PacketBest {
-    fn new() -> Self {
-        PacketBest { t: [f64::INFINITY; PACKET], g: [-1; PACKET], n: [DVec3::ZERO; PACKET] }
+    fn new(unit: bool) -> Self {
+        PacketBest { t: [f64::INFINITY; PACKET], g: [-1; PACKET], n: [DVec3::ZERO; PACKET], unit }
     }
 
     /// As [`Best::offer`], for ray `r`.
@@ -871,7 +972,8 @@ impl PacketBest {
         if self.g[r] < 0 {
             RayHit::MISS
         } else {
-            RayHit { dist: self.t[r], geomid: self.g[r], normal: self.n[r].normalize() }
+            let n = if self.unit { self.n[r] } else { self.n[r].normalize() };
+            RayHit { dist: self.t[r], geomid: self.g[r], normal: n }
         }
     }
 }
@@ -899,7 +1001,7 @@ impl<const BEYOND: bool> PacketWalk<'_, BEYOND> {
     #[cold]
     fn offer_from_start(&mut self, r: usize, g: usize) {
         let (start, d) = (self.p.tmin[r], self.p.d[r]);
-        let from = self.p.o + d * start;
+        let from = self.p.origin(r) + d * start;
         let Some((t, n)) = intersect_geom(self.scene, g, self.xpos[g], &self.xmat[g], from, d, self.best.t[r] - start)
         else {
             return;
@@ -964,7 +1066,8 @@ impl<const BEYOND: bool> Visitor for PacketWalk<'_, BEYOND> {
             let r = mask.trailing_zeros() as usize;
             mask &= mask - 1;
             let (d, tmax) = (self.p.d[r], self.best.t[r]);
-            match intersect_geom(self.scene, g, self.xpos[g], &self.xmat[g], self.p.o, d, tmax) {
+            let o = if BEYOND { self.p.origin(r) } else { self.p.o };
+            match intersect_geom(self.scene, g, self.xpos[g], &self.xmat[g], o, d, tmax) {
                 Some((t, _)) if BEYOND && t < self.p.tmin[r] => self.offer_from_start(r, g),
                 Some((t, n)) => self.best.offer(r, g, t, n),
                 None => {}
@@ -1113,6 +1216,46 @@ mod tests {
             (poses.geom_xpos[g], poses.geom_xmat[g]) = (pos, rot);
         }
         (scene, poses)
+    }
+
+    #[test]
+    fn rays_cast_each_from_its_own_origin_see_what_single_rays_see() {
+        let (scene, poses) = cluttered_scene();
+        let caster = RayCaster::new(&scene, &poses);
+        let prepared = caster.prepare(&scene, &poses, &RayFilter::default()).unwrap();
+        // Fans of coherent directions (packets), each ray from its own origin, spread as
+        // beams refracted at a water surface would be (and wider).
+        let mut seen = [0usize; 2];
+        for fan in 0..24 {
+            let (yaw, pitch) = (0.27 * fan as f64, 0.3 * ((fan % 5) as f64 - 2.0));
+            let spread = 0.05 * (fan % 4) as f64;
+            let (mut origins, mut dirs) = (Vec::new(), Vec::new());
+            for k in 0..96 {
+                let (a, b) = (yaw + 0.01 * (k % 12) as f64, pitch + 0.012 * (k / 12) as f64);
+                dirs.push(DVec3::new(a.cos() * b.cos(), a.sin() * b.cos(), b.sin()));
+                let wobble = DVec3::new((k % 7) as f64, (k % 5) as f64 - 2.0, (k % 3) as f64 - 1.0);
+                origins.push(DVec3::new(0.3, -0.2, 0.1) + wobble * spread);
+            }
+            let n = dirs.len();
+            let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
+            prepared.cast_each(0, &origins, &dirs, -1, &mut dist, &mut geomid, &mut normal).unwrap();
+            for k in 0..n {
+                let one = prepared.cast_one(0, origins[k], dirs[k], -1, -1);
+                assert_eq!(geomid[k], one.map_or(-1, |h| h.geomid), "fan {fan} ray {k}");
+                if let Some(one) = one {
+                    assert_eq!((dist[k], normal[k]), (one.dist, one.normal), "fan {fan} ray {k}");
+                }
+                seen[usize::from(geomid[k] >= 0)] += 1;
+            }
+        }
+        assert!(seen[0] > 500 && seen[1] > 500, "hits and misses both tested: {seen:?}");
+
+        let (mut dist, mut geomid, mut normal) = (vec![0.0; 2], vec![0; 2], vec![DVec3::ZERO; 2]);
+        let dirs = [DVec3::X, DVec3::Y];
+        let err = prepared.cast_each(0, &[DVec3::ZERO], &dirs, -1, &mut dist, &mut geomid, &mut normal);
+        assert!(err.unwrap_err().to_string().contains("origins"));
+        let bad = [DVec3::ZERO, DVec3::NAN];
+        assert!(prepared.cast_each(0, &bad, &dirs, -1, &mut dist, &mut geomid, &mut normal).is_err());
     }
 
     #[test]
