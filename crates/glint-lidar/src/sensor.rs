@@ -7,7 +7,8 @@ use rayon::prelude::*;
 use std::sync::Arc;
 
 use crate::model::{
-    Beam, BeamReturn, BeamRng, LegKind, MaterialLookup, NUDGE, ReturnModel, Surface, TickKey, Tracer, fold, slope,
+    Beam, BeamReturn, BeamRng, LegKind, MEDIUM_INDEX, MaterialLookup, NUDGE, OpaqueStrengths, ReturnModel, Surface,
+    TickKey, Tracer, fold, refract, slope,
 };
 use crate::pattern::{angles, beam_direction};
 use crate::scan::{ReturnsPart, Scan, ScanPart};
@@ -70,28 +71,86 @@ struct ExtraScratch {
     /// Material of each ray's first surface, where the return model runs and the bake
     /// knows it.
     material: Vec<Option<NirMaterial>>,
-    /// Geom each ray continues straight through (`-1`: none wanted).
-    through: Vec<i32>,
+    /// The rays that continue straight through their first geom (for the return model or
+    /// the pass-through capture), in scan order.
+    through: Vec<usize>,
     /// The straight continuation of each ray that wanted one, cast from the sensor origin
     /// past its first geom: the surface behind it, distance from the origin.
-    straight: Vec<Option<Option<Surface>>>,
-    /// The fold of each ray the return model folds off a plane mirror first: the surface
-    /// the folded ray meets, distance from its start just off the mirror.
-    folded: Vec<Option<Option<Surface>>>,
-    /// Where each folded ray of one batch starts along its line from the sensor's mirror
-    /// image.
-    tmin: Vec<f64>,
-    /// The beams the model folds off a mirror, sorted by the face they meet.
-    faces: Vec<usize>,
-    /// Strength and incidence cosine of each ray's first surface when it is opaque (NaN
-    /// otherwise).
-    strength: Vec<(f64, f64)>,
-    /// One batch of straight continuations: ray indices and directions, and the answers.
+    straight: Ahead,
+    /// The fold of each ray the return model folds off a mirror first: the surface the
+    /// folded ray meets, distance from its start just off the mirror.
+    folded: Ahead,
+    /// The refraction of each ray the return model bends into a medium first: the surface
+    /// the bent ray meets, distance from its start just under the medium's surface.
+    refracted: Ahead,
+    /// The rays the model bends into a medium first.
+    bent: Vec<usize>,
+    /// Where each ray of one batch of folds or refractions starts.
+    origins: Vec<DVec3>,
+    /// Strength of each ray's first surface when it is opaque (NaN otherwise), and the
+    /// incidence cosines.
+    strength: OpaqueStrengths,
+    cos: Vec<f64>,
+    /// One batch of continuations: ray indices and directions, and the answers.
     rays: Vec<usize>,
     dirs: Vec<DVec3>,
+    answers: Answers,
+}
+
+/// The ray core's answers to one batch.
+#[derive(Default)]
+struct Answers {
     dist: Vec<f64>,
     geomid: Vec<i32>,
     normal: Vec<DVec3>,
+}
+
+impl Answers {
+    /// The arrays, sized for `k` rays.
+    fn sized(&mut self, k: usize) -> (&mut [f64], &mut [i32], &mut [DVec3]) {
+        self.dist.resize(k, 0.0);
+        self.geomid.resize(k, 0);
+        self.normal.resize(k, DVec3::ZERO);
+        (&mut self.dist[..], &mut self.geomid[..], &mut self.normal[..])
+    }
+
+    /// Answer `i`: the surface met, distance from the ray's origin, or `None`.
+    fn surface(&self, i: usize) -> Option<Surface> {
+        (self.geomid[i] >= 0).then(|| Surface {
+            distance: self.dist[i],
+            geomid: self.geomid[i],
+            normal: self.normal[i],
+        })
+    }
+}
+
+/// Continuations cast ahead as packets for some rays of a group.
+#[derive(Default)]
+struct Ahead {
+    /// Per ray, where its answer is in `hits` (`NOT_CAST`: none).
+    slot: Vec<u32>,
+    hits: Vec<Option<Surface>>,
+}
+
+const NOT_CAST: u32 = u32::MAX;
+
+impl Ahead {
+    /// Forgets every answer, for a group of `n` rays.
+    fn reset(&mut self, n: usize) {
+        self.slot.clear();
+        self.slot.resize(n, NOT_CAST);
+        self.hits.clear();
+    }
+
+    fn put(&mut self, r: usize, hit: Option<Surface>) {
+        self.slot[r] = self.hits.len() as u32;
+        self.hits.push(hit);
+    }
+
+    /// Ray `r`'s answer: `None` when it was not cast ahead.
+    fn get(&self, r: usize) -> Option<Option<Surface>> {
+        self.hits.get(self.slot[r] as usize).copied()
+    }
 }
 
 /// Every bound lidar of a scene, over `nworld` worlds. Sensors are addressed by 0-based index
@@ -778,9 +837,11 @@ struct Rays<'a> {
 struct Prefetched<'a, 'b> {
     live: &'b mut LiveTracer<'a>,
     /// The surface behind the first one, from the sensor origin (`None`: not prefetched).
-    straight: &'b Option<Option<Surface>>,
+    straight: Option<Option<Surface>>,
     /// The surface the beam folded off the first one meets (`None`: not prefetched).
-    folded: &'b Option<Option<Surface>>,
+    folded: Option<Option<Surface>>,
+    /// The surface the beam bent into the first one meets (`None`: not prefetched).
+    refracted: Option<Option<Surface>>,
     /// The first surface's geom and distance.
     through: i32,
     first: f64,
@@ -788,16 +849,19 @@ struct Prefetched<'a, 'b> {
 
 impl Tracer for Prefetched<'_, '_> {
     fn cast(&mut self, origin: DVec3, dir: DVec3, kind: LegKind, depth: usize, through: i32) -> Option<Surface> {
-        match *self.straight {
+        let ahead = match kind {
             // The model's leg starts just past the first surface; the prefetched distance
             // runs from the sensor.
-            Some(behind) if depth == 1 && kind == LegKind::Straight && through == self.through => {
-                behind.map(|s| Surface { distance: s.distance - self.first - NUDGE, ..s })
+            LegKind::Straight if through == self.through => {
+                self.straight.map(|behind| behind.map(|s| Surface { distance: s.distance - self.first - NUDGE, ..s }))
             }
-            _ => match *self.folded {
-                Some(folded) if depth == 1 && kind == LegKind::Folded => folded,
-                _ => self.live.cast(origin, dir, kind, depth, through),
-            },
+            LegKind::Folded => self.folded,
+            LegKind::Refracted => self.refracted,
+            _ => None,
+        };
+        match ahead {
+            Some(surface) if depth == 1 => surface,
+            _ => self.live.cast(origin, dir, kind, depth, through),
         }
     }
 }
@@ -868,25 +932,29 @@ impl GroupContext<'_> {
     ) {
         let c = &self.sensor.binding.scan;
         let window = (c.min_range, c.max_range);
-        ext.strength.clear();
-        ext.strength.extend((0..order.len()).map(|r| match ext.material[r] {
-            Some(mat) if mat.continuation == Continuation::Opaque => {
-                let cos = rays.dirs[r].dot(rays.normal[r]).abs();
-                (m.model.opaque_strength(&mat, cos), cos)
+        let params = m.model.params();
+        ext.strength.reset(order.len());
+        ext.cos.clear();
+        ext.cos.extend((0..order.len()).map(|r| rays.dirs[r].dot(rays.normal[r]).abs()));
+        for (r, material) in ext.material.iter().enumerate() {
+            if let Some(mat) = material
+                && mat.continuation == Continuation::Opaque
+            {
+                ext.strength.set(r, params, mat, ext.cos[r]);
             }
-            _ => (f64::NAN, 0.0),
-        }));
+        }
+        ext.strength.evaluate(params);
         for (r, &j) in order.iter().enumerate() {
             let mut rng = key.beam((first_beam + j) as u64);
             let (d, g) = (rays.dist[r], rays.geomid[r]);
-            let (strength, cos) = ext.strength[r];
+            let (strength, cos) = (ext.strength.strength[r], ext.cos[r]);
             let report = match ext.material[r] {
                 Some(_) if !strength.is_nan() => m.model.opaque_return(window, (d, strength, cos, g), &mut rng),
                 Some(mat) => {
                     let first = Surface { distance: d, geomid: g, normal: rays.normal[r] };
                     let beam = Beam { origin: rays.origin, dir: rays.dirs[r], window };
-                    let (straight, folded) = (&ext.straight[r], &ext.folded[r]);
-                    let mut tracer = Prefetched { live, straight, folded, through: g, first: d };
+                    let (straight, folded, refracted) = (ext.straight.get(r), ext.folded.get(r), ext.refracted.get(r));
+                    let mut tracer = Prefetched { live, straight, folded, refracted, through: g, first: d };
                     m.model.beam_return(&beam, Some((first, mat)), &mut tracer, m.materials, &mut rng)
                 }
                 None => BeamReturn::NONE,
@@ -904,13 +972,13 @@ impl GroupContext<'_> {
             let hit = c.is_hit(d, g);
             if let Some(pass) = part.pass_through.as_mut() {
                 // Prefetched from the sensor origin: the range is the sensor's.
-                pass.set(j, 0.0, ext.straight[r].flatten().filter(|_| hit));
+                pass.set(j, 0.0, ext.straight.get(r).flatten().filter(|_| hit));
             }
             let Some(reflected) = part.reflected.as_mut() else { continue };
             let class = ext.material[r].map(|m| m.continuation).or_else(|| self.class_of(g));
             let secondary = if hit && (all || self.flagged(g, class, FLAG_REFLECT)) {
                 // The return model's fold off a flat mirror, when prefetched, is this very ray.
-                ext.folded[r].unwrap_or_else(|| {
+                ext.folded.get(r).unwrap_or_else(|| {
                     let (point, folded) = (rays.origin + rays.dirs[r] * d, fold(rays.dirs[r], rays.normal[r]));
                     live.cast(point + folded * NUDGE, folded, LegKind::Folded, 1, -1)
                 })
@@ -921,17 +989,17 @@ impl GroupContext<'_> {
         }
     }
 
-    /// Looks up the first surfaces' classes, and casts the straight continuations the
-    /// return model (slabs, porous surfaces) and the pass-through capture will want as packets
-    /// from the sensor origin, one batch per geom crossed.
+    /// Looks up the first surfaces' classes, and casts as packets the continuations the
+    /// return model and the capture will want: straight on through slabs and porous
+    /// surfaces (from the sensor origin, one batch per geom crossed), into media, and off
+    /// plane mirrors.
     fn prefetch(&self, part: &ScanPart, rays: &Rays, world: usize, ext: &mut ExtraScratch) -> Result<(), CoreError> {
         let c = &self.sensor.binding.scan;
         let n = rays.dirs.len();
         let all = self.sensor.binding.secondary_scope == SecondaryScope::AllSurfaces;
         ext.material.clear();
         ext.through.clear();
-        ext.straight.clear();
-        ext.straight.resize(n, None);
+        ext.bent.clear();
         let mut specular = false;
         for r in 0..n {
             let (d, g) = (rays.dist[r], rays.geomid[r]);
@@ -943,93 +1011,120 @@ impl GroupContext<'_> {
             let hit = c.is_hit(d, g);
             let capture = part.pass_through.is_some() && hit && (all || self.flagged(g, class, FLAG_PASS));
             let model = matches!(class, Some(Continuation::Slab | Continuation::Porous));
-            specular |= material.is_some_and(|m| m.continuation == Continuation::Specular);
-            ext.material.push(material);
-            ext.through.push(if g >= 0 && (capture || model) { g } else { -1 });
-        }
-        // One packet cast per distinct geom crossed (a group rarely sees more than two).
-        let mut from = 0;
-        while let Some(start) = (from..n).find(|&r| ext.through[r] >= 0 && ext.straight[r].is_none()) {
-            let geom = ext.through[start];
-            ext.rays.clear();
-            ext.rays.extend((start..n).filter(|&r| ext.through[r] == geom));
-            ext.dirs.clear();
-            ext.dirs.extend(ext.rays.iter().map(|&r| rays.dirs[r]));
-            let m = ext.rays.len();
-            ext.dist.resize(m, 0.0);
-            ext.geomid.resize(m, 0);
-            ext.normal.resize(m, DVec3::ZERO);
-            let out = (&mut ext.dist[..], &mut ext.geomid[..], &mut ext.normal[..]);
-            self.prepared.cast_from(world, rays.origin, &ext.dirs, self.exclude, geom, out.0, out.1, out.2)?;
-            for (i, &r) in ext.rays.iter().enumerate() {
-                let surface = Surface { distance: ext.dist[i], geomid: ext.geomid[i], normal: ext.normal[i] };
-                ext.straight[r] = Some((ext.geomid[i] >= 0).then_some(surface));
+            if g >= 0 && (capture || model) {
+                ext.through.push(r);
             }
-            from = start + 1;
+            match material.map(|m| m.continuation) {
+                Some(Continuation::Specular) => specular = true,
+                // Entering the medium from outside (the model leaves it on a far face).
+                Some(Continuation::Medium) if rays.dirs[r].dot(rays.normal[r]) <= 0.0 => ext.bent.push(r),
+                _ => {}
+            }
+            ext.material.push(material);
         }
-        ext.folded.clear();
-        ext.folded.resize(n, None);
+        self.prefetch_straight(rays, world, ext)?;
+        self.prefetch_refractions(rays, world, ext)?;
+        ext.folded.reset(n);
         if specular { self.prefetch_folds(rays, world, ext) } else { Ok(()) }
     }
 
-    /// Casts the folds of the beams the return model folds off a plane mirror first, as
-    /// packets: the folded rays off one flat face share a line origin, the sensor's mirror
-    /// image, and each starts just off the mirror where its beam met it. A fold is the ray
-    /// the model would cast, `d − 2 (d·n) n` from `NUDGE` off the mirror. Beams alone on
-    /// their face (a curved mirror) are left to the model's own single rays.
+    /// Casts the straight continuations of `ext.through` from the sensor origin, one batch
+    /// per geom crossed (a group rarely sees more than two).
+    fn prefetch_straight(&self, rays: &Rays, world: usize, ext: &mut ExtraScratch) -> Result<(), CoreError> {
+        ext.straight.reset(rays.dirs.len());
+        let mut rest = 0;
+        while rest < ext.through.len() {
+            let geom = rays.geomid[ext.through[rest]];
+            ext.rays.clear();
+            ext.rays.extend(ext.through[rest..].iter().filter(|&&r| rays.geomid[r] == geom));
+            // The rays of other geoms keep their order, after this batch's.
+            let mut keep = rest;
+            for i in rest..ext.through.len() {
+                let r = ext.through[i];
+                if rays.geomid[r] != geom {
+                    ext.through[keep] = r;
+                    keep += 1;
+                }
+            }
+            ext.through.truncate(keep);
+            ext.dirs.clear();
+            ext.dirs.extend(ext.rays.iter().map(|&r| rays.dirs[r]));
+            let out = ext.answers.sized(ext.rays.len());
+            self.prepared.cast_from(world, rays.origin, &ext.dirs, self.exclude, geom, out.0, out.1, out.2)?;
+            for (i, &r) in ext.rays.iter().enumerate() {
+                ext.straight.put(r, ext.answers.surface(i));
+            }
+            rest = keep.min(rest);
+        }
+        Ok(())
+    }
+
+    /// Casts the refractions of the beams the return model bends into a medium first, as
+    /// packets of rays from their own origins: each is the ray the model would cast, bent by
+    /// Snell's law and starting `NUDGE` under the surface where its beam met it.
+    fn prefetch_refractions(&self, rays: &Rays, world: usize, ext: &mut ExtraScratch) -> Result<(), CoreError> {
+        ext.refracted.reset(rays.dirs.len());
+        ext.rays.clear();
+        ext.dirs.clear();
+        ext.origins.clear();
+        for &r in &ext.bent {
+            let Some(bent) = refract(rays.dirs[r], rays.normal[r], 1.0 / MEDIUM_INDEX) else { continue };
+            let point = rays.origin + rays.dirs[r] * rays.dist[r];
+            if !(point.is_finite() && bent.is_finite()) {
+                continue;
+            }
+            ext.rays.push(r);
+            ext.dirs.push(bent);
+            ext.origins.push(point + bent * NUDGE);
+        }
+        self.cast_each(world, ext, |ext| &mut ext.refracted)
+    }
+
+    /// Casts the batch in `ext` (rays, their origins and directions) and files the answers
+    /// under `ahead`.
+    fn cast_each(
+        &self,
+        world: usize,
+        ext: &mut ExtraScratch,
+        ahead: impl Fn(&mut ExtraScratch) -> &mut Ahead,
+    ) -> Result<(), CoreError> {
+        if ext.rays.is_empty() {
+            return Ok(());
+        }
+        let out = ext.answers.sized(ext.rays.len());
+        self.prepared.cast_each(world, &ext.origins, &ext.dirs, self.exclude, out.0, out.1, out.2)?;
+        for i in 0..ext.rays.len() {
+            let (r, surface) = (ext.rays[i], ext.answers.surface(i));
+            ahead(ext).put(r, surface);
+        }
+        Ok(())
+    }
+
+    /// Casts the folds of the beams the return model folds off a mirror first, as packets of
+    /// rays from their own origins: each is the ray the model would cast, `d − 2 (d·n) n`
+    /// from `NUDGE` off the mirror where its beam met it. Off a flat mirror they are as
+    /// coherent as the beams.
     fn prefetch_folds(&self, rays: &Rays, world: usize, ext: &mut ExtraScratch) -> Result<(), CoreError> {
         let Some(m) = &self.tick.model else { return Ok(()) };
         let params = m.model.params();
-        // The beams whose first surface the model folds off (a mirror smooth enough).
-        let folds = |r: usize| match ext.material[r] {
-            Some(mat) => {
-                mat.continuation == Continuation::Specular
-                    && slope(params, &mat) <= params.fold_max_slope
-                    && rays.dist[r].is_finite()
-                    && rays.normal[r].is_finite()
-            }
-            None => false,
+        let folds = |mat: &NirMaterial| {
+            mat.continuation == Continuation::Specular && slope(params, mat) <= params.fold_max_slope
         };
-        // Beams on one face become neighbours, in scan order (the sort is stable).
-        let face = |r: usize| (rays.geomid[r], rays.normal[r].to_array().map(f64::to_bits));
-        ext.faces.clear();
-        ext.faces.extend((0..rays.dirs.len()).filter(|&r| folds(r)));
-        ext.faces.sort_by_key(|&r| face(r));
-        let mut rest = &ext.faces[..];
-        while let Some(&first) = rest.first() {
-            let same = rest.iter().take_while(|&&r| face(r) == face(first)).count();
-            let (group, next) = rest.split_at(same);
-            rest = next;
-            // And on the same plane: a mesh's parallel facets share a normal.
-            let (normal, mirror) = (rays.normal[first], rays.origin + rays.dirs[first] * rays.dist[first]);
-            let tolerance = 1e-9 * (1.0 + rays.dist[first]);
-            let on_plane =
-                |&&r: &&usize| (rays.origin + rays.dirs[r] * rays.dist[r] - mirror).dot(normal).abs() <= tolerance;
-            ext.rays.clear();
-            ext.rays.extend(group.iter().filter(on_plane));
-            if ext.rays.len() < 2 {
+        ext.rays.clear();
+        ext.dirs.clear();
+        ext.origins.clear();
+        for (r, material) in ext.material.iter().enumerate() {
+            if !material.as_ref().is_some_and(folds) {
                 continue;
             }
-            ext.dirs.clear();
-            ext.tmin.clear();
-            for &r in &ext.rays {
-                ext.dirs.push(fold(rays.dirs[r], normal));
-                ext.tmin.push(rays.dist[r] + NUDGE);
-            }
-            let image = mirror - ext.dirs[0] * rays.dist[first];
-            let k = ext.rays.len();
-            ext.dist.resize(k, 0.0);
-            ext.geomid.resize(k, 0);
-            ext.normal.resize(k, DVec3::ZERO);
-            let out = (&mut ext.dist[..], &mut ext.geomid[..], &mut ext.normal[..]);
-            self.prepared.cast_beyond(world, image, &ext.dirs, &ext.tmin, self.exclude, out.0, out.1, out.2)?;
-            for (i, &r) in ext.rays.iter().enumerate() {
-                let surface =
-                    Surface { distance: ext.dist[i] - ext.tmin[i], geomid: ext.geomid[i], normal: ext.normal[i] };
-                ext.folded[r] = Some((ext.geomid[i] >= 0).then_some(surface));
+            let (point, folded) = (rays.origin + rays.dirs[r] * rays.dist[r], fold(rays.dirs[r], rays.normal[r]));
+            if point.is_finite() && folded.is_finite() {
+                ext.rays.push(r);
+                ext.dirs.push(folded);
+                ext.origins.push(point + folded * NUDGE);
             }
         }
-        Ok(())
+        self.cast_each(world, ext, |ext| &mut ext.folded)
     }
 
     /// The authored continuation class of geom `g`, if any.
