@@ -271,61 +271,36 @@ fn retro(params: &ReturnParams, blend: f64, c: f64) -> f64 {
     if blend > 0.0 { params.retro_gain * c.powf(params.retro_cos_exp) } else { 0.0 }
 }
 
-/// The strengths `S` of many opaque surfaces, gathered one by one and then evaluated
-/// together: the evaluation has no branches or calls, so it runs on vector lanes, and it
-/// gives to the bit what [`Strength::of`] and [`Strength::full`] give one surface.
-#[derive(Default)]
-pub(crate) struct OpaqueStrengths {
-    cos: Vec<f64>,
-    f0: Vec<f64>,
-    inv_m2: Vec<f64>,
-    x: Vec<f64>,
-    albedo: Vec<f64>,
-    blend: Vec<f64>,
-    retro: Vec<f64>,
-    /// `S` of each surface set, NaN for the gaps, once evaluated.
-    pub strength: Vec<f64>,
-}
-
-impl OpaqueStrengths {
-    /// Makes room for `n` surfaces, all gaps (strength NaN: not wanted) until set.
-    pub fn reset(&mut self, n: usize) {
-        for (v, gap) in [(&mut self.cos, 0.0), (&mut self.f0, 0.0), (&mut self.inv_m2, 1.0), (&mut self.x, 0.0)] {
-            v.clear();
-            v.resize(n, gap);
+/// `S` of the opaque surfaces among many: `out[i]` is [`Strength::full`] of `material(i)`
+/// (`None`: not wanted, NaN) at incidence cosine `cos[i]`. The surfaces are gathered a chunk
+/// at a time and each chunk is evaluated without branches or calls, on vector lanes, giving
+/// to the bit what [`Strength::of`] gives one surface.
+pub(crate) fn opaque_strengths<'m>(
+    params: &ReturnParams,
+    material: impl Fn(usize) -> Option<&'m NirMaterial>,
+    cos: &[f64],
+    out: &mut Vec<f64>,
+) {
+    const CHUNK: usize = 64;
+    out.clear();
+    for start in (0..cos.len()).step_by(CHUNK) {
+        let n = CHUNK.min(cos.len() - start);
+        // A gap: albedo NaN makes S NaN; the rest keeps the evaluation finite.
+        let (mut c, mut f0, mut inv_m2, mut x) = ([0.0; CHUNK], [0.0; CHUNK], [1.0; CHUNK], [0.0; CHUNK]);
+        let (mut albedo_, mut blend, mut retro_) = ([f64::NAN; CHUNK], [0.0; CHUNK], [0.0; CHUNK]);
+        for i in 0..n {
+            let Some(m) = material(start + i) else { continue };
+            c[i] = cos[start + i].clamp(0.0, 1.0);
+            (f0[i], inv_m2[i], x[i]) = glint_argument(params, m, c[i]);
+            albedo_[i] = albedo(m);
+            blend[i] = m.retroreflective as f64;
+            retro_[i] = retro(params, blend[i], c[i]);
         }
-        for (v, gap) in [(&mut self.albedo, f64::NAN), (&mut self.blend, 0.0), (&mut self.retro, 0.0)] {
-            v.clear();
-            v.resize(n, gap);
-        }
-    }
-
-    /// Sets surface `i` to `material` at incidence cosine `c`.
-    #[inline]
-    pub fn set(&mut self, i: usize, params: &ReturnParams, material: &NirMaterial, c: f64) {
-        let c = c.clamp(0.0, 1.0);
-        let (f0, inv_m2, x) = glint_argument(params, material, c);
-        let blend = material.retroreflective as f64;
-        self.cos[i] = c;
-        self.f0[i] = f0;
-        self.inv_m2[i] = inv_m2;
-        self.x[i] = x;
-        self.albedo[i] = albedo(material);
-        self.blend[i] = blend;
-        self.retro[i] = retro(params, blend, c);
-    }
-
-    /// Fills `strength`.
-    pub fn evaluate(&mut self, params: &ReturnParams) {
-        let n = self.cos.len();
-        self.strength.resize(n, 0.0);
-        let (cos, f0, inv_m2, x) = (&self.cos[..n], &self.f0[..n], &self.inv_m2[..n], &self.x[..n]);
-        let (albedo, blend, retro) = (&self.albedo[..n], &self.blend[..n], &self.retro[..n]);
-        for (i, s) in self.strength.iter_mut().enumerate() {
+        out.extend((0..n).map(|i| {
             let e = exp_neg(x[i].min(GLINT_CUTOFF));
             let glint = if f0[i] > 0.0 && x[i] < GLINT_CUTOFF { glint_peak(params, f0[i], inv_m2[i], e) } else { 0.0 };
-            *s = (1.0 - blend[i]) * (albedo[i] * cos[i] + glint) + blend[i] * retro[i];
-        }
+            (1.0 - blend[i]) * (albedo_[i] * c[i] + glint) + blend[i] * retro_[i]
+        }));
     }
 }
 
@@ -475,8 +450,20 @@ impl ReturnModel {
             let strength = self.opaque_strength(&material, c);
             return self.opaque_return(beam.window, (s.distance, strength, c, s.geomid), rng);
         }
+        self.traced_return(beam, (&s, &material), tracer, materials, rng)
+    }
+
+    /// [`ReturnModel::beam_return`] of a beam whose first surface is not opaque.
+    pub(crate) fn traced_return(
+        &self,
+        beam: &Beam,
+        first: (&Surface, &NirMaterial),
+        tracer: &mut impl Tracer,
+        materials: &(impl MaterialLookup + ?Sized),
+        rng: &mut BeamRng,
+    ) -> BeamReturn {
         let mut candidates = [Candidate::NONE; MAX_INTERACTIONS];
-        let n = trace(&self.params, beam, (s, material), tracer, materials, rng, &mut candidates);
+        let n = trace(&self.params, beam, first, tracer, materials, rng, &mut candidates);
         self.report(beam, &candidates[..n], rng)
     }
 }
@@ -486,7 +473,7 @@ impl ReturnModel {
 fn trace(
     params: &ReturnParams,
     beam: &Beam,
-    first: (Surface, NirMaterial),
+    first: (&Surface, &NirMaterial),
     tracer: &mut impl Tracer,
     materials: &(impl MaterialLookup + ?Sized),
     rng: &mut BeamRng,
@@ -494,7 +481,7 @@ fn trace(
 ) -> usize {
     let mut ncand = 0;
     let mut path = Path { origin: beam.origin, dir: beam.dir, booked: 0.0, index: 1.0, loss: 1.0, medium: None };
-    let mut surface = Some(first.0);
+    let mut surface = Some(*first.0);
     let mut interactions = 0;
     for leg in 0..MAX_CASTS {
         let Some(s) = surface else { break };
@@ -503,7 +490,7 @@ fn trace(
             path.loss *= (-2.0 * alpha * s.distance).exp();
         }
         let point = path.origin + path.dir * s.distance;
-        let found = if leg == 0 { Some(first.1) } else { materials.material_at(s.geomid as usize, point) };
+        let found = if leg == 0 { Some(*first.1) } else { materials.material_at(s.geomid as usize, point) };
         let Some(material) = found else { break };
         let along = path.dir.dot(s.normal);
         let class = material.continuation;
@@ -719,9 +706,10 @@ mod tests {
     fn candidates(params: &ReturnParams, surfaces: Vec<Surface>, palette: &Palette) -> Vec<Candidate> {
         let mut script = Script(surfaces);
         let first = script.0.remove(0);
-        let first = (first, palette.material_at(first.geomid as usize, DVec3::ZERO).unwrap());
+        let material = palette.material_at(first.geomid as usize, DVec3::ZERO).unwrap();
         let mut c = [Candidate::NONE; MAX_INTERACTIONS];
-        let n = trace(params, &beam(), first, &mut script, palette, &mut BeamRng::new(0, 0, 0, 0, 0), &mut c);
+        let n =
+            trace(params, &beam(), (&first, &material), &mut script, palette, &mut BeamRng::new(0, 0, 0, 0, 0), &mut c);
         c[..n].to_vec()
     }
 
@@ -921,6 +909,32 @@ mod tests {
         }
         assert!(worst < 1e-15, "worst relative error {worst:e}");
         assert_eq!(exp_neg(0.0), 1.0);
+    }
+
+    #[test]
+    fn strengths_over_many_surfaces_equal_one_surfaces_to_the_bit() {
+        let p = ReturnParams::default();
+        let mut rng = BeamRng::new(3, 0, 0, 0, 0);
+        let presets = [MaterialPreset::Diffuse, MaterialPreset::Retroreflector, MaterialPreset::GlossDarkPaint];
+        let mut materials = Vec::new();
+        let mut cos = Vec::new();
+        for k in 0..300 {
+            let base = presets[k % presets.len()].material();
+            let roughness = if k % 7 == 0 { 0.0 } else { rng.uniform() as f32 };
+            materials.push(NirMaterial { roughness, metalness: (k % 3) as f32 * 0.5, ..base });
+            // Normal, grazing, beyond the glint's cutoff, and out of [0, 1].
+            cos.push([1.0, 0.0, 1.2, rng.uniform()][k % 4]);
+        }
+        let wanted = |i: usize| (i % 5 != 4).then(|| &materials[i]);
+        let mut out = Vec::new();
+        opaque_strengths(&p, wanted, &cos, &mut out);
+        assert_eq!(out.len(), cos.len());
+        for (i, &s) in out.iter().enumerate() {
+            match wanted(i) {
+                Some(m) => assert_eq!(s.to_bits(), Strength::of(&p, m, cos[i]).full().to_bits(), "surface {i}"),
+                None => assert!(s.is_nan()),
+            }
+        }
     }
 
     #[test]
