@@ -287,19 +287,19 @@ pub(crate) fn opaque_strengths<'m>(
         let n = CHUNK.min(cos.len() - start);
         // A gap: albedo NaN makes S NaN; the rest keeps the evaluation finite.
         let (mut c, mut f0, mut inv_m2, mut x) = ([0.0; CHUNK], [0.0; CHUNK], [1.0; CHUNK], [0.0; CHUNK]);
-        let (mut albedo_, mut blend, mut retro_) = ([f64::NAN; CHUNK], [0.0; CHUNK], [0.0; CHUNK]);
+        let (mut lambert, mut blend, mut retro_term) = ([f64::NAN; CHUNK], [0.0; CHUNK], [0.0; CHUNK]);
         for i in 0..n {
             let Some(m) = material(start + i) else { continue };
             c[i] = cos[start + i].clamp(0.0, 1.0);
             (f0[i], inv_m2[i], x[i]) = glint_argument(params, m, c[i]);
-            albedo_[i] = albedo(m);
+            lambert[i] = albedo(m);
             blend[i] = m.retroreflective as f64;
-            retro_[i] = retro(params, blend[i], c[i]);
+            retro_term[i] = retro(params, blend[i], c[i]);
         }
         out.extend((0..n).map(|i| {
             let e = exp_neg(x[i].min(GLINT_CUTOFF));
             let glint = if f0[i] > 0.0 && x[i] < GLINT_CUTOFF { glint_peak(params, f0[i], inv_m2[i], e) } else { 0.0 };
-            (1.0 - blend[i]) * (albedo_[i] * c[i] + glint) + blend[i] * retro_[i]
+            (1.0 - blend[i]) * (lambert[i] * c[i] + glint) + blend[i] * retro_term[i]
         }));
     }
 }

@@ -834,8 +834,8 @@ struct Rays<'a> {
     normal: &'a [DVec3],
 }
 
-/// A beam's tracer that answers its first straight continuation from the prefetched packet
-/// cast, and everything else with single rays.
+/// A beam's tracer that answers its first continuation (straight on, folded or refracted)
+/// from the packets cast ahead, and everything else with single rays.
 struct Prefetched<'a, 'b> {
     live: &'b mut LiveTracer<'a>,
     /// The continuations cast ahead, and the ray's index among them.
@@ -1026,21 +1026,11 @@ impl GroupContext<'_> {
     /// per geom crossed (a group rarely sees more than two).
     fn prefetch_straight(&self, rays: &Rays, world: usize, ext: &mut ExtraScratch) -> Result<(), CoreError> {
         ext.straight.reset(rays.dirs.len());
-        let mut rest = 0;
-        while rest < ext.through.len() {
-            let geom = rays.geomid[ext.through[rest]];
+        while let Some(&first) = ext.through.first() {
+            let geom = rays.geomid[first];
             ext.rays.clear();
-            ext.rays.extend(ext.through[rest..].iter().filter(|&&r| rays.geomid[r] == geom));
-            // The rays of other geoms keep their order, after this batch's.
-            let mut keep = rest;
-            for i in rest..ext.through.len() {
-                let r = ext.through[i];
-                if rays.geomid[r] != geom {
-                    ext.through[keep] = r;
-                    keep += 1;
-                }
-            }
-            ext.through.truncate(keep);
+            ext.rays.extend(ext.through.iter().filter(|&&r| rays.geomid[r] == geom));
+            ext.through.retain(|&r| rays.geomid[r] != geom);
             ext.dirs.clear();
             ext.dirs.extend(ext.rays.iter().map(|&r| rays.dirs[r]));
             let out = ext.answers.sized(ext.rays.len());
@@ -1048,7 +1038,6 @@ impl GroupContext<'_> {
             for (i, &r) in ext.rays.iter().enumerate() {
                 ext.straight.put(r, ext.answers.surface(i));
             }
-            rest = keep.min(rest);
         }
         Ok(())
     }
