@@ -470,14 +470,19 @@ impl Bake {
     /// when filled; else the geom's per-geom table entry; else `None` (a hole, or a geom id
     /// past the baked scene's).
     pub fn material_at(&self, geom: usize, point: DVec3) -> Option<&NirMaterial> {
+        self.palette.get(self.index_at(geom, point)?)
+    }
+
+    /// The index in [`Bake::palette`] of [`Bake::material_at`]'s material.
+    pub fn index_at(&self, geom: usize, point: DVec3) -> Option<usize> {
         let e = self.geoms.get(geom)?;
         if e.flags & OWN == 0
             && e.flags & STATIC != 0
-            && let Some(m) = self.grid_material(point)
+            && let Some(m) = self.grid_index(point)
         {
             return Some(m);
         }
-        self.palette.get(e.material as usize)
+        (e.material != NONE).then_some(e.material as usize)
     }
 
     /// The per-geom table entry of `geom` (`None`: no material, or no such geom).
@@ -487,6 +492,11 @@ impl Bake {
 
     /// The material of the grid cell holding world point `point` (`None`: empty or outside).
     pub fn grid_material(&self, point: DVec3) -> Option<&NirMaterial> {
+        self.palette.get(self.grid_index(point)?)
+    }
+
+    /// The palette index of the grid cell holding world point `point`.
+    fn grid_index(&self, point: DVec3) -> Option<usize> {
         let q = (point - self.origin) / self.cell;
         let mut index = 0usize;
         let mut stride = 1usize;
@@ -499,7 +509,7 @@ impl Bake {
             index += v as usize * stride;
             stride *= d as usize;
         }
-        self.palette.get(*self.grid.get(index)? as usize)
+        self.grid.get(index).filter(|&&m| m != NONE).map(|&m| m as usize)
     }
 
     /// The settings it was baked with.

@@ -95,15 +95,29 @@ pub trait Tracer {
     fn cast(&mut self, origin: DVec3, dir: DVec3, kind: LegKind, depth: usize, through: i32) -> Option<Surface>;
 }
 
-/// The NIR material at a hit: `None` where it is not resolvable (a hole in the bake).
+/// The NIR material at a hit, `None` where it is not resolvable (a hole in the bake), as an
+/// index into a palette of the materials the lookup hands out.
 pub trait MaterialLookup: Send + Sync {
+    /// Every material [`MaterialLookup::index_at`] may point to.
+    fn palette(&self) -> &[NirMaterial];
+
+    /// The index in [`MaterialLookup::palette`] of the material of geom `geom` at world point
+    /// `point`.
+    fn index_at(&self, geom: usize, point: DVec3) -> Option<usize>;
+
     /// The material of geom `geom` at world point `point`.
-    fn material_at(&self, geom: usize, point: DVec3) -> Option<NirMaterial>;
+    fn material_at(&self, geom: usize, point: DVec3) -> Option<NirMaterial> {
+        self.palette().get(self.index_at(geom, point)?).copied()
+    }
 }
 
 impl MaterialLookup for crate::Bake {
-    fn material_at(&self, geom: usize, point: DVec3) -> Option<NirMaterial> {
-        crate::Bake::material_at(self, geom, point).copied()
+    fn palette(&self) -> &[NirMaterial] {
+        crate::Bake::palette(self)
+    }
+
+    fn index_at(&self, geom: usize, point: DVec3) -> Option<usize> {
+        crate::Bake::index_at(self, geom, point)
     }
 }
 
@@ -675,8 +689,12 @@ mod tests {
     struct Palette(Vec<NirMaterial>);
 
     impl MaterialLookup for Palette {
-        fn material_at(&self, geom: usize, _: DVec3) -> Option<NirMaterial> {
-            self.0.get(geom).copied()
+        fn palette(&self) -> &[NirMaterial] {
+            &self.0
+        }
+
+        fn index_at(&self, geom: usize, _: DVec3) -> Option<usize> {
+            (geom < self.0.len()).then_some(geom)
         }
     }
 

@@ -70,9 +70,9 @@ struct GroupScratch {
 /// Working arrays of the return model and the secondary capture.
 #[derive(Default)]
 struct ExtraScratch {
-    /// Material of each ray's first surface, where the return model runs and the bake
-    /// knows it.
-    material: Vec<Option<NirMaterial>>,
+    /// Palette index of the material of each ray's first surface, where the return model
+    /// runs and the bake knows it (`NO_MATERIAL` otherwise).
+    material: Vec<u32>,
     /// The rays that continue straight through their first geom (for the return model or
     /// the pass-through capture), in scan order.
     through: Vec<usize>,
@@ -125,6 +125,8 @@ impl Answers {
         })
     }
 }
+
+const NO_MATERIAL: u32 = u32::MAX;
 
 /// Continuations cast ahead as packets for some rays of a group.
 #[derive(Default)]
@@ -714,6 +716,7 @@ impl Lidars {
             model: ReturnModel::new(self.params),
             seed: self.seed,
             materials: &*m.0,
+            palette: m.0.palette(),
         });
         for (index, sensor) in self.sensors.iter_mut().enumerate() {
             let ctx = TickContext { sensor: index, model, geom_flags: &self.geom_flags, geom_class: &self.geom_class };
@@ -737,6 +740,7 @@ struct Model<'a> {
     model: ReturnModel,
     seed: u64,
     materials: &'a dyn MaterialLookup,
+    palette: &'a [NirMaterial],
 }
 
 /// One group of a tick: its units, its part of a world's scan, that world and its tick.
@@ -937,19 +941,20 @@ impl GroupContext<'_> {
         let params = m.model.params();
         ext.cos.clear();
         ext.cos.extend((0..order.len()).map(|r| rays.dirs[r].dot(rays.normal[r]).abs()));
-        let opaque = |r: usize| ext.material[r].as_ref().filter(|m| m.continuation == Continuation::Opaque);
+        let material = |r: usize| m.palette.get(ext.material[r] as usize);
+        let opaque = |r: usize| material(r).filter(|m| m.continuation == Continuation::Opaque);
         opaque_strengths(params, opaque, &ext.cos, &mut ext.strength);
         for (r, &j) in order.iter().enumerate() {
             let mut rng = key.beam((first_beam + j) as u64);
             let (d, g) = (rays.dist[r], rays.geomid[r]);
             let (strength, cos) = (ext.strength[r], ext.cos[r]);
-            let report = match ext.material[r] {
+            let report = match material(r) {
                 Some(_) if !strength.is_nan() => m.model.opaque_return(window, (d, strength, cos, g), &mut rng),
                 Some(mat) => {
                     let first = Surface { distance: d, geomid: g, normal: rays.normal[r] };
                     let beam = Beam { origin: rays.origin, dir: rays.dirs[r], window };
                     let mut tracer = Prefetched { live, ahead: ext, r, through: g, first: d };
-                    m.model.traced_return(&beam, (&first, &mat), &mut tracer, m.materials, &mut rng)
+                    m.model.traced_return(&beam, (&first, mat), &mut tracer, m.materials, &mut rng)
                 }
                 None => BeamReturn::NONE,
             };
@@ -969,7 +974,7 @@ impl GroupContext<'_> {
                 pass.set(j, 0.0, ext.straight.get(r).flatten().filter(|_| hit));
             }
             let Some(reflected) = part.reflected.as_mut() else { continue };
-            let class = ext.material[r].map(|m| m.continuation).or_else(|| self.class_of(g));
+            let class = self.material(ext.material[r]).map(|m| m.continuation).or_else(|| self.class_of(g));
             let secondary = if hit && (all || self.flagged(g, class, FLAG_REFLECT)) {
                 // The return model's fold off a flat mirror, when prefetched, is this very ray.
                 ext.folded.get(r).unwrap_or_else(|| {
@@ -997,10 +1002,12 @@ impl GroupContext<'_> {
         let mut specular = false;
         for r in 0..n {
             let (d, g) = (rays.dist[r], rays.geomid[r]);
-            let material = match &self.tick.model {
-                Some(m) if g >= 0 => m.materials.material_at(g as usize, rays.origin + rays.dirs[r] * d),
+            let index = match &self.tick.model {
+                Some(m) if g >= 0 => m.materials.index_at(g as usize, rays.origin + rays.dirs[r] * d),
                 _ => None,
             };
+            let index = index.map_or(NO_MATERIAL, |i| i as u32);
+            let material = self.material(index);
             let class = material.map(|m| m.continuation).or_else(|| self.class_of(g));
             let hit = c.is_hit(d, g);
             let capture = part.pass_through.is_some() && hit && (all || self.flagged(g, class, FLAG_PASS));
@@ -1014,7 +1021,7 @@ impl GroupContext<'_> {
                 Some(Continuation::Medium) if rays.dirs[r].dot(rays.normal[r]) <= 0.0 => ext.bent.push(r),
                 _ => {}
             }
-            ext.material.push(material);
+            ext.material.push(index);
         }
         self.prefetch_straight(rays, world, ext)?;
         self.prefetch_refractions(rays, world, ext)?;
@@ -1096,8 +1103,8 @@ impl GroupContext<'_> {
         ext.rays.clear();
         ext.dirs.clear();
         ext.origins.clear();
-        for (r, material) in ext.material.iter().enumerate() {
-            if !material.as_ref().is_some_and(folds) {
+        for (r, &index) in ext.material.iter().enumerate() {
+            if !m.palette.get(index as usize).is_some_and(folds) {
                 continue;
             }
             let (point, folded) = (rays.origin + rays.dirs[r] * rays.dist[r], fold(rays.dirs[r], rays.normal[r]));
@@ -1108,6 +1115,11 @@ impl GroupContext<'_> {
             }
         }
         self.cast_each(world, ext, |ext| &mut ext.folded)
+    }
+
+    /// The material of palette index `index` (`None` for `NO_MATERIAL`, or without a model).
+    fn material(&self, index: u32) -> Option<&NirMaterial> {
+        self.tick.model.as_ref()?.palette.get(index as usize)
     }
 
     /// The authored continuation class of geom `g`, if any.

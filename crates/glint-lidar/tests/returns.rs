@@ -30,8 +30,12 @@ impl ByGeom {
 }
 
 impl MaterialLookup for ByGeom {
-    fn material_at(&self, geom: usize, _: DVec3) -> Option<NirMaterial> {
-        self.0.get(geom).copied()
+    fn palette(&self) -> &[NirMaterial] {
+        &self.0
+    }
+
+    fn index_at(&self, geom: usize, _: DVec3) -> Option<usize> {
+        (geom < self.0.len()).then_some(geom)
     }
 }
 
