@@ -35,14 +35,6 @@ pub enum CoreError {
         /// The origin's z component.
         z: f64,
     },
-    /// A ray's start distance was negative, NaN or infinite.
-    #[error("ray {index} starts {tmin} along its line, which is not a finite distance of at least 0")]
-    BadStart {
-        /// Index of the ray in the query.
-        index: usize,
-        /// The start distance given.
-        tmin: f64,
-    },
     /// An array had a shape that does not fit the query.
     #[error("{field} has {len} entries, but {expected}")]
     Shape {

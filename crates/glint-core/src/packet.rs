@@ -13,8 +13,8 @@ use crate::primitives::{MINVAL, to_local};
 pub(crate) const PACKET: usize = 32;
 const _: () = assert!(PACKET <= 32);
 
-/// Up to [`PACKET`] rays from one origin (or, in the `BEYOND` forms of the tests, each from
-/// its own origin and start).
+/// Up to [`PACKET`] rays from one origin (or, in the `OWN` forms of the tests, each from its
+/// own origin).
 #[derive(Clone, Debug)]
 pub(crate) struct Packet {
     pub o: DVec3,
@@ -26,16 +26,13 @@ pub(crate) struct Packet {
     dir_axis: [[f64; PACKET]; 3],
     /// Bit `r` set for each ray `r < n`.
     lanes: u32,
-    /// Each ray's own origin by axis, and where it starts along its line from there, read
-    /// only by the `BEYOND` forms of the tests below (set by [`Packet::start_each`]): nearer
-    /// surfaces are not hit. Unused lanes repeat ray 0. Other packets start at `o`, and their
-    /// tests do not pay for this.
+    /// Each ray's own origin by axis, read only by the `OWN` forms of the tests below (set by
+    /// [`Packet::set_origins`]). Unused lanes repeat ray 0. Other packets start at `o`, and
+    /// their tests do not pay for this.
     origin_axis: [[f64; PACKET]; 3],
-    pub(crate) tmin: [f64; PACKET],
-    /// Per-axis bounds of the origins, and the smallest of `tmin`.
+    /// Per-axis bounds of the origins.
     origin_lo: DVec3,
     origin_hi: DVec3,
-    tmin_lo: f64,
 
     /// Per axis: whether the inverse directions are positive.
     positive: BVec3,
@@ -55,10 +52,8 @@ impl Packet {
             dir_axis: [[1.0; PACKET]; 3],
             lanes: 0,
             origin_axis: [[0.0; PACKET]; 3],
-            tmin: [0.0; PACKET],
             origin_lo: DVec3::ZERO,
             origin_hi: DVec3::ZERO,
-            tmin_lo: 0.0,
             positive: BVec3::FALSE,
             lo: DVec3::INFINITY,
             hi: DVec3::NEG_INFINITY,
@@ -98,17 +93,14 @@ impl Packet {
         (self.positive | hi.cmplt(DVec3::ZERO)).all()
     }
 
-    /// Gives ray `k` its own line origin `origin(k)` and starts it at distance `tmin(k)`
-    /// (finite, at least 0) along its line, for the `BEYOND` tests: rays folded by a plane
-    /// mirror share a line origin (the sensor's mirror image) and start on the mirror; rays
-    /// refracted into water start from where each beam met it.
-    pub(crate) fn start_each(&mut self, origin: impl Fn(usize) -> DVec3, tmin: impl Fn(usize) -> f64) {
+    /// Gives ray `k` its own origin `origin(k)`, for the `OWN` tests: rays folded by a mirror
+    /// or refracted into water start from where each beam met it.
+    pub(crate) fn set_origins(&mut self, origin: impl Fn(usize) -> DVec3) {
         for k in 0..PACKET {
-            let (o, t) = if k < self.n { (origin(k), tmin(k)) } else { (self.origin(0), self.tmin[0]) };
+            let o = if k < self.n { origin(k) } else { self.origin(0) };
             for a in 0..3 {
                 self.origin_axis[a][k] = o[a];
             }
-            self.tmin[k] = t;
         }
         let (mut lo, mut hi) = (DVec3::INFINITY, DVec3::NEG_INFINITY);
         for a in 0..3 {
@@ -116,26 +108,25 @@ impl Packet {
             hi[a] = self.origin_axis[a].iter().fold(f64::NEG_INFINITY, |m, &x| if x > m { x } else { m });
         }
         (self.origin_lo, self.origin_hi) = (lo, hi);
-        self.tmin_lo = self.tmin.iter().fold(f64::INFINITY, |m, &t| if t < m { t } else { m });
     }
 
-    /// Ray `k`'s line origin in the `BEYOND` tests.
+    /// Ray `k`'s origin in the `OWN` tests.
     #[inline(always)]
     pub(crate) fn origin(&self, k: usize) -> DVec3 {
         DVec3::new(self.origin_axis[0][k], self.origin_axis[1][k], self.origin_axis[2][k])
     }
 
     /// Where each ray meets a plane geom at `(pos, rot)` with `size` (MuJoCo's `ray_plane`:
-    /// front face only, `t >= tmin`, inside the rectangle when the size is positive), as arrays
+    /// front face only, `t >= 0`, inside the rectangle when the size is positive), as arrays
     /// over the packet; `INFINITY` where a ray misses.
     #[inline(always)]
-    pub(crate) fn plane<const BEYOND: bool>(&self, pos: DVec3, rot: &DMat3, size: DVec3) -> [f64; PACKET] {
+    pub(crate) fn plane<const OWN: bool>(&self, pos: DVec3, rot: &DMat3, size: DVec3) -> [f64; PACKET] {
         let shared = to_local(rot, self.o - pos);
         let (ax, ay, az) = (rot.x_axis, rot.y_axis, rot.z_axis);
         let [dx, dy, dz] = &self.dir_axis;
         let mut out = [f64::INFINITY; PACKET];
         for r in 0..PACKET {
-            let lpnt = if BEYOND { to_local(rot, self.origin(r) - pos) } else { shared };
+            let lpnt = if OWN { to_local(rot, self.origin(r) - pos) } else { shared };
             // Same operation order as `to_local`, so the values equal the one-ray path's.
             let lx = ax.x * dx[r] + ax.y * dy[r] + ax.z * dz[r];
             let ly = ay.x * dx[r] + ay.y * dy[r] + ay.z * dz[r];
@@ -143,18 +134,17 @@ impl Packet {
             let t = -lpnt.z / lz;
             let (px, py) = (lpnt.x + t * lx, lpnt.y + t * ly);
             let inside = (size.x <= 0.0 || px.abs() <= size.x) && (size.y <= 0.0 || py.abs() <= size.y);
-            let start = if BEYOND { self.tmin[r] } else { 0.0 };
-            if lz <= -MINVAL && t >= start && inside {
+            if lz <= -MINVAL && t >= 0.0 && inside {
                 out[r] = t;
             }
         }
         out
     }
 
-    /// Bit mask of the rays `r` whose segment `[tmin[r], tmax[r]]` enters `b`.
+    /// Bit mask of the rays `r` whose segment `[0, tmax[r]]` enters `b`.
     #[inline(always)]
-    pub(crate) fn enters<const BEYOND: bool>(&self, b: &Aabb, tmax: &[f64; PACKET]) -> u32 {
-        let mut near = if BEYOND { self.tmin } else { [0.0f64; PACKET] };
+    pub(crate) fn enters<const OWN: bool>(&self, b: &Aabb, tmax: &[f64; PACKET]) -> u32 {
+        let mut near = [0.0f64; PACKET];
         let mut far = *tmax;
         let (o, bmin, bmax) = (self.o.to_array(), b.min.to_array(), b.max.to_array());
         let positive = [self.positive.x, self.positive.y, self.positive.z];
@@ -162,7 +152,7 @@ impl Packet {
             let (lo, hi) = if positive[a] { (bmin[a], bmax[a]) } else { (bmax[a], bmin[a]) };
             let inv = &self.inv_axis[a];
             for r in 0..PACKET {
-                let o = if BEYOND { self.origin_axis[a][r] } else { o[a] };
+                let o = if OWN { self.origin_axis[a][r] } else { o[a] };
                 let (t0, t1) = ((lo - o) * inv[r], (hi - o) * inv[r]);
                 near[r] = if t0 > near[r] { t0 } else { near[r] };
                 far[r] = if t1 < far[r] { t1 } else { far[r] };
@@ -176,14 +166,14 @@ impl Packet {
     }
 
     /// Per lane of `n`: a lower bound of the entry distance of any ray of the packet into
-    /// the lane's box within `[min tmin, tmax]`, or `INFINITY` when no ray can enter it.
+    /// the lane's box within `[0, tmax]`, or `INFINITY` when no ray can enter it.
     #[inline(always)]
-    pub(crate) fn entry4<const BEYOND: bool>(&self, n: &Node4, tmax: f64) -> [f64; WIDTH] {
-        let mut enter = [if BEYOND { self.tmin_lo } else { 0.0 }; WIDTH];
+    pub(crate) fn entry4<const OWN: bool>(&self, n: &Node4, tmax: f64) -> [f64; WIDTH] {
+        let mut enter = [0.0; WIDTH];
         let mut leave = [tmax; WIDTH];
         let (los, his) = (self.lo.to_array(), self.hi.to_array());
-        // The packet's origins lie in [o_lo, o_hi] (one point unless `BEYOND`).
-        let (o_los, o_his) = if BEYOND { (self.origin_lo, self.origin_hi) } else { (self.o, self.o) };
+        // The packet's origins lie in [o_lo, o_hi] (one point unless `OWN`).
+        let (o_los, o_his) = if OWN { (self.origin_lo, self.origin_hi) } else { (self.o, self.o) };
         let (o_los, o_his) = (o_los.to_array(), o_his.to_array());
         let positive = [self.positive.x, self.positive.y, self.positive.z];
         let min = |a: f64, b: f64| if a < b { a } else { b };
@@ -196,7 +186,7 @@ impl Packet {
                 let (n0, n1) = ((near[l] as f64 - o_hi) * lo, (near[l] as f64 - o_hi) * hi);
                 let (f0, f1) = ((far[l] as f64 - o_lo) * lo, (far[l] as f64 - o_lo) * hi);
                 let (mut t_in, mut t_out) = (min(n0, n1), max(f0, f1));
-                if BEYOND {
+                if OWN {
                     let (n2, n3) = ((near[l] as f64 - o_lo) * lo, (near[l] as f64 - o_lo) * hi);
                     let (f2, f3) = ((far[l] as f64 - o_hi) * lo, (far[l] as f64 - o_hi) * hi);
                     (t_in, t_out) = (min(t_in, min(n2, n3)), max(t_out, max(f2, f3)));

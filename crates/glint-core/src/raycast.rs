@@ -348,7 +348,7 @@ impl RayCaster {
             }
         }
         let eligible = Self::eligible(scene, filter);
-        let q = Query { scene, poses, eligible: &eligible, batch, world0, skip_geom: -1, tmin: &[], beyond: false };
+        let q = Query { scene, poses, eligible: &eligible, batch, world0, skip_geom: -1, own: false };
         let nray = batch.nray;
         let bad_ray = AtomicBool::new(false);
         dist.par_chunks_mut(CHUNK)
@@ -407,13 +407,13 @@ impl RayCaster {
         let (batch, run) = (q.batch, out.dist.len());
         let nray = batch.nray;
         let (o, exclude) = (RayBatch::pick(batch.pnt, nray, w, i), q.exclude(w, i));
-        // Rays with starts carry their own origins into the packet.
+        // Rays with their own origins carry them into the packet.
         let shared = run > 1
-            && (q.beyond || (i..i + run).all(|k| RayBatch::pick(batch.pnt, nray, w, k) == o))
+            && (q.own || (i..i + run).all(|k| RayBatch::pick(batch.pnt, nray, w, k) == o))
             && (batch.bodyexclude.len() <= 1 || (i..i + run).all(|k| q.exclude(w, k) == exclude));
         if shared && packet.set(o, run, |r| RayBatch::pick(batch.vec, nray, w, i + r)) {
-            let best = if q.beyond {
-                self.cast_packet_from_starts(q, w, |r| i + r, exclude, packet)
+            let best = if q.own {
+                self.cast_packet_own(q, w, |r| i + r, exclude, packet)
             } else {
                 self.cast_packet::<false>(q, w, exclude, packet)
             };
@@ -424,8 +424,7 @@ impl RayCaster {
             self.cast_octants(q, w, i, exclude, packet, out);
         } else {
             for r in 0..run {
-                let hit = if q.beyond { self.cast_from_start(q, w, i + r) } else { self.cast(q, w, i + r) };
-                out.set(r, hit);
+                out.set(r, self.cast(q, w, i + r));
             }
         }
     }
@@ -448,8 +447,8 @@ impl RayCaster {
         for (lanes, &n) in lanes.iter().zip(&count) {
             let ray = |k: usize| lanes[k] as usize;
             if n > 1 && packet.set(o, n, |k| dir(ray(k))) {
-                let best = if q.beyond {
-                    self.cast_packet_from_starts(q, w, |k| i + ray(k), exclude, packet)
+                let best = if q.own {
+                    self.cast_packet_own(q, w, |k| i + ray(k), exclude, packet)
                 } else {
                     self.cast_packet::<false>(q, w, exclude, packet)
                 };
@@ -458,18 +457,17 @@ impl RayCaster {
                 }
             } else {
                 for r in lanes[..n].iter().map(|&r| r as usize) {
-                    let hit = if q.beyond { self.cast_from_start(q, w, i + r) } else { self.cast(q, w, i + r) };
-                    out.set(r, hit);
+                    out.set(r, self.cast(q, w, i + r));
                 }
             }
         }
     }
 
     /// Closest hits of a packet of rays of world `w` (ray `k` of the packet is the batch's
-    /// ray `ray(k)`), each from its own origin and starting at its `q.tmin`. Kept apart so
-    /// that the common packets' code is inlined as it would be without it.
+    /// ray `ray(k)`), each from its own origin. Kept apart so that the common packets' code is
+    /// inlined as it would be without it.
     #[inline(never)]
-    fn cast_packet_from_starts(
+    fn cast_packet_own(
         &self,
         q: &Query,
         w: usize,
@@ -478,22 +476,22 @@ impl RayCaster {
         packet: &mut Packet,
     ) -> PacketBest {
         let nray = q.batch.nray;
-        packet.start_each(|k| RayBatch::pick(q.batch.pnt, nray, w, ray(k)), |k| q.start(ray(k)));
+        packet.set_origins(|k| RayBatch::pick(q.batch.pnt, nray, w, ray(k)));
         self.cast_packet::<true>(q, w, exclude, packet)
     }
 
-    /// Closest hits of a packet of rays in world `w` (`BEYOND`: rays start at the packet's
-    /// `tmin`).
-    fn cast_packet<const BEYOND: bool>(&self, q: &Query, w: usize, exclude: i32, p: &Packet) -> PacketBest {
+    /// Closest hits of a packet of rays in world `w` (`OWN`: each ray from its own origin).
+    fn cast_packet<const OWN: bool>(&self, q: &Query, w: usize, exclude: i32, p: &Packet) -> PacketBest {
         let (scene, eligible) = (q.scene, q.eligible);
         let (xpos, xmat) = q.poses.geoms(q.world0 + w);
-        let mut best = PacketBest::new(BEYOND);
-        // What the one-ray path answers for a plane (the walk with starts keeps normals unit).
-        let plane_normal = |g: usize| if BEYOND { xmat[g].z_axis.normalize() } else { xmat[g].z_axis };
+        let mut best = PacketBest::new(OWN);
+        // What the one-ray path answers for a plane (the walk with own origins keeps normals
+        // unit).
+        let plane_normal = |g: usize| if OWN { xmat[g].z_axis.normalize() } else { xmat[g].z_axis };
         for &g in &self.planes {
             let g = g as usize;
             if q.usable(g, exclude) {
-                let t = p.plane::<BEYOND>(xpos[g], &xmat[g], scene.geom_size[g]);
+                let t = p.plane::<OWN>(xpos[g], &xmat[g], scene.geom_size[g]);
                 for (r, &t) in t.iter().enumerate().take(p.n) {
                     if t < f64::INFINITY {
                         best.offer(r, g, t, plane_normal(g));
@@ -501,7 +499,7 @@ impl RayCaster {
                 }
             }
         }
-        let mut walk = PacketWalk::<BEYOND> {
+        let mut walk = PacketWalk::<OWN> {
             scene,
             xpos,
             xmat,
@@ -550,16 +548,7 @@ impl RayCaster {
         batch.validate(1)?;
         let eligible = Self::eligible(scene, filter);
         Ok(self.cast(
-            &Query {
-                scene,
-                poses,
-                eligible: &eligible,
-                batch: &batch,
-                world0: w,
-                skip_geom: -1,
-                tmin: &[],
-                beyond: false,
-            },
+            &Query { scene, poses, eligible: &eligible, batch: &batch, world0: w, skip_geom: -1, own: false },
             0,
             0,
         ))
@@ -579,7 +568,7 @@ impl RayCaster {
         self.check(poses, batch, out.len(), true)?;
         batch.check_shape("max_dist", max_dist.len(), poses.nworld, false)?;
         let eligible = Self::eligible(scene, filter);
-        let q = Query { scene, poses, eligible: &eligible, batch, world0: 0, skip_geom: -1, tmin: &[], beyond: false };
+        let q = Query { scene, poses, eligible: &eligible, batch, world0: 0, skip_geom: -1, own: false };
         let nray = batch.nray;
         out.par_chunks_mut(CHUNK).enumerate().for_each(|(chunk, out)| {
             for (k, o) in out.iter_mut().enumerate() {
@@ -590,18 +579,6 @@ impl RayCaster {
             }
         });
         Ok(())
-    }
-
-    /// Ray `i` of world `w` of a query whose rays start along their lines (`q.tmin`): cast
-    /// from its start, its distance counted from the line's origin.
-    #[inline(never)]
-    fn cast_from_start(&self, q: &Query, w: usize, i: usize) -> RayHit {
-        let start = q.start(i);
-        let (pnt, vec, exclude) = q.ray(w, i);
-        let shifted = [pnt + vec * start];
-        let batch = RayBatch { nray: 1, pnt: &shifted, vec: &[vec], bodyexclude: &[exclude] };
-        let hit = self.cast(&Query { batch: &batch, world0: q.world0 + w, tmin: &[], beyond: false, ..*q }, 0, 0);
-        if hit.geomid < 0 { hit } else { RayHit { dist: hit.dist + start, ..hit } }
     }
 
     #[inline]
@@ -677,8 +654,7 @@ impl PreparedRays<'_> {
             batch,
             world0: world,
             skip_geom,
-            tmin: &[],
-            beyond: false,
+            own: false,
         }
     }
 
@@ -699,37 +675,7 @@ impl PreparedRays<'_> {
         geomid: &mut [i32],
         normal: &mut [DVec3],
     ) -> Result<(), CoreError> {
-        self.cast_lines(world, &[origin], dirs, None, (exclude, skip_geom), (dist, geomid, normal))
-    }
-
-    /// As [`PreparedRays::cast_from`], for rays that start `tmin[k]` (finite, at least 0)
-    /// along their line from `origin`: what lies nearer is not seen, exactly as a ray cast
-    /// from that start would see, and distances count from `origin`. Beams folded by a plane
-    /// mirror are such rays: their lines meet at the sensor's mirror image, and each starts
-    /// where its beam met the mirror, so they go in packets like the beams themselves.
-    #[allow(clippy::too_many_arguments)]
-    pub fn cast_beyond(
-        &self,
-        world: usize,
-        origin: DVec3,
-        dirs: &[DVec3],
-        tmin: &[f64],
-        exclude: i32,
-        dist: &mut [f64],
-        geomid: &mut [i32],
-        normal: &mut [DVec3],
-    ) -> Result<(), CoreError> {
-        if tmin.len() != dirs.len() {
-            return Err(CoreError::Shape {
-                field: "tmin",
-                len: tmin.len(),
-                expected: format!("it must hold one entry per ray ({})", dirs.len()),
-            });
-        }
-        if let Some((index, &tmin)) = tmin.iter().enumerate().find(|(_, t)| !(t.is_finite() && **t >= 0.0)) {
-            return Err(CoreError::BadStart { index, tmin });
-        }
-        self.cast_lines(world, &[origin], dirs, Some(tmin), (exclude, -1), (dist, geomid, normal))
+        self.cast_lines(world, &[origin], dirs, false, (exclude, skip_geom), (dist, geomid, normal))
     }
 
     /// Casts rays from their own `origins` along `dirs` (one origin per direction) in world
@@ -754,19 +700,17 @@ impl PreparedRays<'_> {
                 expected: format!("it must hold one entry per ray ({})", dirs.len()),
             });
         }
-        self.cast_lines(world, origins, dirs, Some(&[]), (exclude, -1), (dist, geomid, normal))
+        self.cast_lines(world, origins, dirs, true, (exclude, -1), (dist, geomid, normal))
     }
 
-    /// The rays of [`PreparedRays::cast_from`], [`PreparedRays::cast_beyond`] and
-    /// [`PreparedRays::cast_each`]: from `origins` (one, or one per ray), and with `starts`
-    /// each ray starts along its line (an empty slice: at its origin) and packets carry each
-    /// ray's own origin.
+    /// The rays of [`PreparedRays::cast_from`] and [`PreparedRays::cast_each`]: from `origins`
+    /// (one, or one per ray, `own`: packets carry each ray's own origin).
     fn cast_lines(
         &self,
         world: usize,
         origins: &[DVec3],
         dirs: &[DVec3],
-        starts: Option<&[f64]>,
+        own: bool,
         (exclude, skip_geom): (i32, i32),
         (dist, geomid, normal): (&mut [f64], &mut [i32], &mut [DVec3]),
     ) -> Result<(), CoreError> {
@@ -788,8 +732,7 @@ impl PreparedRays<'_> {
         if !batch.chunk_ok(0, nray) {
             batch.validate(1)?;
         }
-        let (tmin, beyond) = (starts.unwrap_or(&[]), starts.is_some());
-        let q = Query { tmin, beyond, ..self.query(&batch, world, skip_geom) };
+        let q = Query { own, ..self.query(&batch, world, skip_geom) };
         let mut packet = Packet::empty();
         let mut i = 0;
         while i < nray {
@@ -815,19 +758,8 @@ struct Query<'a> {
     world0: usize,
     /// A geom the rays pass through (`-1`: none).
     skip_geom: i32,
-    /// Where each ray starts along its line (empty: at its origin); see
-    /// [`PreparedRays::cast_beyond`].
-    tmin: &'a [f64],
-    /// Whether packets carry each ray's own origin and start (the walk with starts).
-    beyond: bool,
-}
-
-impl Query<'_> {
-    /// Where ray `i` starts along its line.
-    #[inline(always)]
-    fn start(&self, i: usize) -> f64 {
-        self.tmin.get(i).copied().unwrap_or(0.0)
-    }
+    /// Whether packets carry each ray's own origin (see [`PreparedRays::cast_each`]).
+    own: bool,
 }
 
 impl Query<'_> {
@@ -949,7 +881,7 @@ struct PacketBest {
     t: [f64; PACKET],
     g: [i32; PACKET],
     n: [DVec3; PACKET],
-    /// Whether the normals offered are unit already (the walk with starts, which offers
+    /// Whether the normals offered are unit already (the walk with own origins, which offers
     /// what the one-ray path answers), so that they are handed out as they are.
     unit: bool,
 }
@@ -979,7 +911,7 @@ impl PacketBest {
 }
 
 /// A packet's walk through one world's top level.
-struct PacketWalk<'a, const BEYOND: bool> {
+struct PacketWalk<'a, const OWN: bool> {
     scene: &'a Scene,
     xpos: &'a [DVec3],
     xmat: &'a [DMat3],
@@ -995,20 +927,7 @@ struct PacketWalk<'a, const BEYOND: bool> {
     packet_tmax: f64,
 }
 
-impl<const BEYOND: bool> PacketWalk<'_, BEYOND> {
-    /// Ray `r` met geom `g` before its start: what the geom shows the ray from its start
-    /// (nothing, or a far face the start lies behind), as a single ray.
-    #[cold]
-    fn offer_from_start(&mut self, r: usize, g: usize) {
-        let (start, d) = (self.p.tmin[r], self.p.d[r]);
-        let from = self.p.origin(r) + d * start;
-        let Some((t, n)) = intersect_geom(self.scene, g, self.xpos[g], &self.xmat[g], from, d, self.best.t[r] - start)
-        else {
-            return;
-        };
-        self.best.offer(r, g, t + start, n);
-    }
-
+impl<const OWN: bool> PacketWalk<'_, OWN> {
     fn update_tmax(&mut self) {
         let mut m = 0.0f64;
         for r in 0..self.p.n {
@@ -1018,10 +937,10 @@ impl<const BEYOND: bool> PacketWalk<'_, BEYOND> {
     }
 }
 
-impl<const BEYOND: bool> Visitor for PacketWalk<'_, BEYOND> {
+impl<const OWN: bool> Visitor for PacketWalk<'_, OWN> {
     #[inline(always)]
     fn entry4(&self, n: &Node4) -> [f64; WIDTH] {
-        self.p.entry4::<BEYOND>(n, self.packet_tmax)
+        self.p.entry4::<OWN>(n, self.packet_tmax)
     }
 
     #[inline]
@@ -1030,14 +949,14 @@ impl<const BEYOND: bool> Visitor for PacketWalk<'_, BEYOND> {
         if !self.eligible[g] || self.scene.geom_bodyid[g] == self.exclude || g as i32 == self.skip_geom {
             return false;
         }
-        let mut mask = self.p.enters::<BEYOND>(&self.boxes[prim as usize], &self.best.t);
+        let mut mask = self.p.enters::<OWN>(&self.boxes[prim as usize], &self.best.t);
         if mask == 0 {
             return false;
         }
         let kind = self.scene.geom_type[g];
-        // Rays with starts take the general path below: one instance of the primitives'
-        // local tests keeps them inlined into the common packets' walk.
-        if !BEYOND && matches!(kind, GeomType::Box | GeomType::Capsule | GeomType::Cylinder | GeomType::Ellipsoid) {
+        // Rays with their own origins take the general path below: one instance of the
+        // primitives' local tests keeps them inlined into the common packets' walk.
+        if !OWN && matches!(kind, GeomType::Box | GeomType::Capsule | GeomType::Cylinder | GeomType::Ellipsoid) {
             // One local origin serves the whole packet; normals are rotated only for winners.
             let (pos, rot, size) = (self.xpos[g], &self.xmat[g], self.scene.geom_size[g]);
             let dif = self.p.o - pos;
@@ -1066,11 +985,9 @@ impl<const BEYOND: bool> Visitor for PacketWalk<'_, BEYOND> {
             let r = mask.trailing_zeros() as usize;
             mask &= mask - 1;
             let (d, tmax) = (self.p.d[r], self.best.t[r]);
-            let o = if BEYOND { self.p.origin(r) } else { self.p.o };
-            match intersect_geom(self.scene, g, self.xpos[g], &self.xmat[g], o, d, tmax) {
-                Some((t, _)) if BEYOND && t < self.p.tmin[r] => self.offer_from_start(r, g),
-                Some((t, n)) => self.best.offer(r, g, t, n),
-                None => {}
+            let o = if OWN { self.p.origin(r) } else { self.p.o };
+            if let Some((t, n)) = intersect_geom(self.scene, g, self.xpos[g], &self.xmat[g], o, d, tmax) {
+                self.best.offer(r, g, t, n);
             }
         }
         self.update_tmax();
@@ -1256,50 +1173,5 @@ mod tests {
         assert!(err.unwrap_err().to_string().contains("origins"));
         let bad = [DVec3::ZERO, DVec3::NAN];
         assert!(prepared.cast_each(0, &bad, &dirs, -1, &mut dist, &mut geomid, &mut normal).is_err());
-    }
-
-    #[test]
-    fn rays_cast_beyond_a_start_see_what_rays_from_the_start_see() {
-        let (scene, poses) = cluttered_scene();
-        let caster = RayCaster::new(&scene, &poses);
-        let prepared = caster.prepare(&scene, &poses, &RayFilter::default()).unwrap();
-        // Fans of coherent directions (packets) from one line origin, each ray starting
-        // somewhere along its line: before, inside and beyond the geoms it crosses.
-        let origin = DVec3::new(0.3, -0.2, 0.1);
-        let mut seen = [0usize; 2];
-        for fan in 0..24 {
-            let (yaw, pitch) = (0.27 * fan as f64, 0.3 * ((fan % 5) as f64 - 2.0));
-            let dirs: Vec<DVec3> = (0..96)
-                .map(|k| {
-                    let (a, b) = (yaw + 0.01 * (k % 12) as f64, pitch + 0.012 * (k / 12) as f64);
-                    DVec3::new(a.cos() * b.cos(), a.sin() * b.cos(), b.sin())
-                })
-                .collect();
-            let tmin: Vec<f64> = (0..96).map(|k| (0.37 * (k * 7 + fan) as f64) % 9.0).collect();
-            let n = dirs.len();
-            let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
-            prepared.cast_beyond(0, origin, &dirs, &tmin, -1, &mut dist, &mut geomid, &mut normal).unwrap();
-            for k in 0..n {
-                let one = prepared.cast_one(0, origin + dirs[k] * tmin[k], dirs[k], -1, -1);
-                let want = one.map_or((-1, -1.0), |h| (h.geomid, h.dist + tmin[k]));
-                assert_eq!(geomid[k], want.0, "fan {fan} ray {k} starting at {}", tmin[k]);
-                if want.0 >= 0 {
-                    assert!((dist[k] - want.1).abs() < 1e-9, "fan {fan} ray {k}: {} vs {}", dist[k], want.1);
-                    assert!((normal[k] - one.unwrap().normal).length() < 1e-9);
-                    assert!(dist[k] >= tmin[k]);
-                }
-                seen[usize::from(want.0 >= 0)] += 1;
-            }
-        }
-        assert!(seen[0] > 500 && seen[1] > 500, "hits and misses both tested: {seen:?}");
-
-        let dirs = [DVec3::X, DVec3::Y];
-        let (mut dist, mut geomid, mut normal) = (vec![0.0; 2], vec![0; 2], vec![DVec3::ZERO; 2]);
-        for bad in [[0.0, -1.0], [f64::NAN, 0.0], [0.0, f64::INFINITY]] {
-            let err = prepared.cast_beyond(0, origin, &dirs, &bad, -1, &mut dist, &mut geomid, &mut normal);
-            assert!(matches!(err, Err(CoreError::BadStart { .. })), "{bad:?}: {err:?}");
-        }
-        let err = prepared.cast_beyond(0, origin, &dirs, &[1.0], -1, &mut dist, &mut geomid, &mut normal);
-        assert!(err.unwrap_err().to_string().contains("tmin"));
     }
 }
