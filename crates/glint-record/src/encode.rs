@@ -17,7 +17,7 @@ use std::io::Write;
 use bytes::Bytes;
 use glam::{DMat3, DVec3};
 use glint_lidar::Scan;
-use parquet::basic::{Compression, Encoding, Repetition, Type as PhysicalType, ZstdLevel};
+use parquet::basic::{Compression, Encoding, Repetition, Type as PhysicalType};
 use parquet::column::page::{CompressedPage, Page, PageWriter};
 use parquet::column::writer::ColumnCloseResult;
 use parquet::errors::{ParquetError, Result};
@@ -27,6 +27,8 @@ use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedW
 use parquet::schema::types::ColumnDescPtr;
 use rayon::prelude::*;
 use zstd::bulk::Compressor;
+
+use crate::writer::zstd_level;
 
 /// The rows one tick adds, copied out of the scan so they can be encoded while the next tick
 /// simulates: beams `beams`, cast at `timestamp` by a sensor whose rotation (sensor to world)
@@ -215,9 +217,6 @@ pub const STATISTICS_COLUMNS: [&str; 5] = ["timestamp", "bin", "channel", "range
 /// reads them.
 const PAGE_BYTES: usize = 128 << 10;
 
-/// zstd's level for every page: its fastest regular level, as Parquet writers default to.
-const ZSTD_LEVEL: i32 = 1;
-
 thread_local! {
     /// Each pool thread's zstd context, reused for every page it compresses.
     static ZSTD: RefCell<Option<Compressor<'static>>> = const { RefCell::new(None) };
@@ -228,7 +227,7 @@ fn compress(plain: &[u8]) -> Result<Vec<u8>> {
     ZSTD.with_borrow_mut(|context| {
         let zstd = match context {
             Some(zstd) => zstd,
-            None => context.insert(Compressor::new(ZSTD_LEVEL)?),
+            None => context.insert(Compressor::new(zstd_level().compression_level())?),
         };
         zstd.compress(plain)
     })
@@ -474,7 +473,7 @@ impl OpenColumn {
         self.finish_page()?;
         let chunk = Bytes::from(std::mem::take(&mut self.chunk));
         let mut metadata = ColumnChunkMetaData::builder(self.descr.clone())
-            .set_compression(Compression::ZSTD(ZstdLevel::try_new(ZSTD_LEVEL)?))
+            .set_compression(Compression::ZSTD(zstd_level()))
             .set_encodings(vec![Encoding::PLAIN, Encoding::RLE])
             .set_num_values(self.values as i64)
             .set_total_compressed_size(chunk.len() as i64)

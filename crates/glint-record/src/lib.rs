@@ -14,9 +14,9 @@
 //! are encoded column by column as a task on the rayon pool while the simulation goes on (a
 //! caller on a pool thread encodes in place), zstd-compressed into memory and laid into the
 //! file in row groups of [`ROW_GROUP_ROWS`] with statistics on the columns rows are selected
-//! by, so memory stays flat however long an episode runs. Files are written as `.parquet.partial` and renamed
-//! when the episode finishes; a killed run leaves only `.partial` files, which
-//! [`check_session`] reports apart from the finished ones.
+//! by, so memory stays flat however long an episode runs. Files are written as
+//! `.parquet.partial` and renamed when the episode finishes; a killed run leaves only
+//! `.partial` files, which [`check_session`] reports apart from the finished ones.
 //!
 //! [`export_variant`] re-processes a session's clean geometry through the return model under
 //! a material bake into a variant folder (measured range, intensity, calibrated reflectivity,

@@ -56,11 +56,17 @@ impl Write for HashWriter {
     }
 }
 
+/// zstd's level for every file glint writes, the pose tables through Arrow and the lidar
+/// files' pages through [`crate::encode`]: its fastest regular level, Parquet's default.
+pub(crate) fn zstd_level() -> ZstdLevel {
+    ZstdLevel::default()
+}
+
 /// The properties every Parquet file of a session shares: zstd, chunk statistics, bounded row
 /// groups. Nothing in them depends on when or where a file is written.
 pub(crate) fn zstd_properties() -> WriterPropertiesBuilder {
     WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .set_compression(Compression::ZSTD(zstd_level()))
         .set_statistics_enabled(EnabledStatistics::Chunk)
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
 }
