@@ -412,11 +412,7 @@ impl RayCaster {
             && (q.own || (i..i + run).all(|k| RayBatch::pick(batch.pnt, nray, w, k) == o))
             && (batch.bodyexclude.len() <= 1 || (i..i + run).all(|k| q.exclude(w, k) == exclude));
         if shared && packet.set(o, run, |r| RayBatch::pick(batch.vec, nray, w, i + r)) {
-            let best = if q.own {
-                self.cast_packet_own(q, w, |r| i + r, exclude, packet)
-            } else {
-                self.cast_packet::<false>(q, w, exclude, packet)
-            };
+            let best = self.cast_set_packet(q, w, |r| i + r, exclude, packet);
             for r in 0..run {
                 out.set(r, best.hit(r));
             }
@@ -447,11 +443,7 @@ impl RayCaster {
         for (lanes, &n) in lanes.iter().zip(&count) {
             let ray = |k: usize| lanes[k] as usize;
             if n > 1 && packet.set(o, n, |k| dir(ray(k))) {
-                let best = if q.own {
-                    self.cast_packet_own(q, w, |k| i + ray(k), exclude, packet)
-                } else {
-                    self.cast_packet::<false>(q, w, exclude, packet)
-                };
+                let best = self.cast_set_packet(q, w, |k| i + ray(k), exclude, packet);
                 for k in 0..n {
                     out.set(ray(k), best.hit(k));
                 }
@@ -460,6 +452,25 @@ impl RayCaster {
                     out.set(r, self.cast(q, w, i + r));
                 }
             }
+        }
+    }
+
+    /// Closest hits of the packet just `set` from rays of world `w` (ray `k` of the packet is
+    /// the batch's ray `ray(k)`), from their shared origin or, for a query with `own`, each
+    /// from its own.
+    #[inline(always)]
+    fn cast_set_packet(
+        &self,
+        q: &Query,
+        w: usize,
+        ray: impl Fn(usize) -> usize,
+        exclude: i32,
+        packet: &mut Packet,
+    ) -> PacketBest {
+        if q.own {
+            self.cast_packet_own(q, w, ray, exclude, packet)
+        } else {
+            self.cast_packet::<false>(q, w, exclude, packet)
         }
     }
 
