@@ -262,9 +262,14 @@ const GLINT_CUTOFF: f64 = 80.0;
 fn glint_argument(params: &ReturnParams, material: &NirMaterial, c: f64) -> (f64, f64, f64) {
     let m = slope(params, material);
     let inv_m2 = 1.0 / (m * m);
+    (material.f0 as f64, inv_m2, glint_exponent(inv_m2, c))
+}
+
+/// The glint's exponent `tan²θ / m²` at incidence cosine `c` (in `[0, 1]`), given `1 / m²`.
+#[inline(always)]
+fn glint_exponent(inv_m2: f64, c: f64) -> f64 {
     let c2 = c * c;
-    let x = if c2 > 0.0 { (1.0 - c2) / c2 * inv_m2 } else { f64::INFINITY };
-    (material.f0 as f64, inv_m2, x)
+    if c2 > 0.0 { (1.0 - c2) / c2 * inv_m2 } else { f64::INFINITY }
 }
 
 /// The glint `min(specPeakMax, F0 / (4 m²) · e^−x)` given `e^−x`.
@@ -285,35 +290,87 @@ fn retro(params: &ReturnParams, blend: f64, c: f64) -> f64 {
     if blend > 0.0 { params.retro_gain * c.powf(params.retro_cos_exp) } else { 0.0 }
 }
 
-/// `S` of the opaque surfaces among many: `out[i]` is [`Strength::full`] of `material(i)`
-/// (`None`: not wanted, NaN) at incidence cosine `cos[i]`. The surfaces are gathered a chunk
+/// What a material's strength needs under one calibration, worked out once: the parts of
+/// [`Strength::of`] that do not depend on the incidence. Slab, medium and specular surfaces
+/// count by their glint alone ([`Strength::glint_only`]), so their Lambertian term is zero.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Optics {
+    /// `ρ · (1 − metalness)` where the whole strength counts (opaque, porous), else 0.
+    lambert: f64,
+    f0: f64,
+    inv_m2: f64,
+    blend: f64,
+}
+
+impl Optics {
+    /// The optics of `material` under `params`.
+    pub(crate) fn new(params: &ReturnParams, material: &NirMaterial) -> Optics {
+        let m = slope(params, material);
+        let whole = matches!(material.continuation, Continuation::Opaque | Continuation::Porous);
+        Optics {
+            lambert: if whole { albedo(material) } else { 0.0 },
+            f0: material.f0 as f64,
+            inv_m2: 1.0 / (m * m),
+            blend: material.retroreflective as f64,
+        }
+    }
+
+    /// The candidate strength `S` at incidence cosine `c`: [`Strength::full`] of an opaque
+    /// or porous surface, [`Strength::glint_only`] of the others, to the bit.
+    #[inline]
+    pub(crate) fn strength(&self, params: &ReturnParams, c: f64) -> f64 {
+        let c = c.clamp(0.0, 1.0);
+        let x = glint_exponent(self.inv_m2, c);
+        let e = exp_neg(x.min(GLINT_CUTOFF));
+        self.combine(params, c, x, e, retro(params, self.blend, c))
+    }
+
+    /// `S` from the incidence cosine `c` (in `[0, 1]`), the glint's exponent `x`, `e^−min(x, cutoff)`
+    /// and the retroreflective term.
+    #[inline(always)]
+    fn combine(&self, params: &ReturnParams, c: f64, x: f64, e: f64, retro_term: f64) -> f64 {
+        let glint = if self.f0 > 0.0 && x < GLINT_CUTOFF { glint_peak(params, self.f0, self.inv_m2, e) } else { 0.0 };
+        (1.0 - self.blend) * (self.lambert * c + glint) + self.blend * retro_term
+    }
+}
+
+/// The candidate strengths of many surfaces: `out[i]` is [`Optics::strength`] of
+/// `optics[index[i]]` at incidence cosine `cos[i]`, times `loss[i]` when losses are given
+/// (NaN where the index is past the palette: no material). The surfaces are gathered a chunk
 /// at a time and each chunk is evaluated without branches or calls, on vector lanes, giving
-/// to the bit what [`Strength::of`] gives one surface.
-pub(crate) fn opaque_strengths<'m>(
+/// to the bit what [`Optics::strength`] gives one surface.
+pub(crate) fn strengths(
     params: &ReturnParams,
-    material: impl Fn(usize) -> Option<&'m NirMaterial>,
+    optics: &[Optics],
+    index: &[u32],
     cos: &[f64],
+    loss: Option<&[f64]>,
     out: &mut Vec<f64>,
 ) {
     const CHUNK: usize = 64;
     out.clear();
     for start in (0..cos.len()).step_by(CHUNK) {
         let n = CHUNK.min(cos.len() - start);
-        // A gap: albedo NaN makes S NaN; the rest keeps the evaluation finite.
-        let (mut c, mut f0, mut inv_m2, mut x) = ([0.0; CHUNK], [0.0; CHUNK], [1.0; CHUNK], [0.0; CHUNK]);
-        let (mut lambert, mut blend, mut retro_term) = ([f64::NAN; CHUNK], [0.0; CHUNK], [0.0; CHUNK]);
+        // Lanes gathered apart (one array per term), so the evaluation runs on vector lanes.
+        // No material: a NaN Lambertian term makes S NaN; the rest keeps the evaluation finite.
+        let (mut lambert, mut f0, mut inv_m2, mut blend) =
+            ([f64::NAN; CHUNK], [0.0; CHUNK], [1.0; CHUNK], [0.0; CHUNK]);
+        let (mut c, mut retro_term, mut weight) = ([0.0; CHUNK], [0.0; CHUNK], [1.0; CHUNK]);
         for i in 0..n {
-            let Some(m) = material(start + i) else { continue };
+            let Some(o) = optics.get(index[start + i] as usize) else { continue };
+            (lambert[i], f0[i], inv_m2[i], blend[i]) = (o.lambert, o.f0, o.inv_m2, o.blend);
             c[i] = cos[start + i].clamp(0.0, 1.0);
-            (f0[i], inv_m2[i], x[i]) = glint_argument(params, m, c[i]);
-            lambert[i] = albedo(m);
-            blend[i] = m.retroreflective as f64;
-            retro_term[i] = retro(params, blend[i], c[i]);
+            if o.blend > 0.0 {
+                retro_term[i] = retro(params, o.blend, c[i]);
+            }
+        }
+        if let Some(loss) = loss {
+            weight[..n].copy_from_slice(&loss[start..start + n]);
         }
         out.extend((0..n).map(|i| {
-            let e = exp_neg(x[i].min(GLINT_CUTOFF));
-            let glint = if f0[i] > 0.0 && x[i] < GLINT_CUTOFF { glint_peak(params, f0[i], inv_m2[i], e) } else { 0.0 };
-            (1.0 - blend[i]) * (lambert[i] * c[i] + glint) + blend[i] * retro_term[i]
+            let o = Optics { lambert: lambert[i], f0: f0[i], inv_m2: inv_m2[i], blend: blend[i] };
+            let x = glint_exponent(o.inv_m2, c[i]);
+            weight[i] * o.combine(params, c[i], x, exp_neg(x.min(GLINT_CUTOFF)), retro_term[i])
         }));
     }
 }
@@ -363,11 +420,12 @@ pub fn slope(params: &ReturnParams, material: &NirMaterial) -> f64 {
 
 /// A possible echo before detection.
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct Candidate {
-    range: f64,
-    strength: f64,
-    cos: f64,
-    geomid: i32,
+pub(crate) struct Candidate {
+    /// Booked range (m), strength `S` and incidence cosine.
+    pub(crate) range: f64,
+    pub(crate) strength: f64,
+    pub(crate) cos: f64,
+    pub(crate) geomid: i32,
 }
 
 impl Candidate {
@@ -395,16 +453,16 @@ pub struct Beam {
 }
 
 /// How a beam's travel stands between surfaces.
-struct Path {
+pub(crate) struct Path {
     /// Start of the current leg and its unit direction.
     origin: DVec3,
-    dir: DVec3,
+    pub(crate) dir: DVec3,
     /// Range booked along the original beam at the start of the leg.
     booked: f64,
     /// Booked metres per geometric metre on this leg (1 in air, 1.33 in a medium).
     index: f64,
     /// Product of the two-way losses so far.
-    loss: f64,
+    pub(crate) loss: f64,
     /// Absorption (1/m) of the medium the leg runs in, if any, and its F0.
     medium: Option<(f64, f64)>,
 }
@@ -429,21 +487,10 @@ impl ReturnModel {
         &self.params
     }
 
-    /// Strength `S` of an opaque surface at incidence cosine `c`.
-    pub(crate) fn opaque_strength(&self, material: &NirMaterial, c: f64) -> f64 {
-        Strength::of(&self.params, material, c).full()
-    }
-
-    /// The report of a beam whose only candidate is an opaque first surface at `range` with
-    /// `strength`, incidence cosine `cos`, on `geomid`.
-    pub(crate) fn opaque_return(
-        &self,
-        window: (f64, f64),
-        (range, strength, cos, geomid): (f64, f64, f64, i32),
-        rng: &mut BeamRng,
-    ) -> BeamReturn {
-        let candidate = Candidate { range, strength, cos, geomid };
-        if self.detected(window, &candidate, rng) { self.measure(&candidate, None, rng) } else { BeamReturn::NONE }
+    /// The report of a beam whose only candidate is `candidate`: [`ReturnModel::report`] of
+    /// one candidate, without the merging.
+    pub(crate) fn report_one(&self, window: (f64, f64), candidate: &Candidate, rng: &mut BeamRng) -> BeamReturn {
+        if self.detected(window, candidate, rng) { self.measure(candidate, None, rng) } else { BeamReturn::NONE }
     }
 
     /// Runs the model for one beam whose first surface (from the clean scan) and its material
@@ -461,8 +508,9 @@ impl ReturnModel {
         if material.continuation == Continuation::Opaque {
             // Most beams: one candidate, no continuation.
             let c = beam.dir.dot(s.normal).abs();
-            let strength = self.opaque_strength(&material, c);
-            return self.opaque_return(beam.window, (s.distance, strength, c, s.geomid), rng);
+            let strength = Optics::new(&self.params, &material).strength(&self.params, c);
+            let candidate = Candidate { range: s.distance, strength, cos: c, geomid: s.geomid };
+            return self.report_one(beam.window, &candidate, rng);
         }
         self.traced_return(beam, (&s, &material), tracer, materials, rng)
     }
@@ -478,7 +526,7 @@ impl ReturnModel {
     ) -> BeamReturn {
         let mut candidates = [Candidate::NONE; MAX_INTERACTIONS];
         let n = trace(&self.params, beam, first, tracer, materials, rng, &mut candidates);
-        self.report(beam, &candidates[..n], rng)
+        self.report(beam.window, &candidates[..n], rng)
     }
 }
 
@@ -494,80 +542,111 @@ fn trace(
     candidates: &mut [Candidate; MAX_INTERACTIONS],
 ) -> usize {
     let mut ncand = 0;
-    let mut path = Path { origin: beam.origin, dir: beam.dir, booked: 0.0, index: 1.0, loss: 1.0, medium: None };
+    let mut path = Path::new(beam.origin, beam.dir);
     let mut surface = Some(*first.0);
     let mut interactions = 0;
     for leg in 0..MAX_CASTS {
         let Some(s) = surface else { break };
-        let range = path.booked + path.index * s.distance;
-        if let Some((alpha, _)) = path.medium {
-            path.loss *= (-2.0 * alpha * s.distance).exp();
-        }
-        let point = path.origin + path.dir * s.distance;
+        let (range, point) = path.reach(&s);
         let found = if leg == 0 { Some(*first.1) } else { materials.material_at(s.geomid as usize, point) };
         let Some(material) = found else { break };
-        let along = path.dir.dot(s.normal);
-        let class = material.continuation;
-        let leaving = along > 0.0 && matches!(class, Continuation::Slab | Continuation::Porous | Continuation::Medium);
-        let mut through = -1;
-        let kind = if leaving {
-            match leave_volume(&mut path, &material, s.normal) {
-                Some(kind) => kind,
-                None => break,
-            }
-        } else {
+        let leaving = path.leaves(&s, &material);
+        if !leaving {
             if interactions == MAX_INTERACTIONS {
                 break;
             }
             interactions += 1;
-            let c = along.abs();
-            let terms = Strength::of(params, &material, c);
-            let mut candidate = |strength: f64| {
-                candidates[ncand] = Candidate { range, strength, cos: c, geomid: s.geomid };
-                ncand += 1;
-            };
-            match class {
-                Continuation::Slab => {
-                    candidate(path.loss * terms.glint_only());
-                    path.loss *= (material.transmission as f64).powi(2);
-                    through = s.geomid;
-                    LegKind::Straight
-                }
-                Continuation::Medium => {
-                    candidate(path.loss * terms.glint_only());
-                    match refract(path.dir, s.normal, 1.0 / MEDIUM_INDEX) {
-                        Some(bent) => path.dir = bent,
-                        None => break,
-                    }
-                    path.loss *= (1.0 - material.f0 as f64).powi(2);
-                    path.index = MEDIUM_INDEX;
-                    path.medium = Some((material.absorption as f64, material.f0 as f64));
-                    LegKind::Refracted
-                }
-                Continuation::Porous if rng.uniform() < material.transmission as f64 => {
-                    through = s.geomid;
-                    LegKind::Straight
-                }
-                Continuation::Specular => {
-                    candidate(path.loss * terms.glint_only());
-                    if slope(params, &material) > params.fold_max_slope {
-                        break;
-                    }
-                    path.loss *= material.f0 as f64;
-                    path.dir = fold(path.dir, s.normal);
-                    LegKind::Folded
-                }
-                _ => {
-                    candidate(path.loss * terms.full());
-                    break;
-                }
-            }
-        };
-        path.origin = point + path.dir * NUDGE;
-        path.booked = range + path.index * NUDGE;
+        }
+        let crossing = cross(params, &mut path, &s, &material, leaving, || rng.uniform());
+        if let Some((loss, cos)) = crossing.candidate {
+            let strength = loss * Optics::new(params, &material).strength(params, cos);
+            candidates[ncand] = Candidate { range, strength, cos, geomid: s.geomid };
+            ncand += 1;
+        }
+        let Some((kind, through)) = crossing.next else { break };
+        path.set_off(point, range);
         surface = tracer.cast(path.origin, path.dir, kind, leg + 1, through);
     }
     ncand
+}
+
+impl Path {
+    /// The path of a beam from `origin` along unit `dir`, before its first surface.
+    pub(crate) fn new(origin: DVec3, dir: DVec3) -> Path {
+        Path { origin, dir, booked: 0.0, index: 1.0, loss: 1.0, medium: None }
+    }
+
+    /// Reaches surface `s` at the end of the current leg, taking the medium's absorption
+    /// along it: the surface's booked range and world point.
+    pub(crate) fn reach(&mut self, s: &Surface) -> (f64, DVec3) {
+        let range = self.booked + self.index * s.distance;
+        if let Some((alpha, _)) = self.medium {
+            self.loss *= (-2.0 * alpha * s.distance).exp();
+        }
+        (range, self.origin + self.dir * s.distance)
+    }
+
+    /// Whether reaching `s` of `material` leaves a volume (its far face, where the path runs
+    /// along the outward normal): no interaction.
+    pub(crate) fn leaves(&self, s: &Surface, material: &NirMaterial) -> bool {
+        self.dir.dot(s.normal) > 0.0
+            && matches!(material.continuation, Continuation::Slab | Continuation::Porous | Continuation::Medium)
+    }
+
+    /// Starts the next leg just past `point`, reached at booked range `range`.
+    pub(crate) fn set_off(&mut self, point: DVec3, range: f64) {
+        self.origin = point + self.dir * NUDGE;
+        self.booked = range + self.index * NUDGE;
+    }
+}
+
+/// What a surface did to the pulse that reached it.
+pub(crate) struct Crossing {
+    /// The surface's own candidate, when it gives one: the path's loss to weigh its strength
+    /// by, and the incidence cosine.
+    pub(crate) candidate: Option<(f64, f64)>,
+    /// The next leg, when the pulse goes on: its kind and the geom it may pass through.
+    pub(crate) next: Option<(LegKind, i32)>,
+}
+
+/// Crosses surface `s` of `material` (`leaving`: its far face, see [`Path::leaves`]): books
+/// its candidate and turns or attenuates `path` for the next leg by the surface's
+/// continuation class. `gap` draws a uniform number for a porous surface's gap.
+pub(crate) fn cross(
+    params: &ReturnParams,
+    path: &mut Path,
+    s: &Surface,
+    material: &NirMaterial,
+    leaving: bool,
+    gap: impl FnOnce() -> f64,
+) -> Crossing {
+    if leaving {
+        return Crossing { candidate: None, next: leave_volume(path, material, s.normal).map(|kind| (kind, -1)) };
+    }
+    let candidate = Some((path.loss, path.dir.dot(s.normal).abs()));
+    let next = match material.continuation {
+        Continuation::Slab => {
+            path.loss *= (material.transmission as f64).powi(2);
+            Some((LegKind::Straight, s.geomid))
+        }
+        Continuation::Medium => refract(path.dir, s.normal, 1.0 / MEDIUM_INDEX).map(|bent| {
+            path.dir = bent;
+            path.loss *= (1.0 - material.f0 as f64).powi(2);
+            path.index = MEDIUM_INDEX;
+            path.medium = Some((material.absorption as f64, material.f0 as f64));
+            (LegKind::Refracted, -1)
+        }),
+        Continuation::Porous if gap() < material.transmission as f64 => {
+            return Crossing { candidate: None, next: Some((LegKind::Straight, s.geomid)) };
+        }
+        Continuation::Specular if slope(params, material) <= params.fold_max_slope => {
+            path.loss *= material.f0 as f64;
+            path.dir = fold(path.dir, s.normal);
+            Some((LegKind::Folded, -1))
+        }
+        _ => None,
+    };
+    Crossing { candidate, next }
 }
 
 /// `dir` folded about a surface with unit normal `n`: `d − 2 (d·n) n`. The return model,
@@ -598,13 +677,13 @@ pub fn refract(dir: DVec3, n: DVec3, eta: f64) -> Option<DVec3> {
 
 impl ReturnModel {
     /// Detection, echo merging and measurement of a beam's candidates.
-    fn report(&self, beam: &Beam, candidates: &[Candidate], rng: &mut BeamRng) -> BeamReturn {
+    pub(crate) fn report(&self, window: (f64, f64), candidates: &[Candidate], rng: &mut BeamRng) -> BeamReturn {
         let params = &self.params;
         let mut echoes = [Candidate::NONE; MAX_INTERACTIONS];
         let mut n = 0;
         // Candidates arrive in booked-range order along the path, which is also range order.
         for &c in candidates {
-            if !self.detected(beam.window, &c, rng) {
+            if !self.detected(window, &c, rng) {
                 continue;
             }
             if n > 0 && c.range - echoes[n - 1].range < params.min_return_separation {
@@ -933,25 +1012,42 @@ mod tests {
     fn strengths_over_many_surfaces_equal_one_surfaces_to_the_bit() {
         let p = ReturnParams::default();
         let mut rng = BeamRng::new(3, 0, 0, 0, 0);
-        let presets = [MaterialPreset::Diffuse, MaterialPreset::Retroreflector, MaterialPreset::GlossDarkPaint];
-        let mut materials = Vec::new();
-        let mut cos = Vec::new();
+        let presets = [
+            MaterialPreset::Diffuse,
+            MaterialPreset::Retroreflector,
+            MaterialPreset::GlossDarkPaint,
+            MaterialPreset::ClearFloatGlass,
+            MaterialPreset::Mirror,
+            MaterialPreset::Vegetation,
+        ];
+        let (mut materials, mut cos, mut index, mut loss) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for k in 0..300 {
             let base = presets[k % presets.len()].material();
             let roughness = if k % 7 == 0 { 0.0 } else { rng.uniform() as f32 };
             materials.push(NirMaterial { roughness, metalness: (k % 3) as f32 * 0.5, ..base });
             // Normal, grazing, beyond the glint's cutoff, and out of [0, 1].
             cos.push([1.0, 0.0, 1.2, rng.uniform()][k % 4]);
+            // Every eleventh surface has no material.
+            index.push(if k % 11 == 10 { u32::MAX } else { k as u32 });
+            loss.push(rng.uniform());
         }
-        let wanted = |i: usize| (i % 5 != 4).then(|| &materials[i]);
-        let mut out = Vec::new();
-        opaque_strengths(&p, wanted, &cos, &mut out);
-        assert_eq!(out.len(), cos.len());
-        for (i, &s) in out.iter().enumerate() {
-            match wanted(i) {
-                Some(m) => assert_eq!(s.to_bits(), Strength::of(&p, m, cos[i]).full().to_bits(), "surface {i}"),
-                None => assert!(s.is_nan()),
-            }
+        let optics: Vec<Optics> = materials.iter().map(|m| Optics::new(&p, m)).collect();
+        let (mut plain, mut lossy) = (Vec::new(), Vec::new());
+        strengths(&p, &optics, &index, &cos, None, &mut plain);
+        strengths(&p, &optics, &index, &cos, Some(&loss), &mut lossy);
+        assert_eq!((plain.len(), lossy.len()), (cos.len(), cos.len()));
+        for i in 0..cos.len() {
+            let Some(o) = optics.get(index[i] as usize) else {
+                assert!(plain[i].is_nan() && lossy[i].is_nan(), "surface {i}");
+                continue;
+            };
+            let one = o.strength(&p, cos[i]);
+            let terms = Strength::of(&p, &materials[i], cos[i]);
+            let whole = matches!(materials[i].continuation, Continuation::Opaque | Continuation::Porous);
+            let expected = if whole { terms.full() } else { terms.glint_only() };
+            assert_eq!(one.to_bits(), expected.to_bits(), "surface {i}");
+            assert_eq!(plain[i].to_bits(), one.to_bits(), "surface {i}");
+            assert_eq!(lossy[i].to_bits(), (loss[i] * one).to_bits(), "surface {i}");
         }
     }
 

@@ -7,8 +7,8 @@ use rayon::prelude::*;
 use std::sync::Arc;
 
 use crate::model::{
-    Beam, BeamReturn, BeamRng, LegKind, MEDIUM_INDEX, MaterialLookup, NUDGE, ReturnModel, Surface, TickKey, Tracer,
-    fold, opaque_strengths, refract, slope,
+    Beam, BeamReturn, BeamRng, Candidate, LegKind, MEDIUM_INDEX, MaterialLookup, NUDGE, Optics, Path, ReturnModel,
+    Surface, TickKey, Tracer, cross, fold, refract, slope, strengths,
 };
 use crate::pattern::{angles, beam_direction};
 use crate::scan::{ReturnsPart, Scan, ScanPart};
@@ -89,10 +89,14 @@ struct ExtraScratch {
     bent: Vec<usize>,
     /// Where each ray of one batch of folds or refractions starts.
     origins: Vec<DVec3>,
-    /// Strength of each ray's first surface when it is opaque (NaN otherwise), and the
+    /// The candidate strength of each ray's first surface (NaN without a material), and the
     /// incidence cosines.
     strength: Vec<f64>,
     cos: Vec<f64>,
+    /// How the model goes about each ray.
+    plan: Vec<Plan>,
+    /// The second candidates of the rays planned [`Plan::Two`].
+    second: Seconds,
     /// One batch of continuations: ray indices and directions, and the answers.
     rays: Vec<usize>,
     dirs: Vec<DVec3>,
@@ -128,6 +132,56 @@ impl Answers {
 
 const NO_MATERIAL: u32 = u32::MAX;
 
+/// How the return model goes about one beam of a group.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Plan {
+    /// No material at the first surface: no echo.
+    Nothing,
+    /// The first surface is the beam's only candidate.
+    First,
+    /// The first surface and the `k`th of [`Seconds`]: a beam that crosses one pane, mirror
+    /// or water surface onto an opaque surface.
+    Two(u32),
+    /// Traced one leg at a time ([`ReturnModel::traced_return`]).
+    Traced,
+}
+
+/// Second candidates, booked as the model's trace books them, with their strengths worked
+/// out together.
+#[derive(Default)]
+struct Seconds {
+    range: Vec<f64>,
+    cos: Vec<f64>,
+    loss: Vec<f64>,
+    /// Palette index of the surface's material.
+    material: Vec<u32>,
+    geomid: Vec<i32>,
+    strength: Vec<f64>,
+}
+
+impl Seconds {
+    fn clear(&mut self) {
+        for v in [&mut self.range, &mut self.cos, &mut self.loss] {
+            v.clear();
+        }
+        self.material.clear();
+        self.geomid.clear();
+    }
+
+    fn push(&mut self, range: f64, cos: f64, loss: f64, material: u32, geomid: i32) -> Plan {
+        self.range.push(range);
+        self.cos.push(cos);
+        self.loss.push(loss);
+        self.material.push(material);
+        self.geomid.push(geomid);
+        Plan::Two(self.geomid.len() as u32 - 1)
+    }
+
+    fn candidate(&self, k: usize) -> Candidate {
+        Candidate { range: self.range[k], strength: self.strength[k], cos: self.cos[k], geomid: self.geomid[k] }
+    }
+}
+
 /// Continuations cast ahead as packets for some rays of a group.
 #[derive(Default)]
 struct Ahead {
@@ -137,6 +191,25 @@ struct Ahead {
 }
 
 const NOT_CAST: u32 = u32::MAX;
+
+impl ExtraScratch {
+    /// Ray `r`'s first continuation (of `kind`, passing through `through`) as cast ahead, in
+    /// the model's terms: `None` when it was not cast ahead. `first` is the geom and distance
+    /// of the ray's first surface.
+    fn first_continuation(&self, r: usize, kind: LegKind, through: i32, first: (i32, f64)) -> Option<Option<Surface>> {
+        match kind {
+            // The model's leg starts just past the first surface; the prefetched distance
+            // runs from the sensor.
+            LegKind::Straight if through == first.0 => self
+                .straight
+                .get(r)
+                .map(|behind| behind.map(|s| Surface { distance: s.distance - first.1 - NUDGE, ..s })),
+            LegKind::Folded => self.folded.get(r),
+            LegKind::Refracted => self.refracted.get(r),
+            _ => None,
+        }
+    }
+}
 
 impl Ahead {
     /// Forgets every answer, for a group of `n` rays.
@@ -712,11 +785,14 @@ impl Lidars {
                 times.len()
             )));
         }
+        let palette = self.materials.as_ref().map_or(&[][..], |m| m.0.palette());
+        let optics: Vec<Optics> = palette.iter().map(|material| Optics::new(&self.params, material)).collect();
         let model = self.materials.as_ref().map(|m| Model {
             model: ReturnModel::new(self.params),
             seed: self.seed,
             materials: &*m.0,
-            palette: m.0.palette(),
+            palette,
+            optics: &optics,
         });
         for (index, sensor) in self.sensors.iter_mut().enumerate() {
             let ctx = TickContext { sensor: index, model, geom_flags: &self.geom_flags, geom_class: &self.geom_class };
@@ -741,6 +817,8 @@ struct Model<'a> {
     seed: u64,
     materials: &'a dyn MaterialLookup,
     palette: &'a [NirMaterial],
+    /// The optics of each palette entry under the model's calibration.
+    optics: &'a [Optics],
 }
 
 /// One group of a tick: its units, its part of a world's scan, that world and its tick.
@@ -838,6 +916,13 @@ struct Rays<'a> {
     normal: &'a [DVec3],
 }
 
+impl Rays<'_> {
+    /// Ray `r`'s first surface.
+    fn surface(&self, r: usize) -> Surface {
+        Surface { distance: self.dist[r], geomid: self.geomid[r], normal: self.normal[r] }
+    }
+}
+
 /// A beam's tracer that answers its first continuation (straight on, folded or refracted)
 /// from the packets cast ahead, and everything else with single rays.
 struct Prefetched<'a, 'b> {
@@ -852,18 +937,10 @@ struct Prefetched<'a, 'b> {
 
 impl Tracer for Prefetched<'_, '_> {
     fn cast(&mut self, origin: DVec3, dir: DVec3, kind: LegKind, depth: usize, through: i32) -> Option<Surface> {
-        let (ext, r) = (self.ahead, self.r);
-        let ahead = match kind {
-            _ if depth != 1 => None,
-            // The model's leg starts just past the first surface; the prefetched distance
-            // runs from the sensor.
-            LegKind::Straight if through == self.through => ext
-                .straight
-                .get(r)
-                .map(|behind| behind.map(|s| Surface { distance: s.distance - self.first - NUDGE, ..s })),
-            LegKind::Folded => ext.folded.get(r),
-            LegKind::Refracted => ext.refracted.get(r),
-            _ => None,
+        let ahead = if depth == 1 {
+            self.ahead.first_continuation(self.r, kind, through, (self.through, self.first))
+        } else {
+            None
         };
         match ahead {
             Some(surface) => surface,
@@ -922,9 +999,11 @@ impl GroupContext<'_> {
         Ok(())
     }
 
-    /// The return model of every beam of a group. Opaque first surfaces (most beams) go in
-    /// two short passes, strengths then detection and measurement, which the processor
-    /// overlaps across beams; the others are traced one by one.
+    /// The return model of every beam of a group, in three passes: the candidates of most
+    /// beams (a first surface, and where the beam crosses one pane, mirror or water surface,
+    /// the opaque surface behind it), their strengths together on vector lanes, then each
+    /// beam's detection and measurement. Beams that meet more (porous surfaces, two panes)
+    /// are traced one leg at a time instead; both ways give the same reports to the bit.
     #[allow(clippy::too_many_arguments)]
     fn model_group(
         &self,
@@ -941,25 +1020,74 @@ impl GroupContext<'_> {
         let params = m.model.params();
         ext.cos.clear();
         ext.cos.extend((0..order.len()).map(|r| rays.dirs[r].dot(rays.normal[r]).abs()));
-        let material = |r: usize| m.palette.get(ext.material[r] as usize);
-        let opaque = |r: usize| material(r).filter(|m| m.continuation == Continuation::Opaque);
-        opaque_strengths(params, opaque, &ext.cos, &mut ext.strength);
+        strengths(params, m.optics, &ext.material, &ext.cos, None, &mut ext.strength);
+        self.plan(m, rays, ext);
+        let second = &mut ext.second;
+        strengths(params, m.optics, &second.material, &second.cos, Some(&second.loss), &mut second.strength);
         for (r, &j) in order.iter().enumerate() {
             let mut rng = key.beam((first_beam + j) as u64);
-            let (d, g) = (rays.dist[r], rays.geomid[r]);
-            let (strength, cos) = (ext.strength[r], ext.cos[r]);
-            let report = match material(r) {
-                Some(_) if !strength.is_nan() => m.model.opaque_return(window, (d, strength, cos, g), &mut rng),
-                Some(mat) => {
-                    let first = Surface { distance: d, geomid: g, normal: rays.normal[r] };
+            let first =
+                Candidate { range: rays.dist[r], strength: ext.strength[r], cos: ext.cos[r], geomid: rays.geomid[r] };
+            let report = match ext.plan[r] {
+                Plan::Nothing => BeamReturn::NONE,
+                Plan::First => m.model.report_one(window, &first, &mut rng),
+                Plan::Two(k) => m.model.report(window, &[first, ext.second.candidate(k as usize)], &mut rng),
+                Plan::Traced => {
+                    let (surface, material) = (rays.surface(r), &m.palette[ext.material[r] as usize]);
                     let beam = Beam { origin: rays.origin, dir: rays.dirs[r], window };
-                    let mut tracer = Prefetched { live, ahead: ext, r, through: g, first: d };
-                    m.model.traced_return(&beam, (&first, mat), &mut tracer, m.materials, &mut rng)
+                    let mut tracer = Prefetched { live, ahead: ext, r, through: first.geomid, first: first.range };
+                    m.model.traced_return(&beam, (&surface, material), &mut tracer, m.materials, &mut rng)
                 }
-                None => BeamReturn::NONE,
             };
             returns.set(j, &report);
         }
+    }
+
+    /// Plans every beam of a group (`ext.plan`), booking the second candidates of the beams
+    /// planned [`Plan::Two`] as [`ReturnModel::traced_return`] would: through the same
+    /// crossing, from the same continuation cast ahead.
+    fn plan(&self, m: &Model, rays: &Rays, ext: &mut ExtraScratch) {
+        ext.plan.clear();
+        ext.second.clear();
+        for r in 0..rays.dirs.len() {
+            let plan = match m.palette.get(ext.material[r] as usize) {
+                None => Plan::Nothing,
+                Some(material) => match material.continuation {
+                    Continuation::Opaque => Plan::First,
+                    Continuation::Porous => Plan::Traced,
+                    _ => self.plan_crossing(m, rays, ext, r, material),
+                },
+            };
+            ext.plan.push(plan);
+        }
+    }
+
+    /// The plan of ray `r`, whose first surface is a slab, medium or specular `material`.
+    fn plan_crossing(&self, m: &Model, rays: &Rays, ext: &mut ExtraScratch, r: usize, material: &NirMaterial) -> Plan {
+        let params = m.model.params();
+        let first = rays.surface(r);
+        let mut path = Path::new(rays.origin, rays.dirs[r]);
+        let (range, point) = path.reach(&first);
+        if path.leaves(&first, material) {
+            return Plan::Traced;
+        }
+        // Porous surfaces, the only ones that draw a gap, are traced.
+        let crossing = cross(params, &mut path, &first, material, false, || 1.0);
+        let Some((kind, through)) = crossing.next else { return Plan::First };
+        let Some(behind) = ext.first_continuation(r, kind, through, (first.geomid, first.distance)) else {
+            return Plan::Traced;
+        };
+        let Some(s) = behind else { return Plan::First };
+        path.set_off(point, range);
+        let (range, point) = path.reach(&s);
+        let Some(index) = m.materials.index_at(s.geomid as usize, point).filter(|&i| i < m.palette.len()) else {
+            return Plan::First;
+        };
+        if m.palette[index].continuation != Continuation::Opaque {
+            return Plan::Traced;
+        }
+        let cos = path.dir.dot(s.normal).abs();
+        ext.second.push(range, cos, path.loss, index as u32, s.geomid)
     }
 
     /// The secondary geometry the recorder captures, for every beam of a group.
