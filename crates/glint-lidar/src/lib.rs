@@ -85,6 +85,7 @@ mod params;
 mod pattern;
 mod scan;
 mod sensor;
+mod ziggurat;
 
 pub use bake::{
     BAKE_DIR, BAKE_FORMAT_VERSION, Bake, BakeRequest, BakeSettings, BakeStatus, bake_path, material_fingerprint,

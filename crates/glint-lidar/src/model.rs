@@ -46,8 +46,8 @@
 
 use glam::DVec3;
 use rand::RngCore;
-use rand_distr::{Distribution, StandardNormal};
 
+use crate::ziggurat::ZIGGURAT;
 use crate::{Continuation, NirMaterial, ReturnParams};
 
 /// Most surfaces a beam interacts with (continuations included).
@@ -192,7 +192,7 @@ impl BeamRng {
 
     /// A standard normal number.
     pub fn normal(&mut self) -> f64 {
-        StandardNormal.sample(self)
+        ZIGGURAT.sample(self)
     }
 }
 
@@ -416,6 +416,96 @@ const INV_FACTORIALS: [f64; 14] = {
 /// RMS slope `m = max(specSlopeFloor, roughness²)` in radians.
 pub fn slope(params: &ReturnParams, material: &NirMaterial) -> f64 {
     params.spec_slope_floor.max(material.slope())
+}
+
+/// How many beams [`ReturnModel::report_lanes`] reports together.
+pub(crate) const LANES: usize = 64;
+
+/// The candidates of up to [`LANES`] beams that have one or two, one beam per lane:
+/// candidate `k` of lane `i` is `range[k][i]`, `strength[k][i]`, `cos[k][i]`, `geomid[k][i]`.
+pub(crate) struct Lanes {
+    /// How many lanes are in use.
+    pub(crate) n: usize,
+    /// The beams' numbers in their tick (keys of their random streams).
+    pub(crate) beam: [u64; LANES],
+    pub(crate) range: [[f64; LANES]; 2],
+    pub(crate) strength: [[f64; LANES]; 2],
+    pub(crate) cos: [[f64; LANES]; 2],
+    pub(crate) geomid: [[i32; LANES]; 2],
+}
+
+impl Default for Lanes {
+    fn default() -> Lanes {
+        Lanes {
+            n: 0,
+            beam: [0; LANES],
+            range: [[0.0; LANES]; 2],
+            strength: [[0.0; LANES]; 2],
+            cos: [[0.0; LANES]; 2],
+            geomid: [[-1; LANES]; 2],
+        }
+    }
+}
+
+impl Lanes {
+    /// Sets candidate `k` of lane `i` to `(range, strength, cos, geomid)`.
+    #[inline(always)]
+    pub(crate) fn set(&mut self, k: usize, i: usize, (range, strength, cos, geomid): (f64, f64, f64, i32)) {
+        (self.range[k][i], self.strength[k][i], self.cos[k][i], self.geomid[k][i]) = (range, strength, cos, geomid);
+    }
+}
+
+/// What [`ReturnModel::report_lanes`] made of a lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Quick {
+    /// No echo.
+    None,
+    /// The lane's report.
+    Echo,
+    /// Left to the one-beam path: the lane needs a draw or a power law the lanes do not do.
+    Scalar,
+}
+
+/// The reports of up to [`LANES`] beams, a [`BeamReturn`]'s fields apart (so that the
+/// lanes store them as vectors).
+pub(crate) struct LaneReports {
+    state: [Quick; LANES],
+    range: [f32; LANES],
+    secondary_range: [f32; LANES],
+    intensity: [f32; LANES],
+    reflectivity: [f32; LANES],
+    geomid: [i32; LANES],
+}
+
+impl LaneReports {
+    /// Lane `i`'s report, `None` when it is left to the one-beam path.
+    #[inline(always)]
+    pub(crate) fn get(&self, i: usize) -> Option<BeamReturn> {
+        match self.state[i] {
+            Quick::None => Some(BeamReturn::NONE),
+            Quick::Echo => Some(BeamReturn {
+                range: self.range[i],
+                secondary_range: self.secondary_range[i],
+                intensity: self.intensity[i],
+                reflectivity: self.reflectivity[i],
+                geomid: self.geomid[i],
+            }),
+            Quick::Scalar => None,
+        }
+    }
+}
+
+impl Default for LaneReports {
+    fn default() -> LaneReports {
+        LaneReports {
+            state: [Quick::None; LANES],
+            range: [0.0; LANES],
+            secondary_range: [0.0; LANES],
+            intensity: [0.0; LANES],
+            reflectivity: [0.0; LANES],
+            geomid: [0; LANES],
+        }
+    }
 }
 
 /// A possible echo before detection.
@@ -714,24 +804,108 @@ impl ReturnModel {
     /// The measured report of the strongest echo and, when the hardware reports two, the next.
     fn measure(&self, primary: &Candidate, second: Option<&Candidate>, rng: &mut BeamRng) -> BeamReturn {
         let params = &self.params;
-        let noisy = |c: &Candidate, rng: &mut BeamRng| {
-            let measured = c.range + params.noise_sigma(c.range) * rng.normal();
-            measured.max(params.range_floor) as f32
-        };
-        let range = noisy(primary, rng);
+        let range = self.noisy(primary.range, rng.normal());
         let secondary_range = match second {
-            Some(c) if params.max_returns >= 2 => noisy(c, rng),
+            Some(c) if params.max_returns >= 2 => self.noisy(c.range, rng.normal()),
             _ => -1.0,
         };
-        let r = primary.range;
-        let near = (r / params.near_range_r0).min(1.0);
-        let intensity = primary.strength * (params.intensity_ref_range / r).powi(2) * near * near;
         BeamReturn {
             range,
             secondary_range,
-            intensity: intensity as f32,
+            intensity: self.intensity(primary.range, primary.strength),
             reflectivity: primary.strength as f32,
             geomid: primary.geomid,
+        }
+    }
+
+    /// The measured range of an echo booked at `range`, given a standard normal draw `z`.
+    #[inline(always)]
+    fn noisy(&self, range: f64, z: f64) -> f32 {
+        let measured = range + self.params.noise_sigma(range) * z;
+        measured.max(self.params.range_floor) as f32
+    }
+
+    /// The intensity of an echo booked at `range` with strength `strength`.
+    #[inline(always)]
+    fn intensity(&self, range: f64, strength: f64) -> f32 {
+        let params = &self.params;
+        let near = (range / params.near_range_r0).min(1.0);
+        (strength * (params.intensity_ref_range / range).powi(2) * near * near) as f32
+    }
+
+    /// [`ReturnModel::report`] of up to [`LANES`] beams at once, on vector lanes, to the
+    /// bit: lane `i` is beam `lanes.beam[i]` of the tick keyed `key`, with its first
+    /// `COUNT` (1 or 2) candidates in `lanes`, in range order. A lane that needs what the
+    /// lanes do not do (a grazing surface's detection draw, the reflectivity's power law, a
+    /// normal draw past the ziggurat's common case) comes out [`Quick::Scalar`], for the
+    /// caller to report one by one.
+    pub(crate) fn report_lanes<const COUNT: usize>(
+        &self,
+        window: (f64, f64),
+        key: TickKey,
+        lanes: &Lanes,
+        out: &mut LaneReports,
+    ) {
+        let params = &self.params;
+        let zig = &*ZIGGURAT;
+        let two_reported = params.max_returns >= 2;
+        for i in 0..lanes.n.min(LANES) {
+            let mut rng = key.beam(lanes.beam[i]);
+            let (z1, stands1) = zig.quick(rng.next_u64());
+            let (z2, stands2) = if COUNT > 1 { zig.quick(rng.next_u64()) } else { (0.0, true) };
+            let candidate = |k: usize| (lanes.range[k][i], lanes.strength[k][i], lanes.cos[k][i]);
+            let d0 = self.detect_quick(window, candidate(0));
+            let d1 = if COUNT > 1 { self.detect_quick(window, candidate(1)) } else { Quick::None };
+            // `report`'s merging and choice, for two candidates: close echoes merge into the
+            // stronger (the first among equals), else the stronger of two leads.
+            let both = d0 == Quick::Echo && d1 == Quick::Echo;
+            let (r0, r1) = (lanes.range[0][i], lanes.range[1][i]);
+            let (s0, s1) = (lanes.strength[0][i], lanes.strength[1][i]);
+            // Detected ranges are finite (inside the window), so `>=` is `report`'s `!<`.
+            let two = both && r1 - r0 >= params.min_return_separation;
+            let lead_second = if two {
+                s1.total_cmp(&s0).is_gt()
+            } else if both {
+                s1 > s0
+            } else {
+                d1 == Quick::Echo
+            };
+            let pick = |second: bool, a: f64, b: f64| if second { b } else { a };
+            let (range, strength) = (pick(lead_second, r0, r1), pick(lead_second, s0, s1));
+            let other = pick(lead_second, r1, r0);
+            let secondary = two && two_reported;
+            out.state[i] = if d0 == Quick::Scalar || d1 == Quick::Scalar {
+                Quick::Scalar
+            } else if d0 == Quick::None && d1 == Quick::None {
+                Quick::None
+            } else if stands1 && (stands2 || !secondary) {
+                Quick::Echo
+            } else {
+                Quick::Scalar
+            };
+            out.range[i] = self.noisy(range, z1);
+            out.secondary_range[i] = if secondary { self.noisy(other, z2) } else { -1.0 };
+            out.intensity[i] = self.intensity(range, strength);
+            out.reflectivity[i] = strength as f32;
+            out.geomid[i] = if lead_second { lanes.geomid[1][i] } else { lanes.geomid[0][i] };
+        }
+    }
+
+    /// [`ReturnModel::detected`] of a candidate `(range, strength, cos)` as far as it goes
+    /// without drawing: [`Quick::Echo`] when detected, [`Quick::Scalar`] when it needs a
+    /// draw or the power law. The tests run in `detected`'s order.
+    #[inline(always)]
+    fn detect_quick(&self, (min_range, max_range): (f64, f64), (r, s, c): (f64, f64, f64)) -> Quick {
+        if s < self.params.detect_floor {
+            Quick::None
+        } else if r >= self.sure_range {
+            Quick::Scalar
+        } else if !(min_range <= r && r < max_range) {
+            Quick::None
+        } else if c >= self.params.grazing_cos_cutoff {
+            Quick::Echo
+        } else {
+            Quick::Scalar
         }
     }
 

@@ -7,8 +7,8 @@ use rayon::prelude::*;
 use std::sync::Arc;
 
 use crate::model::{
-    Beam, BeamReturn, BeamRng, Candidate, LegKind, MEDIUM_INDEX, MaterialLookup, NUDGE, Optics, Path, ReturnModel,
-    Surface, TickKey, Tracer, cross, fold, refract, slope, strengths,
+    Beam, BeamReturn, BeamRng, Candidate, LANES, LaneReports, Lanes, LegKind, MEDIUM_INDEX, MaterialLookup, NUDGE,
+    Optics, Path, ReturnModel, Surface, TickKey, Tracer, cross, fold, refract, slope, strengths,
 };
 use crate::pattern::{angles, beam_direction};
 use crate::scan::{ReturnsPart, Scan, ScanPart};
@@ -97,6 +97,8 @@ struct ExtraScratch {
     plan: Vec<Plan>,
     /// The second candidates of the rays planned [`Plan::Two`].
     second: Seconds,
+    /// Per second candidate, its beam's report when the lanes made it.
+    paired: Vec<Option<BeamReturn>>,
     /// One batch of continuations: ray indices and directions, and the answers.
     rays: Vec<usize>,
     dirs: Vec<DVec3>,
@@ -150,6 +152,8 @@ enum Plan {
 /// out together.
 #[derive(Default)]
 struct Seconds {
+    /// The ray each belongs to.
+    ray: Vec<usize>,
     range: Vec<f64>,
     cos: Vec<f64>,
     loss: Vec<f64>,
@@ -166,9 +170,11 @@ impl Seconds {
         }
         self.material.clear();
         self.geomid.clear();
+        self.ray.clear();
     }
 
-    fn push(&mut self, range: f64, cos: f64, loss: f64, material: u32, geomid: i32) -> Plan {
+    fn push(&mut self, r: usize, (range, cos, loss): (f64, f64, f64), material: u32, geomid: i32) -> Plan {
+        self.ray.push(r);
         self.range.push(range);
         self.cos.push(cos);
         self.loss.push(loss);
@@ -249,6 +255,10 @@ pub struct Lidars {
     /// Per geom, the continuation class its authored NIR material gives it (for the flagged
     /// secondary-capture scope when no material source is loaded).
     geom_class: Vec<Option<Continuation>>,
+    /// Tests: report every beam through [`ReturnModel::beam_return`], the reference the
+    /// batched passes must equal.
+    #[cfg(test)]
+    one_by_one: bool,
 }
 
 /// A shared material lookup (usually a loaded bake).
@@ -491,6 +501,14 @@ impl Sensor {
 }
 
 impl Lidars {
+    /// Whether ticks report every beam through the one-beam model (tests only).
+    fn one_by_one(&self) -> bool {
+        #[cfg(test)]
+        return self.one_by_one;
+        #[cfg(not(test))]
+        false
+    }
+
     /// Binds `bindings` (in order) to `scene` for `nworld` worlds. Returns the sensors and
     /// any warnings (each sensor's group mask high bits, once).
     pub fn new(scene: &Scene, bindings: Vec<LidarBinding>, nworld: usize) -> Result<(Lidars, Vec<String>), LidarError> {
@@ -503,6 +521,8 @@ impl Lidars {
             materials: None,
             geom_flags: geom_flags(scene),
             geom_class: vec![None; scene.ngeom()],
+            #[cfg(test)]
+            one_by_one: false,
         };
         let mut warnings = Vec::new();
         for b in bindings {
@@ -794,8 +814,15 @@ impl Lidars {
             palette,
             optics: &optics,
         });
+        let one_by_one = self.one_by_one();
         for (index, sensor) in self.sensors.iter_mut().enumerate() {
-            let ctx = TickContext { sensor: index, model, geom_flags: &self.geom_flags, geom_class: &self.geom_class };
+            let ctx = TickContext {
+                sensor: index,
+                model,
+                geom_flags: &self.geom_flags,
+                geom_class: &self.geom_class,
+                one_by_one,
+            };
             tick_sensor(sensor, scene, poses, caster, dt, times, &ctx)?;
         }
         Ok(())
@@ -808,6 +835,8 @@ struct TickContext<'a> {
     model: Option<Model<'a>>,
     geom_flags: &'a [u8],
     geom_class: &'a [Option<Continuation>],
+    /// Report every beam through [`ReturnModel::beam_return`] (tests).
+    one_by_one: bool,
 }
 
 /// The return model's inputs, shared by every sensor.
@@ -991,7 +1020,11 @@ impl GroupContext<'_> {
         if let (Some(m), Some(returns)) = (&self.tick.model, part.returns.as_mut()) {
             let key = BeamRng::tick_key(m.seed, job.world as u64, self.tick.sensor as u64, job.tick);
             let first_beam = (job.units.0 % sensor.units()) as usize * (c.beam_count() / sensor.units() as usize);
-            self.model_group(m, returns, order, &rays, ext, &mut live, (key, first_beam));
+            if self.tick.one_by_one {
+                self.model_one_by_one(m, returns, order, &rays, ext, &mut live, (key, first_beam));
+            } else {
+                self.model_group(m, returns, order, &rays, ext, &mut live, (key, first_beam));
+            }
         }
         if part.pass_through.is_some() || part.reflected.is_some() {
             self.capture(&mut part, order, &rays, ext, &mut live);
@@ -1024,22 +1057,94 @@ impl GroupContext<'_> {
         self.plan(m, rays, ext);
         let second = &mut ext.second;
         strengths(params, m.optics, &second.material, &second.cos, Some(&second.loss), &mut second.strength);
+        let (mut lanes, mut quick) = (Lanes::default(), LaneReports::default());
+        // The beams with two candidates first, their reports kept in `ext.paired`.
+        ext.paired.clear();
+        let pairs = ext.second.ray.len();
+        for start in (0..pairs).step_by(LANES) {
+            lanes.n = LANES.min(pairs - start);
+            for i in 0..lanes.n {
+                let (k, r) = (start + i, ext.second.ray[start + i]);
+                lanes.beam[i] = (first_beam + order[r]) as u64;
+                lanes.set(0, i, (rays.dist[r], ext.strength[r], ext.cos[r], rays.geomid[r]));
+                let second = &ext.second;
+                lanes.set(1, i, (second.range[k], second.strength[k], second.cos[k], second.geomid[k]));
+            }
+            m.model.report_lanes::<2>(window, key, &lanes, &mut quick);
+            ext.paired.extend((0..lanes.n).map(|i| quick.get(i)));
+        }
+        for start in (0..order.len()).step_by(LANES) {
+            let end = order.len().min(start + LANES);
+            lanes.n = end - start;
+            for (i, r) in (start..end).enumerate() {
+                lanes.beam[i] = (first_beam + order[r]) as u64;
+                lanes.set(0, i, (rays.dist[r], ext.strength[r], ext.cos[r], rays.geomid[r]));
+            }
+            m.model.report_lanes::<1>(window, key, &lanes, &mut quick);
+            for (i, r) in (start..end).enumerate() {
+                let plan = ext.plan[r];
+                let quick = match plan {
+                    Plan::Nothing => Some(BeamReturn::NONE),
+                    Plan::First => quick.get(i),
+                    Plan::Two(k) => ext.paired[k as usize],
+                    Plan::Traced => None,
+                };
+                let report = quick.unwrap_or_else(|| {
+                    self.report_by_one(m, (window, key.beam(lanes.beam[i])), plan, r, rays, ext, live)
+                });
+                returns.set(order[r], &report);
+            }
+        }
+    }
+
+    /// [`GroupContext::model_group`]'s reference: every beam through
+    /// [`ReturnModel::beam_return`], with the continuations cast ahead.
+    #[allow(clippy::too_many_arguments)]
+    fn model_one_by_one(
+        &self,
+        m: &Model,
+        returns: &mut ReturnsPart,
+        order: &[usize],
+        rays: &Rays,
+        ext: &ExtraScratch,
+        live: &mut LiveTracer,
+        (key, first_beam): (TickKey, usize),
+    ) {
+        let c = &self.sensor.binding.scan;
         for (r, &j) in order.iter().enumerate() {
             let mut rng = key.beam((first_beam + j) as u64);
-            let first =
-                Candidate { range: rays.dist[r], strength: ext.strength[r], cos: ext.cos[r], geomid: rays.geomid[r] };
-            let report = match ext.plan[r] {
-                Plan::Nothing => BeamReturn::NONE,
-                Plan::First => m.model.report_one(window, &first, &mut rng),
-                Plan::Two(k) => m.model.report(window, &[first, ext.second.candidate(k as usize)], &mut rng),
-                Plan::Traced => {
-                    let (surface, material) = (rays.surface(r), &m.palette[ext.material[r] as usize]);
-                    let beam = Beam { origin: rays.origin, dir: rays.dirs[r], window };
-                    let mut tracer = Prefetched { live, ahead: ext, r, through: first.geomid, first: first.range };
-                    m.model.traced_return(&beam, (&surface, material), &mut tracer, m.materials, &mut rng)
-                }
-            };
-            returns.set(j, &report);
+            let first = m.palette.get(ext.material[r] as usize).map(|material| (rays.surface(r), *material));
+            let beam = Beam { origin: rays.origin, dir: rays.dirs[r], window: (c.min_range, c.max_range) };
+            let mut tracer = Prefetched { live, ahead: ext, r, through: rays.geomid[r], first: rays.dist[r] };
+            returns.set(j, &m.model.beam_return(&beam, first, &mut tracer, m.materials, &mut rng));
+        }
+    }
+
+    /// The report of ray `r` (planned `plan`) made one beam at a time, with the beam's
+    /// window and random stream.
+    #[allow(clippy::too_many_arguments)]
+    fn report_by_one(
+        &self,
+        m: &Model,
+        (window, mut rng): ((f64, f64), BeamRng),
+        plan: Plan,
+        r: usize,
+        rays: &Rays,
+        ext: &ExtraScratch,
+        live: &mut LiveTracer,
+    ) -> BeamReturn {
+        let first =
+            Candidate { range: rays.dist[r], strength: ext.strength[r], cos: ext.cos[r], geomid: rays.geomid[r] };
+        match plan {
+            Plan::Nothing => BeamReturn::NONE,
+            Plan::First => m.model.report_one(window, &first, &mut rng),
+            Plan::Two(k) => m.model.report(window, &[first, ext.second.candidate(k as usize)], &mut rng),
+            Plan::Traced => {
+                let (surface, material) = (rays.surface(r), &m.palette[ext.material[r] as usize]);
+                let beam = Beam { origin: rays.origin, dir: rays.dirs[r], window };
+                let mut tracer = Prefetched { live, ahead: ext, r, through: first.geomid, first: first.range };
+                m.model.traced_return(&beam, (&surface, material), &mut tracer, m.materials, &mut rng)
+            }
         }
     }
 
@@ -1087,7 +1192,7 @@ impl GroupContext<'_> {
             return Plan::Traced;
         }
         let cos = path.dir.dot(s.normal).abs();
-        ext.second.push(range, cos, path.loss, index as u32, s.geomid)
+        ext.second.push(r, (range, cos, path.loss), index as u32, s.geomid)
     }
 
     /// The secondary geometry the recorder captures, for every beam of a group.
@@ -1264,5 +1369,77 @@ impl GroupContext<'_> {
             _ => false,
         };
         by_class || self.tick.geom_flags[geom as usize] & flag != 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Bake, BakeSettings, MaterialPreset, Metal, ScanPreset};
+    use glint_mujoco::{Model as Mujoco, WorldBatch};
+
+    /// The showroom's materials, as its manifest authors them.
+    fn showroom_materials() -> MaterialTable {
+        let mut table = MaterialTable::default();
+        let presets = [
+            ("storefront_glass", MaterialPreset::ClearFloatGlass),
+            ("mirror_silver", MaterialPreset::Mirror),
+            ("pool_water", MaterialPreset::StillWater),
+            ("hedge_leaves", MaterialPreset::Vegetation),
+            ("sign_retro", MaterialPreset::Retroreflector),
+            ("car_paint", MaterialPreset::GlossDarkPaint),
+            ("shelf_steel", MaterialPreset::PolishedMetal),
+        ];
+        for (name, preset) in presets {
+            table.set(name, preset.material()).unwrap();
+        }
+        let mut steel = MaterialPreset::PolishedMetal.material();
+        steel.set_metal(Metal::Steel);
+        table.set("shelf_steel", steel).unwrap();
+        for (name, reflectivity) in [("wall_paint", 0.85), ("back_wall", 0.85), ("pool_tiles", 0.8)] {
+            table.set(name, NirMaterial { reflectivity, ..MaterialPreset::Diffuse.material() }).unwrap();
+        }
+        table
+    }
+
+    #[test]
+    fn batched_reports_equal_the_one_beam_model_to_the_bit() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/showroom/showroom.xml");
+        let model = Mujoco::from_xml_file(path).unwrap();
+        let scene = model.scene();
+        let batch = WorldBatch::new(&model, 1).unwrap();
+        let caster = RayCaster::new(scene, batch.poses());
+        let table = showroom_materials();
+        let bake = Bake::build(scene, batch.poses(), &table, BakeSettings::default()).unwrap();
+        let mut scan = ScanConfig::default();
+        ScanPreset::OusterOs1_64.apply(&mut scan);
+        let scan = ScanConfig { rotation_hz: 0.0, max_range: 40.0, ..scan };
+        let binding = LidarBinding { attach_site: Some("lidar".into()), scan, ..LidarBinding::default() };
+        let (mut lidars, _) = Lidars::new(scene, vec![binding], 1).unwrap();
+        lidars.set_materials(Some(Arc::new(bake)));
+        lidars.set_seed(7);
+        // Ouster: two echoes, every range under the reflectivity's sure range. Generic: one
+        // echo, and beyond about 6 m the power law, which the lanes leave to the one-beam path.
+        for preset in [ReturnPreset::OusterOs1, ReturnPreset::Generic] {
+            lidars.set_return_preset(preset);
+            let mut reports = Vec::new();
+            for one_by_one in [false, true] {
+                lidars.one_by_one = one_by_one;
+                lidars.reset_world(0).unwrap();
+                lidars.tick(scene, batch.poses(), &caster, 0.01, &[0.0], true).unwrap();
+                reports.push(lidars.returns(0, 0).unwrap().clone());
+            }
+            let (batched, reference) = (&reports[0], &reports[1]);
+            let bits = |r: &Returns| {
+                let f = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                (f(&r.range), f(&r.secondary_range), f(&r.intensity), f(&r.reflectivity), r.geomid.clone())
+            };
+            assert!(bits(batched) == bits(reference), "{preset:?}");
+            // The scene exercises every path: echoes, second echoes, and beams with none.
+            let echoes = batched.range.iter().filter(|&&r| r > 0.0).count();
+            let seconds = batched.secondary_range.iter().filter(|&&r| r > 0.0).count();
+            assert!(echoes > 30_000 && echoes < batched.range.len(), "{preset:?}: {echoes} echoes");
+            assert_eq!(seconds > 100, preset == ReturnPreset::OusterOs1, "{preset:?}: {seconds} second echoes");
+        }
     }
 }
