@@ -869,4 +869,24 @@ mod tests {
         assert_eq!(b.grid_material(DVec3::splat(f64::NAN)), None);
         assert_eq!(b.grid_material(DVec3::new(-1.5, 0.5, 0.5)), None);
     }
+
+    #[test]
+    fn batched_lookups_equal_one_by_one() {
+        use crate::MaterialLookup;
+        let b = small();
+        let (origin, mut dirs, mut dists, mut geoms) = (DVec3::new(-2.0, 0.5, 0.5), vec![], vec![], vec![]);
+        for k in 0..40 {
+            let a = k as f64 * 0.15;
+            dirs.push(DVec3::new(a.cos(), a.sin(), 0.0));
+            dists.push([0.5, 1.0, 1.7, 2.5, f64::NAN][k % 5]);
+            geoms.push([-1, 0, 1, 2][k % 4]);
+        }
+        let mut out = Vec::new();
+        b.indices_at(origin, &dirs, &dists, &geoms, &mut out);
+        for k in 0..40 {
+            let one = usize::try_from(geoms[k]).ok().and_then(|g| b.index_at(g, origin + dirs[k] * dists[k]));
+            assert_eq!(out[k], one.map_or(u32::MAX, |i| i as u32), "hit {k}");
+        }
+        assert!(out.contains(&0) && out.contains(&u32::MAX));
+    }
 }

@@ -109,6 +109,17 @@ pub trait MaterialLookup: Send + Sync {
     fn material_at(&self, geom: usize, point: DVec3) -> Option<NirMaterial> {
         self.palette().get(self.index_at(geom, point)?).copied()
     }
+
+    /// [`MaterialLookup::index_at`] of many hits: `out` gets, per hit `i` on geom `geom[i]`
+    /// (`-1`: none) at `origin + dir[i] · dist[i]`, the index as a `u32`, or `u32::MAX` for
+    /// none. One call per batch of a scan, so that a lookup can inline its own.
+    fn indices_at(&self, origin: DVec3, dir: &[DVec3], dist: &[f64], geom: &[i32], out: &mut Vec<u32>) {
+        out.clear();
+        out.extend(dir.iter().zip(dist).zip(geom).map(|((&d, &t), &g)| {
+            let index = usize::try_from(g).ok().and_then(|g| self.index_at(g, origin + d * t));
+            index.map_or(u32::MAX, |i| i as u32)
+        }));
+    }
 }
 
 impl MaterialLookup for crate::Bake {
@@ -118,6 +129,14 @@ impl MaterialLookup for crate::Bake {
 
     fn index_at(&self, geom: usize, point: DVec3) -> Option<usize> {
         crate::Bake::index_at(self, geom, point)
+    }
+
+    fn indices_at(&self, origin: DVec3, dir: &[DVec3], dist: &[f64], geom: &[i32], out: &mut Vec<u32>) {
+        out.clear();
+        out.extend(dir.iter().zip(dist).zip(geom).map(|((&d, &t), &g)| {
+            let index = usize::try_from(g).ok().and_then(|g| crate::Bake::index_at(self, g, origin + d * t));
+            index.map_or(u32::MAX, |i| i as u32)
+        }));
     }
 }
 

@@ -1229,18 +1229,19 @@ impl GroupContext<'_> {
         let c = &self.sensor.binding.scan;
         let n = rays.dirs.len();
         let all = self.sensor.binding.secondary_scope == SecondaryScope::AllSurfaces;
-        ext.material.clear();
         ext.through.clear();
         ext.bent.clear();
+        match &self.tick.model {
+            Some(m) => m.materials.indices_at(rays.origin, rays.dirs, rays.dist, rays.geomid, &mut ext.material),
+            None => {
+                ext.material.clear();
+                ext.material.resize(n, NO_MATERIAL);
+            }
+        }
         let mut specular = false;
         for r in 0..n {
             let (d, g) = (rays.dist[r], rays.geomid[r]);
-            let index = match &self.tick.model {
-                Some(m) if g >= 0 => m.materials.index_at(g as usize, rays.origin + rays.dirs[r] * d),
-                _ => None,
-            };
-            let index = index.map_or(NO_MATERIAL, |i| i as u32);
-            let material = self.material(index);
+            let material = self.material(ext.material[r]);
             let class = material.map(|m| m.continuation).or_else(|| self.class_of(g));
             let hit = c.is_hit(d, g);
             let capture = part.pass_through.is_some() && hit && (all || self.flagged(g, class, FLAG_PASS));
@@ -1254,7 +1255,6 @@ impl GroupContext<'_> {
                 Some(Continuation::Medium) if rays.dirs[r].dot(rays.normal[r]) <= 0.0 => ext.bent.push(r),
                 _ => {}
             }
-            ext.material.push(index);
         }
         self.prefetch_straight(rays, world, ext)?;
         self.prefetch_refractions(rays, world, ext)?;
