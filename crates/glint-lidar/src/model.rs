@@ -474,14 +474,15 @@ impl Lanes {
     }
 }
 
-/// What [`ReturnModel::report_lanes`] made of a lane.
+/// What [`ReturnModel::report_lanes`] made of a lane, and what detection makes of one
+/// candidate without drawing ([`ReturnModel::detect_quick`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Quick {
-    /// No echo.
+enum Quick {
+    /// No echo: dropped.
     None,
-    /// The lane's report.
+    /// The lane's report: detected.
     Echo,
-    /// Left to the one-beam path: the lane needs a draw or a power law the lanes do not do.
+    /// Left to the one-beam path: it needs a draw or the power law the lanes do not do.
     Scalar,
 }
 

@@ -164,13 +164,14 @@ struct Seconds {
 }
 
 impl Seconds {
+    /// Forgets every candidate (`strength` is refilled whole by [`strengths`]).
     fn clear(&mut self) {
-        for v in [&mut self.range, &mut self.cos, &mut self.loss] {
-            v.clear();
-        }
+        self.ray.clear();
+        self.range.clear();
+        self.cos.clear();
+        self.loss.clear();
         self.material.clear();
         self.geomid.clear();
-        self.ray.clear();
     }
 
     fn push(&mut self, r: usize, (range, cos, loss): (f64, f64, f64), material: u32, geomid: i32) -> Plan {
@@ -1032,11 +1033,13 @@ impl GroupContext<'_> {
         Ok(())
     }
 
-    /// The return model of every beam of a group, in three passes: the candidates of most
-    /// beams (a first surface, and where the beam crosses one pane, mirror or water surface,
-    /// the opaque surface behind it), their strengths together on vector lanes, then each
-    /// beam's detection and measurement. Beams that meet more (porous surfaces, two panes)
-    /// are traced one leg at a time instead; both ways give the same reports to the bit.
+    /// The return model of every beam of a group, in passes over the group: the candidates
+    /// of most beams (a first surface, and where the beam crosses one pane, mirror or water
+    /// surface, the opaque surface behind it), their strengths on vector lanes, then their
+    /// detection, noise and echo choice on vector lanes too, 64 beams at a time. Beams that
+    /// meet more (porous surfaces, two panes), and what the lanes leave (grazing draws, the
+    /// power law, rare normal draws), go one beam at a time; both ways give the same reports
+    /// to the bit (`tests::batched_reports_equal_the_one_beam_model_to_the_bit`).
     #[allow(clippy::too_many_arguments)]
     fn model_group(
         &self,
