@@ -183,11 +183,16 @@ pub struct RayCaster {
 
 const CHUNK: usize = 1024;
 
-/// World-frame bounds of a local box under the frame `(pos, rot)`.
+/// World-frame bounds of a local box under the frame `(pos, rot)`, grown by a hair (a
+/// nanometre per metre of the box's size and place): packets test each ray against these
+/// bounds exactly, and a ray through a box's edge or corner could round to just outside its
+/// unpadded bounds, a hit single rays (and MuJoCo) find.
 fn world_bounds(local: &Aabb, pos: DVec3, rot: &DMat3) -> Aabb {
     let (c, h) = (local.center(), 0.5 * (local.max - local.min));
     let half = rot.x_axis.abs() * h.x + rot.y_axis.abs() * h.y + rot.z_axis.abs() * h.z;
-    Aabb::from_center_half(pos + *rot * c, half)
+    let center = pos + *rot * c;
+    let hair = 1e-9 * (1.0 + center.abs().max_element() + half.max_element());
+    Aabb::from_center_half(center, half + DVec3::splat(hair))
 }
 
 impl RayCaster {
@@ -948,6 +953,36 @@ impl<const OWN: bool> PacketWalk<'_, OWN> {
     }
 }
 
+impl<const OWN: bool> PacketWalk<'_, OWN> {
+    /// The rays of `mask`, each from its own origin, against box `g`, all lanes at once: what
+    /// `intersect_geom` answers each, to the bit (MuJoCo's bounding-sphere test, then the
+    /// six-face loop in the box's frame, then the normal rotated back and normalized).
+    #[inline(never)]
+    fn own_box(&mut self, g: usize, mut mask: u32) {
+        let (pos, rot, size) = (self.xpos[g], &self.xmat[g], self.scene.geom_size[g]);
+        let radius_sqr = primitives::bounding_sphere_sqr(GeomType::Box, size);
+        let (mut lpnt, mut lvec, mut passes) = ([[0.0; PACKET]; 3], [[0.0; PACKET]; 3], [false; PACKET]);
+        for r in 0..PACKET {
+            let (dif, d) = (self.p.origin(r) - pos, self.p.d[r]);
+            passes[r] = primitives::BoundingSphere::with_radius(dif, radius_sqr).passes(d);
+            let (l, v) = (to_local(rot, dif), to_local(rot, d));
+            for a in 0..3 {
+                (lpnt[a][r], lvec[a][r]) = (l[a], v[a]);
+            }
+        }
+        let (mut t, mut face) = ([0.0; PACKET], [0u8; PACKET]);
+        primitives::box_lanes(size, &lpnt, &lvec, &mut t, &mut face);
+        while mask != 0 {
+            let r = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            if passes[r] && face[r] < 6 && t[r] <= self.best.t[r] {
+                let n = (*rot * primitives::face_normal(face[r] as usize)).normalize();
+                self.best.offer(r, g, t[r], n);
+            }
+        }
+    }
+}
+
 impl<const OWN: bool> Visitor for PacketWalk<'_, OWN> {
     #[inline(always)]
     fn entry4(&self, n: &Node4) -> [f64; WIDTH] {
@@ -992,6 +1027,11 @@ impl<const OWN: bool> Visitor for PacketWalk<'_, OWN> {
             }
             return false;
         }
+        if OWN && kind == GeomType::Box {
+            self.own_box(g, mask);
+            self.update_tmax();
+            return false;
+        }
         while mask != 0 {
             let r = mask.trailing_zeros() as usize;
             mask &= mask - 1;
@@ -1033,6 +1073,62 @@ mod tests {
         let mut poses = Poses::new(&scene, 1);
         poses.geom_xpos[0] = DVec3::new(0.0, 0.0, 5.0);
         (scene, poses)
+    }
+
+    /// Rays from their own origins through a box's corners, tangent to its bounding sphere
+    /// (where MuJoCo's pre-test, not the box, decides), in packets of shared signs: the box
+    /// tests on lanes answer as single rays do.
+    #[test]
+    fn rays_grazing_box_corners_see_what_single_rays_see() {
+        use rand::{Rng, SeedableRng};
+        let (mut scene, mut poses) = sphere_scene();
+        scene.geom_type[0] = GeomType::Box;
+        scene.geom_size[0] = DVec3::new(0.25, 0.5, 0.75);
+        poses.geom_xpos[0] = DVec3::ZERO;
+        let caster = RayCaster::new(&scene, &poses);
+        let prepared = caster.prepare(&scene, &poses, &RayFilter::default()).unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(52);
+        let mut sign = || if rng.gen_bool(0.5) { 1.0 } else { -1.0 };
+        let corner = DVec3::new(0.25 * sign(), 0.5 * sign(), 0.75 * sign());
+        let (mut origins, mut dirs) = (Vec::new(), Vec::new());
+        for k in 0..4000 {
+            let a = k as f64 * 0.618;
+            let across = DVec3::new(a.cos(), a.sin(), (3.0 * a).cos()).cross(corner).normalize();
+            // Same signs for whole runs, so they go as packets.
+            let d = if across.x < 0.0 { -across } else { across };
+            origins.push(corner - 2.0 * d);
+            dirs.push(d);
+        }
+        let mut order: Vec<usize> = (0..dirs.len()).collect();
+        order.sort_by_key(|&k| (dirs[k].y < 0.0, dirs[k].z < 0.0));
+        let (origins, dirs): (Vec<DVec3>, Vec<DVec3>) = order.iter().map(|&k| (origins[k], dirs[k])).unzip();
+        let n = dirs.len();
+        let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
+        prepared.cast_each(0, &origins, &dirs, -1, &mut dist, &mut geomid, &mut normal).unwrap();
+        let mut sphere_decides = 0;
+        for k in 0..n {
+            let one = prepared.cast_one(0, origins[k], dirs[k], -1, -1);
+            assert_eq!(geomid[k], one.map_or(-1, |h| h.geomid), "ray {k}");
+            if let Some(one) = one {
+                assert_eq!((dist[k], normal[k]), (one.dist, one.normal), "ray {k}");
+            }
+            let bare = primitives::box_local(scene.geom_size[0], origins[k], dirs[k]).is_some();
+            sphere_decides += usize::from(bare && one.is_none());
+        }
+        assert!(sphere_decides > 0, "no ray where the bounding sphere decides");
+        // From one origin, as packets of beams: straight at each corner and edge midpoint.
+        for origin in [DVec3::new(2.0, 1.5, 1.0), DVec3::new(-1.5, 0.7, -2.5)] {
+            let targets =
+                (0..27).map(|k| DVec3::new((k % 3) as f64 - 1.0, ((k / 3) % 3) as f64 - 1.0, (k / 9) as f64 - 1.0));
+            let dirs: Vec<DVec3> = targets.map(|t| (t * scene.geom_size[0] - origin).normalize()).collect();
+            let n = dirs.len();
+            let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
+            prepared.cast_from(0, origin, &dirs, -1, -1, &mut dist, &mut geomid, &mut normal).unwrap();
+            for k in 0..n {
+                let one = prepared.cast_one(0, origin, dirs[k], -1, -1);
+                assert_eq!(geomid[k], one.map_or(-1, |h| h.geomid), "from {origin}, ray {k}");
+            }
+        }
     }
 
     #[test]
