@@ -467,3 +467,31 @@ fn long_runs_cast_every_bin_exactly_once_per_revolution() {
     }
     assert_eq!(total, 200 * 1024 * 2);
 }
+
+/// The showroom's car has a visual and a collision geom over the same surfaces, which beams
+/// meet at equal distances (MuJoCo keeps the lower geom id), some of them on an edge.
+#[test]
+fn a_showroom_revolution_equals_mj_ray() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/showroom/showroom.xml");
+    let model = Model::from_xml_file(path).unwrap();
+    let batch = WorldBatch::new(&model, 1).unwrap();
+    let caster = RayCaster::new(model.scene(), batch.poses());
+    let c = ScanConfig {
+        self_ignore: SelfIgnore::MountBody,
+        min_range: 0.0,
+        max_range: 100.0,
+        ..ScanConfig::from_preset(ScanPreset::OusterOs1_64)
+    };
+    let lidars = full_scan(&model, &batch, &caster, c);
+    let scan = lidars.scan(0, 0).unwrap();
+    let (origin, rot) = batch.poses().site(0, model.scene().site_id("lidar").unwrap());
+    let mount = model.scene().body_id("lidar_mount").unwrap() as i32;
+    let filter = RayFilter::from_group_mask(c.effective_group_mask(), true);
+    let mut hits = 0;
+    for k in 0..scan.len() {
+        let m = batch.mj_ray(0, origin, rot * beam_direction(&c, 0, k), &filter, mount);
+        assert_eq!(scan.geomid[k], if m.dist < c.max_range { m.geomid } else { -1 }, "beam {k}");
+        hits += usize::from(m.geomid >= 0);
+    }
+    assert!(hits > 40_000, "{hits} hits");
+}
