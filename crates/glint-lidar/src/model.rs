@@ -355,9 +355,8 @@ impl Optics {
 
 /// The candidate strengths of many surfaces: `out[i]` is [`Optics::strength`] of
 /// `optics[index[i]]` at incidence cosine `cos[i]`, times `loss[i]` when losses are given
-/// (NaN where the index is past the palette: no material). The surfaces are gathered a chunk
-/// at a time and each chunk is evaluated without branches or calls, on vector lanes, giving
-/// to the bit what [`Optics::strength`] gives one surface.
+/// (NaN where the index is past the palette: no material), worked out [`LANES`] at a time by
+/// [`SurfaceLanes`].
 pub(crate) fn strengths(
     params: &ReturnParams,
     optics: &[Optics],
@@ -366,31 +365,74 @@ pub(crate) fn strengths(
     loss: Option<&[f64]>,
     out: &mut Vec<f64>,
 ) {
-    const CHUNK: usize = 64;
     out.clear();
-    for start in (0..cos.len()).step_by(CHUNK) {
-        let n = CHUNK.min(cos.len() - start);
-        // Lanes gathered apart (one array per term), so the evaluation runs on vector lanes.
-        // No material: a NaN Lambertian term makes S NaN; the rest keeps the evaluation finite.
-        let (mut lambert, mut f0, mut inv_m2, mut blend) =
-            ([f64::NAN; CHUNK], [0.0; CHUNK], [1.0; CHUNK], [0.0; CHUNK]);
-        let (mut c, mut retro_term, mut weight) = ([0.0; CHUNK], [0.0; CHUNK], [1.0; CHUNK]);
+    let (mut lanes, mut s) = (SurfaceLanes::default(), [0.0; LANES]);
+    for start in (0..cos.len()).step_by(LANES) {
+        let n = LANES.min(cos.len() - start);
         for i in 0..n {
-            let Some(o) = optics.get(index[start + i] as usize) else { continue };
-            (lambert[i], f0[i], inv_m2[i], blend[i]) = (o.lambert, o.f0, o.inv_m2, o.blend);
-            c[i] = cos[start + i].clamp(0.0, 1.0);
-            if o.blend > 0.0 {
-                retro_term[i] = retro(params, o.blend, c[i]);
+            lanes.set(params, i, optics.get(index[start + i] as usize), cos[start + i]);
+        }
+        lanes.strengths(params, n, &mut s);
+        match loss {
+            Some(loss) => out.extend(s[..n].iter().zip(&loss[start..start + n]).map(|(s, loss)| loss * s)),
+            None => out.extend_from_slice(&s[..n]),
+        }
+    }
+}
+
+/// Up to [`LANES`] surfaces' optics and incidences, gathered one array per term, so that
+/// their strengths are evaluated without branches or calls, on vector lanes, giving to the
+/// bit what [`Optics::strength`] gives one surface.
+pub(crate) struct SurfaceLanes {
+    lambert: [f64; LANES],
+    f0: [f64; LANES],
+    inv_m2: [f64; LANES],
+    blend: [f64; LANES],
+    /// Incidence cosines, clamped to `[0, 1]`.
+    c: [f64; LANES],
+    retro_term: [f64; LANES],
+}
+
+impl Default for SurfaceLanes {
+    fn default() -> SurfaceLanes {
+        SurfaceLanes {
+            lambert: [f64::NAN; LANES],
+            f0: [0.0; LANES],
+            inv_m2: [1.0; LANES],
+            blend: [0.0; LANES],
+            c: [0.0; LANES],
+            retro_term: [0.0; LANES],
+        }
+    }
+}
+
+impl SurfaceLanes {
+    /// Sets lane `i` to a surface of `optics` (`None`: no material, whose strength is NaN)
+    /// at incidence cosine `cos`.
+    #[inline(always)]
+    pub(crate) fn set(&mut self, params: &ReturnParams, i: usize, optics: Option<&Optics>, cos: f64) {
+        match optics {
+            Some(o) => {
+                (self.lambert[i], self.f0[i], self.inv_m2[i], self.blend[i]) = (o.lambert, o.f0, o.inv_m2, o.blend);
+                self.c[i] = cos.clamp(0.0, 1.0);
+                self.retro_term[i] = if o.blend > 0.0 { retro(params, o.blend, self.c[i]) } else { 0.0 };
+            }
+            // A NaN Lambertian term makes S NaN; the rest keeps the evaluation finite.
+            None => {
+                (self.lambert[i], self.f0[i], self.inv_m2[i], self.blend[i]) = (f64::NAN, 0.0, 1.0, 0.0);
+                (self.c[i], self.retro_term[i]) = (0.0, 0.0);
             }
         }
-        if let Some(loss) = loss {
-            weight[..n].copy_from_slice(&loss[start..start + n]);
+    }
+
+    /// The strengths of the first `n` lanes, into `out[..n]`.
+    #[inline(always)]
+    pub(crate) fn strengths(&self, params: &ReturnParams, n: usize, out: &mut [f64; LANES]) {
+        for (i, s) in out.iter_mut().enumerate().take(n) {
+            let o = Optics { lambert: self.lambert[i], f0: self.f0[i], inv_m2: self.inv_m2[i], blend: self.blend[i] };
+            let x = glint_exponent(o.inv_m2, self.c[i]);
+            *s = o.combine(params, self.c[i], x, exp_neg(x.min(GLINT_CUTOFF)), self.retro_term[i]);
         }
-        out.extend((0..n).map(|i| {
-            let o = Optics { lambert: lambert[i], f0: f0[i], inv_m2: inv_m2[i], blend: blend[i] };
-            let x = glint_exponent(o.inv_m2, c[i]);
-            weight[i] * o.combine(params, c[i], x, exp_neg(x.min(GLINT_CUTOFF)), retro_term[i])
-        }));
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::model::{
     Beam, BeamReturn, BeamRng, Candidate, LANES, LaneReports, Lanes, LegKind, MEDIUM_INDEX, MaterialLookup, NUDGE,
-    Optics, Path, ReturnModel, Surface, TickKey, Tracer, cross, fold, refract, slope, strengths,
+    Optics, Path, ReturnModel, Surface, SurfaceLanes, TickKey, Tracer, cross, fold, refract, slope, strengths,
 };
 use crate::pattern::{angles, beam_direction};
 use crate::scan::{ReturnsPart, Scan, ScanPart};
@@ -97,8 +97,8 @@ struct ExtraScratch {
     plan: Vec<Plan>,
     /// The second candidates of the rays planned [`Plan::Two`].
     second: Seconds,
-    /// Per second candidate, its beam's report when the lanes made it.
-    paired: Vec<Option<BeamReturn>>,
+    /// The rays reported one beam at a time.
+    by_one: Vec<usize>,
     /// One batch of continuations: ray indices and directions, and the answers.
     rays: Vec<usize>,
     dirs: Vec<DVec3>,
@@ -1054,49 +1054,61 @@ impl GroupContext<'_> {
         let c = &self.sensor.binding.scan;
         let window = (c.min_range, c.max_range);
         let params = m.model.params();
-        ext.cos.clear();
-        ext.cos.extend((0..order.len()).map(|r| rays.dirs[r].dot(rays.normal[r]).abs()));
-        strengths(params, m.optics, &ext.material, &ext.cos, None, &mut ext.strength);
+        let n = order.len();
         self.plan(m, rays, ext);
+        // The first surfaces, 64 rays at a time: incidence, strength and (for beams with no
+        // other candidate) the report, written at once where the lanes made it.
+        let (mut surfaces, mut lanes, mut quick) = (SurfaceLanes::default(), Lanes::default(), LaneReports::default());
+        ext.cos.clear();
+        ext.strength.clear();
+        ext.by_one.clear();
+        for start in (0..n).step_by(LANES) {
+            lanes.n = LANES.min(n - start);
+            for (i, r) in (start..start + lanes.n).enumerate() {
+                let cos = rays.dirs[r].dot(rays.normal[r]).abs();
+                surfaces.set(params, i, m.optics.get(ext.material[r] as usize), cos);
+                lanes.beam[i] = (first_beam + order[r]) as u64;
+                lanes.set(0, i, (rays.dist[r], f64::NAN, cos, rays.geomid[r]));
+            }
+            surfaces.strengths(params, lanes.n, &mut lanes.strength[0]);
+            ext.cos.extend_from_slice(&lanes.cos[0][..lanes.n]);
+            ext.strength.extend_from_slice(&lanes.strength[0][..lanes.n]);
+            m.model.report_lanes::<1>(window, key, &lanes, &mut quick);
+            for (i, r) in (start..start + lanes.n).enumerate() {
+                match (ext.plan[r], quick.get(i)) {
+                    (Plan::Nothing, _) => returns.set(order[r], &BeamReturn::NONE),
+                    (Plan::First, Some(report)) => returns.set(order[r], &report),
+                    (Plan::First | Plan::Traced, _) => ext.by_one.push(r),
+                    (Plan::Two(_), _) => {}
+                }
+            }
+        }
+        // The beams with two candidates.
         let second = &mut ext.second;
         strengths(params, m.optics, &second.material, &second.cos, Some(&second.loss), &mut second.strength);
-        let (mut lanes, mut quick) = (Lanes::default(), LaneReports::default());
-        // The beams with two candidates first, their reports kept in `ext.paired`.
-        ext.paired.clear();
         let pairs = ext.second.ray.len();
         for start in (0..pairs).step_by(LANES) {
             lanes.n = LANES.min(pairs - start);
-            for i in 0..lanes.n {
-                let (k, r) = (start + i, ext.second.ray[start + i]);
+            for (i, k) in (start..start + lanes.n).enumerate() {
+                let (r, second) = (ext.second.ray[k], &ext.second);
                 lanes.beam[i] = (first_beam + order[r]) as u64;
                 lanes.set(0, i, (rays.dist[r], ext.strength[r], ext.cos[r], rays.geomid[r]));
-                let second = &ext.second;
                 lanes.set(1, i, (second.range[k], second.strength[k], second.cos[k], second.geomid[k]));
             }
             m.model.report_lanes::<2>(window, key, &lanes, &mut quick);
-            ext.paired.extend((0..lanes.n).map(|i| quick.get(i)));
+            for (i, k) in (start..start + lanes.n).enumerate() {
+                let r = ext.second.ray[k];
+                match quick.get(i) {
+                    Some(report) => returns.set(order[r], &report),
+                    None => ext.by_one.push(r),
+                }
+            }
         }
-        for start in (0..order.len()).step_by(LANES) {
-            let end = order.len().min(start + LANES);
-            lanes.n = end - start;
-            for (i, r) in (start..end).enumerate() {
-                lanes.beam[i] = (first_beam + order[r]) as u64;
-                lanes.set(0, i, (rays.dist[r], ext.strength[r], ext.cos[r], rays.geomid[r]));
-            }
-            m.model.report_lanes::<1>(window, key, &lanes, &mut quick);
-            for (i, r) in (start..end).enumerate() {
-                let plan = ext.plan[r];
-                let quick = match plan {
-                    Plan::Nothing => Some(BeamReturn::NONE),
-                    Plan::First => quick.get(i),
-                    Plan::Two(k) => ext.paired[k as usize],
-                    Plan::Traced => None,
-                };
-                let report = quick.unwrap_or_else(|| {
-                    self.report_by_one(m, (window, key.beam(lanes.beam[i])), plan, r, rays, ext, live)
-                });
-                returns.set(order[r], &report);
-            }
+        // What the lanes left, and the beams traced leg by leg.
+        for &r in &ext.by_one {
+            let rng = key.beam((first_beam + order[r]) as u64);
+            let report = self.report_by_one(m, (window, rng), ext.plan[r], r, rays, ext, live);
+            returns.set(order[r], &report);
         }
     }
 
