@@ -86,62 +86,16 @@ impl GroupContext<'_> {
         (key, first_beam): (TickKey, usize),
     ) {
         let c = &self.sensor.binding.scan;
-        let window = (c.min_range, c.max_range);
-        let params = m.model.params();
-        let n = order.len();
+        let beams = Beams { order, window: (c.min_range, c.max_range), key, first_beam };
         self.plan(m, rays, ext);
-        // The first surfaces, 64 rays at a time: incidence, strength and (for beams with no
-        // other candidate) the report, written at once where the lanes made it.
-        let (mut surfaces, mut lanes, mut quick) = (SurfaceLanes::default(), Lanes::default(), LaneReports::default());
-        ext.cos.clear();
-        ext.strength.clear();
+        let mut lanes = (Lanes::default(), LaneReports::default());
         ext.by_one.clear();
-        for start in (0..n).step_by(LANES) {
-            lanes.n = LANES.min(n - start);
-            for (i, r) in (start..start + lanes.n).enumerate() {
-                let cos = rays.dirs[r].dot(rays.normal[r]).abs();
-                surfaces.set(params, i, m.optics.get(ext.material[r] as usize), cos);
-                lanes.beam[i] = (first_beam + order[r]) as u64;
-                lanes.set(0, i, (rays.dist[r], f64::NAN, cos, rays.geomid[r]));
-            }
-            surfaces.strengths(params, lanes.n, &mut lanes.strength[0]);
-            ext.cos.extend_from_slice(&lanes.cos[0][..lanes.n]);
-            ext.strength.extend_from_slice(&lanes.strength[0][..lanes.n]);
-            m.model.report_lanes::<1>(window, key, &lanes, &mut quick);
-            for (i, r) in (start..start + lanes.n).enumerate() {
-                match (ext.plan[r], quick.get(i)) {
-                    (Plan::Nothing, _) => returns.set(order[r], &BeamReturn::NONE),
-                    (Plan::First, Some(report)) => returns.set(order[r], &report),
-                    (Plan::First | Plan::Traced, _) => ext.by_one.push(r),
-                    (Plan::Two(_), _) => {}
-                }
-            }
-        }
-        // The beams with two candidates.
-        let second = &mut ext.second;
-        strengths(params, m.optics, &second.material, &second.cos, Some(&second.loss), &mut second.strength);
-        let pairs = ext.second.ray.len();
-        for start in (0..pairs).step_by(LANES) {
-            lanes.n = LANES.min(pairs - start);
-            for (i, k) in (start..start + lanes.n).enumerate() {
-                let (r, second) = (ext.second.ray[k], &ext.second);
-                lanes.beam[i] = (first_beam + order[r]) as u64;
-                lanes.set(0, i, (rays.dist[r], ext.strength[r], ext.cos[r], rays.geomid[r]));
-                lanes.set(1, i, (second.range[k], second.strength[k], second.cos[k], second.geomid[k]));
-            }
-            m.model.report_lanes::<2>(window, key, &lanes, &mut quick);
-            for (i, k) in (start..start + lanes.n).enumerate() {
-                let r = ext.second.ray[k];
-                match quick.get(i) {
-                    Some(report) => returns.set(order[r], &report),
-                    None => ext.by_one.push(r),
-                }
-            }
-        }
+        report_firsts(m, &beams, rays, ext, &mut lanes, returns);
+        report_pairs(m, &beams, rays, ext, &mut lanes, returns);
         // What the lanes left, and the beams traced leg by leg.
         for &r in &ext.by_one {
-            let rng = key.beam((first_beam + order[r]) as u64);
-            let report = self.report_by_one(m, (window, rng), ext.plan[r], r, rays, ext, live);
+            let rng = key.beam(beams.number(r));
+            let report = self.report_by_one(m, (beams.window, rng), ext.plan[r], r, rays, ext, live);
             returns.set(order[r], &report);
         }
     }
@@ -242,6 +196,93 @@ impl GroupContext<'_> {
         }
         let cos = path.dir.dot(s.normal).abs();
         ext.second.push(r, (range, cos, path.loss), index as u32, s.geomid)
+    }
+}
+
+/// What a group's beams share for their reports.
+struct Beams<'a> {
+    /// Ray `r` is beam `order[r]` of the group, and beam `first_beam + order[r]` of its tick.
+    order: &'a [usize],
+    first_beam: usize,
+    /// The sensor's `[min_range, max_range)`.
+    window: (f64, f64),
+    key: TickKey,
+}
+
+impl Beams<'_> {
+    /// Ray `r`'s beam number in its tick (the key of its random stream).
+    fn number(&self, r: usize) -> u64 {
+        (self.first_beam + self.order[r]) as u64
+    }
+}
+
+/// The first surfaces of a group's rays, 64 at a time: incidence and strength (kept in
+/// `ext` for the pairs), and the report of each beam with no other candidate, written where
+/// the lanes made it; the others go to `ext.by_one`.
+fn report_firsts(
+    m: &Model,
+    beams: &Beams,
+    rays: &Rays,
+    ext: &mut ExtraScratch,
+    (lanes, quick): &mut (Lanes, LaneReports),
+    returns: &mut ReturnsPart,
+) {
+    let (params, n) = (m.model.params(), beams.order.len());
+    let mut surfaces = SurfaceLanes::default();
+    ext.cos.clear();
+    ext.strength.clear();
+    for start in (0..n).step_by(LANES) {
+        lanes.n = LANES.min(n - start);
+        for (i, r) in (start..start + lanes.n).enumerate() {
+            let cos = rays.dirs[r].dot(rays.normal[r]).abs();
+            surfaces.set(params, i, m.optics.get(ext.material[r] as usize), cos);
+            lanes.beam[i] = beams.number(r);
+            lanes.set(0, i, (rays.dist[r], f64::NAN, cos, rays.geomid[r]));
+        }
+        surfaces.strengths(params, lanes.n, &mut lanes.strength[0]);
+        ext.cos.extend_from_slice(&lanes.cos[0][..lanes.n]);
+        ext.strength.extend_from_slice(&lanes.strength[0][..lanes.n]);
+        m.model.report_lanes::<1>(beams.window, beams.key, lanes, quick);
+        for (i, r) in (start..start + lanes.n).enumerate() {
+            match (ext.plan[r], quick.get(i)) {
+                (Plan::Nothing, _) => returns.set(beams.order[r], &BeamReturn::NONE),
+                (Plan::First, Some(report)) => returns.set(beams.order[r], &report),
+                (Plan::First | Plan::Traced, _) => ext.by_one.push(r),
+                (Plan::Two(_), _) => {}
+            }
+        }
+    }
+}
+
+/// The beams with two candidates, 64 at a time: the second candidates' strengths, then each
+/// beam's report, written where the lanes made it; the others go to `ext.by_one`.
+fn report_pairs(
+    m: &Model,
+    beams: &Beams,
+    rays: &Rays,
+    ext: &mut ExtraScratch,
+    (lanes, quick): &mut (Lanes, LaneReports),
+    returns: &mut ReturnsPart,
+) {
+    let second = &mut ext.second;
+    strengths(m.model.params(), m.optics, &second.material, &second.cos, Some(&second.loss), &mut second.strength);
+    let pairs = ext.second.ray.len();
+    for start in (0..pairs).step_by(LANES) {
+        lanes.n = LANES.min(pairs - start);
+        for (i, k) in (start..start + lanes.n).enumerate() {
+            let (r, second) = (ext.second.ray[k], &ext.second);
+            lanes.beam[i] = beams.number(r);
+            lanes.set(0, i, (rays.dist[r], ext.strength[r], ext.cos[r], rays.geomid[r]));
+            lanes.set(1, i, (second.range[k], second.strength[k], second.cos[k], second.geomid[k]));
+        }
+        m.model.report_lanes::<2>(beams.window, beams.key, lanes, quick);
+        for (i, k) in (start..start + lanes.n).enumerate() {
+            let r = ext.second.ray[k];
+            match quick.get(i) {
+                Some(report) => returns.set(beams.order[r], &report),
+                None => ext.by_one.push(r),
+            }
+        }
     }
 }
 
