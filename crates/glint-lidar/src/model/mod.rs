@@ -50,6 +50,10 @@ use rand::RngCore;
 use crate::ziggurat::ZIGGURAT;
 use crate::{Continuation, NirMaterial, ReturnParams};
 
+mod lanes;
+
+pub(crate) use lanes::{LANES, LaneReports, Lanes, SurfaceLanes, strengths};
+
 /// Most surfaces a beam interacts with (continuations included).
 pub const MAX_INTERACTIONS: usize = 4;
 
@@ -353,89 +357,6 @@ impl Optics {
     }
 }
 
-/// The candidate strengths of many surfaces: `out[i]` is [`Optics::strength`] of
-/// `optics[index[i]]` at incidence cosine `cos[i]`, times `loss[i]` when losses are given
-/// (NaN where the index is past the palette: no material), worked out [`LANES`] at a time by
-/// [`SurfaceLanes`].
-pub(crate) fn strengths(
-    params: &ReturnParams,
-    optics: &[Optics],
-    index: &[u32],
-    cos: &[f64],
-    loss: Option<&[f64]>,
-    out: &mut Vec<f64>,
-) {
-    out.clear();
-    let (mut lanes, mut s) = (SurfaceLanes::default(), [0.0; LANES]);
-    for start in (0..cos.len()).step_by(LANES) {
-        let n = LANES.min(cos.len() - start);
-        for i in 0..n {
-            lanes.set(params, i, optics.get(index[start + i] as usize), cos[start + i]);
-        }
-        lanes.strengths(params, n, &mut s);
-        match loss {
-            Some(loss) => out.extend(s[..n].iter().zip(&loss[start..start + n]).map(|(s, loss)| loss * s)),
-            None => out.extend_from_slice(&s[..n]),
-        }
-    }
-}
-
-/// Up to [`LANES`] surfaces' optics and incidences, gathered one array per term, so that
-/// their strengths are evaluated without branches or calls, on vector lanes, giving to the
-/// bit what [`Optics::strength`] gives one surface.
-pub(crate) struct SurfaceLanes {
-    lambert: [f64; LANES],
-    f0: [f64; LANES],
-    inv_m2: [f64; LANES],
-    blend: [f64; LANES],
-    /// Incidence cosines, clamped to `[0, 1]`.
-    c: [f64; LANES],
-    retro_term: [f64; LANES],
-}
-
-impl Default for SurfaceLanes {
-    fn default() -> SurfaceLanes {
-        SurfaceLanes {
-            lambert: [f64::NAN; LANES],
-            f0: [0.0; LANES],
-            inv_m2: [1.0; LANES],
-            blend: [0.0; LANES],
-            c: [0.0; LANES],
-            retro_term: [0.0; LANES],
-        }
-    }
-}
-
-impl SurfaceLanes {
-    /// Sets lane `i` to a surface of `optics` (`None`: no material, whose strength is NaN)
-    /// at incidence cosine `cos`.
-    #[inline(always)]
-    pub(crate) fn set(&mut self, params: &ReturnParams, i: usize, optics: Option<&Optics>, cos: f64) {
-        match optics {
-            Some(o) => {
-                (self.lambert[i], self.f0[i], self.inv_m2[i], self.blend[i]) = (o.lambert, o.f0, o.inv_m2, o.blend);
-                self.c[i] = cos.clamp(0.0, 1.0);
-                self.retro_term[i] = if o.blend > 0.0 { retro(params, o.blend, self.c[i]) } else { 0.0 };
-            }
-            // A NaN Lambertian term makes S NaN; the rest keeps the evaluation finite.
-            None => {
-                (self.lambert[i], self.f0[i], self.inv_m2[i], self.blend[i]) = (f64::NAN, 0.0, 1.0, 0.0);
-                (self.c[i], self.retro_term[i]) = (0.0, 0.0);
-            }
-        }
-    }
-
-    /// The strengths of the first `n` lanes, into `out[..n]`.
-    #[inline(always)]
-    pub(crate) fn strengths(&self, params: &ReturnParams, n: usize, out: &mut [f64; LANES]) {
-        for (i, s) in out.iter_mut().enumerate().take(n) {
-            let o = Optics { lambert: self.lambert[i], f0: self.f0[i], inv_m2: self.inv_m2[i], blend: self.blend[i] };
-            let x = glint_exponent(o.inv_m2, self.c[i]);
-            *s = o.combine(params, self.c[i], x, exp_neg(x.min(GLINT_CUTOFF)), self.retro_term[i]);
-        }
-    }
-}
-
 /// `e^−x` for `0 ≤ x ≤ 80`, within a few units in the last place of `f64::exp`. It has no
 /// branches and no calls, so a loop of glints over many beams vectorizes; the one-beam path
 /// calls it too, so both give the same strengths to the bit.
@@ -477,97 +398,6 @@ const INV_FACTORIALS: [f64; 14] = {
 /// RMS slope `m = max(specSlopeFloor, roughness²)` in radians.
 pub fn slope(params: &ReturnParams, material: &NirMaterial) -> f64 {
     params.spec_slope_floor.max(material.slope())
-}
-
-/// How many beams [`ReturnModel::report_lanes`] reports together.
-pub(crate) const LANES: usize = 64;
-
-/// The candidates of up to [`LANES`] beams that have one or two, one beam per lane:
-/// candidate `k` of lane `i` is `range[k][i]`, `strength[k][i]`, `cos[k][i]`, `geomid[k][i]`.
-pub(crate) struct Lanes {
-    /// How many lanes are in use.
-    pub(crate) n: usize,
-    /// The beams' numbers in their tick (keys of their random streams).
-    pub(crate) beam: [u64; LANES],
-    pub(crate) range: [[f64; LANES]; 2],
-    pub(crate) strength: [[f64; LANES]; 2],
-    pub(crate) cos: [[f64; LANES]; 2],
-    pub(crate) geomid: [[i32; LANES]; 2],
-}
-
-impl Default for Lanes {
-    fn default() -> Lanes {
-        Lanes {
-            n: 0,
-            beam: [0; LANES],
-            range: [[0.0; LANES]; 2],
-            strength: [[0.0; LANES]; 2],
-            cos: [[0.0; LANES]; 2],
-            geomid: [[-1; LANES]; 2],
-        }
-    }
-}
-
-impl Lanes {
-    /// Sets candidate `k` of lane `i` to `(range, strength, cos, geomid)`.
-    #[inline(always)]
-    pub(crate) fn set(&mut self, k: usize, i: usize, (range, strength, cos, geomid): (f64, f64, f64, i32)) {
-        (self.range[k][i], self.strength[k][i], self.cos[k][i], self.geomid[k][i]) = (range, strength, cos, geomid);
-    }
-}
-
-/// What [`ReturnModel::report_lanes`] made of a lane, and what detection makes of one
-/// candidate without drawing ([`ReturnModel::detect_quick`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Quick {
-    /// No echo: dropped.
-    None,
-    /// The lane's report: detected.
-    Echo,
-    /// Left to the one-beam path: it needs a draw or the power law the lanes do not do.
-    Scalar,
-}
-
-/// The reports of up to [`LANES`] beams, a [`BeamReturn`]'s fields apart (so that the
-/// lanes store them as vectors).
-pub(crate) struct LaneReports {
-    state: [Quick; LANES],
-    range: [f32; LANES],
-    secondary_range: [f32; LANES],
-    intensity: [f32; LANES],
-    reflectivity: [f32; LANES],
-    geomid: [i32; LANES],
-}
-
-impl LaneReports {
-    /// Lane `i`'s report, `None` when it is left to the one-beam path.
-    #[inline(always)]
-    pub(crate) fn get(&self, i: usize) -> Option<BeamReturn> {
-        match self.state[i] {
-            Quick::None => Some(BeamReturn::NONE),
-            Quick::Echo => Some(BeamReturn {
-                range: self.range[i],
-                secondary_range: self.secondary_range[i],
-                intensity: self.intensity[i],
-                reflectivity: self.reflectivity[i],
-                geomid: self.geomid[i],
-            }),
-            Quick::Scalar => None,
-        }
-    }
-}
-
-impl Default for LaneReports {
-    fn default() -> LaneReports {
-        LaneReports {
-            state: [Quick::None; LANES],
-            range: [0.0; LANES],
-            secondary_range: [0.0; LANES],
-            intensity: [0.0; LANES],
-            reflectivity: [0.0; LANES],
-            geomid: [0; LANES],
-        }
-    }
 }
 
 /// A possible echo before detection.
@@ -893,82 +723,6 @@ impl ReturnModel {
         let params = &self.params;
         let near = (range / params.near_range_r0).min(1.0);
         (strength * (params.intensity_ref_range / range).powi(2) * near * near) as f32
-    }
-
-    /// [`ReturnModel::report`] of up to [`LANES`] beams at once, on vector lanes, to the
-    /// bit: lane `i` is beam `lanes.beam[i]` of the tick keyed `key`, with its first
-    /// `COUNT` (1 or 2) candidates in `lanes`, in range order. A lane that needs what the
-    /// lanes do not do (a grazing surface's detection draw, the reflectivity's power law, a
-    /// normal draw past the ziggurat's common case) comes out [`Quick::Scalar`], for the
-    /// caller to report one by one.
-    pub(crate) fn report_lanes<const COUNT: usize>(
-        &self,
-        window: (f64, f64),
-        key: TickKey,
-        lanes: &Lanes,
-        out: &mut LaneReports,
-    ) {
-        let params = &self.params;
-        let zig = &*ZIGGURAT;
-        let two_reported = params.max_returns >= 2;
-        for i in 0..lanes.n.min(LANES) {
-            let mut rng = key.beam(lanes.beam[i]);
-            let (z1, stands1) = zig.quick(rng.next_u64());
-            let (z2, stands2) = if COUNT > 1 { zig.quick(rng.next_u64()) } else { (0.0, true) };
-            let candidate = |k: usize| (lanes.range[k][i], lanes.strength[k][i], lanes.cos[k][i]);
-            let d0 = self.detect_quick(window, candidate(0));
-            let d1 = if COUNT > 1 { self.detect_quick(window, candidate(1)) } else { Quick::None };
-            // `report`'s merging and choice, for two candidates: close echoes merge into the
-            // stronger (the first among equals), else the stronger of two leads.
-            let both = d0 == Quick::Echo && d1 == Quick::Echo;
-            let (r0, r1) = (lanes.range[0][i], lanes.range[1][i]);
-            let (s0, s1) = (lanes.strength[0][i], lanes.strength[1][i]);
-            // Detected ranges are finite (inside the window), so `>=` is `report`'s `!<`.
-            let two = both && r1 - r0 >= params.min_return_separation;
-            let lead_second = if two {
-                s1.total_cmp(&s0).is_gt()
-            } else if both {
-                s1 > s0
-            } else {
-                d1 == Quick::Echo
-            };
-            let pick = |second: bool, a: f64, b: f64| if second { b } else { a };
-            let (range, strength) = (pick(lead_second, r0, r1), pick(lead_second, s0, s1));
-            let other = pick(lead_second, r1, r0);
-            let secondary = two && two_reported;
-            out.state[i] = if d0 == Quick::Scalar || d1 == Quick::Scalar {
-                Quick::Scalar
-            } else if d0 == Quick::None && d1 == Quick::None {
-                Quick::None
-            } else if stands1 && (stands2 || !secondary) {
-                Quick::Echo
-            } else {
-                Quick::Scalar
-            };
-            out.range[i] = self.noisy(range, z1);
-            out.secondary_range[i] = if secondary { self.noisy(other, z2) } else { -1.0 };
-            out.intensity[i] = self.intensity(range, strength);
-            out.reflectivity[i] = strength as f32;
-            out.geomid[i] = if lead_second { lanes.geomid[1][i] } else { lanes.geomid[0][i] };
-        }
-    }
-
-    /// [`ReturnModel::detected`] of a candidate `(range, strength, cos)` as far as it goes
-    /// without drawing: [`Quick::Echo`] when detected, [`Quick::Scalar`] when it needs a
-    /// draw or the power law. The tests run in `detected`'s order.
-    #[inline(always)]
-    fn detect_quick(&self, (min_range, max_range): (f64, f64), (r, s, c): (f64, f64, f64)) -> Quick {
-        if s < self.params.detect_floor {
-            Quick::None
-        } else if r >= self.sure_range {
-            Quick::Scalar
-        } else if !(min_range <= r && r < max_range) {
-            Quick::None
-        } else if c >= self.params.grazing_cos_cutoff {
-            Quick::Echo
-        } else {
-            Quick::Scalar
-        }
     }
 
     fn detected(&self, (min_range, max_range): (f64, f64), c: &Candidate, rng: &mut BeamRng) -> bool {
