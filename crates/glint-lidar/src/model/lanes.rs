@@ -259,3 +259,84 @@ impl ReturnModel {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{BeamRng, Candidate};
+    use crate::{ReturnParams, ReturnPreset};
+
+    /// A candidate value drawn from ordinary ones and the awkward ones a scan can produce.
+    fn pick(rng: &mut BeamRng, ordinary: f64, awkward: &[f64]) -> f64 {
+        let u = rng.uniform();
+        if u < 0.85 { ordinary * rng.uniform() } else { awkward[(u * 1e6) as usize % awkward.len()] }
+    }
+
+    /// Lanes of one and two candidates against `report_one` and `report`, beam by beam, over
+    /// ordinary candidates and awkward ones (NaN, infinite, zero, negative, past the window,
+    /// grazing, close pairs that merge), under presets with one and two echoes.
+    #[test]
+    fn lanes_report_what_one_beam_reports() {
+        let mut rng = BeamRng::new(99, 0, 0, 0, 0);
+        let key = BeamRng::tick_key(5, 0, 1, 2);
+        let mut lanes_checked = [0usize; 2];
+        for preset in [ReturnPreset::OusterOs1, ReturnPreset::Generic] {
+            let model = ReturnModel::new(ReturnParams { noise_sigma0: 0.05, ..preset.params() });
+            let window = (0.3, 60.0);
+            for round in 0..200 {
+                let mut lanes = Lanes { n: LANES, ..Lanes::default() };
+                for i in 0..LANES {
+                    lanes.beam[i] = (round * LANES + i) as u64;
+                    let range = pick(&mut rng, 80.0, &[f64::NAN, f64::INFINITY, 0.0, -1.0, 0.3, 60.0]);
+                    let gap = pick(&mut rng, 3.0, &[0.0, 0.05, 1.0, f64::NAN]);
+                    for (k, r) in [range, range + gap].into_iter().enumerate() {
+                        let strength = pick(&mut rng, 2.0, &[f64::NAN, 0.0, 1e-3, 800.0]);
+                        let cos = pick(&mut rng, 1.0, &[f64::NAN, 0.0, 0.05, 1.0]);
+                        lanes.set(k, i, (r, strength, cos, (i + k) as i32));
+                    }
+                }
+                let mut out = LaneReports::default();
+                for count in [1, 2] {
+                    if count == 1 {
+                        model.report_lanes::<1>(window, key, &lanes, &mut out);
+                    } else {
+                        model.report_lanes::<2>(window, key, &lanes, &mut out);
+                    }
+                    for i in 0..LANES {
+                        let Some(quick) = out.get(i) else { continue };
+                        let candidate = |k: usize| Candidate {
+                            range: lanes.range[k][i],
+                            strength: lanes.strength[k][i],
+                            cos: lanes.cos[k][i],
+                            geomid: lanes.geomid[k][i],
+                        };
+                        let mut beam = key.beam(lanes.beam[i]);
+                        let one = match count {
+                            1 => model.report_one(window, &candidate(0), &mut beam),
+                            _ => model.report(window, &[candidate(0), candidate(1)], &mut beam),
+                        };
+                        let bits = |r: &BeamReturn| {
+                            (
+                                r.range.to_bits(),
+                                r.secondary_range.to_bits(),
+                                r.intensity.to_bits(),
+                                r.reflectivity.to_bits(),
+                                r.geomid,
+                            )
+                        };
+                        assert_eq!(
+                            bits(&quick),
+                            bits(&one),
+                            "{preset:?}, {count} candidates, lane {i}: {:?}",
+                            candidate(0)
+                        );
+                        lanes_checked[count - 1] += 1;
+                    }
+                }
+            }
+        }
+        // Of 25,600 lanes per count, many are reported on the lanes (the rest, left to the
+        // one-beam path, are mostly past Generic's sure range).
+        assert!(lanes_checked.iter().all(|&n| n > 5_000), "{lanes_checked:?}");
+    }
+}
