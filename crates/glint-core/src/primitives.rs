@@ -305,9 +305,9 @@ fn box_from_outside(half: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<Option<Loca
     }
 }
 
-/// [`box_local`] of `N` rays at once, on vector lanes: MuJoCo's six-face loop per lane, which
-/// `box_local` agrees with to the bit (its entry-face shortcut answers only where the loop
-/// would answer the same). Ray `r` starts at `(lpnt[0][r], lpnt[1][r], lpnt[2][r])` along
+/// MuJoCo's six-face loop (`ray_box`) for `N` rays at once, on vector lanes: [`box_local`] of
+/// each, to the bit (its entry-face shortcut answers only where the loop would answer the
+/// same). Ray `r` starts at `(lpnt[0][r], lpnt[1][r], lpnt[2][r])` along
 /// `lvec` likewise, in the box's frame; `t[r]` gets its distance (`INFINITY`: a miss) and
 /// `face[r]` the face hit (6: none).
 #[inline(always)]
@@ -327,7 +327,8 @@ pub(crate) fn box_lanes<const N: usize>(
         for r in 0..N {
             let tf = (plane - lpnt[i][r]) / lvec[i][r];
             let (pj, pk) = (lpnt[j][r] + tf * lvec[j][r], lpnt[k][r] + tf * lvec[k][r]);
-            // Those of `box_all_faces`' tests that let a face win (a NaN `tf` fails the first).
+            // A face wins inside its edges, at a distance ahead of the ray and nearer than the
+            // best so far (an equal one comes later in MuJoCo's order); a NaN `tf` fails.
             let wins =
                 tf >= 0.0 && tf < t[r] && lvec[i][r].abs() > MINVAL && pj.abs() <= half[j] && pk.abs() <= half[k];
             t[r] = if wins { tf } else { t[r] };
@@ -344,27 +345,13 @@ pub(crate) fn face_normal(f: usize) -> DVec3 {
     DVec3::from_array(n)
 }
 
-/// MuJoCo's six-face loop (`ray_box`).
+/// MuJoCo's six-face loop (`ray_box`) for one ray: [`box_lanes`] of one lane.
 #[inline]
 fn box_all_faces(half: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<LocalHit> {
-    let (half, lpnt, lvec) = (half.to_array(), lpnt.to_array(), lvec.to_array());
-    let num: [f64; 6] = std::array::from_fn(|f| if f % 2 == 0 { -half[f / 2] } else { half[f / 2] } - lpnt[f / 2]);
-    let den: [f64; 6] = std::array::from_fn(|f| lvec[f / 2]);
-    let t: [f64; 6] = std::array::from_fn(|f| num[f] / den[f]);
-    let (mut best_t, mut best_f) = (f64::INFINITY, usize::MAX);
-    for (f, &tf) in t.iter().enumerate() {
-        let i = f / 2;
-        // Farther faces (and equal ones, which come later in MuJoCo's order) cannot win.
-        if !(tf >= 0.0 && tf < best_t) || lvec[i].abs() <= MINVAL {
-            continue;
-        }
-        let (j, k) = ((i + 1) % 3, (i + 2) % 3);
-        let (pj, pk) = (lpnt[j] + tf * lvec[j], lpnt[k] + tf * lvec[k]);
-        if pj.abs() <= half[j] && pk.abs() <= half[k] {
-            (best_t, best_f) = (tf, f);
-        }
-    }
-    (best_f < 6).then(|| (best_t, face_normal(best_f)))
+    let (lpnt, lvec) = (lpnt.to_array().map(|x| [x]), lvec.to_array().map(|x| [x]));
+    let (mut t, mut face) = ([0.0], [0u8]);
+    box_lanes(half, &lpnt, &lvec, &mut t, &mut face);
+    (face[0] < 6).then(|| (t[0], face_normal(face[0] as usize)))
 }
 
 #[cfg(test)]

@@ -951,9 +951,7 @@ impl<const OWN: bool> PacketWalk<'_, OWN> {
         }
         self.packet_tmax = m;
     }
-}
 
-impl<const OWN: bool> PacketWalk<'_, OWN> {
     /// The rays of `mask`, each from its own origin, against box `g`, all lanes at once: what
     /// `intersect_geom` answers each, to the bit (MuJoCo's bounding-sphere test, then the
     /// six-face loop in the box's frame, then the normal rotated back and normalized).
