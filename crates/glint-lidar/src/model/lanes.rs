@@ -70,7 +70,7 @@ impl SurfaceLanes {
             Some(o) => {
                 (self.lambert[i], self.f0[i], self.inv_m2[i], self.blend[i]) = (o.lambert, o.f0, o.inv_m2, o.blend);
                 self.c[i] = cos.clamp(0.0, 1.0);
-                self.retro_term[i] = if o.blend > 0.0 { retro(params, o.blend, self.c[i]) } else { 0.0 };
+                self.retro_term[i] = retro(params, o.blend, self.c[i]);
             }
             // A NaN Lambertian term makes S NaN; the rest keeps the evaluation finite.
             None => {

@@ -259,9 +259,10 @@ impl Strength {
     /// The strength terms of `material` at incidence cosine `c` under `params`.
     pub fn of(params: &ReturnParams, material: &NirMaterial, c: f64) -> Strength {
         let c = c.clamp(0.0, 1.0);
-        let (f0, inv_m2, x) = glint_argument(params, material, c);
-        let glint = if f0 > 0.0 && x < GLINT_CUTOFF { glint_peak(params, f0, inv_m2, exp_neg(x)) } else { 0.0 };
-        let blend = material.retroreflective as f64;
+        let optics = Optics::new(params, material);
+        let x = glint_exponent(optics.inv_m2, c);
+        let glint = optics.glint(params, x, exp_neg(x.min(GLINT_CUTOFF)));
+        let blend = optics.blend;
         Strength { glint, diffuse: albedo(material) * c, retro: retro(params, blend, c), blend }
     }
 
@@ -279,26 +280,11 @@ impl Strength {
 /// Beyond this exponent the glint is below 1e−34 of its peak, and counts as none.
 const GLINT_CUTOFF: f64 = 80.0;
 
-/// `(F0, 1 / m², tan²θ / m²)` of `material` at incidence cosine `c` (in `[0, 1]`): the
-/// glint's exponent is `−tan²θ / m²`.
-#[inline(always)]
-fn glint_argument(params: &ReturnParams, material: &NirMaterial, c: f64) -> (f64, f64, f64) {
-    let m = slope(params, material);
-    let inv_m2 = 1.0 / (m * m);
-    (material.f0 as f64, inv_m2, glint_exponent(inv_m2, c))
-}
-
 /// The glint's exponent `tan²θ / m²` at incidence cosine `c` (in `[0, 1]`), given `1 / m²`.
 #[inline(always)]
 fn glint_exponent(inv_m2: f64, c: f64) -> f64 {
     let c2 = c * c;
     if c2 > 0.0 { (1.0 - c2) / c2 * inv_m2 } else { f64::INFINITY }
-}
-
-/// The glint `min(specPeakMax, F0 / (4 m²) · e^−x)` given `e^−x`.
-#[inline(always)]
-fn glint_peak(params: &ReturnParams, f0: f64, inv_m2: f64, e: f64) -> f64 {
-    (f0 * 0.25 * inv_m2 * e).min(params.spec_peak_max)
 }
 
 /// `ρ · (1 − metalness)`: the Lambertian term at normal incidence.
@@ -359,8 +345,18 @@ impl Optics {
     /// and the retroreflective term.
     #[inline(always)]
     fn combine(&self, params: &ReturnParams, c: f64, x: f64, e: f64, retro_term: f64) -> f64 {
-        let glint = if self.f0 > 0.0 && x < GLINT_CUTOFF { glint_peak(params, self.f0, self.inv_m2, e) } else { 0.0 };
-        (1.0 - self.blend) * (self.lambert * c + glint) + self.blend * retro_term
+        (1.0 - self.blend) * (self.lambert * c + self.glint(params, x, e)) + self.blend * retro_term
+    }
+
+    /// The glint `min(specPeakMax, F0 / (4 m²) · e^−x)` given the exponent `x` and
+    /// `e^−min(x, cutoff)` (none without F0, or past the cutoff).
+    #[inline(always)]
+    fn glint(&self, params: &ReturnParams, x: f64, e: f64) -> f64 {
+        if self.f0 > 0.0 && x < GLINT_CUTOFF {
+            (self.f0 * 0.25 * self.inv_m2 * e).min(params.spec_peak_max)
+        } else {
+            0.0
+        }
     }
 }
 
