@@ -152,7 +152,7 @@ impl GroupContext<'_> {
                 pass.set(j, 0.0, ext.straight.get(r).flatten().filter(|_| hit));
             }
             let Some(reflected) = part.reflected.as_mut() else { continue };
-            let class = self.material(ext.material[r]).map(|m| m.continuation).or_else(|| self.class_of(g));
+            let class = self.class_at(ext.material[r], g);
             let secondary = if hit && (all || self.flagged(g, class, FLAG_REFLECT)) {
                 // The return model's fold off a flat mirror, when prefetched, is this very ray.
                 ext.folded.get(r).unwrap_or_else(|| {
@@ -193,7 +193,7 @@ impl GroupContext<'_> {
         for r in 0..n {
             let (d, g) = (rays.dist[r], rays.geomid[r]);
             let material = self.material(ext.material[r]);
-            let class = material.map(|m| m.continuation).or_else(|| self.class_of(g));
+            let class = self.class_at(ext.material[r], g);
             let hit = c.is_hit(d, g);
             let capture = part.pass_through.is_some() && hit && (all || self.flagged(g, class, FLAG_PASS));
             let model = matches!(class, Some(Continuation::Slab | Continuation::Porous));
@@ -304,6 +304,12 @@ impl GroupContext<'_> {
     /// The material of palette index `index` (`None` for `NO_MATERIAL`, or without a model).
     fn material(&self, index: u32) -> Option<&NirMaterial> {
         self.tick.model.as_ref()?.palette.get(index as usize)
+    }
+
+    /// The continuation class of a hit on geom `g` whose material has palette index `index`:
+    /// the material's, or without one, the geom's authored class, if any.
+    fn class_at(&self, index: u32, g: i32) -> Option<Continuation> {
+        self.material(index).map(|m| m.continuation).or_else(|| self.class_of(g))
     }
 
     /// The authored continuation class of geom `g`, if any.
