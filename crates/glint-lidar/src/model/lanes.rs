@@ -50,11 +50,12 @@ pub(crate) struct SurfaceLanes {
 
 impl Default for SurfaceLanes {
     fn default() -> SurfaceLanes {
+        let none = Optics::NONE;
         SurfaceLanes {
-            lambert: [f64::NAN; LANES],
-            f0: [0.0; LANES],
-            inv_m2: [1.0; LANES],
-            blend: [0.0; LANES],
+            lambert: [none.lambert; LANES],
+            f0: [none.f0; LANES],
+            inv_m2: [none.inv_m2; LANES],
+            blend: [none.blend; LANES],
             c: [0.0; LANES],
             retro_term: [0.0; LANES],
         }
@@ -72,9 +73,9 @@ impl SurfaceLanes {
                 self.c[i] = cos.clamp(0.0, 1.0);
                 self.retro_term[i] = retro(params, o.blend, self.c[i]);
             }
-            // A NaN Lambertian term makes S NaN; the rest keeps the evaluation finite.
             None => {
-                (self.lambert[i], self.f0[i], self.inv_m2[i], self.blend[i]) = (f64::NAN, 0.0, 1.0, 0.0);
+                let o = Optics::NONE;
+                (self.lambert[i], self.f0[i], self.inv_m2[i], self.blend[i]) = (o.lambert, o.f0, o.inv_m2, o.blend);
                 (self.c[i], self.retro_term[i]) = (0.0, 0.0);
             }
         }

@@ -319,6 +319,10 @@ pub(crate) struct Optics {
 }
 
 impl Optics {
+    /// No material: the NaN Lambertian term makes `S` NaN; the rest keeps the evaluation
+    /// finite.
+    pub(crate) const NONE: Optics = Optics { lambert: f64::NAN, f0: 0.0, inv_m2: 1.0, blend: 0.0 };
+
     /// The optics of `material` under `params`.
     pub(crate) fn new(params: &ReturnParams, material: &NirMaterial) -> Optics {
         let m = slope(params, material);
