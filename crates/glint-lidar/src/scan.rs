@@ -3,6 +3,7 @@
 
 use glam::DVec3;
 
+use crate::model::LaneReports;
 use crate::{BeamReturn, Surface};
 
 /// The live scan of one sensor in one world, one entry per beam (index
@@ -245,6 +246,18 @@ impl<'a> ReturnsPart<'a> {
             ReturnsPart { range: r0, secondary_range: s0, intensity: i0, reflectivity: f0, geomid: g0 },
             ReturnsPart { range: r1, secondary_range: s1, intensity: i1, reflectivity: f1, geomid: g1 },
         )
+    }
+
+    /// Writes the reports of `n` beams from `start`, one per lane of `lanes` (what the lanes
+    /// left to the one-beam path is written over later).
+    #[inline]
+    pub(crate) fn set_lanes(&mut self, start: usize, n: usize, lanes: &LaneReports) {
+        let end = start + n;
+        self.range[start..end].copy_from_slice(&lanes.range[..n]);
+        self.secondary_range[start..end].copy_from_slice(&lanes.secondary_range[..n]);
+        self.intensity[start..end].copy_from_slice(&lanes.intensity[..n]);
+        self.reflectivity[start..end].copy_from_slice(&lanes.reflectivity[..n]);
+        self.geomid[start..end].copy_from_slice(&lanes.geomid[..n]);
     }
 
     #[inline]

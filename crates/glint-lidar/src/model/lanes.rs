@@ -8,33 +8,6 @@ use super::{BeamReturn, GLINT_CUTOFF, Optics, ReturnModel, TickKey, exp_neg, gli
 use crate::ReturnParams;
 use crate::ziggurat::ZIGGURAT;
 
-/// The candidate strengths of many surfaces: `out[i]` is [`Optics::strength`] of
-/// `optics[index[i]]` at incidence cosine `cos[i]`, times `loss[i]` when losses are given
-/// (NaN where the index is past the palette: no material), worked out [`LANES`] at a time by
-/// [`SurfaceLanes`].
-pub(crate) fn strengths(
-    params: &ReturnParams,
-    optics: &[Optics],
-    index: &[u32],
-    cos: &[f64],
-    loss: Option<&[f64]>,
-    out: &mut Vec<f64>,
-) {
-    out.clear();
-    let (mut lanes, mut s) = (SurfaceLanes::default(), [0.0; LANES]);
-    for start in (0..cos.len()).step_by(LANES) {
-        let n = LANES.min(cos.len() - start);
-        for i in 0..n {
-            lanes.set(params, i, optics.get(index[start + i] as usize), cos[start + i]);
-        }
-        lanes.strengths(params, n, &mut s);
-        match loss {
-            Some(loss) => out.extend(s[..n].iter().zip(&loss[start..start + n]).map(|(s, loss)| loss * s)),
-            None => out.extend_from_slice(&s[..n]),
-        }
-    }
-}
-
 /// Up to [`LANES`] surfaces' optics and incidences, gathered one array per term, so that
 /// their strengths are evaluated without branches or calls, on vector lanes, giving to the
 /// bit what [`Optics::strength`] gives one surface.
@@ -63,21 +36,22 @@ impl Default for SurfaceLanes {
 }
 
 impl SurfaceLanes {
-    /// Sets lane `i` to a surface of `optics` (`None`: no material, whose strength is NaN)
-    /// at incidence cosine `cos`.
+    /// Sets lane `i` to a surface of optics `o` at incidence cosine `cos`, all but its
+    /// retroreflective term, which [`SurfaceLanes::retro_terms`] works out for the lanes where
+    /// this returns true (the surface retroreflects).
     #[inline(always)]
-    pub(crate) fn set(&mut self, params: &ReturnParams, i: usize, optics: Option<&Optics>, cos: f64) {
-        match optics {
-            Some(o) => {
-                (self.lambert[i], self.f0[i], self.inv_m2[i], self.blend[i]) = (o.lambert, o.f0, o.inv_m2, o.blend);
-                self.c[i] = cos.clamp(0.0, 1.0);
-                self.retro_term[i] = retro(params, o.blend, self.c[i]);
-            }
-            None => {
-                let o = Optics::NONE;
-                (self.lambert[i], self.f0[i], self.inv_m2[i], self.blend[i]) = (o.lambert, o.f0, o.inv_m2, o.blend);
-                (self.c[i], self.retro_term[i]) = (0.0, 0.0);
-            }
+    pub(crate) fn put(&mut self, i: usize, o: &Optics, cos: f64) -> bool {
+        (self.lambert[i], self.f0[i], self.inv_m2[i], self.blend[i]) = (o.lambert, o.f0, o.inv_m2, o.blend);
+        (self.c[i], self.retro_term[i]) = (cos.clamp(0.0, 1.0), 0.0);
+        o.blend > 0.0
+    }
+
+    /// The retroreflective terms of the lanes of bit mask `lanes`, after [`SurfaceLanes::put`].
+    pub(crate) fn retro_terms(&mut self, params: &ReturnParams, mut lanes: u64) {
+        while lanes != 0 {
+            let i = lanes.trailing_zeros() as usize;
+            lanes &= lanes - 1;
+            self.retro_term[i] = retro(params, self.blend[i], self.c[i]);
         }
     }
 
@@ -145,16 +119,23 @@ enum Quick {
 /// lanes store them as vectors).
 pub(crate) struct LaneReports {
     state: [Quick; LANES],
-    range: [f32; LANES],
-    secondary_range: [f32; LANES],
-    intensity: [f32; LANES],
-    reflectivity: [f32; LANES],
-    geomid: [i32; LANES],
+    pub(crate) range: [f32; LANES],
+    pub(crate) secondary_range: [f32; LANES],
+    pub(crate) intensity: [f32; LANES],
+    pub(crate) reflectivity: [f32; LANES],
+    pub(crate) geomid: [i32; LANES],
 }
 
 impl LaneReports {
-    /// Lane `i`'s report, `None` when it is left to the one-beam path.
+    /// Whether the lanes made lane `i`'s report (its fields hold it, [`BeamReturn::NONE`]'s
+    /// when dropped).
     #[inline(always)]
+    pub(crate) fn made(&self, i: usize) -> bool {
+        self.state[i] != Quick::Scalar
+    }
+
+    /// Lane `i`'s report, `None` when it is left to the one-beam path.
+    #[cfg(test)]
     pub(crate) fn get(&self, i: usize) -> Option<BeamReturn> {
         match self.state[i] {
             Quick::None => Some(BeamReturn::NONE),
@@ -200,7 +181,8 @@ impl ReturnModel {
         let params = &self.params;
         let zig = &*ZIGGURAT;
         let two_reported = params.max_returns >= 2;
-        for i in 0..lanes.n.min(LANES) {
+        // Every lane, used or not: a fixed count keeps the loop on vector lanes.
+        for i in 0..LANES {
             let mut rng = key.beam(lanes.beam[i]);
             let (z1, stands1) = zig.quick(rng.next_u64());
             let (z2, stands2) = if COUNT > 1 { zig.quick(rng.next_u64()) } else { (0.0, true) };
@@ -225,20 +207,25 @@ impl ReturnModel {
             let (range, strength) = (pick(lead_second, r0, r1), pick(lead_second, s0, s1));
             let other = pick(lead_second, r1, r0);
             let secondary = two && two_reported;
+            // A lane left to the one-beam path gets its report there: what is written here
+            // is written over.
+            let echo = d0 != Quick::None || d1 != Quick::None;
             out.state[i] = if d0 == Quick::Scalar || d1 == Quick::Scalar {
                 Quick::Scalar
-            } else if d0 == Quick::None && d1 == Quick::None {
+            } else if !echo {
                 Quick::None
             } else if stands1 && (stands2 || !secondary) {
                 Quick::Echo
             } else {
                 Quick::Scalar
             };
-            out.range[i] = self.noisy(range, z1);
-            out.secondary_range[i] = if secondary { self.noisy(other, z2) } else { -1.0 };
-            out.intensity[i] = self.intensity(range, strength);
-            out.reflectivity[i] = strength as f32;
-            out.geomid[i] = if lead_second { lanes.geomid[1][i] } else { lanes.geomid[0][i] };
+            let none = BeamReturn::NONE;
+            out.range[i] = if echo { self.noisy(range, z1) } else { none.range };
+            out.secondary_range[i] = if echo && secondary { self.noisy(other, z2) } else { none.secondary_range };
+            out.intensity[i] = if echo { self.intensity(range, strength) } else { none.intensity };
+            out.reflectivity[i] = if echo { strength as f32 } else { none.reflectivity };
+            let geomid = if lead_second { lanes.geomid[1][i] } else { lanes.geomid[0][i] };
+            out.geomid[i] = if echo { geomid } else { none.geomid };
         }
     }
 

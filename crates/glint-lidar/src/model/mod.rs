@@ -52,7 +52,7 @@ use crate::{Continuation, NirMaterial, ReturnParams};
 
 mod lanes;
 
-pub(crate) use lanes::{LANES, LaneReports, Lanes, SurfaceLanes, strengths};
+pub(crate) use lanes::{LANES, LaneReports, Lanes, SurfaceLanes};
 
 /// Most surfaces a beam interacts with (continuations included).
 pub const MAX_INTERACTIONS: usize = 4;
@@ -1017,7 +1017,7 @@ mod tests {
             MaterialPreset::Mirror,
             MaterialPreset::Vegetation,
         ];
-        let (mut materials, mut cos, mut index, mut loss) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut materials, mut cos, mut index) = (Vec::new(), Vec::new(), Vec::new());
         for k in 0..300 {
             let base = presets[k % presets.len()].material();
             let roughness = if k % 7 == 0 { 0.0 } else { rng.uniform() as f32 };
@@ -1026,16 +1026,24 @@ mod tests {
             cos.push([1.0, 0.0, 1.2, rng.uniform()][k % 4]);
             // Every eleventh surface has no material.
             index.push(if k % 11 == 10 { u32::MAX } else { k as u32 });
-            loss.push(rng.uniform());
         }
         let optics: Vec<Optics> = materials.iter().map(|m| Optics::new(&p, m)).collect();
-        let (mut plain, mut lossy) = (Vec::new(), Vec::new());
-        strengths(&p, &optics, &index, &cos, None, &mut plain);
-        strengths(&p, &optics, &index, &cos, Some(&loss), &mut lossy);
-        assert_eq!((plain.len(), lossy.len()), (cos.len(), cos.len()));
+        let (mut lanes, mut plain, mut s) = (SurfaceLanes::default(), Vec::new(), [0.0; LANES]);
+        for start in (0..cos.len()).step_by(LANES) {
+            let n = LANES.min(cos.len() - start);
+            let mut retro = 0u64;
+            for i in 0..n {
+                let o = optics.get(index[start + i] as usize).unwrap_or(&Optics::NONE);
+                retro |= u64::from(lanes.put(i, o, cos[start + i])) << i;
+            }
+            lanes.retro_terms(&p, retro);
+            lanes.strengths(&p, n, &mut s);
+            plain.extend_from_slice(&s[..n]);
+        }
+        assert_eq!(plain.len(), cos.len());
         for i in 0..cos.len() {
             let Some(o) = optics.get(index[i] as usize) else {
-                assert!(plain[i].is_nan() && lossy[i].is_nan(), "surface {i}");
+                assert!(plain[i].is_nan(), "surface {i}");
                 continue;
             };
             let one = o.strength(&p, cos[i]);
@@ -1044,7 +1052,6 @@ mod tests {
             let expected = if whole { terms.full() } else { terms.glint_only() };
             assert_eq!(one.to_bits(), expected.to_bits(), "surface {i}");
             assert_eq!(plain[i].to_bits(), one.to_bits(), "surface {i}");
-            assert_eq!(lossy[i].to_bits(), (loss[i] * one).to_bits(), "surface {i}");
         }
     }
 

@@ -21,7 +21,7 @@ use crate::{
     ScanConfig, ScanPattern, SecondaryCapture, SecondaryScope, SelfIgnore,
 };
 use continuations::{Ahead, Answers, LiveTracer};
-use model_pass::{Plan, Seconds};
+use model_pass::{OneBeam, Plan};
 
 /// Where a sensor is in its pattern in one world.
 #[derive(Clone, Copy, Debug, Default)]
@@ -95,16 +95,10 @@ struct ExtraScratch {
     bent: Vec<usize>,
     /// Where each ray of one batch of folds or refractions starts.
     origins: Vec<DVec3>,
-    /// The candidate strength of each ray's first surface (NaN without a material), and the
-    /// incidence cosines.
-    strength: Vec<f64>,
-    cos: Vec<f64>,
-    /// How the model goes about each ray.
-    plan: Vec<Plan>,
-    /// The second candidates of the rays planned [`Plan::Two`].
-    second: Seconds,
-    /// The rays reported one beam at a time.
-    by_one: Vec<usize>,
+    /// The ray cast for each beam of the group (the inverse of its order).
+    ray_of: Vec<usize>,
+    /// The rays reported one beam at a time, and how.
+    by_one: Vec<(usize, OneBeam)>,
     /// One batch of continuations: ray indices and directions, and the answers.
     rays: Vec<usize>,
     dirs: Vec<DVec3>,
@@ -683,13 +677,17 @@ impl Lidars {
             )));
         }
         let palette = self.materials.as_ref().map_or(&[][..], |m| m.0.palette());
-        let optics: Vec<Optics> = palette.iter().map(|material| Optics::new(&self.params, material)).collect();
+        // One entry past the palette's stands for no material.
+        let optics: Vec<Optics> =
+            palette.iter().map(|material| Optics::new(&self.params, material)).chain([Optics::NONE]).collect();
+        let plans: Vec<Plan> = palette.iter().map(Some).chain([None]).map(Plan::of_first).collect();
         let model = self.materials.as_ref().map(|m| Model {
             model: ReturnModel::new(self.params),
             seed: self.seed,
             materials: &*m.0,
             palette,
             optics: &optics,
+            plans: &plans,
         });
         let one_by_one = self.one_by_one();
         for (index, sensor) in self.sensors.iter_mut().enumerate() {
@@ -723,8 +721,12 @@ struct Model<'a> {
     seed: u64,
     materials: &'a dyn MaterialLookup,
     palette: &'a [NirMaterial],
-    /// The optics of each palette entry under the model's calibration.
+    /// The optics of each palette entry under the model's calibration, and one more for no
+    /// material.
     optics: &'a [Optics],
+    /// How the return model goes about a beam by its first surface's palette entry, and one
+    /// more for no material.
+    plans: &'a [Plan],
 }
 
 /// One group of a tick: its units, its part of a world's scan, that world and its tick.

@@ -6,74 +6,97 @@
 use super::continuations::{LiveTracer, Prefetched};
 use super::{ExtraScratch, GroupContext, Model, Rays};
 use crate::model::{
-    Beam, BeamReturn, BeamRng, Candidate, LANES, LaneReports, Lanes, Path, SurfaceLanes, TickKey, cross, strengths,
+    Beam, BeamReturn, BeamRng, Candidate, LANES, LaneReports, Lanes, Path, SurfaceLanes, TickKey, cross,
 };
 use crate::scan::ReturnsPart;
 use crate::{Continuation, NirMaterial};
 
 /// How the return model goes about one beam of a group.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Plan {
     /// No material at the first surface: no echo.
     Nothing,
     /// The first surface is the beam's only candidate.
     First,
-    /// The first surface and the `k`th of [`Seconds`]: a beam that crosses one pane, mirror
-    /// or water surface onto an opaque surface.
-    Two(u32),
+    /// The first surface crosses onto another (slab, medium or specular), to be planned by
+    /// [`GroupContext::plan_crossing`].
+    Crossing,
+    /// The first surface and the opaque surface behind one pane, mirror or water surface.
+    Two,
     /// Traced one leg at a time ([`crate::ReturnModel::traced_return`]).
     Traced,
 }
 
-/// Second candidates, booked as the model's trace books them, with their strengths worked
-/// out together.
-#[derive(Default)]
-pub(super) struct Seconds {
-    /// The ray each belongs to.
-    ray: Vec<usize>,
-    range: Vec<f64>,
-    cos: Vec<f64>,
-    loss: Vec<f64>,
-    /// Palette index of the surface's material.
-    material: Vec<u32>,
-    geomid: Vec<i32>,
-    strength: Vec<f64>,
+impl Plan {
+    /// The plan of a beam by its first surface's material (`None`: no material).
+    pub(super) fn of_first(material: Option<&NirMaterial>) -> Plan {
+        match material.map(|material| material.continuation) {
+            None => Plan::Nothing,
+            Some(Continuation::Opaque) => Plan::First,
+            Some(Continuation::Porous) => Plan::Traced,
+            Some(_) => Plan::Crossing,
+        }
+    }
 }
 
-impl Seconds {
-    /// Forgets every candidate (`strength` is refilled whole by [`strengths`]).
-    fn clear(&mut self) {
-        self.ray.clear();
-        self.range.clear();
-        self.cos.clear();
-        self.loss.clear();
-        self.material.clear();
-        self.geomid.clear();
-    }
+/// What [`GroupContext::plan_crossing`] makes of a beam.
+enum Crossed {
+    /// A second candidate behind the crossing.
+    Two(Second),
+    /// Otherwise: the first surface alone, or traced.
+    Plan(Plan),
+}
 
-    fn push(&mut self, r: usize, (range, cos, loss): (f64, f64, f64), material: u32, geomid: i32) -> Plan {
-        self.ray.push(r);
-        self.range.push(range);
-        self.cos.push(cos);
-        self.loss.push(loss);
-        self.material.push(material);
-        self.geomid.push(geomid);
-        Plan::Two(self.geomid.len() as u32 - 1)
-    }
+/// The second candidate of a beam that crosses one pane, mirror or water surface onto an
+/// opaque surface, booked as [`crate::ReturnModel::traced_return`] books it, before its
+/// strength.
+struct Second {
+    range: f64,
+    cos: f64,
+    /// The two-way loss of the crossing, which weighs the strength.
+    loss: f64,
+    /// Palette index of the surface's material.
+    material: u32,
+    geomid: i32,
+}
 
-    fn candidate(&self, k: usize) -> Candidate {
-        Candidate { range: self.range[k], strength: self.strength[k], cos: self.cos[k], geomid: self.geomid[k] }
+/// A beam the lanes leave to [`crate::ReturnModel`] one beam at a time, with the candidates
+/// the lanes worked out for it.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum OneBeam {
+    First(Candidate),
+    Two(Candidate, Candidate),
+    Traced,
+}
+
+/// The lanes of up to [`LANES`] consecutive beams of a group.
+struct Chunk {
+    lanes: Lanes,
+    reports: LaneReports,
+    /// The first surfaces, and the second candidates of the lanes planned [`Plan::Two`].
+    surfaces: [SurfaceLanes; 2],
+    plan: [Plan; LANES],
+    /// The two-way loss of each second candidate's crossing, which weighs its strength.
+    loss: [f64; LANES],
+    /// The ray cast for each lane's beam.
+    ray: [usize; LANES],
+}
+
+impl Default for Chunk {
+    fn default() -> Chunk {
+        let (lanes, reports, surfaces) = Default::default();
+        Chunk { lanes, reports, surfaces, plan: [Plan::Nothing; LANES], loss: [1.0; LANES], ray: [0; LANES] }
     }
 }
 
 impl GroupContext<'_> {
-    /// The return model of every beam of a group, in passes over the group: the candidates
-    /// of most beams (a first surface, and where the beam crosses one pane, mirror or water
-    /// surface, the opaque surface behind it), their strengths on vector lanes, then their
-    /// detection, noise and echo choice on vector lanes too, 64 beams at a time. Beams that
-    /// meet more (porous surfaces, two panes), and what the lanes leave (grazing draws, the
-    /// power law, rare normal draws), go one beam at a time; both ways give the same reports
-    /// to the bit (`tests::batched_reports_equal_the_one_beam_model_to_the_bit`).
+    /// The return model of every beam of a group, 64 beams at a time: each beam planned (its
+    /// first surface alone, or with the opaque surface behind one pane, mirror or water
+    /// surface), the candidates' strengths, detection, noise and echo choice on vector
+    /// lanes. Beams that meet more (porous surfaces, two panes), and what the lanes leave
+    /// (grazing draws, the power law, rare normal draws), go one beam at a time; both ways
+    /// give the same reports to the bit
+    /// (`tests::batched_reports_equal_the_one_beam_model_to_the_bit`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn model_group(
         &self,
@@ -87,15 +110,19 @@ impl GroupContext<'_> {
     ) {
         let c = &self.sensor.binding.scan;
         let beams = Beams { order, window: (c.min_range, c.max_range), key, first_beam };
-        self.plan(m, rays, ext);
-        let mut lanes = (Lanes::default(), LaneReports::default());
+        let mut chunk = Box::<Chunk>::default();
         ext.by_one.clear();
-        report_firsts(m, &beams, rays, ext, &mut lanes, returns);
-        report_pairs(m, &beams, rays, ext, &mut lanes, returns);
+        ext.ray_of.resize(order.len(), 0);
+        for (r, &j) in order.iter().enumerate() {
+            ext.ray_of[j] = r;
+        }
+        for start in (0..order.len()).step_by(LANES) {
+            self.report_chunk(m, &beams, rays, ext, (start, &mut chunk), returns);
+        }
         // What the lanes left, and the beams traced leg by leg.
-        for &r in &ext.by_one {
+        for &(r, how) in &ext.by_one {
             let rng = key.beam(beams.number(r));
-            let report = self.report_by_one(m, (beams.window, rng), ext.plan[r], r, rays, ext, live);
+            let report = self.report_by_one(m, (beams.window, rng), how, r, rays, ext, live);
             returns.set(order[r], &report);
         }
     }
@@ -123,79 +150,170 @@ impl GroupContext<'_> {
         }
     }
 
-    /// The report of ray `r` (planned `plan`) made one beam at a time, with the beam's
-    /// window and random stream.
+    /// The beams `start..` of a group (at most [`LANES`]) on the lanes of `chunk`: planned,
+    /// their candidates' strengths and reports worked out together, and each report written
+    /// where the lanes made it; the others go to `ext.by_one`.
+    fn report_chunk(
+        &self,
+        m: &Model,
+        beams: &Beams,
+        rays: &Rays,
+        ext: &mut ExtraScratch,
+        (start, chunk): (usize, &mut Chunk),
+        returns: &mut ReturnsPart,
+    ) {
+        let crossing = chunk.gather(m, beams, rays, ext, start);
+        let pairs = self.plan_crossings(m, rays, ext, chunk, crossing);
+        chunk.evaluate(m, beams, pairs);
+        chunk.write(start, returns, &mut ext.by_one);
+    }
+
+    /// Plans the lanes of bit mask `crossing`, whose first surface crosses onto another,
+    /// setting the second candidates of those planned [`Plan::Two`]: whether there are any.
+    fn plan_crossings(&self, m: &Model, rays: &Rays, ext: &ExtraScratch, chunk: &mut Chunk, mut crossing: u64) -> bool {
+        let (mut pairs, mut retro) = (false, 0u64);
+        while crossing != 0 {
+            let i = crossing.trailing_zeros() as usize;
+            crossing &= crossing - 1;
+            let r = chunk.ray[i];
+            chunk.plan[i] = match self.plan_crossing(m, rays, ext, r, &m.palette[ext.material[r] as usize]) {
+                Crossed::Plan(plan) => plan,
+                Crossed::Two(s) => {
+                    retro |= u64::from(chunk.surfaces[1].put(i, &m.optics[s.material as usize], s.cos)) << i;
+                    chunk.lanes.set(1, i, (s.range, f64::NAN, s.cos, s.geomid));
+                    chunk.loss[i] = s.loss;
+                    pairs = true;
+                    Plan::Two
+                }
+            };
+        }
+        chunk.surfaces[1].retro_terms(m.model.params(), retro);
+        pairs
+    }
+
+    /// The report of ray `r` made one beam at a time (`how`), with the beam's window and
+    /// random stream.
     #[allow(clippy::too_many_arguments)]
     fn report_by_one(
         &self,
         m: &Model,
         (window, mut rng): ((f64, f64), BeamRng),
-        plan: Plan,
+        how: OneBeam,
         r: usize,
         rays: &Rays,
         ext: &ExtraScratch,
         live: &mut LiveTracer,
     ) -> BeamReturn {
-        let first =
-            Candidate { range: rays.dist[r], strength: ext.strength[r], cos: ext.cos[r], geomid: rays.geomid[r] };
-        match plan {
-            Plan::Nothing => BeamReturn::NONE,
-            Plan::First => m.model.report_one(window, &first, &mut rng),
-            Plan::Two(k) => m.model.report(window, &[first, ext.second.candidate(k as usize)], &mut rng),
-            Plan::Traced => {
+        match how {
+            OneBeam::First(first) => m.model.report_one(window, &first, &mut rng),
+            OneBeam::Two(first, second) => m.model.report(window, &[first, second], &mut rng),
+            OneBeam::Traced => {
                 let (surface, material) = (rays.surface(r), &m.palette[ext.material[r] as usize]);
                 let beam = Beam { origin: rays.origin, dir: rays.dirs[r], window };
-                let mut tracer = Prefetched { live, ahead: ext, r, through: first.geomid, first: first.range };
+                let mut tracer = Prefetched { live, ahead: ext, r, through: surface.geomid, first: surface.distance };
                 m.model.traced_return(&beam, (&surface, material), &mut tracer, m.materials, &mut rng)
             }
         }
     }
 
-    /// Plans every beam of a group (`ext.plan`), booking the second candidates of the beams
-    /// planned [`Plan::Two`] as [`crate::ReturnModel::traced_return`] would: through the same
-    /// crossing, from the same continuation cast ahead.
-    fn plan(&self, m: &Model, rays: &Rays, ext: &mut ExtraScratch) {
-        ext.plan.clear();
-        ext.second.clear();
-        for r in 0..rays.dirs.len() {
-            let plan = match m.palette.get(ext.material[r] as usize) {
-                None => Plan::Nothing,
-                Some(material) => match material.continuation {
-                    Continuation::Opaque => Plan::First,
-                    Continuation::Porous => Plan::Traced,
-                    _ => self.plan_crossing(m, rays, ext, r, material),
-                },
-            };
-            ext.plan.push(plan);
-        }
-    }
-
-    /// The plan of ray `r`, whose first surface is a slab, medium or specular `material`.
-    fn plan_crossing(&self, m: &Model, rays: &Rays, ext: &mut ExtraScratch, r: usize, material: &NirMaterial) -> Plan {
+    /// The plan of ray `r`, whose first surface is a slab, medium or specular `material`,
+    /// booking its second candidate as [`crate::ReturnModel::traced_return`] would: through
+    /// the same crossing, from the same continuation cast ahead.
+    fn plan_crossing(&self, m: &Model, rays: &Rays, ext: &ExtraScratch, r: usize, material: &NirMaterial) -> Crossed {
         let params = m.model.params();
         let first = rays.surface(r);
         let mut path = Path::new(rays.origin, rays.dirs[r]);
         let (range, point) = path.reach(&first);
         if path.leaves(&first, material) {
-            return Plan::Traced;
+            return Crossed::Plan(Plan::Traced);
         }
         // Porous surfaces, the only ones that draw a gap, are traced.
         let crossing = cross(params, &mut path, &first, material, false, || 1.0);
-        let Some((kind, through)) = crossing.next else { return Plan::First };
+        let Some((kind, through)) = crossing.next else { return Crossed::Plan(Plan::First) };
         let Some(behind) = ext.first_continuation(r, kind, through, (first.geomid, first.distance)) else {
-            return Plan::Traced;
+            return Crossed::Plan(Plan::Traced);
         };
-        let Some(s) = behind else { return Plan::First };
+        let Some(s) = behind else { return Crossed::Plan(Plan::First) };
         path.set_off(point, range);
         let (range, point) = path.reach(&s);
         let Some(index) = m.materials.index_at(s.geomid as usize, point).filter(|&i| i < m.palette.len()) else {
-            return Plan::First;
+            return Crossed::Plan(Plan::First);
         };
         if m.palette[index].continuation != Continuation::Opaque {
-            return Plan::Traced;
+            return Crossed::Plan(Plan::Traced);
         }
         let cos = path.dir.dot(s.normal).abs();
-        ext.second.push(r, (range, cos, path.loss), index as u32, s.geomid)
+        Crossed::Two(Second { range, cos, loss: path.loss, material: index as u32, geomid: s.geomid })
+    }
+}
+
+impl Chunk {
+    /// Fills the lanes with the group's beams `start..` (at most [`LANES`]) and their first
+    /// surfaces: bit mask of the lanes whose first surface crosses onto another.
+    fn gather(&mut self, m: &Model, beams: &Beams, rays: &Rays, ext: &ExtraScratch, start: usize) -> u64 {
+        let Chunk { lanes, surfaces, plan, ray, .. } = self;
+        lanes.n = LANES.min(beams.order.len() - start);
+        // The optics and plans past the palette's are those of no material.
+        let no_material = m.palette.len();
+        let (mut crossing, mut retro) = (0u64, 0u64);
+        for (i, j) in (start..start + lanes.n).enumerate() {
+            let r = ext.ray_of[j];
+            ray[i] = r;
+            let index = (ext.material[r] as usize).min(no_material);
+            let cos = rays.dirs[r].dot(rays.normal[r]).abs();
+            retro |= u64::from(surfaces[0].put(i, &m.optics[index], cos)) << i;
+            lanes.beam[i] = (beams.first_beam + j) as u64;
+            lanes.set(0, i, (rays.dist[r], f64::NAN, cos, rays.geomid[r]));
+            // A NaN range is never detected: the lane has no second candidate.
+            lanes.range[1][i] = f64::NAN;
+            plan[i] = m.plans[index];
+            crossing |= u64::from(plan[i] == Plan::Crossing) << i;
+        }
+        surfaces[0].retro_terms(m.model.params(), retro);
+        crossing
+    }
+
+    /// The candidates' strengths and the lanes' reports (`pairs`: some lanes have two
+    /// candidates).
+    fn evaluate(&mut self, m: &Model, beams: &Beams, pairs: bool) {
+        let (params, lanes) = (m.model.params(), &mut self.lanes);
+        self.surfaces[0].strengths(params, lanes.n, &mut lanes.strength[0]);
+        if pairs {
+            self.surfaces[1].strengths(params, lanes.n, &mut lanes.strength[1]);
+            for (s, loss) in lanes.strength[1].iter_mut().zip(&self.loss).take(lanes.n) {
+                *s *= loss;
+            }
+            m.model.report_lanes::<2>(beams.window, beams.key, lanes, &mut self.reports);
+        } else {
+            m.model.report_lanes::<1>(beams.window, beams.key, lanes, &mut self.reports);
+        }
+    }
+
+    /// Writes the reports the lanes made, of beams `start..`, and books the others in
+    /// `by_one`.
+    fn write(&self, start: usize, returns: &mut ReturnsPart, by_one: &mut Vec<(usize, OneBeam)>) {
+        let (lanes, reports) = (&self.lanes, &self.reports);
+        returns.set_lanes(start, lanes.n, reports);
+        for i in 0..lanes.n {
+            let candidate = |k: usize| Candidate {
+                range: lanes.range[k][i],
+                strength: lanes.strength[k][i],
+                cos: lanes.cos[k][i],
+                geomid: lanes.geomid[k][i],
+            };
+            let how = match self.plan[i] {
+                Plan::Nothing => {
+                    returns.set(start + i, &BeamReturn::NONE);
+                    continue;
+                }
+                // Every crossing is planned by now.
+                Plan::Traced | Plan::Crossing => OneBeam::Traced,
+                _ if reports.made(i) => continue,
+                Plan::First => OneBeam::First(candidate(0)),
+                Plan::Two => OneBeam::Two(candidate(0), candidate(1)),
+            };
+            by_one.push((self.ray[i], how));
+        }
     }
 }
 
@@ -213,76 +331,6 @@ impl Beams<'_> {
     /// Ray `r`'s beam number in its tick (the key of its random stream).
     fn number(&self, r: usize) -> u64 {
         (self.first_beam + self.order[r]) as u64
-    }
-}
-
-/// The first surfaces of a group's rays, 64 at a time: incidence and strength (kept in
-/// `ext` for the pairs), and the report of each beam with no other candidate, written where
-/// the lanes made it; the others go to `ext.by_one`.
-fn report_firsts(
-    m: &Model,
-    beams: &Beams,
-    rays: &Rays,
-    ext: &mut ExtraScratch,
-    (lanes, quick): &mut (Lanes, LaneReports),
-    returns: &mut ReturnsPart,
-) {
-    let (params, n) = (m.model.params(), beams.order.len());
-    let mut surfaces = SurfaceLanes::default();
-    ext.cos.clear();
-    ext.strength.clear();
-    for start in (0..n).step_by(LANES) {
-        lanes.n = LANES.min(n - start);
-        for (i, r) in (start..start + lanes.n).enumerate() {
-            let cos = rays.dirs[r].dot(rays.normal[r]).abs();
-            surfaces.set(params, i, m.optics.get(ext.material[r] as usize), cos);
-            lanes.beam[i] = beams.number(r);
-            lanes.set(0, i, (rays.dist[r], f64::NAN, cos, rays.geomid[r]));
-        }
-        surfaces.strengths(params, lanes.n, &mut lanes.strength[0]);
-        ext.cos.extend_from_slice(&lanes.cos[0][..lanes.n]);
-        ext.strength.extend_from_slice(&lanes.strength[0][..lanes.n]);
-        m.model.report_lanes::<1>(beams.window, beams.key, lanes, quick);
-        for (i, r) in (start..start + lanes.n).enumerate() {
-            match (ext.plan[r], quick.get(i)) {
-                (Plan::Nothing, _) => returns.set(beams.order[r], &BeamReturn::NONE),
-                (Plan::First, Some(report)) => returns.set(beams.order[r], &report),
-                (Plan::First | Plan::Traced, _) => ext.by_one.push(r),
-                (Plan::Two(_), _) => {}
-            }
-        }
-    }
-}
-
-/// The beams with two candidates, 64 at a time: the second candidates' strengths, then each
-/// beam's report, written where the lanes made it; the others go to `ext.by_one`.
-fn report_pairs(
-    m: &Model,
-    beams: &Beams,
-    rays: &Rays,
-    ext: &mut ExtraScratch,
-    (lanes, quick): &mut (Lanes, LaneReports),
-    returns: &mut ReturnsPart,
-) {
-    let second = &mut ext.second;
-    strengths(m.model.params(), m.optics, &second.material, &second.cos, Some(&second.loss), &mut second.strength);
-    let pairs = ext.second.ray.len();
-    for start in (0..pairs).step_by(LANES) {
-        lanes.n = LANES.min(pairs - start);
-        for (i, k) in (start..start + lanes.n).enumerate() {
-            let (r, second) = (ext.second.ray[k], &ext.second);
-            lanes.beam[i] = beams.number(r);
-            lanes.set(0, i, (rays.dist[r], ext.strength[r], ext.cos[r], rays.geomid[r]));
-            lanes.set(1, i, (second.range[k], second.strength[k], second.cos[k], second.geomid[k]));
-        }
-        m.model.report_lanes::<2>(beams.window, beams.key, lanes, quick);
-        for (i, k) in (start..start + lanes.n).enumerate() {
-            let r = ext.second.ray[k];
-            match quick.get(i) {
-                Some(report) => returns.set(beams.order[r], &report),
-                None => ext.by_one.push(r),
-            }
-        }
     }
 }
 
