@@ -21,7 +21,7 @@ use crate::{
     ScanConfig, ScanPattern, SecondaryCapture, SecondaryScope, SelfIgnore,
 };
 use continuations::{Ahead, Answers, LiveTracer};
-use model_pass::{OneBeam, Plan};
+use model_pass::{Chunk, OneBeam, Plan};
 
 /// Where a sensor is in its pattern in one world.
 #[derive(Clone, Copy, Debug, Default)]
@@ -95,6 +95,8 @@ struct ExtraScratch {
     bent: Vec<usize>,
     /// Where each ray of one batch of folds or refractions starts.
     origins: Vec<DVec3>,
+    /// The return model's lanes, kept from group to group (they are large to set up).
+    chunk: Option<Box<Chunk>>,
     /// The ray cast for each beam of the group (the inverse of its order).
     ray_of: Vec<usize>,
     /// The rays reported one beam at a time, and how.

@@ -70,7 +70,7 @@ pub(super) enum OneBeam {
 }
 
 /// The lanes of up to [`LANES`] consecutive beams of a group.
-struct Chunk {
+pub(super) struct Chunk {
     lanes: Lanes,
     reports: LaneReports,
     /// The first surfaces, and the second candidates of the lanes planned [`Plan::Two`].
@@ -110,7 +110,7 @@ impl GroupContext<'_> {
     ) {
         let c = &self.sensor.binding.scan;
         let beams = Beams { order, window: (c.min_range, c.max_range), key, first_beam };
-        let mut chunk = Box::<Chunk>::default();
+        let mut chunk = ext.chunk.take().unwrap_or_default();
         ext.by_one.clear();
         ext.ray_of.resize(order.len(), 0);
         for (r, &j) in order.iter().enumerate() {
@@ -119,6 +119,7 @@ impl GroupContext<'_> {
         for start in (0..order.len()).step_by(LANES) {
             self.report_chunk(m, &beams, rays, ext, (start, &mut chunk), returns);
         }
+        ext.chunk = Some(chunk);
         // What the lanes left, and the beams traced leg by leg.
         for &(r, how) in &ext.by_one {
             let rng = key.beam(beams.number(r));
