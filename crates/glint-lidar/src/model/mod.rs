@@ -135,6 +135,9 @@ impl MaterialLookup for crate::Bake {
         crate::Bake::index_at(self, geom, point)
     }
 
+    // The default's loop with the bake's own lookup written in: relying on the default
+    // measured 1.1M more instructions per showroom revolution (of 68M), even with this
+    // impl's `index_at` marked `#[inline(always)]`.
     fn indices_at(&self, origin: DVec3, dir: &[DVec3], dist: &[f64], geom: &[i32], out: &mut Vec<u32>) {
         out.clear();
         out.extend(dir.iter().zip(dist).zip(geom).map(|((&d, &t), &g)| {
