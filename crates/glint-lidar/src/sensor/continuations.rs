@@ -132,6 +132,21 @@ impl Tracer for Prefetched<'_, '_> {
     }
 }
 
+impl Rays<'_> {
+    /// Where ray `r` meets its first surface.
+    fn point(&self, r: usize) -> DVec3 {
+        self.origin + self.dirs[r] * self.dist[r]
+    }
+
+    /// The ray folded off ray `r`'s first surface: its start `NUDGE` off the surface, and
+    /// `d − 2 (d·n) n`. The fold prefetch and the reflected capture cast this ray, and the
+    /// return model's trace casts the same.
+    fn folded(&self, r: usize) -> (DVec3, DVec3) {
+        let dir = fold(self.dirs[r], self.normal[r]);
+        (self.point(r) + dir * NUDGE, dir)
+    }
+}
+
 impl GroupContext<'_> {
     /// The secondary geometry the recorder captures, for every beam of a group.
     pub(super) fn capture(
@@ -156,8 +171,8 @@ impl GroupContext<'_> {
             let secondary = if hit && (all || self.flagged(g, class, FLAG_REFLECT)) {
                 // The return model's fold off a flat mirror, when prefetched, is this very ray.
                 ext.folded.get(r).unwrap_or_else(|| {
-                    let (point, folded) = (rays.origin + rays.dirs[r] * d, fold(rays.dirs[r], rays.normal[r]));
-                    live.cast(point + folded * NUDGE, folded, LegKind::Folded, 1, -1)
+                    let (start, folded) = rays.folded(r);
+                    live.cast(start, folded, LegKind::Folded, 1, -1)
                 })
             } else {
                 None
@@ -243,7 +258,7 @@ impl GroupContext<'_> {
         ext.origins.clear();
         for &r in &ext.bent {
             let Some(bent) = refract(rays.dirs[r], rays.normal[r], 1.0 / MEDIUM_INDEX) else { continue };
-            let point = rays.origin + rays.dirs[r] * rays.dist[r];
+            let point = rays.point(r);
             if !(point.is_finite() && bent.is_finite()) {
                 continue;
             }
@@ -291,11 +306,11 @@ impl GroupContext<'_> {
             if !m.palette.get(index as usize).is_some_and(folds) {
                 continue;
             }
-            let (point, folded) = (rays.origin + rays.dirs[r] * rays.dist[r], fold(rays.dirs[r], rays.normal[r]));
-            if point.is_finite() && folded.is_finite() {
+            let (start, folded) = rays.folded(r);
+            if start.is_finite() && folded.is_finite() {
                 ext.rays.push(r);
                 ext.dirs.push(folded);
-                ext.origins.push(point + folded * NUDGE);
+                ext.origins.push(start);
             }
         }
         self.cast_each(world, ext, |ext| &mut ext.folded)
