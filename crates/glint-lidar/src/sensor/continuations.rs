@@ -9,7 +9,7 @@ use glint_core::{CoreError, PreparedRays};
 use super::{ExtraScratch, FLAG_PASS, FLAG_REFLECT, GroupContext, NO_MATERIAL, Rays};
 use crate::model::{LegKind, MEDIUM_INDEX, NUDGE, Surface, Tracer, fold, refract, slope};
 use crate::scan::ScanPart;
-use crate::{Continuation, NirMaterial, SecondaryScope};
+use crate::{Continuation, NirMaterial, ReturnParams, SecondaryScope};
 
 /// The ray core's answers to one batch.
 #[derive(Default)]
@@ -132,6 +132,17 @@ impl Tracer for Prefetched<'_, '_> {
     }
 }
 
+/// The continuation the return model casts first off a surface of `material`, which the
+/// prefetch casts ahead (a medium's only where the beam enters it).
+pub(super) fn first_leg(params: &ReturnParams, material: &NirMaterial) -> Option<LegKind> {
+    match material.continuation {
+        Continuation::Slab | Continuation::Porous => Some(LegKind::Straight),
+        Continuation::Medium => Some(LegKind::Refracted),
+        Continuation::Specular if slope(params, material) <= params.fold_max_slope => Some(LegKind::Folded),
+        Continuation::Specular | Continuation::Opaque => None,
+    }
+}
+
 impl Rays<'_> {
     /// Where ray `r` meets its first surface.
     fn point(&self, r: usize) -> DVec3 {
@@ -204,28 +215,27 @@ impl GroupContext<'_> {
                 ext.material.resize(n, NO_MATERIAL);
             }
         }
-        let mut specular = false;
+        let capture = part.pass_through.is_some();
+        let legs = self.tick.model.as_ref().map_or(&[][..], |m| m.first_legs);
+        ext.folds.clear();
         for r in 0..n {
-            let (d, g) = (rays.dist[r], rays.geomid[r]);
-            let material = self.material(ext.material[r]);
-            let class = self.class_at(ext.material[r], g);
-            let hit = c.is_hit(d, g);
-            let capture = part.pass_through.is_some() && hit && (all || self.flagged(g, class, FLAG_PASS));
-            let model = matches!(class, Some(Continuation::Slab | Continuation::Porous));
-            if g >= 0 && (capture || model) {
+            let (index, g) = (ext.material[r], rays.geomid[r]);
+            let leg = legs.get(index as usize).copied().flatten();
+            let pass =
+                capture && c.is_hit(rays.dist[r], g) && (all || self.flagged(g, self.class_at(index, g), FLAG_PASS));
+            if g >= 0 && (pass || leg == Some(LegKind::Straight)) {
                 ext.through.push(r);
             }
-            match material.map(|m| m.continuation) {
-                Some(Continuation::Specular) => specular = true,
+            match leg {
+                Some(LegKind::Folded) => ext.folds.push(r),
                 // Entering the medium from outside (the model leaves it on a far face).
-                Some(Continuation::Medium) if rays.dirs[r].dot(rays.normal[r]) <= 0.0 => ext.bent.push(r),
+                Some(LegKind::Refracted) if rays.dirs[r].dot(rays.normal[r]) <= 0.0 => ext.bent.push(r),
                 _ => {}
             }
         }
         self.prefetch_straight(rays, world, ext)?;
         self.prefetch_refractions(rays, world, ext)?;
-        ext.folded.reset(n);
-        if specular { self.prefetch_folds(rays, world, ext) } else { Ok(()) }
+        self.prefetch_folds(rays, world, ext)
     }
 
     /// Casts the straight continuations of `ext.through` from the sensor origin, one batch
@@ -294,18 +304,11 @@ impl GroupContext<'_> {
     /// from `NUDGE` off the mirror where its beam met it. Off a flat mirror they are as
     /// coherent as the beams.
     fn prefetch_folds(&self, rays: &Rays, world: usize, ext: &mut ExtraScratch) -> Result<(), CoreError> {
-        let Some(m) = &self.tick.model else { return Ok(()) };
-        let params = m.model.params();
-        let folds = |mat: &NirMaterial| {
-            mat.continuation == Continuation::Specular && slope(params, mat) <= params.fold_max_slope
-        };
+        ext.folded.reset(rays.dirs.len());
         ext.rays.clear();
         ext.dirs.clear();
         ext.origins.clear();
-        for (r, &index) in ext.material.iter().enumerate() {
-            if !m.palette.get(index as usize).is_some_and(folds) {
-                continue;
-            }
+        for &r in &ext.folds {
             let (start, folded) = rays.folded(r);
             if start.is_finite() && folded.is_finite() {
                 ext.rays.push(r);

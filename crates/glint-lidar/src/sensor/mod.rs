@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use std::sync::Arc;
 
-use crate::model::{BeamRng, MaterialLookup, Optics, ReturnModel, Surface};
+use crate::model::{BeamRng, LegKind, MaterialLookup, Optics, ReturnModel, Surface};
 use crate::pattern::{angles, beam_direction};
 
 mod continuations;
@@ -20,7 +20,7 @@ use crate::{
     Continuation, LidarBinding, LidarError, MaterialTable, NirMaterial, ReturnParams, ReturnPreset, Returns,
     ScanConfig, ScanPattern, SecondaryCapture, SecondaryScope, SelfIgnore,
 };
-use continuations::{Ahead, Answers, LiveTracer};
+use continuations::{Ahead, Answers, LiveTracer, first_leg};
 use model_pass::{Chunk, OneBeam, Plan};
 
 /// Where a sensor is in its pattern in one world.
@@ -93,6 +93,8 @@ struct ExtraScratch {
     refracted: Ahead,
     /// The rays the model bends into a medium first.
     bent: Vec<usize>,
+    /// The rays the model folds off a mirror first.
+    folds: Vec<usize>,
     /// Where each ray of one batch of folds or refractions starts.
     origins: Vec<DVec3>,
     /// The return model's lanes, kept from group to group (they are large to set up).
@@ -683,6 +685,7 @@ impl Lidars {
         let optics: Vec<Optics> =
             palette.iter().map(|material| Optics::new(&self.params, material)).chain([Optics::NONE]).collect();
         let plans: Vec<Plan> = palette.iter().map(Some).chain([None]).map(Plan::of_first).collect();
+        let first_legs: Vec<Option<LegKind>> = palette.iter().map(|m| first_leg(&self.params, m)).collect();
         let model = self.materials.as_ref().map(|m| Model {
             model: ReturnModel::new(self.params),
             seed: self.seed,
@@ -690,6 +693,7 @@ impl Lidars {
             palette,
             optics: &optics,
             plans: &plans,
+            first_legs: &first_legs,
         });
         let one_by_one = self.one_by_one();
         for (index, sensor) in self.sensors.iter_mut().enumerate() {
@@ -729,6 +733,8 @@ struct Model<'a> {
     /// How the return model goes about a beam by its first surface's palette entry, and one
     /// more for no material.
     plans: &'a [Plan],
+    /// The continuation the model casts first off each palette entry's surfaces.
+    first_legs: &'a [Option<LegKind>],
 }
 
 /// One group of a tick: its units, its part of a world's scan, that world and its tick.
