@@ -389,8 +389,12 @@ pub(crate) fn exp_neg(x: f64) -> f64 {
     let (s0, s1, s2) = (q(2).mul_add(r2, q(0)), q(6).mul_add(r2, q(4)), q(10).mul_add(r2, q(8)));
     let (t0, t1) = (s1.mul_add(r4, s0), q(12).mul_add(r4, s2));
     let p = t1.mul_add(r4 * r4, t0);
-    // k ≥ −116 for x ≤ 80, so 2^k is a normal number built from its exponent bits.
-    p * f64::from_bits(((k + 1023.0) as i64 as u64) << 52)
+    // k ≥ −116 for x ≤ 80, so 2^k is a normal number built from its exponent bits. Adding
+    // 2^52 puts the biased exponent k + 1023 in the low mantissa bits, to be shifted into
+    // place: a float-to-integer cast would not stay on vector lanes (Rust's saturating
+    // cast has no vector instruction below AVX-512).
+    const TWO_52: f64 = 4_503_599_627_370_496.0;
+    p * f64::from_bits((k + (1023.0 + TWO_52)).to_bits() << 52)
 }
 
 /// `1 / n!` for `n ≤ 13`: Taylor's coefficients of `e^r`.
