@@ -96,10 +96,10 @@ impl Default for Lanes {
 }
 
 impl Lanes {
-    /// Sets candidate `k` of lane `i` to `(range, strength, cos, geomid)`.
+    /// Sets candidate `k` of lane `i` to `(range, cos, geomid)`, all but its strength.
     #[inline(always)]
-    pub(crate) fn set(&mut self, k: usize, i: usize, (range, strength, cos, geomid): (f64, f64, f64, i32)) {
-        (self.range[k][i], self.strength[k][i], self.cos[k][i], self.geomid[k][i]) = (range, strength, cos, geomid);
+    pub(crate) fn set(&mut self, k: usize, i: usize, (range, cos, geomid): (f64, f64, i32)) {
+        (self.range[k][i], self.cos[k][i], self.geomid[k][i]) = (range, cos, geomid);
     }
 }
 
@@ -280,7 +280,8 @@ mod tests {
                     for (k, r) in [range, range + gap].into_iter().enumerate() {
                         let strength = pick(&mut rng, 2.0, &[f64::NAN, 0.0, 1e-3, 800.0]);
                         let cos = pick(&mut rng, 1.0, &[f64::NAN, 0.0, 0.05, 1.0]);
-                        lanes.set(k, i, (r, strength, cos, (i + k) as i32));
+                        lanes.set(k, i, (r, cos, (i + k) as i32));
+                        lanes.strength[k][i] = strength;
                     }
                 }
                 let mut out = LaneReports::default();

@@ -181,7 +181,7 @@ impl GroupContext<'_> {
                 Crossed::Plan(plan) => plan,
                 Crossed::Two(s) => {
                     retro |= u64::from(chunk.surfaces[1].put(i, &m.optics[s.material as usize], s.cos)) << i;
-                    chunk.lanes.set(1, i, (s.range, f64::NAN, s.cos, s.geomid));
+                    chunk.lanes.set(1, i, (s.range, s.cos, s.geomid));
                     chunk.loss[i] = s.loss;
                     pairs = true;
                     Plan::Two
@@ -256,20 +256,26 @@ impl Chunk {
         lanes.n = LANES.min(beams.order.len() - start);
         // The optics and plans past the palette's are those of no material.
         let no_material = m.palette.len();
+        // One length for every array, so that one bounds check serves them all.
+        let n = beams.order.len();
+        let (dirs, normal, dist, geomid) = (&rays.dirs[..n], &rays.normal[..n], &rays.dist[..n], &rays.geomid[..n]);
+        let (material, ray_of) = (&ext.material[..n], &ext.ray_of[..n]);
         let (mut crossing, mut retro) = (0u64, 0u64);
         for (i, j) in (start..start + lanes.n).enumerate() {
-            let r = ext.ray_of[j];
+            let r = ray_of[j];
             ray[i] = r;
-            let index = (ext.material[r] as usize).min(no_material);
-            let cos = rays.dirs[r].dot(rays.normal[r]).abs();
+            let index = (material[r] as usize).min(no_material);
+            let cos = dirs[r].dot(normal[r]).abs();
             retro |= u64::from(surfaces[0].put(i, &m.optics[index], cos)) << i;
-            lanes.beam[i] = (beams.first_beam + j) as u64;
-            lanes.set(0, i, (rays.dist[r], f64::NAN, cos, rays.geomid[r]));
-            // A NaN range is never detected: the lane has no second candidate.
-            lanes.range[1][i] = f64::NAN;
+            lanes.set(0, i, (dist[r], cos, geomid[r]));
             plan[i] = m.plans[index];
             crossing |= u64::from(plan[i] == Plan::Crossing) << i;
         }
+        for (i, beam) in lanes.beam.iter_mut().enumerate() {
+            *beam = (beams.first_beam + start + i) as u64;
+        }
+        // A NaN range is never detected: a lane has no second candidate until planned one.
+        lanes.range[1] = [f64::NAN; LANES];
         surfaces[0].retro_terms(m.model.params(), retro);
         crossing
     }
