@@ -731,12 +731,14 @@ impl ReturnModel {
         measured.max(self.params.range_floor) as f32
     }
 
-    /// The intensity of an echo booked at `range` with strength `strength`.
+    /// The intensity of an echo booked at `range` with strength `strength`:
+    /// `S · (intensityRefRange / R)² · min(1, R / nearRangeR0)²`, which is
+    /// `S · (intensityRefRange / max(R, nearRangeR0))²` (one division where the lanes
+    /// would pay for two).
     #[inline(always)]
     fn intensity(&self, range: f64, strength: f64) -> f32 {
         let params = &self.params;
-        let near = (range / params.near_range_r0).min(1.0);
-        (strength * (params.intensity_ref_range / range).powi(2) * near * near) as f32
+        (strength * (params.intensity_ref_range / range.max(params.near_range_r0)).powi(2)) as f32
     }
 
     fn detected(&self, (min_range, max_range): (f64, f64), c: &Candidate, rng: &mut BeamRng) -> bool {
