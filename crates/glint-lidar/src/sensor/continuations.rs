@@ -29,6 +29,7 @@ impl Answers {
     }
 
     /// Answer `i`: the surface met, distance from the ray's origin, or `None`.
+    #[inline]
     fn surface(&self, i: usize) -> Option<Surface> {
         (self.geomid[i] >= 0).then(|| Surface {
             distance: self.dist[i],
@@ -145,6 +146,7 @@ pub(super) fn first_leg(params: &ReturnParams, material: &NirMaterial) -> Option
 
 impl Rays<'_> {
     /// Where ray `r` meets its first surface.
+    #[inline]
     fn point(&self, r: usize) -> DVec3 {
         self.origin + self.dirs[r] * self.dist[r]
     }
@@ -152,6 +154,7 @@ impl Rays<'_> {
     /// The ray folded off ray `r`'s first surface: its start `NUDGE` off the surface, and
     /// `d − 2 (d·n) n`. The fold prefetch and the reflected capture cast this ray, and the
     /// return model's trace casts the same.
+    #[inline]
     fn folded(&self, r: usize) -> (DVec3, DVec3) {
         let dir = fold(self.dirs[r], self.normal[r]);
         (self.point(r) + dir * NUDGE, dir)

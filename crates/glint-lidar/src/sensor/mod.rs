@@ -820,6 +820,7 @@ struct Rays<'a> {
 
 impl Rays<'_> {
     /// Ray `r`'s first surface.
+    #[inline]
     fn surface(&self, r: usize) -> Surface {
         Surface { distance: self.dist[r], geomid: self.geomid[r], normal: self.normal[r] }
     }
