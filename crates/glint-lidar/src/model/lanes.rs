@@ -181,11 +181,13 @@ impl ReturnModel {
         let params = &self.params;
         let zig = &*ZIGGURAT;
         let two_reported = params.max_returns >= 2;
+        // The second echoes' ranges, measured after the loop: few lanes have one, and their
+        // draws' table lookups would cost every lane.
+        let mut second = [f64::NAN; LANES];
         // Every lane, used or not: a fixed count keeps the loop on vector lanes.
         for i in 0..LANES {
             let mut rng = key.beam(lanes.beam[i]);
             let (z1, stands1) = zig.quick(rng.next_u64());
-            let (z2, stands2) = if COUNT > 1 { zig.quick(rng.next_u64()) } else { (0.0, true) };
             let candidate = |k: usize| (lanes.range[k][i], lanes.strength[k][i], lanes.cos[k][i]);
             let d0 = self.detect_quick(window, candidate(0));
             let d1 = if COUNT > 1 { self.detect_quick(window, candidate(1)) } else { Quick::None };
@@ -214,18 +216,38 @@ impl ReturnModel {
                 Quick::Scalar
             } else if !echo {
                 Quick::None
-            } else if stands1 && (stands2 || !secondary) {
+            } else if stands1 {
                 Quick::Echo
             } else {
                 Quick::Scalar
             };
             let none = BeamReturn::NONE;
             out.range[i] = if echo { self.noisy(range, z1) } else { none.range };
-            out.secondary_range[i] = if echo && secondary { self.noisy(other, z2) } else { none.secondary_range };
+            out.secondary_range[i] = none.secondary_range;
+            second[i] = if echo && secondary { other } else { f64::NAN };
             out.intensity[i] = if echo { self.intensity(range, strength) } else { none.intensity };
             out.reflectivity[i] = if echo { strength as f32 } else { none.reflectivity };
             let geomid = if lead_second { lanes.geomid[1][i] } else { lanes.geomid[0][i] };
             out.geomid[i] = if echo { geomid } else { none.geomid };
+        }
+        if COUNT > 1 {
+            self.second_ranges(key, lanes, &second, out);
+        }
+    }
+
+    /// The measured ranges of the second echoes `second` (NaN: none) of the lanes the loop
+    /// reported, from each beam's second draw, as [`ReturnModel::report`] draws it.
+    fn second_ranges(&self, key: TickKey, lanes: &Lanes, second: &[f64; LANES], out: &mut LaneReports) {
+        for (i, &other) in second.iter().enumerate() {
+            if other.is_nan() || out.state[i] != Quick::Echo {
+                continue;
+            }
+            let mut rng = key.beam(lanes.beam[i]);
+            rng.next_u64();
+            match ZIGGURAT.quick(rng.next_u64()) {
+                (z2, true) => out.secondary_range[i] = self.noisy(other, z2),
+                _ => out.state[i] = Quick::Scalar,
+            }
         }
     }
 
