@@ -47,8 +47,10 @@ struct Sensor {
     /// Beam directions in the sensor frame for a spinning pattern (fixed).
     spinning: Vec<DVec3>,
     /// A spinning pattern's whole groups, cached: the beam offsets of a group in cast order,
-    /// and every whole group's sensor-frame directions in that order, group after group.
+    /// the ray cast for each beam (its inverse), and every whole group's sensor-frame
+    /// directions in that order, group after group.
     tile_order: Vec<usize>,
+    tile_ray_of: Vec<usize>,
     tile_dirs: Vec<DVec3>,
     clocks: Vec<Clock>,
     scans: Vec<Scan>,
@@ -99,7 +101,7 @@ struct ExtraScratch {
     origins: Vec<DVec3>,
     /// The return model's lanes, kept from group to group (they are large to set up).
     chunk: Option<Box<Chunk>>,
-    /// The ray cast for each beam of the group (the inverse of its order).
+    /// The ray cast for each beam of a group whose inverse order is not cached.
     ray_of: Vec<usize>,
     /// The rays reported one beam at a time, and how.
     by_one: Vec<(usize, OneBeam)>,
@@ -215,6 +217,7 @@ impl Sensor {
             body,
             spinning: Vec::new(),
             tile_order: Vec::new(),
+            tile_ray_of: Vec::new(),
             tile_dirs: Vec::new(),
             clocks: Vec::new(),
             scans: Vec::new(),
@@ -232,7 +235,7 @@ impl Sensor {
         };
         self.clocks = vec![Clock::default(); nworld];
         self.scans = vec![Scan::new(c.beam_count(), false, false, false); nworld];
-        (self.tile_order, self.tile_dirs) = (Vec::new(), Vec::new());
+        (self.tile_order, self.tile_ray_of, self.tile_dirs) = (Vec::new(), Vec::new(), Vec::new());
         if matches!(c.pattern, ScanPattern::Spinning) {
             let (mut order, mut dirs) = (Vec::new(), Vec::new());
             let whole = self.units() / GROUP_BINS * GROUP_BINS;
@@ -240,6 +243,7 @@ impl Sensor {
                 self.group_rays((u0, u0 + GROUP_BINS), &mut order, &mut dirs);
                 self.tile_dirs.extend_from_slice(&dirs);
             }
+            invert(&order, &mut self.tile_ray_of);
             self.tile_order = order;
         }
     }
@@ -737,6 +741,14 @@ struct Model<'a> {
     first_legs: &'a [Option<LegKind>],
 }
 
+/// Sets `ray_of` to the inverse of `order`: `ray_of[order[r]] = r`.
+fn invert(order: &[usize], ray_of: &mut Vec<usize>) {
+    ray_of.resize(order.len(), 0);
+    for (r, &j) in order.iter().enumerate() {
+        ray_of[j] = r;
+    }
+}
+
 /// One group of a tick: its units, its part of a world's scan, that world and its tick.
 struct GroupJob<'a> {
     units: (u64, u64),
@@ -832,18 +844,18 @@ impl GroupContext<'_> {
         let sensor = self.sensor;
         let GroupScratch { order, dirs, dist, geomid, normal, extra: ext } = scratch;
         let (origin, rot) = self.frames[job.world];
-        let order: &[usize] = match sensor.whole_group(job.units) {
+        let (order, ray_of): (&[usize], Option<&[usize]>) = match sensor.whole_group(job.units) {
             Some(local) => {
                 dirs.clear();
                 dirs.extend(local.iter().map(|&d| rot * d));
-                &sensor.tile_order
+                (&sensor.tile_order, Some(&sensor.tile_ray_of))
             }
             None => {
                 sensor.group_rays(job.units, order, dirs);
                 for d in dirs.iter_mut() {
                     *d = rot * *d;
                 }
-                order
+                (order, None)
             }
         };
         let n = dirs.len();
@@ -871,7 +883,7 @@ impl GroupContext<'_> {
             if self.tick.one_by_one {
                 self.model_one_by_one(m, returns, order, &rays, ext, &mut live, (key, first_beam));
             } else {
-                self.model_group(m, returns, order, &rays, ext, &mut live, (key, first_beam));
+                self.model_group(m, returns, (order, ray_of), &rays, ext, &mut live, (key, first_beam));
             }
         }
         if part.pass_through.is_some() || part.reflected.is_some() {

@@ -102,20 +102,21 @@ impl GroupContext<'_> {
         &self,
         m: &Model,
         returns: &mut ReturnsPart,
-        order: &[usize],
+        (order, ray_of): (&[usize], Option<&[usize]>),
         rays: &Rays,
         ext: &mut ExtraScratch,
         live: &mut LiveTracer,
         (key, first_beam): (TickKey, usize),
     ) {
         let c = &self.sensor.binding.scan;
-        let beams = Beams { order, window: (c.min_range, c.max_range), key, first_beam };
+        let mut inverse = std::mem::take(&mut ext.ray_of);
+        if ray_of.is_none() {
+            super::invert(order, &mut inverse);
+        }
+        let ray_of = ray_of.unwrap_or(&inverse);
+        let beams = Beams { order, ray_of, window: (c.min_range, c.max_range), key, first_beam };
         let mut chunk = ext.chunk.take().unwrap_or_default();
         ext.by_one.clear();
-        ext.ray_of.resize(order.len(), 0);
-        for (r, &j) in order.iter().enumerate() {
-            ext.ray_of[j] = r;
-        }
         for start in (0..order.len()).step_by(LANES) {
             self.report_chunk(m, &beams, rays, ext, (start, &mut chunk), returns);
         }
@@ -126,6 +127,7 @@ impl GroupContext<'_> {
             let report = self.report_by_one(m, (beams.window, rng), how, r, rays, ext, live);
             returns.set(order[r], &report);
         }
+        ext.ray_of = inverse;
     }
 
     /// [`GroupContext::model_group`]'s reference: every beam through
@@ -259,7 +261,7 @@ impl Chunk {
         // One length for every array, so that one bounds check serves them all.
         let n = beams.order.len();
         let (dirs, normal, dist, geomid) = (&rays.dirs[..n], &rays.normal[..n], &rays.dist[..n], &rays.geomid[..n]);
-        let (material, ray_of) = (&ext.material[..n], &ext.ray_of[..n]);
+        let (material, ray_of) = (&ext.material[..n], &beams.ray_of[..n]);
         let (mut crossing, mut retro) = (0u64, 0u64);
         for (i, j) in (start..start + lanes.n).enumerate() {
             let r = ray_of[j];
@@ -326,8 +328,10 @@ impl Chunk {
 
 /// What a group's beams share for their reports.
 struct Beams<'a> {
-    /// Ray `r` is beam `order[r]` of the group, and beam `first_beam + order[r]` of its tick.
+    /// Ray `r` is beam `order[r]` of the group, and beam `first_beam + order[r]` of its tick;
+    /// beam `j` is ray `ray_of[j]`.
     order: &'a [usize],
+    ray_of: &'a [usize],
     first_beam: usize,
     /// The sensor's `[min_range, max_range)`.
     window: (f64, f64),
