@@ -459,8 +459,8 @@ pub(crate) struct Path {
     index: f64,
     /// Product of the two-way losses so far.
     pub(crate) loss: f64,
-    /// Absorption (1/m) of the medium the leg runs in, if any, and its F0.
-    medium: Option<(f64, f64)>,
+    /// Absorption (1/m) of the medium the leg runs in, if any.
+    medium: Option<f64>,
 }
 
 /// The return model under one calibration, with what it derives from it once.
@@ -576,7 +576,7 @@ impl Path {
     /// along it: the surface's booked range and world point.
     pub(crate) fn reach(&mut self, s: &Surface) -> (f64, DVec3) {
         let range = self.booked + self.index * s.distance;
-        if let Some((alpha, _)) = self.medium {
+        if let Some(alpha) = self.medium {
             self.loss *= (-2.0 * alpha * s.distance).exp();
         }
         (range, self.origin + self.dir * s.distance)
@@ -629,7 +629,7 @@ pub(crate) fn cross(
             path.dir = bent;
             path.loss *= (1.0 - material.f0 as f64).powi(2);
             path.index = MEDIUM_INDEX;
-            path.medium = Some((material.absorption as f64, material.f0 as f64));
+            path.medium = Some(material.absorption as f64);
             (LegKind::Refracted, -1)
         }),
         Continuation::Porous if gap() < material.transmission as f64 => {
