@@ -218,6 +218,28 @@ impl<'a> ScanPart<'a> {
     /// Writes beam `j`'s clean return: a hit at `point` with `normal`, or a miss.
     #[inline]
     pub(crate) fn set_clean(&mut self, j: usize, hit: Option<(f64, i32, DVec3, DVec3)>) {
+        self.clean_and_returns().0.set(j, hit);
+    }
+
+    /// The clean arrays, and the return model's if it runs, to be written together.
+    pub(crate) fn clean_and_returns(&mut self) -> (CleanPart<'_>, Option<&mut ReturnsPart<'a>>) {
+        let clean = CleanPart { range: self.range, geomid: self.geomid, point: self.point, normal: self.normal };
+        (clean, self.returns.as_mut())
+    }
+}
+
+/// The clean arrays of a [`ScanPart`].
+pub(crate) struct CleanPart<'b> {
+    range: &'b mut [f32],
+    geomid: &'b mut [i32],
+    point: &'b mut [[f32; 3]],
+    normal: &'b mut [[f32; 3]],
+}
+
+impl CleanPart<'_> {
+    /// Writes beam `j`'s clean return: a hit at `point` with `normal`, or a miss.
+    #[inline]
+    pub(crate) fn set(&mut self, j: usize, hit: Option<(f64, i32, DVec3, DVec3)>) {
         match hit {
             Some((d, g, p, n)) => {
                 self.range[j] = d as f32;

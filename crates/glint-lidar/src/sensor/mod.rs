@@ -867,9 +867,14 @@ impl GroupContext<'_> {
         let mut part = job.part;
         part.time.fill(job.time);
         let extra = part.returns.is_some() || part.pass_through.is_some() || part.reflected.is_some();
-        for (r, &j) in order.iter().enumerate() {
-            let (d, g) = (dist[r], geomid[r]);
-            part.set_clean(j, c.is_hit(d, g).then(|| (d, g, origin + dirs[r] * d, normal[r])));
+        // The model's pass writes the clean returns beside its own, in beam order, from the
+        // values it loads anyway.
+        let model_writes_clean = self.tick.model.is_some() && part.returns.is_some() && !self.tick.one_by_one;
+        if !model_writes_clean {
+            for (r, &j) in order.iter().enumerate() {
+                let (d, g) = (dist[r], geomid[r]);
+                part.set_clean(j, c.is_hit(d, g).then(|| (d, g, origin + dirs[r] * d, normal[r])));
+            }
         }
         if !extra {
             return Ok(());
@@ -877,13 +882,13 @@ impl GroupContext<'_> {
         let rays = Rays { origin, dirs, dist, geomid, normal };
         self.prefetch(&part, &rays, job.world, ext)?;
         let mut live = LiveTracer { prepared: self.prepared, world: job.world, exclude: self.exclude };
-        if let (Some(m), Some(returns)) = (&self.tick.model, part.returns.as_mut()) {
+        if let (Some(m), (clean, Some(returns))) = (&self.tick.model, part.clean_and_returns()) {
             let key = BeamRng::tick_key(m.seed, job.world as u64, self.tick.sensor as u64, job.tick);
             let first_beam = (job.units.0 % sensor.units()) as usize * (c.beam_count() / sensor.units() as usize);
             if self.tick.one_by_one {
                 self.model_one_by_one(m, returns, order, &rays, ext, &mut live, (key, first_beam));
             } else {
-                self.model_group(m, returns, (order, ray_of), &rays, ext, &mut live, (key, first_beam));
+                self.model_group(m, (clean, returns), (order, ray_of), &rays, ext, &mut live, (key, first_beam));
             }
         }
         if part.pass_through.is_some() || part.reflected.is_some() {

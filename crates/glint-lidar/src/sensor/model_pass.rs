@@ -8,8 +8,8 @@ use super::{ExtraScratch, GroupContext, Model, Rays};
 use crate::model::{
     Beam, BeamReturn, BeamRng, Candidate, LANES, LaneReports, Lanes, Path, SurfaceLanes, TickKey, cross,
 };
-use crate::scan::ReturnsPart;
-use crate::{Continuation, NirMaterial};
+use crate::scan::{CleanPart, ReturnsPart};
+use crate::{Continuation, NirMaterial, ScanConfig};
 
 /// How the return model goes about one beam of a group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,7 +101,7 @@ impl GroupContext<'_> {
     pub(super) fn model_group(
         &self,
         m: &Model,
-        returns: &mut ReturnsPart,
+        (mut clean, returns): (CleanPart, &mut ReturnsPart),
         (order, ray_of): (&[usize], Option<&[usize]>),
         rays: &Rays,
         ext: &mut ExtraScratch,
@@ -114,11 +114,11 @@ impl GroupContext<'_> {
             super::invert(order, &mut inverse);
         }
         let ray_of = ray_of.unwrap_or(&inverse);
-        let beams = Beams { order, ray_of, window: (c.min_range, c.max_range), key, first_beam };
+        let beams = Beams { order, ray_of, scan: c, window: (c.min_range, c.max_range), key, first_beam };
         let mut chunk = ext.chunk.take().unwrap_or_default();
         ext.by_one.clear();
         for start in (0..order.len()).step_by(LANES) {
-            self.report_chunk(m, &beams, rays, ext, (start, &mut chunk), returns);
+            self.report_chunk(m, &beams, rays, ext, (start, &mut chunk), (&mut clean, returns));
         }
         ext.chunk = Some(chunk);
         // What the lanes left, and the beams traced leg by leg.
@@ -153,9 +153,10 @@ impl GroupContext<'_> {
         }
     }
 
-    /// The beams `start..` of a group (at most [`LANES`]) on the lanes of `chunk`: planned,
-    /// their candidates' strengths and reports worked out together, and each report written
-    /// where the lanes made it; the others go to `ext.by_one`.
+    /// The beams `start..` of a group (at most [`LANES`]) on the lanes of `chunk`: their
+    /// clean returns written, planned, their candidates' strengths and reports worked out
+    /// together, and each report written where the lanes made it; the others go to
+    /// `ext.by_one`.
     fn report_chunk(
         &self,
         m: &Model,
@@ -163,9 +164,9 @@ impl GroupContext<'_> {
         rays: &Rays,
         ext: &mut ExtraScratch,
         (start, chunk): (usize, &mut Chunk),
-        returns: &mut ReturnsPart,
+        (clean, returns): (&mut CleanPart, &mut ReturnsPart),
     ) {
-        let crossing = chunk.gather(m, beams, rays, ext, start);
+        let crossing = chunk.gather(m, beams, rays, ext, (start, clean));
         let pairs = self.plan_crossings(m, rays, ext, chunk, crossing);
         chunk.evaluate(m, beams, pairs);
         chunk.write(start, returns, &mut ext.by_one);
@@ -252,8 +253,16 @@ impl GroupContext<'_> {
 
 impl Chunk {
     /// Fills the lanes with the group's beams `start..` (at most [`LANES`]) and their first
-    /// surfaces: bit mask of the lanes whose first surface crosses onto another.
-    fn gather(&mut self, m: &Model, beams: &Beams, rays: &Rays, ext: &ExtraScratch, start: usize) -> u64 {
+    /// surfaces, and writes those beams' clean returns: bit mask of the lanes whose first
+    /// surface crosses onto another.
+    fn gather(
+        &mut self,
+        m: &Model,
+        beams: &Beams,
+        rays: &Rays,
+        ext: &ExtraScratch,
+        (start, clean): (usize, &mut CleanPart),
+    ) -> u64 {
         let Chunk { lanes, surfaces, plan, ray, .. } = self;
         lanes.n = LANES.min(beams.order.len() - start);
         // The optics and plans past the palette's are those of no material.
@@ -267,9 +276,11 @@ impl Chunk {
             let r = ray_of[j];
             ray[i] = r;
             let index = (material[r] as usize).min(no_material);
-            let cos = dirs[r].dot(normal[r]).abs();
+            let (d, g, dir, n) = (dist[r], geomid[r], dirs[r], normal[r]);
+            clean.set(j, beams.scan.is_hit(d, g).then(|| (d, g, rays.origin + dir * d, n)));
+            let cos = dir.dot(n).abs();
             retro |= u64::from(surfaces[0].put(i, &m.optics[index], cos)) << i;
-            lanes.set(0, i, (dist[r], cos, geomid[r]));
+            lanes.set(0, i, (d, cos, g));
             plan[i] = m.plans[index];
             crossing |= u64::from(plan[i] == Plan::Crossing) << i;
         }
@@ -332,6 +343,8 @@ struct Beams<'a> {
     /// beam `j` is ray `ray_of[j]`.
     order: &'a [usize],
     ray_of: &'a [usize],
+    /// The sensor's scan, which says what counts as a hit.
+    scan: &'a ScanConfig,
     first_beam: usize,
     /// The sensor's `[min_range, max_range)`.
     window: (f64, f64),
@@ -414,10 +427,16 @@ mod tests {
                         lidars.tick(scene, batch.poses(), &caster, dt, &[0.0], true).unwrap();
                     }
                     lidars.last_tick_beams(0, 0, &mut cast).unwrap();
-                    let r = lidars.returns(0, 0).unwrap();
-                    let f = |v: &[f32]| cast.iter().map(|&k| v[k as usize].to_bits()).collect::<Vec<_>>();
-                    let geomid = cast.iter().map(|&k| r.geomid[k as usize]).collect::<Vec<_>>();
-                    reports.push((f(&r.range), f(&r.secondary_range), f(&r.intensity), f(&r.reflectivity), geomid));
+                    // Each cast beam's report and clean return, to the bit.
+                    let (r, clean) = (lidars.returns(0, 0).unwrap(), lidars.scan(0, 0).unwrap());
+                    let bits = |v: &[f32; 3]| v.map(f32::to_bits);
+                    let beams = cast.iter().map(|&k| k as usize).map(|k| {
+                        let report = [r.range[k], r.secondary_range[k], r.intensity[k], r.reflectivity[k]];
+                        let hit =
+                            (clean.range[k].to_bits(), clean.geomid[k], bits(&clean.point[k]), bits(&clean.normal[k]));
+                        (report.map(f32::to_bits), r.geomid[k], hit)
+                    });
+                    reports.push(beams.collect::<Vec<_>>());
                 }
                 let case = format!("{preset:?} at {rotation_hz} Hz");
                 assert!(reports[0] == reports[1], "{case}");
