@@ -224,6 +224,10 @@ impl GroupContext<'_> {
         for r in 0..n {
             let (index, g) = (ext.material[r], rays.geomid[r]);
             let leg = legs.get(index as usize).copied().flatten();
+            // Most rays: nothing to cast.
+            if leg.is_none() && !capture {
+                continue;
+            }
             let pass =
                 capture && c.is_hit(rays.dist[r], g) && (all || self.flagged(g, self.class_at(index, g), FLAG_PASS));
             if g >= 0 && (pass || leg == Some(LegKind::Straight)) {
