@@ -3,7 +3,7 @@
 
 use glam::DVec3;
 
-use crate::model::LaneReports;
+use crate::model::{LANES, LaneReports};
 use crate::{BeamReturn, Surface};
 
 /// The live scan of one sensor in one world, one entry per beam (index
@@ -274,6 +274,12 @@ impl<'a> ReturnsPart<'a> {
     /// left to the one-beam path is written over later).
     #[inline]
     pub(crate) fn set_lanes(&mut self, start: usize, n: usize, lanes: &LaneReports) {
+        // A whole chunk's copies get a size known here: a few vector moves rather than calls.
+        if n == LANES { self.copy_lanes(start, LANES, lanes) } else { self.copy_lanes(start, n, lanes) }
+    }
+
+    #[inline(always)]
+    fn copy_lanes(&mut self, start: usize, n: usize, lanes: &LaneReports) {
         let end = start + n;
         self.range[start..end].copy_from_slice(&lanes.range[..n]);
         self.secondary_range[start..end].copy_from_slice(&lanes.secondary_range[..n]);
