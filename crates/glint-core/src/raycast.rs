@@ -500,21 +500,8 @@ impl RayCaster {
     fn cast_packet<const OWN: bool>(&self, q: &Query, w: usize, exclude: i32, p: &Packet) -> PacketBest {
         let (scene, eligible) = (q.scene, q.eligible);
         let (xpos, xmat) = q.poses.geoms(q.world0 + w);
-        let mut best = PacketBest::new(OWN);
-        // What the one-ray path answers for a plane (the walk with own origins keeps normals
-        // unit).
-        let plane_normal = |g: usize| if OWN { xmat[g].z_axis.normalize() } else { xmat[g].z_axis };
-        for &g in &self.planes {
-            let g = g as usize;
-            if q.usable(g, exclude) {
-                let t = p.plane::<OWN>(xpos[g], &xmat[g], scene.geom_size[g]);
-                for (r, &t) in t.iter().enumerate().take(p.n) {
-                    if t < f64::INFINITY {
-                        best.offer(r, g, t, plane_normal(g));
-                    }
-                }
-            }
-        }
+        // The walk is built first and the planes offered into it: its closest hits (1 KB) are
+        // then not copied in (the clean scan measured 3 % faster).
         let mut walk = PacketWalk::<OWN> {
             scene,
             xpos,
@@ -525,9 +512,23 @@ impl RayCaster {
             geoms: &self.tlas_geoms,
             boxes: &self.tlas_boxes[q.world0 + w],
             p,
-            best,
+            best: PacketBest::new(OWN),
             packet_tmax: 0.0,
         };
+        // What the one-ray path answers for a plane (the walk with own origins keeps normals
+        // unit).
+        let plane_normal = |g: usize| if OWN { xmat[g].z_axis.normalize() } else { xmat[g].z_axis };
+        for &g in &self.planes {
+            let g = g as usize;
+            if q.usable(g, exclude) {
+                let t = p.plane::<OWN>(xpos[g], &xmat[g], scene.geom_size[g]);
+                for (r, &t) in t.iter().enumerate().take(p.n) {
+                    if t < f64::INFINITY {
+                        walk.best.offer(r, g, t, plane_normal(g));
+                    }
+                }
+            }
+        }
         walk.update_tmax();
         self.tlas[q.world0 + w].walk(&mut walk);
         walk.best
