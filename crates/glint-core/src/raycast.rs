@@ -971,11 +971,15 @@ impl<const OWN: bool> PacketWalk<'_, OWN> {
         }
         let (mut t, mut face) = ([0.0; PACKET], [0u8; PACKET]);
         primitives::box_lanes(size, &lpnt, &lvec, &mut t, &mut face);
+        // A box has six normals, and a packet's rays mostly meet the same face: each is worked
+        // out once (a square root and a division that the winners would wait on in turn).
+        let mut normals = [None; 6];
         while mask != 0 {
             let r = mask.trailing_zeros() as usize;
             mask &= mask - 1;
             if passes[r] && face[r] < 6 && t[r] <= self.best.t[r] {
-                let n = (*rot * primitives::face_normal(face[r] as usize)).normalize();
+                let f = face[r] as usize;
+                let n = *normals[f].get_or_insert_with(|| (*rot * primitives::face_normal(f)).normalize());
                 self.best.offer(r, g, t[r], n);
             }
         }
