@@ -521,10 +521,10 @@ impl RayCaster {
         for &g in &self.planes {
             let g = g as usize;
             if q.usable(g, exclude) {
-                let t = p.plane::<OWN>(xpos[g], &xmat[g], scene.geom_size[g]);
+                let (t, n) = (p.plane::<OWN>(xpos[g], &xmat[g], scene.geom_size[g]), plane_normal(g));
                 for (r, &t) in t.iter().enumerate().take(p.n) {
                     if t < f64::INFINITY {
-                        walk.best.offer(r, g, t, plane_normal(g));
+                        walk.best.offer(r, g, t, n);
                     }
                 }
             }
