@@ -268,9 +268,10 @@ impl Chunk {
         // The optics and plans past the palette's are those of no material.
         let no_material = m.palette.len();
         // One length for every array, so that one bounds check serves them all.
-        let n = beams.order.len();
-        let (dirs, normal, dist, geomid) = (&rays.dirs[..n], &rays.normal[..n], &rays.dist[..n], &rays.geomid[..n]);
-        let (material, ray_of) = (&ext.material[..n], &beams.ray_of[..n]);
+        let len = beams.order.len();
+        let (dirs, normal, dist, geomid) =
+            (&rays.dirs[..len], &rays.normal[..len], &rays.dist[..len], &rays.geomid[..len]);
+        let (material, ray_of) = (&ext.material[..len], &beams.ray_of[..len]);
         let (mut crossing, mut retro) = (0u64, 0u64);
         for (i, j) in (start..start + lanes.n).enumerate() {
             let r = ray_of[j];
