@@ -241,8 +241,17 @@ impl GroupContext<'_> {
             }
         }
         self.prefetch_straight(rays, world, ext)?;
-        self.prefetch_refractions(rays, world, ext)?;
-        self.prefetch_folds(rays, world, ext)
+        // The refractions of the beams the model bends into a medium first: each the ray the
+        // model would cast, bent by Snell's law and starting `NUDGE` under the surface where
+        // its beam met it.
+        self.cast_legs((world, n), ext, (|e| &e.bent, |e| &mut e.refracted), |r| {
+            let bent = refract(rays.dirs[r], rays.normal[r], 1.0 / MEDIUM_INDEX)?;
+            Some((rays.point(r) + bent * NUDGE, bent))
+        })?;
+        // The folds of the beams the model folds off a mirror first: each the ray the model
+        // would cast, `d − 2 (d·n) n` from `NUDGE` off the mirror where its beam met it. Off a
+        // flat mirror they are as coherent as the beams.
+        self.cast_legs((world, n), ext, (|e| &e.folds, |e| &mut e.folded), |r| Some(rays.folded(r)))
     }
 
     /// Casts the straight continuations of `ext.through` from the sensor origin, one batch
@@ -265,35 +274,29 @@ impl GroupContext<'_> {
         Ok(())
     }
 
-    /// Casts the refractions of the beams the return model bends into a medium first, as
-    /// packets of rays from their own origins: each is the ray the model would cast, bent by
-    /// Snell's law and starting `NUDGE` under the surface where its beam met it.
-    fn prefetch_refractions(&self, rays: &Rays, world: usize, ext: &mut ExtraScratch) -> Result<(), CoreError> {
-        ext.refracted.reset(rays.dirs.len());
+    /// Casts, as packets of rays from their own origins, the continuation `leg(r)` (its start
+    /// and direction, `None`: none) of each ray `r` that `list` names, and files the answers
+    /// under `ahead`.
+    fn cast_legs(
+        &self,
+        (world, n): (usize, usize),
+        ext: &mut ExtraScratch,
+        (list, ahead): (impl Fn(&ExtraScratch) -> &[usize], impl Fn(&mut ExtraScratch) -> &mut Ahead),
+        leg: impl Fn(usize) -> Option<(DVec3, DVec3)>,
+    ) -> Result<(), CoreError> {
+        ahead(ext).reset(n);
         ext.rays.clear();
         ext.dirs.clear();
         ext.origins.clear();
-        for &r in &ext.bent {
-            let Some(bent) = refract(rays.dirs[r], rays.normal[r], 1.0 / MEDIUM_INDEX) else { continue };
-            let point = rays.point(r);
-            if !(point.is_finite() && bent.is_finite()) {
+        for k in 0..list(ext).len() {
+            let r = list(ext)[k];
+            let Some((start, dir)) = leg(r).filter(|(start, dir)| start.is_finite() && dir.is_finite()) else {
                 continue;
-            }
+            };
             ext.rays.push(r);
-            ext.dirs.push(bent);
-            ext.origins.push(point + bent * NUDGE);
+            ext.dirs.push(dir);
+            ext.origins.push(start);
         }
-        self.cast_each(world, ext, |ext| &mut ext.refracted)
-    }
-
-    /// Casts the batch in `ext` (rays, their origins and directions) and files the answers
-    /// under `ahead`.
-    fn cast_each(
-        &self,
-        world: usize,
-        ext: &mut ExtraScratch,
-        ahead: impl Fn(&mut ExtraScratch) -> &mut Ahead,
-    ) -> Result<(), CoreError> {
         if ext.rays.is_empty() {
             return Ok(());
         }
@@ -304,26 +307,6 @@ impl GroupContext<'_> {
             ahead(ext).put(r, surface);
         }
         Ok(())
-    }
-
-    /// Casts the folds of the beams the return model folds off a mirror first, as packets of
-    /// rays from their own origins: each is the ray the model would cast, `d − 2 (d·n) n`
-    /// from `NUDGE` off the mirror where its beam met it. Off a flat mirror they are as
-    /// coherent as the beams.
-    fn prefetch_folds(&self, rays: &Rays, world: usize, ext: &mut ExtraScratch) -> Result<(), CoreError> {
-        ext.folded.reset(rays.dirs.len());
-        ext.rays.clear();
-        ext.dirs.clear();
-        ext.origins.clear();
-        for &r in &ext.folds {
-            let (start, folded) = rays.folded(r);
-            if start.is_finite() && folded.is_finite() {
-                ext.rays.push(r);
-                ext.dirs.push(folded);
-                ext.origins.push(start);
-            }
-        }
-        self.cast_each(world, ext, |ext| &mut ext.folded)
     }
 
     /// The material of palette index `index` (`None` for `NO_MATERIAL`, or without a model).
