@@ -501,7 +501,7 @@ impl RayCaster {
         let (scene, eligible) = (q.scene, q.eligible);
         let (xpos, xmat) = q.poses.geoms(q.world0 + w);
         // The walk is built first and the planes offered into it: its closest hits (1 KB) are
-        // then not copied in (the clean scan measured 3 % faster).
+        // then not copied in (the clean scan measured 4 % faster).
         let mut walk = PacketWalk::<OWN> {
             scene,
             xpos,
