@@ -692,7 +692,27 @@ impl PreparedRays<'_> {
         geomid: &mut [i32],
         normal: &mut [DVec3],
     ) -> Result<(), CoreError> {
-        self.cast_lines(world, &[origin], dirs, false, (exclude, skip_geom), (dist, geomid, normal))
+        self.cast_lines(world, &[origin], dirs, (false, true), (exclude, skip_geom), (dist, geomid, normal))
+    }
+
+    /// [`PreparedRays::cast_from`] for rays that are known to be good: the check of the
+    /// origin and every direction is skipped. For continuations of rays the core has already cast (a lidar's
+    /// beams going on past a pane of glass, along the same directions). A ray whose origin
+    /// or direction is not finite, or whose direction is zero, gets an unspecified answer,
+    /// never a panic.
+    #[allow(clippy::too_many_arguments)]
+    pub fn cast_from_trusted(
+        &self,
+        world: usize,
+        origin: DVec3,
+        dirs: &[DVec3],
+        exclude: i32,
+        skip_geom: i32,
+        dist: &mut [f64],
+        geomid: &mut [i32],
+        normal: &mut [DVec3],
+    ) -> Result<(), CoreError> {
+        self.cast_lines(world, &[origin], dirs, (false, false), (exclude, skip_geom), (dist, geomid, normal))
     }
 
     /// Casts rays from their own `origins` along `dirs` (one origin per direction) in world
@@ -710,24 +730,51 @@ impl PreparedRays<'_> {
         geomid: &mut [i32],
         normal: &mut [DVec3],
     ) -> Result<(), CoreError> {
-        if origins.len() != dirs.len() {
-            return Err(CoreError::Shape {
-                field: "origins",
-                len: origins.len(),
-                expected: format!("it must hold one entry per ray ({})", dirs.len()),
-            });
+        self.check_origins(origins, dirs)?;
+        self.cast_lines(world, origins, dirs, (true, true), (exclude, -1), (dist, geomid, normal))
+    }
+
+    /// [`PreparedRays::cast_each`] for rays that are known to be good: the check of every
+    /// origin and direction is skipped. For continuations built from hits the core has found
+    /// (a lidar's beams folded by a mirror, with their starts and directions checked
+    /// finite); a ray that is not finite, or whose direction is zero, gets an unspecified
+    /// answer, never a panic.
+    #[allow(clippy::too_many_arguments)]
+    pub fn cast_each_trusted(
+        &self,
+        world: usize,
+        origins: &[DVec3],
+        dirs: &[DVec3],
+        exclude: i32,
+        dist: &mut [f64],
+        geomid: &mut [i32],
+        normal: &mut [DVec3],
+    ) -> Result<(), CoreError> {
+        self.check_origins(origins, dirs)?;
+        self.cast_lines(world, origins, dirs, (true, false), (exclude, -1), (dist, geomid, normal))
+    }
+
+    /// One origin per direction.
+    fn check_origins(&self, origins: &[DVec3], dirs: &[DVec3]) -> Result<(), CoreError> {
+        if origins.len() == dirs.len() {
+            return Ok(());
         }
-        self.cast_lines(world, origins, dirs, true, (exclude, -1), (dist, geomid, normal))
+        Err(CoreError::Shape {
+            field: "origins",
+            len: origins.len(),
+            expected: format!("it must hold one entry per ray ({})", dirs.len()),
+        })
     }
 
     /// The rays of [`PreparedRays::cast_from`] and [`PreparedRays::cast_each`]: from `origins`
-    /// (one, or one per ray, `own`: packets carry each ray's own origin).
+    /// (one, or one per ray, `own`: packets carry each ray's own origin), checked first when
+    /// `check`.
     fn cast_lines(
         &self,
         world: usize,
         origins: &[DVec3],
         dirs: &[DVec3],
-        own: bool,
+        (own, check): (bool, bool),
         (exclude, skip_geom): (i32, i32),
         (dist, geomid, normal): (&mut [f64], &mut [i32], &mut [DVec3]),
     ) -> Result<(), CoreError> {
@@ -746,7 +793,7 @@ impl PreparedRays<'_> {
             return Ok(());
         }
         let batch = RayBatch { nray, pnt: origins, vec: dirs, bodyexclude: &[exclude] };
-        if !batch.chunk_ok(0, nray) {
+        if check && !batch.chunk_ok(0, nray) {
             batch.validate(1)?;
         }
         let q = Query { own, ..self.query(&batch, world, skip_geom) };
@@ -1283,5 +1330,48 @@ mod tests {
         assert!(err.unwrap_err().to_string().contains("origins"));
         let bad = [DVec3::ZERO, DVec3::NAN];
         assert!(prepared.cast_each(0, &bad, &dirs, -1, &mut dist, &mut geomid, &mut normal).is_err());
+    }
+
+    /// The trusted casts answer good rays as the checked ones do, and bad rays (which they
+    /// do not look for) without panicking, in packets and one by one.
+    #[test]
+    fn trusted_casts_answer_as_checked_ones_and_survive_bad_rays() {
+        let (scene, poses) = cluttered_scene();
+        let caster = RayCaster::new(&scene, &poses);
+        let prepared = caster.prepare(&scene, &poses, &RayFilter::default()).unwrap();
+        let dirs: Vec<DVec3> = (0..200)
+            .map(|k| {
+                let (a, b) = (0.031 * k as f64, 0.2 * ((k % 9) as f64 - 4.0) / 4.0);
+                DVec3::new(a.cos() * b.cos(), a.sin() * b.cos(), b.sin())
+            })
+            .collect();
+        let origins: Vec<DVec3> = (0..200).map(|k| DVec3::new(0.1, -0.2, 0.05 * (k % 5) as f64)).collect();
+        let n = dirs.len();
+        let answers = |trusted: bool, each: bool, origins: &[DVec3], dirs: &[DVec3]| {
+            let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
+            let out = (&mut dist[..], &mut geomid[..], &mut normal[..]);
+            let done = match (trusted, each) {
+                (false, false) => prepared.cast_from(0, origins[0], dirs, -1, 3, out.0, out.1, out.2),
+                (true, false) => prepared.cast_from_trusted(0, origins[0], dirs, -1, 3, out.0, out.1, out.2),
+                (false, true) => prepared.cast_each(0, origins, dirs, -1, out.0, out.1, out.2),
+                (true, true) => prepared.cast_each_trusted(0, origins, dirs, -1, out.0, out.1, out.2),
+            };
+            done.map(|()| (dist, geomid, normal))
+        };
+        for each in [false, true] {
+            let checked = answers(false, each, &origins, &dirs).unwrap();
+            assert_eq!(answers(true, each, &origins, &dirs).unwrap(), checked);
+            assert!(checked.1.iter().any(|&g| g >= 0) && checked.1.contains(&-1));
+        }
+        let mut bad_dirs = dirs.clone();
+        let mut bad_origins = origins.clone();
+        for k in (0..n).step_by(3) {
+            bad_dirs[k] = [DVec3::ZERO, DVec3::NAN, DVec3::INFINITY][k / 3 % 3];
+            bad_origins[k] = DVec3::new(f64::NAN, 0.0, f64::NEG_INFINITY);
+        }
+        for each in [false, true] {
+            assert!(answers(false, each, &bad_origins, &bad_dirs).is_err());
+            assert!(answers(true, each, &bad_origins, &bad_dirs).is_ok());
+        }
     }
 }
