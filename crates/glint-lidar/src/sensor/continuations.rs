@@ -11,40 +11,15 @@ use crate::model::{LegKind, MEDIUM_INDEX, NUDGE, Surface, Tracer, fold, refract,
 use crate::scan::ScanPart;
 use crate::{Continuation, NirMaterial, ReturnParams, SecondaryScope};
 
-/// The ray core's answers to one batch.
+/// Continuations cast ahead as packets for some rays of a group: the ray core writes its
+/// answers straight into these arrays.
 #[derive(Default)]
-pub(super) struct Answers {
+pub(super) struct Ahead {
+    /// Per ray, where its answer is in the arrays (`NOT_CAST`: none).
+    slot: Vec<u32>,
     dist: Vec<f64>,
     geomid: Vec<i32>,
     normal: Vec<DVec3>,
-}
-
-impl Answers {
-    /// The arrays, sized for `k` rays.
-    fn sized(&mut self, k: usize) -> (&mut [f64], &mut [i32], &mut [DVec3]) {
-        self.dist.resize(k, 0.0);
-        self.geomid.resize(k, 0);
-        self.normal.resize(k, DVec3::ZERO);
-        (&mut self.dist[..], &mut self.geomid[..], &mut self.normal[..])
-    }
-
-    /// Answer `i`: the surface met, distance from the ray's origin, or `None`.
-    #[inline]
-    fn surface(&self, i: usize) -> Option<Surface> {
-        (self.geomid[i] >= 0).then(|| Surface {
-            distance: self.dist[i],
-            geomid: self.geomid[i],
-            normal: self.normal[i],
-        })
-    }
-}
-
-/// Continuations cast ahead as packets for some rays of a group.
-#[derive(Default)]
-pub(super) struct Ahead {
-    /// Per ray, where its answer is in `hits` (`NOT_CAST`: none).
-    slot: Vec<u32>,
-    hits: Vec<Option<Surface>>,
 }
 
 const NOT_CAST: u32 = u32::MAX;
@@ -53,6 +28,7 @@ impl ExtraScratch {
     /// Ray `r`'s first continuation (of `kind`, passing through `through`) as cast ahead, in
     /// the model's terms: `None` when it was not cast ahead. `first` is the geom and distance
     /// of the ray's first surface.
+    #[inline]
     pub(super) fn first_continuation(
         &self,
         r: usize,
@@ -79,17 +55,31 @@ impl Ahead {
     fn reset(&mut self, n: usize) {
         self.slot.clear();
         self.slot.resize(n, NOT_CAST);
-        self.hits.clear();
+        self.dist.clear();
+        self.geomid.clear();
+        self.normal.clear();
     }
 
-    fn put(&mut self, r: usize, hit: Option<Surface>) {
-        self.slot[r] = self.hits.len() as u32;
-        self.hits.push(hit);
+    /// Room for the answers of rays `rays`, in that order, for the ray core to write.
+    fn batch(&mut self, rays: &[usize]) -> (&mut [f64], &mut [i32], &mut [DVec3]) {
+        let start = self.dist.len();
+        for (k, &r) in rays.iter().enumerate() {
+            self.slot[r] = (start + k) as u32;
+        }
+        let len = start + rays.len();
+        self.dist.resize(len, 0.0);
+        self.geomid.resize(len, 0);
+        self.normal.resize(len, DVec3::ZERO);
+        (&mut self.dist[start..], &mut self.geomid[start..], &mut self.normal[start..])
     }
 
-    /// Ray `r`'s answer: `None` when it was not cast ahead.
+    /// Ray `r`'s answer (the surface met, distance from the ray's start, or a miss), `None`
+    /// when it was not cast ahead.
+    #[inline]
     fn get(&self, r: usize) -> Option<Option<Surface>> {
-        self.hits.get(self.slot[r] as usize).copied()
+        let i = self.slot[r] as usize;
+        let geomid = *self.geomid.get(i)?;
+        Some((geomid >= 0).then(|| Surface { distance: self.dist[i], geomid, normal: self.normal[i] }))
     }
 }
 
@@ -241,72 +231,75 @@ impl GroupContext<'_> {
             }
         }
         self.prefetch_straight(rays, world, ext)?;
+        let ExtraScratch { bent, refracted, folds, folded, rays: batch, origins, dirs, .. } = ext;
         // The refractions of the beams the model bends into a medium first: each the ray the
         // model would cast, bent by Snell's law and starting `NUDGE` under the surface where
         // its beam met it.
-        self.cast_legs((world, n), ext, (|e| &e.bent, |e| &mut e.refracted), |r| {
+        self.cast_legs((world, n), (bent, refracted), (batch, origins, dirs), |r| {
             let bent = refract(rays.dirs[r], rays.normal[r], 1.0 / MEDIUM_INDEX)?;
             Some((rays.point(r) + bent * NUDGE, bent))
         })?;
         // The folds of the beams the model folds off a mirror first: each the ray the model
         // would cast, `d − 2 (d·n) n` from `NUDGE` off the mirror where its beam met it. Off a
         // flat mirror they are as coherent as the beams.
-        self.cast_legs((world, n), ext, (|e| &e.folds, |e| &mut e.folded), |r| Some(rays.folded(r)))
+        self.cast_legs((world, n), (folds, folded), (batch, origins, dirs), |r| Some(rays.folded(r)))
     }
 
     /// Casts the straight continuations of `ext.through` from the sensor origin, one batch
     /// per geom crossed (a group rarely sees more than two).
     fn prefetch_straight(&self, rays: &Rays, world: usize, ext: &mut ExtraScratch) -> Result<(), CoreError> {
-        ext.straight.reset(rays.dirs.len());
-        while let Some(&first) = ext.through.first() {
+        let ExtraScratch { through, straight, rays: batch, dirs, .. } = ext;
+        straight.reset(rays.dirs.len());
+        while let Some(&first) = through.first() {
+            // This geom's rays into the batch, the others kept for the next.
             let geom = rays.geomid[first];
-            ext.rays.clear();
-            ext.rays.extend(ext.through.iter().filter(|&&r| rays.geomid[r] == geom));
-            ext.through.retain(|&r| rays.geomid[r] != geom);
-            ext.dirs.clear();
-            ext.dirs.extend(ext.rays.iter().map(|&r| rays.dirs[r]));
-            let out = ext.answers.sized(ext.rays.len());
-            self.prepared.cast_from(world, rays.origin, &ext.dirs, self.exclude, geom, out.0, out.1, out.2)?;
-            for (i, &r) in ext.rays.iter().enumerate() {
-                ext.straight.put(r, ext.answers.surface(i));
+            (batch.clear(), dirs.clear());
+            let mut kept = 0;
+            for k in 0..through.len() {
+                let r = through[k];
+                if rays.geomid[r] == geom {
+                    batch.push(r);
+                    dirs.push(rays.dirs[r]);
+                } else {
+                    through[kept] = r;
+                    kept += 1;
+                }
             }
+            through.truncate(kept);
+            let out = straight.batch(batch);
+            // The group's own directions and origin, which its primary cast checked.
+            self.prepared.cast_from_trusted(world, rays.origin, dirs, self.exclude, geom, out.0, out.1, out.2)?;
         }
         Ok(())
     }
 
     /// Casts, as packets of rays from their own origins, the continuation `leg(r)` (its start
-    /// and direction, `None`: none) of each ray `r` that `list` names, and files the answers
-    /// under `ahead`.
+    /// and direction, `None`: none) of each ray `r` of `list`, and files the answers under
+    /// `ahead`; `scratch` holds the batch's rays, starts and directions.
     fn cast_legs(
         &self,
         (world, n): (usize, usize),
-        ext: &mut ExtraScratch,
-        (list, ahead): (impl Fn(&ExtraScratch) -> &[usize], impl Fn(&mut ExtraScratch) -> &mut Ahead),
+        (list, ahead): (&[usize], &mut Ahead),
+        (batch, origins, dirs): (&mut Vec<usize>, &mut Vec<DVec3>, &mut Vec<DVec3>),
         leg: impl Fn(usize) -> Option<(DVec3, DVec3)>,
     ) -> Result<(), CoreError> {
-        ahead(ext).reset(n);
-        ext.rays.clear();
-        ext.dirs.clear();
-        ext.origins.clear();
-        for k in 0..list(ext).len() {
-            let r = list(ext)[k];
+        ahead.reset(n);
+        (batch.clear(), origins.clear(), dirs.clear());
+        for &r in list {
             let Some((start, dir)) = leg(r).filter(|(start, dir)| start.is_finite() && dir.is_finite()) else {
                 continue;
             };
-            ext.rays.push(r);
-            ext.dirs.push(dir);
-            ext.origins.push(start);
+            batch.push(r);
+            origins.push(start);
+            dirs.push(dir);
         }
-        if ext.rays.is_empty() {
+        if batch.is_empty() {
             return Ok(());
         }
-        let out = ext.answers.sized(ext.rays.len());
-        self.prepared.cast_each(world, &ext.origins, &ext.dirs, self.exclude, out.0, out.1, out.2)?;
-        for i in 0..ext.rays.len() {
-            let (r, surface) = (ext.rays[i], ext.answers.surface(i));
-            ahead(ext).put(r, surface);
-        }
-        Ok(())
+        let out = ahead.batch(batch);
+        // Starts and directions filtered finite above; directions unit (folds and refractions of
+        // unit directions about unit normals).
+        self.prepared.cast_each_trusted(world, origins, dirs, self.exclude, out.0, out.1, out.2)
     }
 
     /// The material of palette index `index` (`None` for `NO_MATERIAL`, or without a model).

@@ -20,7 +20,7 @@ use crate::{
     Continuation, LidarBinding, LidarError, MaterialTable, NirMaterial, ReturnParams, ReturnPreset, Returns,
     ScanConfig, ScanPattern, SecondaryCapture, SecondaryScope, SelfIgnore,
 };
-use continuations::{Ahead, Answers, LiveTracer, first_leg};
+use continuations::{Ahead, LiveTracer, first_leg};
 use model_pass::{Chunk, OneBeam, Plan};
 
 /// Where a sensor is in its pattern in one world.
@@ -105,10 +105,9 @@ struct ExtraScratch {
     ray_of: Vec<usize>,
     /// The rays reported one beam at a time, and how.
     by_one: Vec<(usize, OneBeam)>,
-    /// One batch of continuations: ray indices and directions, and the answers.
+    /// One batch of continuations: ray indices and directions.
     rays: Vec<usize>,
     dirs: Vec<DVec3>,
-    answers: Answers,
 }
 
 const NO_MATERIAL: u32 = u32::MAX;
