@@ -113,6 +113,9 @@ enum Quick {
     Echo,
     /// Left to the one-beam path: it needs a draw or the power law the lanes do not do.
     Scalar,
+    /// Detected, but its first normal draw falls outside the ziggurat's common case: its
+    /// ranges are measured after the loop ([`ReturnModel::later_draws`]).
+    Redraw,
 }
 
 /// The reports of up to [`LANES`] beams, a [`BeamReturn`]'s fields apart (so that the
@@ -146,7 +149,7 @@ impl LaneReports {
                 reflectivity: self.reflectivity[i],
                 geomid: self.geomid[i],
             }),
-            Quick::Scalar => None,
+            Quick::Scalar | Quick::Redraw => None,
         }
     }
 }
@@ -168,9 +171,9 @@ impl ReturnModel {
     /// [`ReturnModel::report`] of up to [`LANES`] beams at once, on vector lanes, to the
     /// bit: lane `i` is beam `lanes.beam[i]` of the tick keyed `key`, with its first
     /// `COUNT` (1 or 2) candidates in `lanes`, in range order. A lane that needs what the
-    /// lanes do not do (a grazing surface's detection draw, the reflectivity's power law, a
-    /// normal draw past the ziggurat's common case) comes out [`Quick::Scalar`], for the
-    /// caller to report one by one.
+    /// lanes do not do (a grazing surface's detection draw, the reflectivity's power law)
+    /// comes out [`Quick::Scalar`], for the caller to report one by one. Normal draws past
+    /// the ziggurat's common case are made after the loop, for the few lanes that need them.
     pub(crate) fn report_lanes<const COUNT: usize>(
         &self,
         window: (f64, f64),
@@ -182,8 +185,9 @@ impl ReturnModel {
         let zig = &*ZIGGURAT;
         let two_reported = params.max_returns >= 2;
         // The second echoes' ranges, measured after the loop: few lanes have one, and their
-        // draws' table lookups would cost every lane.
-        let mut second = [f64::NAN; LANES];
+        // draws' table lookups would cost every lane. So are the ranges of the lanes whose
+        // first draw is not a common one (about 1 %).
+        let (mut first, mut second) = ([f64::NAN; LANES], [f64::NAN; LANES]);
         // Every lane, used or not: a fixed count keeps the loop on vector lanes.
         for i in 0..LANES {
             let mut rng = key.beam(lanes.beam[i]);
@@ -219,9 +223,10 @@ impl ReturnModel {
             } else if stands1 {
                 Quick::Echo
             } else {
-                Quick::Scalar
+                Quick::Redraw
             };
             let none = BeamReturn::NONE;
+            first[i] = range;
             out.range[i] = if echo { self.noisy(range, z1) } else { none.range };
             out.secondary_range[i] = none.secondary_range;
             second[i] = if echo && secondary { other } else { f64::NAN };
@@ -230,23 +235,41 @@ impl ReturnModel {
             let geomid = if lead_second { lanes.geomid[1][i] } else { lanes.geomid[0][i] };
             out.geomid[i] = if echo { geomid } else { none.geomid };
         }
-        if COUNT > 1 {
-            self.second_ranges(key, lanes, &second, out);
-        }
+        self.later_draws(key, lanes, (&first, &second), out);
     }
 
-    /// The measured ranges of the second echoes `second` (NaN: none) of the lanes the loop
-    /// reported, from each beam's second draw, as [`ReturnModel::report`] draws it.
-    fn second_ranges(&self, key: TickKey, lanes: &Lanes, second: &[f64; LANES], out: &mut LaneReports) {
-        for (i, &other) in second.iter().enumerate() {
-            if other.is_nan() || out.state[i] != Quick::Echo {
+    /// The measured ranges that the loop leaves, from each beam's stream as
+    /// [`ReturnModel::report`] draws it: the lanes' `second` echoes (NaN: none), and both
+    /// ranges (the first from `first`) of the lanes left [`Quick::Redraw`].
+    fn later_draws(
+        &self,
+        key: TickKey,
+        lanes: &Lanes,
+        (first, second): (&[f64; LANES], &[f64; LANES]),
+        out: &mut LaneReports,
+    ) {
+        // Which lanes have any, as a bit mask (a loop that stays on vector lanes): few do.
+        let mut later = 0u64;
+        for i in 0..LANES {
+            later |= u64::from(out.state[i] == Quick::Redraw || !second[i].is_nan()) << i;
+        }
+        while later != 0 {
+            let i = later.trailing_zeros() as usize;
+            later &= later - 1;
+            let redraw = out.state[i] == Quick::Redraw;
+            if !redraw && out.state[i] != Quick::Echo {
                 continue;
             }
             let mut rng = key.beam(lanes.beam[i]);
-            rng.next_u64();
-            match ZIGGURAT.quick(rng.next_u64()) {
-                (z2, true) => out.secondary_range[i] = self.noisy(other, z2),
-                _ => out.state[i] = Quick::Scalar,
+            if redraw {
+                out.range[i] = self.noisy(first[i], ZIGGURAT.sample(&mut rng));
+                out.state[i] = Quick::Echo;
+            } else {
+                // The first draw, which stood.
+                rng.next_u64();
+            }
+            if !second[i].is_nan() {
+                out.secondary_range[i] = self.noisy(second[i], ZIGGURAT.sample(&mut rng));
             }
         }
     }
