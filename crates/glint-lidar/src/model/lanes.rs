@@ -250,8 +250,8 @@ impl ReturnModel {
     ) {
         // Which lanes have any, as a bit mask (a loop that stays on vector lanes): few do.
         let mut later = 0u64;
-        for i in 0..LANES {
-            later |= u64::from(out.state[i] == Quick::Redraw || !second[i].is_nan()) << i;
+        for (i, (&state, other)) in out.state.iter().zip(second).enumerate() {
+            later |= u64::from(state == Quick::Redraw || !other.is_nan()) << i;
         }
         while later != 0 {
             let i = later.trailing_zeros() as usize;

@@ -253,7 +253,8 @@ impl GroupContext<'_> {
         while let Some(&first) = through.first() {
             // This geom's rays into the batch, the others kept for the next.
             let geom = rays.geomid[first];
-            (batch.clear(), dirs.clear());
+            batch.clear();
+            dirs.clear();
             let mut kept = 0;
             for k in 0..through.len() {
                 let r = through[k];
@@ -284,7 +285,9 @@ impl GroupContext<'_> {
         leg: impl Fn(usize) -> Option<(DVec3, DVec3)>,
     ) -> Result<(), CoreError> {
         ahead.reset(n);
-        (batch.clear(), origins.clear(), dirs.clear());
+        batch.clear();
+        origins.clear();
+        dirs.clear();
         for &r in list {
             let Some((start, dir)) = leg(r).filter(|(start, dir)| start.is_finite() && dir.is_finite()) else {
                 continue;
