@@ -42,12 +42,14 @@ impl SurfaceLanes {
     #[inline(always)]
     pub(crate) fn put(&mut self, i: usize, o: &Optics, cos: f64) -> bool {
         (self.lambert[i], self.f0[i], self.inv_m2[i], self.blend[i]) = (o.lambert, o.f0, o.inv_m2, o.blend);
-        (self.c[i], self.retro_term[i]) = (cos.clamp(0.0, 1.0), 0.0);
+        self.c[i] = cos.clamp(0.0, 1.0);
         o.blend > 0.0
     }
 
-    /// The retroreflective terms of the lanes of bit mask `lanes`, after [`SurfaceLanes::put`].
+    /// The retroreflective terms of the lanes of bit mask `lanes` after [`SurfaceLanes::put`],
+    /// and none for the others (filled as vectors, not stored lane by lane in `put`).
     pub(crate) fn retro_terms(&mut self, params: &ReturnParams, mut lanes: u64) {
+        self.retro_term = [0.0; LANES];
         while lanes != 0 {
             let i = lanes.trailing_zeros() as usize;
             lanes &= lanes - 1;

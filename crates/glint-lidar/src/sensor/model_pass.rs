@@ -78,14 +78,12 @@ pub(super) struct Chunk {
     plan: [Plan; LANES],
     /// The two-way loss of each second candidate's crossing, which weighs its strength.
     loss: [f64; LANES],
-    /// The ray cast for each lane's beam.
-    ray: [usize; LANES],
 }
 
 impl Default for Chunk {
     fn default() -> Chunk {
         let (lanes, reports, surfaces) = Default::default();
-        Chunk { lanes, reports, surfaces, plan: [Plan::Nothing; LANES], loss: [1.0; LANES], ray: [0; LANES] }
+        Chunk { lanes, reports, surfaces, plan: [Plan::Nothing; LANES], loss: [1.0; LANES] }
     }
 }
 
@@ -167,19 +165,29 @@ impl GroupContext<'_> {
         (clean, returns): (&mut CleanPart, &mut ReturnsPart),
     ) {
         let crossing = chunk.gather(m, beams, rays, ext, (start, clean));
-        let pairs = self.plan_crossings(m, rays, ext, chunk, crossing);
+        // The lanes' rays, read again where needed rather than stored (the gather is bound by
+        // its stores).
+        let ray_of = &beams.ray_of[start..];
+        let pairs = self.plan_crossings(m, (rays, ray_of), ext, chunk, crossing);
         chunk.evaluate(m, beams, pairs);
-        chunk.write(start, returns, &mut ext.by_one);
+        chunk.write((start, ray_of), returns, &mut ext.by_one);
     }
 
     /// Plans the lanes of bit mask `crossing`, whose first surface crosses onto another,
     /// setting the second candidates of those planned [`Plan::Two`]: whether there are any.
-    fn plan_crossings(&self, m: &Model, rays: &Rays, ext: &ExtraScratch, chunk: &mut Chunk, mut crossing: u64) -> bool {
+    fn plan_crossings(
+        &self,
+        m: &Model,
+        (rays, ray_of): (&Rays, &[usize]),
+        ext: &ExtraScratch,
+        chunk: &mut Chunk,
+        mut crossing: u64,
+    ) -> bool {
         let (mut pairs, mut retro) = (false, 0u64);
         while crossing != 0 {
             let i = crossing.trailing_zeros() as usize;
             crossing &= crossing - 1;
-            let r = chunk.ray[i];
+            let r = ray_of[i];
             chunk.plan[i] = match self.plan_crossing(m, rays, ext, r, &m.palette[ext.material[r] as usize]) {
                 Crossed::Plan(plan) => plan,
                 Crossed::Two(s) => {
@@ -263,7 +271,7 @@ impl Chunk {
         ext: &ExtraScratch,
         (start, clean): (usize, &mut CleanPart),
     ) -> u64 {
-        let Chunk { lanes, surfaces, plan, ray, .. } = self;
+        let Chunk { lanes, surfaces, plan, .. } = self;
         lanes.n = LANES.min(beams.order.len() - start);
         // The optics and plans past the palette's are those of no material.
         let no_material = m.palette.len();
@@ -275,7 +283,6 @@ impl Chunk {
         let (mut crossing, mut retro) = (0u64, 0u64);
         for (i, j) in (start..start + lanes.n).enumerate() {
             let r = ray_of[j];
-            ray[i] = r;
             let index = (material[r] as usize).min(no_material);
             let (d, g, dir, n) = (dist[r], geomid[r], dirs[r], normal[r]);
             clean.set(j, beams.scan.is_hit(d, g).then(|| (d, g, rays.origin + dir * d, n)));
@@ -312,10 +319,10 @@ impl Chunk {
 
     /// Writes the reports the lanes made, of beams `start..`, and books the others in
     /// `by_one`.
-    fn write(&self, start: usize, returns: &mut ReturnsPart, by_one: &mut Vec<(usize, OneBeam)>) {
+    fn write(&self, (start, ray_of): (usize, &[usize]), returns: &mut ReturnsPart, by_one: &mut Vec<(usize, OneBeam)>) {
         let (lanes, reports) = (&self.lanes, &self.reports);
         returns.set_lanes(start, lanes.n, reports);
-        for i in 0..lanes.n {
+        for (i, &r) in ray_of[..lanes.n].iter().enumerate() {
             let candidate = |k: usize| Candidate {
                 range: lanes.range[k][i],
                 strength: lanes.strength[k][i],
@@ -333,7 +340,7 @@ impl Chunk {
                 Plan::First => OneBeam::First(candidate(0)),
                 Plan::Two => OneBeam::Two(candidate(0), candidate(1)),
             };
-            by_one.push((self.ray[i], how));
+            by_one.push((r, how));
         }
     }
 }
