@@ -27,5 +27,5 @@ pub use names::nearest_name;
 pub use poses::Poses;
 pub use poses::mat_from_mujoco;
 pub use primitives::intersect_primitive;
-pub use raycast::{NGROUP, PreparedRays, RayBatch, RayCaster, RayFilter, RayHit, RayHits};
+pub use raycast::{NGROUP, Origins, PreparedRays, RayBatch, RayCaster, RayFilter, RayHit, RayHits};
 pub use scene::Scene;

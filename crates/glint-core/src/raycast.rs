@@ -695,26 +695,6 @@ impl PreparedRays<'_> {
         self.cast_lines(world, &[origin], dirs, (false, true), (exclude, skip_geom), (dist, geomid, normal))
     }
 
-    /// [`PreparedRays::cast_from`] for rays that are known to be good: the check of the
-    /// origin and every direction is skipped. For continuations of rays the core has already cast (a lidar's
-    /// beams going on past a pane of glass, along the same directions). A ray whose origin
-    /// or direction is not finite, or whose direction is zero, gets an unspecified answer,
-    /// never a panic.
-    #[allow(clippy::too_many_arguments)]
-    pub fn cast_from_trusted(
-        &self,
-        world: usize,
-        origin: DVec3,
-        dirs: &[DVec3],
-        exclude: i32,
-        skip_geom: i32,
-        dist: &mut [f64],
-        geomid: &mut [i32],
-        normal: &mut [DVec3],
-    ) -> Result<(), CoreError> {
-        self.cast_lines(world, &[origin], dirs, (false, false), (exclude, skip_geom), (dist, geomid, normal))
-    }
-
     /// Casts rays from their own `origins` along `dirs` (one origin per direction) in world
     /// `world`, ignoring body `exclude`, into `dist`, `geomid` and `normal`, as
     /// [`PreparedRays::cast_one`] would answer each. Rays that leave one surface together (a
@@ -734,24 +714,29 @@ impl PreparedRays<'_> {
         self.cast_lines(world, origins, dirs, (true, true), (exclude, -1), (dist, geomid, normal))
     }
 
-    /// [`PreparedRays::cast_each`] for rays that are known to be good: the check of every
-    /// origin and direction is skipped. For continuations built from hits the core has found
-    /// (a lidar's beams folded by a mirror, with their starts and directions checked
-    /// finite); a ray that is not finite, or whose direction is zero, gets an unspecified
-    /// answer, never a panic.
-    #[allow(clippy::too_many_arguments)]
-    pub fn cast_each_trusted(
+    /// [`PreparedRays::cast_from`] (shared `origins`) or [`PreparedRays::cast_each`] (one per
+    /// ray) for rays that are known to be good, ignoring body `exclude` and passing through
+    /// geom `skip_geom` (`-1`: none), into `out` (distances, geoms and normals, each as long
+    /// as `dirs`): the check of every origin and direction is skipped. For continuations of rays
+    /// the core has already cast: a lidar's beams going on past a pane of glass along the
+    /// same directions, or folded by a mirror from where each met it, with their starts and
+    /// directions checked finite. A ray whose origin or direction is not finite, or whose
+    /// direction is zero, gets an unspecified answer, never a panic.
+    pub fn cast_trusted(
         &self,
-        world: usize,
-        origins: &[DVec3],
-        dirs: &[DVec3],
-        exclude: i32,
-        dist: &mut [f64],
-        geomid: &mut [i32],
-        normal: &mut [DVec3],
+        (world, origins, dirs): (usize, Origins, &[DVec3]),
+        (exclude, skip_geom): (i32, i32),
+        out: (&mut [f64], &mut [i32], &mut [DVec3]),
     ) -> Result<(), CoreError> {
-        self.check_origins(origins, dirs)?;
-        self.cast_lines(world, origins, dirs, (true, false), (exclude, -1), (dist, geomid, normal))
+        match origins {
+            Origins::Shared(origin) => {
+                self.cast_lines(world, &[origin], dirs, (false, false), (exclude, skip_geom), out)
+            }
+            Origins::Each(origins) => {
+                self.check_origins(origins, dirs)?;
+                self.cast_lines(world, origins, dirs, (true, false), (exclude, skip_geom), out)
+            }
+        }
     }
 
     /// One origin per direction.
@@ -808,6 +793,15 @@ impl PreparedRays<'_> {
         }
         Ok(())
     }
+}
+
+/// Where the rays of [`PreparedRays::cast_trusted`] start.
+#[derive(Clone, Copy, Debug)]
+pub enum Origins<'a> {
+    /// All from one point.
+    Shared(DVec3),
+    /// Each from its own, one per direction.
+    Each(&'a [DVec3]),
 }
 
 /// What every ray of one query shares: the scene, the poses, the geoms the filter lets
@@ -1352,9 +1346,9 @@ mod tests {
             let out = (&mut dist[..], &mut geomid[..], &mut normal[..]);
             let done = match (trusted, each) {
                 (false, false) => prepared.cast_from(0, origins[0], dirs, -1, 3, out.0, out.1, out.2),
-                (true, false) => prepared.cast_from_trusted(0, origins[0], dirs, -1, 3, out.0, out.1, out.2),
+                (true, false) => prepared.cast_trusted((0, Origins::Shared(origins[0]), dirs), (-1, 3), out),
                 (false, true) => prepared.cast_each(0, origins, dirs, -1, out.0, out.1, out.2),
-                (true, true) => prepared.cast_each_trusted(0, origins, dirs, -1, out.0, out.1, out.2),
+                (true, true) => prepared.cast_trusted((0, Origins::Each(origins), dirs), (-1, -1), out),
             };
             done.map(|()| (dist, geomid, normal))
         };

@@ -4,7 +4,7 @@
 //! recorder captures.
 
 use glam::DVec3;
-use glint_core::{CoreError, PreparedRays};
+use glint_core::{CoreError, Origins, PreparedRays};
 
 use super::{ExtraScratch, FLAG_PASS, FLAG_REFLECT, GroupContext, NO_MATERIAL, Rays};
 use crate::model::{LegKind, MEDIUM_INDEX, NUDGE, Surface, Tracer, fold, refract, slope};
@@ -269,7 +269,7 @@ impl GroupContext<'_> {
             through.truncate(kept);
             let out = straight.batch(batch);
             // The group's own directions and origin, which its primary cast checked.
-            self.prepared.cast_from_trusted(world, rays.origin, dirs, self.exclude, geom, out.0, out.1, out.2)?;
+            self.prepared.cast_trusted((world, Origins::Shared(rays.origin), dirs), (self.exclude, geom), out)?;
         }
         Ok(())
     }
@@ -302,7 +302,7 @@ impl GroupContext<'_> {
         let out = ahead.batch(batch);
         // Starts and directions filtered finite above; directions unit (folds and refractions of
         // unit directions about unit normals).
-        self.prepared.cast_each_trusted(world, origins, dirs, self.exclude, out.0, out.1, out.2)
+        self.prepared.cast_trusted((world, Origins::Each(origins), dirs), (self.exclude, -1), out)
     }
 
     /// The material of palette index `index` (`None` for `NO_MATERIAL`, or without a model).
