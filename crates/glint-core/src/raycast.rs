@@ -717,11 +717,11 @@ impl PreparedRays<'_> {
     /// [`PreparedRays::cast_from`] (shared `origins`) or [`PreparedRays::cast_each`] (one per
     /// ray) for rays that are known to be good, ignoring body `exclude` and passing through
     /// geom `skip_geom` (`-1`: none), into `out` (distances, geoms and normals, each as long
-    /// as `dirs`): the check of every origin and direction is skipped. For continuations of rays
-    /// the core has already cast: a lidar's beams going on past a pane of glass along the
-    /// same directions, or folded by a mirror from where each met it, with their starts and
-    /// directions checked finite. A ray whose origin or direction is not finite, or whose
-    /// direction is zero, gets an unspecified answer, never a panic.
+    /// as `dirs`): the check of every origin and direction is skipped. For continuations of
+    /// rays the core has already cast: a lidar's beams going on past a pane of glass along
+    /// the same directions, or folded by a mirror from where each met it, with their starts
+    /// and directions checked finite. A ray whose origin or direction is not finite, or
+    /// whose direction is zero, gets an unspecified answer, never a panic.
     pub fn cast_trusted(
         &self,
         (world, origins, dirs): (usize, Origins, &[DVec3]),
