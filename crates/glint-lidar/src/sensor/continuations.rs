@@ -255,18 +255,14 @@ impl GroupContext<'_> {
             let geom = rays.geomid[first];
             batch.clear();
             dirs.clear();
-            let mut kept = 0;
-            for k in 0..through.len() {
-                let r = through[k];
-                if rays.geomid[r] == geom {
+            through.retain(|&r| {
+                let on_geom = rays.geomid[r] == geom;
+                if on_geom {
                     batch.push(r);
                     dirs.push(rays.dirs[r]);
-                } else {
-                    through[kept] = r;
-                    kept += 1;
                 }
-            }
-            through.truncate(kept);
+                !on_geom
+            });
             let out = straight.batch(batch);
             // The group's own directions and origin, which its primary cast checked.
             self.prepared.cast_trusted((world, Origins::Shared(rays.origin), dirs), (self.exclude, geom), out)?;

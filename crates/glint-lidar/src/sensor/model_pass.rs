@@ -92,9 +92,8 @@ impl GroupContext<'_> {
     /// first surface alone, or with the opaque surface behind one pane, mirror or water
     /// surface), the candidates' strengths, detection, noise and echo choice on vector
     /// lanes. Beams that meet more (porous surfaces, two panes), and what the lanes leave
-    /// (grazing draws, the power law), go one beam at a time; both ways
-    /// give the same reports to the bit
-    /// (`tests::batched_reports_equal_the_one_beam_model_to_the_bit`).
+    /// (grazing draws, the power law), go one beam at a time; both ways give the same
+    /// reports to the bit (`tests::batched_reports_equal_the_one_beam_model_to_the_bit`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn model_group(
         &self,
