@@ -90,8 +90,13 @@ fn a_session_reads_back_with_pyarrow() {
     std::fs::remove_dir_all(&out).ok();
 }
 
-/// Starts a long run and waits until its first episode file exists. The caller signals and
-/// waits for the child it returns.
+/// A hang guard for waiting on `glint run`: far longer than any run here takes on a slow,
+/// busy machine. Tests wait for what the run writes, never for a time.
+const HANG_GUARD: Duration = Duration::from_secs(30 * 60);
+
+/// Starts a long run and returns once episode 0 is finished and episode 1 has written its
+/// first row group (its `.partial` file is no longer empty), so a signal from then on
+/// interrupts an episode that holds rows. The caller signals and waits for the child.
 #[allow(clippy::zombie_processes)]
 fn start_long_run(out: &Path) -> (Child, PathBuf) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_glint"))
@@ -101,18 +106,22 @@ fn start_long_run(out: &Path) -> (Child, PathBuf) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("glint starts");
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let started = Instant::now();
     loop {
-        if Instant::now() > deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            let o = child.wait_with_output().unwrap();
+            panic!("glint run ended ({status}) before episode 1 wrote rows: {}", String::from_utf8_lossy(&o.stderr));
+        }
+        if started.elapsed() > HANG_GUARD {
             child.kill().ok();
             child.wait().ok();
-            panic!("no episode file appeared");
+            panic!("glint run wrote no rows of episode 1 within {HANG_GUARD:?}: it hangs");
         }
         if let Some(session) = sessions(out).first() {
             let chunk = session.join("data/chunk-000");
-            // Episode 0 finished and episode 1 under way: both kinds of file to check.
-            if chunk.join("lidar-roof-000.parquet").exists() && chunk.join("lidar-roof-001.parquet.partial").exists() {
-                std::thread::sleep(Duration::from_millis(300));
+            let partial = chunk.join("lidar-roof-001.parquet.partial");
+            let writing = std::fs::metadata(&partial).is_ok_and(|m| m.len() > 0);
+            if chunk.join("lidar-roof-000.parquet").exists() && writing {
                 return (child, session.clone());
             }
         }
