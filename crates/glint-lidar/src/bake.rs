@@ -188,8 +188,9 @@ impl BakeRequest {
     }
 }
 
-/// What is loaded (the seed's `GetLidarBakeStatus`).
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// What is loaded (the seed's `GetLidarBakeStatus`). Written as JSON (`augmentation.json`)
+/// with the fingerprint in hex, as `glint bake --status` prints it.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BakeStatus {
     /// Whether a bake is loaded at all.
     pub valid: bool,
@@ -206,6 +207,7 @@ pub struct BakeStatus {
     /// Entries of the per-geom material table (one per geom of the baked scene).
     pub geom_materials: u64,
     /// The fingerprint of the materials it was baked from.
+    #[serde(with = "hex16")]
     pub material_fingerprint: u64,
     /// Whether the scene's materials changed since (or the format is older, or the scene has
     /// a different number of geoms): check this before trusting a material-informed scan.
@@ -226,6 +228,21 @@ impl BakeStatus {
             material_fingerprint: 0,
             stale: false,
         }
+    }
+}
+
+/// A fingerprint as 16 lower-case hex digits.
+mod hex16 {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{v:016x}"))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        let text = String::deserialize(d)?;
+        u64::from_str_radix(&text, 16)
+            .map_err(|_| serde::de::Error::custom(format!("'{text}' is not a hex fingerprint")))
     }
 }
 

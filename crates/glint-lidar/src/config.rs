@@ -1,9 +1,11 @@
-//! A lidar binding and its scan configuration: the seed's fields, defaults and ranges, and
-//! the four scan presets.
+//! A lidar binding and its scan configuration: the seed's fields, defaults and ranges, the
+//! four scan presets, and [`ScanFields`], the fields by their manifest and sidecar keys.
 
 use glam::DVec3;
+use serde::{Deserialize, Serialize};
 
-use crate::LidarError;
+use crate::spelling::spelled;
+use crate::{LidarError, LidarWarning, Spelled};
 
 /// Beam layout.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -42,6 +44,37 @@ impl NonRepetitive {
     pub const RISLEY_DEFAULT: NonRepetitive = NonRepetitive::Risley { spin_hz: 27.0, prism_hz: [97.0, -61.8] };
 }
 
+/// A pattern is named by its kind: every Risley unit is `risley`, whatever its rates, and
+/// reads back with the documented defaults (the rates are fields of their own).
+impl Spelled for ScanPattern {
+    const WHAT: &'static str = "scan pattern";
+    const NAMES: &'static [(Self, &'static str)] = &[
+        (ScanPattern::Spinning, "spinning"),
+        (ScanPattern::NonRepetitive(NonRepetitive::Mid360), "livox-mid360"),
+        (ScanPattern::NonRepetitive(NonRepetitive::UnitreeL1), "unitree-l1"),
+        (ScanPattern::NonRepetitive(NonRepetitive::RISLEY_DEFAULT), "risley"),
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            ScanPattern::Spinning => "spinning",
+            ScanPattern::NonRepetitive(NonRepetitive::Mid360) => "livox-mid360",
+            ScanPattern::NonRepetitive(NonRepetitive::UnitreeL1) => "unitree-l1",
+            ScanPattern::NonRepetitive(NonRepetitive::Risley { .. }) => "risley",
+        }
+    }
+
+    fn index(self) -> usize {
+        Self::NAMES.iter().position(|(v, _)| v.name() == self.name()).unwrap_or(usize::MAX)
+    }
+}
+
+impl std::fmt::Display for ScanPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// What a sensor's own beams pass through.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -54,6 +87,8 @@ pub enum SelfIgnore {
     /// Beams pass through the attach body's whole kinematic tree.
     WholeRobot,
 }
+
+spelled!(SelfIgnore, "self-ignore mode", [None => "none", MountBody => "mount-body", WholeRobot => "whole-robot"]);
 
 /// Extra geometry recorded per beam (stored for the recorder).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -70,6 +105,25 @@ pub enum SecondaryCapture {
     Both,
 }
 
+spelled!(SecondaryCapture, "secondary capture mode", [
+    Off => "off",
+    PassThrough => "pass-through",
+    Reflected => "reflected",
+    Both => "both",
+]);
+
+impl SecondaryCapture {
+    /// Whether the straight-on ray past each hit is captured.
+    pub fn pass_through(self) -> bool {
+        matches!(self, SecondaryCapture::PassThrough | SecondaryCapture::Both)
+    }
+
+    /// Whether the folded ray off each hit is captured.
+    pub fn reflected(self) -> bool {
+        matches!(self, SecondaryCapture::Reflected | SecondaryCapture::Both)
+    }
+}
+
 /// Where secondary rays are cast (stored for the recorder).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -80,6 +134,8 @@ pub enum SecondaryScope {
     /// At every hit.
     AllSurfaces,
 }
+
+spelled!(SecondaryScope, "secondary scope", [FlaggedMaterials => "flagged-materials", AllSurfaces => "all-surfaces"]);
 
 /// The scan configuration of one sensor: the eight fields a preset sets, plus the group mask
 /// and self-ignore (what `set_config` replaces in a running simulation).
@@ -139,26 +195,14 @@ pub enum ScanPreset {
     OusterOs1_64,
 }
 
+spelled!(ScanPreset, "lidar scan preset", [
+    UnitreeL1 => "unitree-l1",
+    LivoxMid360 => "livox-mid360",
+    VelodyneVlp16 => "velodyne-vlp16",
+    OusterOs1_64 => "ouster-os1-64",
+]);
+
 impl ScanPreset {
-    /// Every preset, in the seed's order.
-    pub const ALL: [ScanPreset; 4] =
-        [ScanPreset::UnitreeL1, ScanPreset::LivoxMid360, ScanPreset::VelodyneVlp16, ScanPreset::OusterOs1_64];
-
-    /// The manifest name.
-    pub fn name(self) -> &'static str {
-        match self {
-            ScanPreset::UnitreeL1 => "unitree-l1",
-            ScanPreset::LivoxMid360 => "livox-mid360",
-            ScanPreset::VelodyneVlp16 => "velodyne-vlp16",
-            ScanPreset::OusterOs1_64 => "ouster-os1-64",
-        }
-    }
-
-    /// The preset called `name`.
-    pub fn from_name(name: &str) -> Result<ScanPreset, LidarError> {
-        ScanPreset::ALL.into_iter().find(|p| p.name() == name).ok_or_else(|| LidarError::UnknownPreset(name.into()))
-    }
-
     /// Overwrites exactly the eight fields the seed lists (pattern, channels, bins, rate,
     /// both FOV bounds, both range bounds), leaving the group mask and self-ignore alone.
     pub fn apply(self, c: &mut ScanConfig) {
@@ -207,7 +251,7 @@ impl ScanConfig {
 
     /// Checks every field against the seed's ranges. Returns the warnings that do not stop
     /// the configuration (the group mask's high bits).
-    pub fn validate(&self) -> Result<Vec<String>, LidarError> {
+    pub fn validate(&self) -> Result<Vec<LidarWarning>, LidarError> {
         let check = |field: &'static str, value: f64, lo: f64, hi: f64, range: &'static str| {
             if value.is_finite() && (lo..=hi).contains(&value) {
                 Ok(())
@@ -252,13 +296,205 @@ impl ScanConfig {
         let mut warnings = Vec::new();
         // 255 is the seed's default ("all groups"); other masks with high bits get a word.
         if self.geom_group_mask > 0x3f && self.geom_group_mask != 255 {
-            warnings.push(format!(
-                "geom_group_mask {} sets bits above the six MuJoCo geom groups; only {} (the low six bits) is used",
-                self.geom_group_mask,
-                self.effective_group_mask()
-            ));
+            warnings.push(LidarWarning::GroupMaskHighBits {
+                mask: self.geom_group_mask,
+                used: self.effective_group_mask(),
+            });
         }
         Ok(warnings)
+    }
+}
+
+/// The scan configuration's fields by the keys the manifest's `[[lidar]]` tables and the
+/// recorder's sidecars use, each one optional: a sidecar holds them all, a manifest table
+/// the ones it changes. Integers are wide so that a bad value is reported with its range.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScanFields {
+    /// `spinning`, `livox-mid360`, `unitree-l1` or `risley`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// Risley head rate (Hz), for the `risley` pattern.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risley_spin_hz: Option<f64>,
+    /// Risley prism rates (Hz), for the `risley` pattern.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risley_prism_hz: Option<[f64; 2]>,
+    /// Vertical beams (1 for non-repetitive patterns).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channels: Option<i64>,
+    /// Azimuth bins per revolution, or points per cycle.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub azimuth_bins: Option<i64>,
+    /// The seed's Points / cycle: sets one channel and `azimuth_bins` (never written back).
+    #[serde(default, skip_serializing)]
+    pub points_per_cycle: Option<i64>,
+    /// Revolutions (or cycles) per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rotation_hz: Option<f64>,
+    /// Lowest beam elevation, degrees.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vfov_min_deg: Option<f64>,
+    /// Highest beam elevation, degrees.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vfov_max_deg: Option<f64>,
+    /// Near cutoff, metres.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_range: Option<f64>,
+    /// Far cutoff, metres.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_range: Option<f64>,
+    /// MuJoCo geom groups the beams hit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub geom_group_mask: Option<i64>,
+    /// `none`, `mount-body` or `whole-robot`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_ignore: Option<String>,
+}
+
+impl ScanFields {
+    /// Every key, in order.
+    pub const KEYS: [&'static str; 13] = [
+        "pattern",
+        "risley_spin_hz",
+        "risley_prism_hz",
+        "channels",
+        "azimuth_bins",
+        "points_per_cycle",
+        "rotation_hz",
+        "vfov_min_deg",
+        "vfov_max_deg",
+        "min_range",
+        "max_range",
+        "geom_group_mask",
+        "self_ignore",
+    ];
+
+    /// The keys a whole configuration has (the Risley rates only for a Risley pattern).
+    const REQUIRED: [&'static str; 10] = [
+        "pattern",
+        "channels",
+        "azimuth_bins",
+        "rotation_hz",
+        "vfov_min_deg",
+        "vfov_max_deg",
+        "min_range",
+        "max_range",
+        "geom_group_mask",
+        "self_ignore",
+    ];
+
+    /// Every field of `c`.
+    pub fn of(c: &ScanConfig) -> ScanFields {
+        let (risley_spin_hz, risley_prism_hz) = match c.pattern {
+            ScanPattern::NonRepetitive(NonRepetitive::Risley { spin_hz, prism_hz }) => (Some(spin_hz), Some(prism_hz)),
+            _ => (None, None),
+        };
+        ScanFields {
+            pattern: Some(c.pattern.name().into()),
+            risley_spin_hz,
+            risley_prism_hz,
+            channels: Some(c.channels.into()),
+            azimuth_bins: Some(c.azimuth_bins.into()),
+            points_per_cycle: None,
+            rotation_hz: Some(c.rotation_hz),
+            vfov_min_deg: Some(c.vfov_min_deg),
+            vfov_max_deg: Some(c.vfov_max_deg),
+            min_range: Some(c.min_range),
+            max_range: Some(c.max_range),
+            geom_group_mask: Some(c.geom_group_mask.into()),
+            self_ignore: Some(c.self_ignore.name().into()),
+        }
+    }
+
+    /// Writes the fields given into `c`, as the seed's editor does: the pattern (a Risley
+    /// pattern's rates after it), then the numbers; points per cycle set one channel. Errors
+    /// name the field; `c` is not validated as a whole (call [`ScanConfig::validate`]).
+    pub fn apply(&self, c: &mut ScanConfig) -> Result<(), LidarError> {
+        if let Some(p) = &self.pattern {
+            c.pattern = ScanPattern::from_name(p).map_err(|e| e.for_key("pattern"))?;
+        }
+        if self.risley_spin_hz.is_some() || self.risley_prism_hz.is_some() {
+            let ScanPattern::NonRepetitive(NonRepetitive::Risley { spin_hz, prism_hz }) = c.pattern else {
+                return Err(LidarError::Conflict(
+                    "risley_spin_hz and risley_prism_hz need pattern = \"risley\"".into(),
+                ));
+            };
+            c.pattern = ScanPattern::NonRepetitive(NonRepetitive::Risley {
+                spin_hz: self.risley_spin_hz.unwrap_or(spin_hz),
+                prism_hz: self.risley_prism_hz.unwrap_or(prism_hz),
+            });
+        }
+        let whole = |field: &'static str, v: i64, range: &'static str| {
+            u32::try_from(v).map_err(|_| LidarError::OutOfRange { field, value: v as f64, range })
+        };
+        if let Some(v) = self.channels {
+            c.channels = whole("channels", v, "1 to 256")?;
+        }
+        if let Some(v) = self.azimuth_bins {
+            c.azimuth_bins = whole("azimuth_bins", v, "1 to 65535")?;
+        }
+        if let Some(v) = self.points_per_cycle {
+            c.azimuth_bins = whole("points_per_cycle", v, "1 to 65535")?;
+            c.channels = 1;
+        }
+        if let Some(v) = self.geom_group_mask {
+            c.geom_group_mask = whole("geom_group_mask", v, "0 to 255")?;
+        }
+        for (value, slot) in [
+            (self.rotation_hz, &mut c.rotation_hz),
+            (self.vfov_min_deg, &mut c.vfov_min_deg),
+            (self.vfov_max_deg, &mut c.vfov_max_deg),
+            (self.min_range, &mut c.min_range),
+            (self.max_range, &mut c.max_range),
+        ] {
+            if let Some(v) = value {
+                *slot = v;
+            }
+        }
+        if let Some(s) = &self.self_ignore {
+            c.self_ignore = SelfIgnore::from_name(s).map_err(|e| e.for_key("self_ignore"))?;
+        }
+        Ok(())
+    }
+
+    /// The first key a whole configuration has that these fields lack.
+    fn missing(&self) -> Option<&'static str> {
+        let have = [
+            self.pattern.is_some(),
+            self.channels.is_some(),
+            self.azimuth_bins.is_some(),
+            self.rotation_hz.is_some(),
+            self.vfov_min_deg.is_some(),
+            self.vfov_max_deg.is_some(),
+            self.min_range.is_some(),
+            self.max_range.is_some(),
+            self.geom_group_mask.is_some(),
+            self.self_ignore.is_some(),
+        ];
+        Self::REQUIRED.iter().zip(have).find(|(_, has)| !has).map(|(k, _)| *k)
+    }
+}
+
+/// Written as [`ScanFields`]: every field by its key, enums by name.
+impl Serialize for ScanConfig {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ScanFields::of(self).serialize(s)
+    }
+}
+
+/// Read from [`ScanFields`] holding every field, and validated.
+impl<'de> Deserialize<'de> for ScanConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let fields = ScanFields::deserialize(d)?;
+        if let Some(key) = fields.missing() {
+            return Err(D::Error::missing_field(key));
+        }
+        let mut c = ScanConfig::default();
+        fields.apply(&mut c).map_err(D::Error::custom)?;
+        c.validate().map_err(D::Error::custom)?;
+        Ok(c)
     }
 }
 

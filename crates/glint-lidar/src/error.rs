@@ -1,4 +1,5 @@
-//! The one error type of glint-lidar, phrased for the person who passed the bad input.
+//! The one error type of glint-lidar, phrased for the person who passed the bad input, and
+//! the warnings a configuration can carry.
 
 use thiserror::Error;
 
@@ -16,6 +17,9 @@ pub enum LidarError {
         /// The allowed range, in words.
         range: &'static str,
     },
+    /// The lidar runner's rate cannot be realised over the physics timestep.
+    #[error("the lidar runner cannot tick at that rate: {0}")]
+    RunnerRate(String),
     /// Two fields contradict each other.
     #[error("lidar fields conflict: {0}")]
     Conflict(String),
@@ -45,11 +49,30 @@ pub enum LidarError {
         /// The name given.
         name: String,
         /// The valid names.
-        valid: &'static str,
+        valid: String,
     },
-    /// An unknown scan preset name.
-    #[error("unknown lidar scan preset '{0}': use unitree-l1, livox-mid360, velodyne-vlp16 or ouster-os1-64")]
-    UnknownPreset(String),
+    /// An unknown name given for a field of a configuration.
+    #[error("{key} = \"{value}\" is no {what}; use one of {valid}")]
+    BadValue {
+        /// The field's key.
+        key: &'static str,
+        /// The name given.
+        value: String,
+        /// What the field holds.
+        what: &'static str,
+        /// The valid names.
+        valid: String,
+    },
+    /// An integer that stands for no value of an enumerated setting (the seed's wire values).
+    #[error("{what} {index} does not exist: use {valid}")]
+    UnknownIndex {
+        /// What kind of value.
+        what: &'static str,
+        /// The integer given.
+        index: i64,
+        /// The valid integers and what they stand for.
+        valid: String,
+    },
     /// A sensor index past the end.
     #[error("lidar sensor {index} does not exist ({count} sensors are bound)")]
     NoSuchSensor {
@@ -105,4 +128,38 @@ pub enum LidarError {
     /// The ray core rejected a query (a bug in the sensor, or poses from another scene).
     #[error(transparent)]
     Core(#[from] glint_core::CoreError),
+}
+
+impl LidarError {
+    /// An unknown name as the value of field `key`; other errors unchanged.
+    pub(crate) fn for_key(self, key: &'static str) -> LidarError {
+        match self {
+            LidarError::UnknownName { what, name, valid } => LidarError::BadValue { key, value: name, what, valid },
+            other => other,
+        }
+    }
+}
+
+/// Something about a configuration that does not stop it, for the caller to pass on.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum LidarWarning {
+    /// `geom_group_mask` sets bits above MuJoCo's six geom groups, which have no effect.
+    GroupMaskHighBits {
+        /// The mask given.
+        mask: u32,
+        /// The mask used: its low six bits.
+        used: u8,
+    },
+}
+
+impl std::fmt::Display for LidarWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LidarWarning::GroupMaskHighBits { mask, used } => write!(
+                f,
+                "geom_group_mask {mask} sets bits above the six MuJoCo geom groups; only {used} (the low six bits) is used"
+            ),
+        }
+    }
 }

@@ -75,31 +75,36 @@
 //! - In the pool, where the tiles lie less than 12 cm under the surface, 96 % of the beams
 //!   (1 034 of 1 072) report the tiles; where they lie deeper than 25 cm, none of 378 do.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod bake;
 mod config;
 mod error;
 mod material;
-mod model;
 mod params;
 mod pattern;
+mod reprocess;
+mod return_model;
 mod scan;
 mod sensor;
+mod spelling;
+mod view;
 mod ziggurat;
 
 pub use bake::{
     BAKE_DIR, BAKE_FORMAT_VERSION, Bake, BakeRequest, BakeSettings, BakeStatus, bake_path, material_fingerprint,
 };
 pub use config::{
-    LidarBinding, NonRepetitive, ScanConfig, ScanPattern, ScanPreset, SecondaryCapture, SecondaryScope, SelfIgnore,
+    LidarBinding, NonRepetitive, ScanConfig, ScanFields, ScanPattern, ScanPreset, SecondaryCapture, SecondaryScope,
+    SelfIgnore,
 };
-pub use error::LidarError;
+pub use error::{LidarError, LidarWarning};
 pub use material::{Continuation, MaterialPreset, MaterialTable, Metal, NirMaterial};
-pub use model::{
-    Beam, BeamReturn, BeamRng, LegKind, MAX_INTERACTIONS, MEDIUM_INDEX, MaterialLookup, NUDGE, ReturnModel, Strength,
-    Surface, TickKey, Tracer, drop_probability, refract, slope,
-};
-pub use params::{RETURN_PARAM_NAMES, ReturnParams, ReturnPreset};
-pub use pattern::{angles, beam_direction};
+pub use params::{RETURN_PARAMS, ReturnParam, ReturnParams, ReturnPreset};
+pub use pattern::{Runner, angles, beam_direction};
+pub use reprocess::{RECORDED_CONTINUATIONS, RecordedHit, Reprocessed, Reprocessor};
+pub use return_model::{BeamReturn, MaterialLookup};
 pub use scan::{Returns, Scan, SecondaryHits};
 pub use sensor::Lidars;
+pub use spelling::Spelled;
+pub use view::{ColourBy, NAN_GREY, Ramp};

@@ -21,7 +21,8 @@
 //! Roughness maps to an RMS microfacet slope `m = roughness²` radians (the usual
 //! Beckmann/GGX `α = roughness²`), floored by the return model's `specSlopeFloor`.
 
-use crate::LidarError;
+use crate::spelling::spelled;
+use crate::{LidarError, Spelled};
 
 /// What the pulse does after the first surface (the seed's "Surface classes").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -40,33 +41,13 @@ pub enum Continuation {
     Specular,
 }
 
-impl Continuation {
-    /// Every class, in the seed's order.
-    pub const ALL: [Continuation; 5] =
-        [Continuation::Opaque, Continuation::Slab, Continuation::Medium, Continuation::Porous, Continuation::Specular];
-
-    /// The manifest name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Continuation::Opaque => "opaque",
-            Continuation::Slab => "slab",
-            Continuation::Medium => "medium",
-            Continuation::Porous => "porous",
-            Continuation::Specular => "specular",
-        }
-    }
-
-    /// Parses a manifest name.
-    pub fn from_name(name: &str) -> Result<Continuation, LidarError> {
-        Continuation::ALL.into_iter().find(|c| c.name() == name).ok_or_else(|| LidarError::UnknownName {
-            what: "continuation class",
-            name: name.into(),
-            valid: CLASSES,
-        })
-    }
-}
-
-const CLASSES: &str = "opaque, slab, medium, porous, specular";
+spelled!(Continuation, "continuation class", [
+    Opaque => "opaque",
+    Slab => "slab",
+    Medium => "medium",
+    Porous => "porous",
+    Specular => "specular",
+]);
 
 /// The NIR channels of one material (the seed's "Authoring a material"), plus the roughness
 /// and metalness the presets set.
@@ -175,7 +156,7 @@ impl NirMaterial {
             absorption: f(4),
             roughness: f(5),
             metalness: f(6),
-            continuation: *Continuation::ALL.get(b[28] as usize)?,
+            continuation: Continuation::from_index(b[28].into()).ok()?,
         })
     }
 }
@@ -210,50 +191,22 @@ pub enum MaterialPreset {
     GlossDarkPaint,
 }
 
+spelled!(MaterialPreset, "material preset", [
+    Diffuse => "diffuse",
+    Retroreflector => "retroreflector",
+    ClearFloatGlass => "clear-float-glass",
+    TintedGlass => "tinted-glass",
+    LowEGlass => "low-e-glass",
+    Mirror => "mirror",
+    PolishedMetal => "polished-metal",
+    StillWater => "still-water",
+    WetGround => "wet-ground",
+    Vegetation => "vegetation",
+    DarkAbsorptive => "dark-absorptive",
+    GlossDarkPaint => "gloss-dark-paint",
+]);
+
 impl MaterialPreset {
-    /// Every preset, in the seed's order.
-    pub const ALL: [MaterialPreset; 12] = [
-        MaterialPreset::Diffuse,
-        MaterialPreset::Retroreflector,
-        MaterialPreset::ClearFloatGlass,
-        MaterialPreset::TintedGlass,
-        MaterialPreset::LowEGlass,
-        MaterialPreset::Mirror,
-        MaterialPreset::PolishedMetal,
-        MaterialPreset::StillWater,
-        MaterialPreset::WetGround,
-        MaterialPreset::Vegetation,
-        MaterialPreset::DarkAbsorptive,
-        MaterialPreset::GlossDarkPaint,
-    ];
-
-    /// The manifest name.
-    pub fn name(self) -> &'static str {
-        match self {
-            MaterialPreset::Diffuse => "diffuse",
-            MaterialPreset::Retroreflector => "retroreflector",
-            MaterialPreset::ClearFloatGlass => "clear-float-glass",
-            MaterialPreset::TintedGlass => "tinted-glass",
-            MaterialPreset::LowEGlass => "low-e-glass",
-            MaterialPreset::Mirror => "mirror",
-            MaterialPreset::PolishedMetal => "polished-metal",
-            MaterialPreset::StillWater => "still-water",
-            MaterialPreset::WetGround => "wet-ground",
-            MaterialPreset::Vegetation => "vegetation",
-            MaterialPreset::DarkAbsorptive => "dark-absorptive",
-            MaterialPreset::GlossDarkPaint => "gloss-dark-paint",
-        }
-    }
-
-    /// Parses a manifest name.
-    pub fn from_name(name: &str) -> Result<MaterialPreset, LidarError> {
-        MaterialPreset::ALL.into_iter().find(|p| p.name() == name).ok_or_else(|| LidarError::UnknownName {
-            what: "material preset",
-            name: name.into(),
-            valid: MATERIAL_PRESETS,
-        })
-    }
-
     /// Every channel of the preset.
     pub fn material(self) -> NirMaterial {
         use Continuation::*;
@@ -286,9 +239,6 @@ impl MaterialPreset {
     }
 }
 
-const MATERIAL_PRESETS: &str = "diffuse, retroreflector, clear-float-glass, tinted-glass, low-e-glass, mirror, \
-     polished-metal, still-water, wet-ground, vegetation, dark-absorptive, gloss-dark-paint";
-
 /// The seed's metal table: F0 at 905 nm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -307,11 +257,16 @@ pub enum Metal {
     Chrome,
 }
 
-impl Metal {
-    /// Every metal, in the seed's order.
-    pub const ALL: [Metal; 6] =
-        [Metal::Aluminium, Metal::Silver, Metal::Steel, Metal::Copper, Metal::Gold, Metal::Chrome];
+spelled!(Metal, "metal", [
+    Aluminium => "aluminium",
+    Silver => "silver",
+    Steel => "steel",
+    Copper => "copper",
+    Gold => "gold",
+    Chrome => "chrome",
+]);
 
+impl Metal {
     /// F0 at 905 nm.
     pub fn f0(self) -> f32 {
         match self {
@@ -322,27 +277,6 @@ impl Metal {
             Metal::Gold => 0.97,
             Metal::Chrome => 0.62,
         }
-    }
-
-    /// The manifest name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Metal::Aluminium => "aluminium",
-            Metal::Silver => "silver",
-            Metal::Steel => "steel",
-            Metal::Copper => "copper",
-            Metal::Gold => "gold",
-            Metal::Chrome => "chrome",
-        }
-    }
-
-    /// Parses a manifest name.
-    pub fn from_name(name: &str) -> Result<Metal, LidarError> {
-        Metal::ALL.into_iter().find(|m| m.name() == name).ok_or_else(|| LidarError::UnknownName {
-            what: "metal",
-            name: name.into(),
-            valid: "aluminium, silver, steel, copper, gold, chrome",
-        })
     }
 }
 
@@ -381,7 +315,7 @@ mod tests {
 
     #[test]
     fn presets_are_valid_and_round_trip() {
-        for p in MaterialPreset::ALL {
+        for p in MaterialPreset::all() {
             let m = p.material();
             m.validate().unwrap();
             assert_eq!(MaterialPreset::from_name(p.name()).unwrap(), p);

@@ -1,164 +1,164 @@
-//! The return model's calibration: the seed's seventeen parameters, its four presets, and
-//! the nine-field base setter that leaves the eight optics fields alone.
+//! The return model's calibration: the seed's seventeen parameters, written once below
+//! (name, key, unit, default, range), its four presets, and the nine-field base setter that
+//! leaves the eight optics fields alone.
+
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::LidarError;
+use crate::spelling::spelled;
 
-/// The return model calibration, one set per scene, in the seed's order (the order
-/// [`ReturnParams::to_array`] returns them).
+/// One return parameter as every front end names it.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ReturnParams {
-    /// Detection range for a surface of the reference reflectivity (m).
-    pub max_range_at_ref: f64,
-    /// The reflectivity that `max_range_at_ref` is quoted at.
-    pub ref_reflectivity: f64,
-    /// How strongly detection range scales with reflectivity.
-    pub range_exp: f64,
-    /// Base one-sigma range noise (m).
-    pub noise_sigma0: f64,
-    /// Incidence cosine below which returns start to drop.
-    pub grazing_cos_cutoff: f64,
-    /// Range at which the inverse-square intensity term equals 1 (m).
-    pub intensity_ref_range: f64,
-    /// Return strength below which a beam drops out.
-    pub detect_floor: f64,
-    /// Distance over which intensity ramps up close to the sensor (m).
-    pub near_range_r0: f64,
-    /// Growth of range noise per metre (m/m).
-    pub noise_slope_per_m: f64,
-    /// Minimum surface slope assumed for glossy surfaces (rad).
-    pub spec_slope_floor: f64,
-    /// Cap on glint strength.
-    pub spec_peak_max: f64,
-    /// How much brighter a retroreflector is than a perfect matte surface.
-    pub retro_gain: f64,
-    /// How quickly a retroreflector dims away from head-on.
-    pub retro_cos_exp: f64,
-    /// Surface slope above which a mirror-like surface gives no phantom (rad).
-    pub fold_max_slope: f64,
-    /// Smallest range noise can produce (m).
-    pub range_floor: f64,
-    /// Two echoes closer than this merge into one (m).
-    pub min_return_separation: f64,
-    /// Echoes the hardware reports per beam.
-    pub max_returns: u32,
+pub struct ReturnParam {
+    /// The seed's camelCase name (`GetLidarReturnParams`, `augmentation.json`).
+    pub name: &'static str,
+    /// The manifest's and the gRPC message's snake_case key.
+    pub key: &'static str,
+    /// Unit, or empty.
+    pub unit: &'static str,
+    /// The Generic preset's value.
+    pub default: f64,
+    /// Lowest allowed value.
+    pub low: f64,
+    /// Whether the lowest value itself is allowed.
+    pub low_inclusive: bool,
+    /// Highest allowed value (inclusive).
+    pub high: f64,
+    /// The allowed range, in words.
+    pub range: &'static str,
 }
 
-/// Names of the seventeen parameters, in order (the seed's camelCase).
-pub const RETURN_PARAM_NAMES: [&str; 17] = [
-    "maxRangeAtRef",
-    "refReflectivity",
-    "rangeExp",
-    "noiseSigma0",
-    "grazingCosCutoff",
-    "intensityRefRange",
-    "detectFloor",
-    "nearRangeR0",
-    "noiseSlopePerM",
-    "specSlopeFloor",
-    "specPeakMax",
-    "retroGain",
-    "retroCosExp",
-    "foldMaxSlope",
-    "rangeFloor",
-    "minReturnSeparation",
-    "maxReturns",
-];
+/// A parameter's value type: `f64`, or `u32` for `max_returns`.
+trait ParamValue: Copy {
+    fn to_f64(self) -> f64;
+    fn from_f64(v: f64) -> Self;
+}
 
-/// Allowed range of each parameter, in order: (low, high, inclusive low, words).
-const RANGES: [(f64, f64, bool, &str); 17] = [
-    (0.0, 10_000.0, false, "above 0, at most 10000 m"),
-    (0.0, 1_000.0, false, "above 0, at most 1000"),
-    (0.0, 4.0, false, "above 0, at most 4"),
-    (0.0, 10.0, true, "0 to 10 m"),
-    (0.0, 1.0, true, "0 to 1"),
-    (0.0, 10_000.0, false, "above 0, at most 10000 m"),
-    (0.0, 1_000.0, true, "0 to 1000"),
-    (0.0, 100.0, true, "0 to 100 m"),
-    (0.0, 1.0, true, "0 to 1 m/m"),
-    (0.0, 1.5, false, "above 0, at most 1.5 rad"),
-    (0.0, 1.0e6, true, "0 to 1e6"),
-    (0.0, 1.0e6, true, "0 to 1e6"),
-    (0.0, 100.0, true, "0 to 100"),
-    (0.0, 1.5, true, "0 to 1.5 rad"),
-    (0.0, 10.0, true, "0 to 10 m"),
-    (0.0, 100.0, true, "0 to 100 m"),
-    (1.0, 8.0, true, "a whole number from 1 to 8"),
-];
+impl ParamValue for f64 {
+    fn to_f64(self) -> f64 {
+        self
+    }
+    fn from_f64(v: f64) -> f64 {
+        v
+    }
+}
 
-impl Default for ReturnParams {
-    /// The Generic preset.
-    fn default() -> Self {
-        ReturnParams {
-            max_range_at_ref: 20.0,
-            ref_reflectivity: 0.90,
-            range_exp: 0.32,
-            noise_sigma0: 0.02,
-            grazing_cos_cutoff: 0.10,
-            intensity_ref_range: 5.0,
-            detect_floor: 0.03,
-            near_range_r0: 0.6,
-            noise_slope_per_m: 0.0005,
-            spec_slope_floor: 0.03,
-            spec_peak_max: 900.0,
-            retro_gain: 800.0,
-            retro_cos_exp: 5.0,
-            fold_max_slope: 0.20,
-            range_floor: 0.01,
-            min_return_separation: 1.0,
-            max_returns: 1,
+impl ParamValue for u32 {
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    fn from_f64(v: f64) -> u32 {
+        v as u32
+    }
+}
+
+/// Defines [`ReturnParams`], its default, [`RETURN_PARAMS`] and the array conversions from
+/// one list: `field: type = default, "camelName", "unit", (low, high, low inclusive, "range")`.
+macro_rules! return_params {
+    ($($(#[doc = $doc:literal])* $field:ident: $ty:ty = $default:expr, $name:literal, $unit:literal,
+        ($low:expr, $high:expr, $inclusive:expr, $range:literal);)+) => {
+        /// The return model calibration, one set per scene, in the seed's order (the order
+        /// [`ReturnParams::to_array`] and [`RETURN_PARAMS`] give them).
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub struct ReturnParams {
+            $($(#[doc = $doc])* pub $field: $ty,)+
         }
+
+        /// Every return parameter, in the seed's order.
+        pub const RETURN_PARAMS: [ReturnParam; 17] = [$(ReturnParam {
+            name: $name,
+            key: stringify!($field),
+            unit: $unit,
+            default: $default as f64,
+            low: $low,
+            low_inclusive: $inclusive,
+            high: $high,
+            range: $range,
+        }),+];
+
+        impl Default for ReturnParams {
+            /// The Generic preset.
+            fn default() -> Self {
+                ReturnParams { $($field: $default,)+ }
+            }
+        }
+
+        impl ReturnParams {
+            /// The seventeen values in the seed's order.
+            pub fn to_array(&self) -> [f64; 17] {
+                [$(self.$field.to_f64(),)+]
+            }
+
+            /// All seventeen from an array in the seed's order, validated.
+            pub fn from_array(v: [f64; 17]) -> Result<ReturnParams, LidarError> {
+                check(&v)?;
+                let mut values = v.into_iter();
+                Ok(ReturnParams { $($field: <$ty>::from_f64(values.next().unwrap_or_default()),)+ })
+            }
+        }
+
+        /// A map from each parameter's seed name to its value, `maxReturns` as an integer.
+        impl Serialize for ReturnParams {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut map = s.serialize_map(Some(17))?;
+                $(map.serialize_entry($name, &self.$field)?;)+
+                map.end()
+            }
+        }
+    };
+}
+
+return_params! {
+    /// Detection range for a surface of the reference reflectivity (m).
+    max_range_at_ref: f64 = 20.0, "maxRangeAtRef", "m", (0.0, 10_000.0, false, "above 0, at most 10000 m");
+    /// The reflectivity that `max_range_at_ref` is quoted at.
+    ref_reflectivity: f64 = 0.90, "refReflectivity", "", (0.0, 1_000.0, false, "above 0, at most 1000");
+    /// How strongly detection range scales with reflectivity.
+    range_exp: f64 = 0.32, "rangeExp", "", (0.0, 4.0, false, "above 0, at most 4");
+    /// Base one-sigma range noise (m).
+    noise_sigma0: f64 = 0.02, "noiseSigma0", "m", (0.0, 10.0, true, "0 to 10 m");
+    /// Incidence cosine below which returns start to drop.
+    grazing_cos_cutoff: f64 = 0.10, "grazingCosCutoff", "", (0.0, 1.0, true, "0 to 1");
+    /// Range at which the inverse-square intensity term equals 1 (m).
+    intensity_ref_range: f64 = 5.0, "intensityRefRange", "m", (0.0, 10_000.0, false, "above 0, at most 10000 m");
+    /// Return strength below which a beam drops out.
+    detect_floor: f64 = 0.03, "detectFloor", "", (0.0, 1_000.0, true, "0 to 1000");
+    /// Distance over which intensity ramps up close to the sensor (m).
+    near_range_r0: f64 = 0.6, "nearRangeR0", "m", (0.0, 100.0, true, "0 to 100 m");
+    /// Growth of range noise per metre (m/m).
+    noise_slope_per_m: f64 = 0.0005, "noiseSlopePerM", "m/m", (0.0, 1.0, true, "0 to 1 m/m");
+    /// Minimum surface slope assumed for glossy surfaces (rad).
+    spec_slope_floor: f64 = 0.03, "specSlopeFloor", "rad", (0.0, 1.5, false, "above 0, at most 1.5 rad");
+    /// Cap on glint strength.
+    spec_peak_max: f64 = 900.0, "specPeakMax", "", (0.0, 1.0e6, true, "0 to 1e6");
+    /// How much brighter a retroreflector is than a perfect matte surface.
+    retro_gain: f64 = 800.0, "retroGain", "", (0.0, 1.0e6, true, "0 to 1e6");
+    /// How quickly a retroreflector dims away from head-on.
+    retro_cos_exp: f64 = 5.0, "retroCosExp", "", (0.0, 100.0, true, "0 to 100");
+    /// Surface slope above which a mirror-like surface gives no phantom (rad).
+    fold_max_slope: f64 = 0.20, "foldMaxSlope", "rad", (0.0, 1.5, true, "0 to 1.5 rad");
+    /// Smallest range noise can produce (m).
+    range_floor: f64 = 0.01, "rangeFloor", "m", (0.0, 10.0, true, "0 to 10 m");
+    /// Two echoes closer than this merge into one (m).
+    min_return_separation: f64 = 1.0, "minReturnSeparation", "m", (0.0, 100.0, true, "0 to 100 m");
+    /// Echoes the hardware reports per beam.
+    max_returns: u32 = 1, "maxReturns", "", (1.0, 8.0, true, "a whole number from 1 to 8");
+}
+
+/// Read from a map of every parameter's seed name, validated.
+impl<'de> Deserialize<'de> for ReturnParams {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ReturnParams, D::Error> {
+        let map = std::collections::BTreeMap::<String, f64>::deserialize(d)?;
+        let mut values = [0.0; 17];
+        for (slot, param) in values.iter_mut().zip(&RETURN_PARAMS) {
+            *slot = *map.get(param.name).ok_or_else(|| serde::de::Error::missing_field(param.name))?;
+        }
+        ReturnParams::from_array(values).map_err(serde::de::Error::custom)
     }
 }
 
 impl ReturnParams {
-    /// The seventeen values in the seed's order.
-    pub fn to_array(&self) -> [f64; 17] {
-        [
-            self.max_range_at_ref,
-            self.ref_reflectivity,
-            self.range_exp,
-            self.noise_sigma0,
-            self.grazing_cos_cutoff,
-            self.intensity_ref_range,
-            self.detect_floor,
-            self.near_range_r0,
-            self.noise_slope_per_m,
-            self.spec_slope_floor,
-            self.spec_peak_max,
-            self.retro_gain,
-            self.retro_cos_exp,
-            self.fold_max_slope,
-            self.range_floor,
-            self.min_return_separation,
-            self.max_returns as f64,
-        ]
-    }
-
-    /// All seventeen from an array in the seed's order, validated.
-    pub fn from_array(v: [f64; 17]) -> Result<ReturnParams, LidarError> {
-        check(&v)?;
-        let p = ReturnParams {
-            max_range_at_ref: v[0],
-            ref_reflectivity: v[1],
-            range_exp: v[2],
-            noise_sigma0: v[3],
-            grazing_cos_cutoff: v[4],
-            intensity_ref_range: v[5],
-            detect_floor: v[6],
-            near_range_r0: v[7],
-            noise_slope_per_m: v[8],
-            spec_slope_floor: v[9],
-            spec_peak_max: v[10],
-            retro_gain: v[11],
-            retro_cos_exp: v[12],
-            fold_max_slope: v[13],
-            range_floor: v[14],
-            min_return_separation: v[15],
-            max_returns: v[16] as u32,
-        };
-        Ok(p)
-    }
-
     /// Writes the nine base parameters (the seed's `SetLidarReturnParams`), keeping the eight
     /// optics parameters. Nothing changes on an error.
     pub fn set_base(&mut self, base: [f64; 9]) -> Result<(), LidarError> {
@@ -185,11 +185,11 @@ impl ReturnParams {
 }
 
 fn check(v: &[f64; 17]) -> Result<(), LidarError> {
-    for (i, (&value, &(lo, hi, inclusive, range))) in v.iter().zip(&RANGES).enumerate() {
-        let low_ok = if inclusive { value >= lo } else { value > lo };
-        let whole = i != 16 || value.fract() == 0.0;
-        if !(value.is_finite() && low_ok && value <= hi && whole) {
-            return Err(LidarError::OutOfRange { field: RETURN_PARAM_NAMES[i], value, range });
+    for (&value, p) in v.iter().zip(&RETURN_PARAMS) {
+        let low_ok = if p.low_inclusive { value >= p.low } else { value > p.low };
+        let whole = p.key != "max_returns" || value.fract() == 0.0;
+        if !(value.is_finite() && low_ok && value <= p.high && whole) {
+            return Err(LidarError::OutOfRange { field: p.name, value, range: p.range });
         }
     }
     Ok(())
@@ -210,39 +210,14 @@ pub enum ReturnPreset {
     OusterOs1,
 }
 
+spelled!(ReturnPreset, "return preset", [
+    Generic => "generic",
+    UnitreeL1 => "unitree-l1",
+    LivoxMid360 => "livox-mid360",
+    OusterOs1 => "ouster-os1",
+]);
+
 impl ReturnPreset {
-    /// Every preset, by index.
-    pub const ALL: [ReturnPreset; 4] =
-        [ReturnPreset::Generic, ReturnPreset::UnitreeL1, ReturnPreset::LivoxMid360, ReturnPreset::OusterOs1];
-
-    /// The preset at the seed's index.
-    pub fn from_index(index: i64) -> Result<ReturnPreset, LidarError> {
-        usize::try_from(index).ok().and_then(|i| ReturnPreset::ALL.get(i).copied()).ok_or(LidarError::OutOfRange {
-            field: "preset",
-            value: index as f64,
-            range: "0 (Generic), 1 (Unitree L1), 2 (Livox Mid-360) or 3 (Ouster OS1)",
-        })
-    }
-
-    /// The manifest / CLI name.
-    pub fn name(self) -> &'static str {
-        match self {
-            ReturnPreset::Generic => "generic",
-            ReturnPreset::UnitreeL1 => "unitree-l1",
-            ReturnPreset::LivoxMid360 => "livox-mid360",
-            ReturnPreset::OusterOs1 => "ouster-os1",
-        }
-    }
-
-    /// Parses a name.
-    pub fn from_name(name: &str) -> Result<ReturnPreset, LidarError> {
-        ReturnPreset::ALL.into_iter().find(|p| p.name() == name).ok_or_else(|| LidarError::UnknownName {
-            what: "return preset",
-            name: name.into(),
-            valid: "generic, unitree-l1, livox-mid360, ouster-os1",
-        })
-    }
-
     /// All seventeen parameters of the preset.
     pub fn params(self) -> ReturnParams {
         let (max_range_at_ref, ref_reflectivity, range_exp, max_returns) = match self {
@@ -257,6 +232,7 @@ impl ReturnPreset {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Spelled;
 
     #[test]
     fn presets_set_the_seed_columns_and_reset_the_optics() {
@@ -267,6 +243,8 @@ mod tests {
         let tuned = ReturnParams { spec_peak_max: 10.0, ..os1 };
         assert_ne!(tuned, os1);
         assert_eq!(ReturnPreset::from_index(0).unwrap().params(), ReturnParams::default());
+        let defaults: Vec<f64> = RETURN_PARAMS.iter().map(|p| p.default).collect();
+        assert_eq!(ReturnParams::default().to_array().to_vec(), defaults);
         assert!(ReturnPreset::from_index(4).unwrap_err().to_string().contains("preset"));
     }
 
@@ -288,5 +266,22 @@ mod tests {
         let mut bad = p.to_array();
         bad[16] = 1.5;
         assert!(ReturnParams::from_array(bad).unwrap_err().to_string().contains("maxReturns"));
+    }
+}
+
+#[cfg(test)]
+mod serde_tests {
+    use super::*;
+
+    #[test]
+    fn params_read_back_from_their_seed_names() {
+        let p = ReturnParams { max_returns: 2, spec_peak_max: 12.5, ..ReturnParams::default() };
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(json.starts_with("{\"maxRangeAtRef\":20.0,") && json.ends_with("\"maxReturns\":2}"), "{json}");
+        assert_eq!(serde_json::from_str::<ReturnParams>(&json).unwrap(), p);
+        let missing = json.replace("\"rangeExp\":0.32,", "");
+        assert!(serde_json::from_str::<ReturnParams>(&missing).unwrap_err().to_string().contains("rangeExp"));
+        let bad = json.replace("\"maxReturns\":2", "\"maxReturns\":2.5");
+        assert!(serde_json::from_str::<ReturnParams>(&bad).unwrap_err().to_string().contains("maxReturns"));
     }
 }

@@ -7,7 +7,7 @@ use std::f64::consts::TAU;
 
 use glam::DVec3;
 
-use crate::{NonRepetitive, ScanConfig, ScanPattern};
+use crate::{LidarError, NonRepetitive, ScanConfig, ScanPattern};
 
 /// Unit direction at azimuth `az` (from +X, counter-clockwise about +Z) and elevation `el`.
 pub(crate) fn direction(az: f64, el: f64) -> DVec3 {
@@ -79,4 +79,135 @@ const L1_FAST_HZ: f64 = 187.1;
 /// Azimuth `atan2(y, x)` in `[-π, π]` and elevation `asin(z)` of a unit direction.
 pub fn angles(d: DVec3) -> (f64, f64) {
     (d.y.atan2(d.x), d.z.clamp(-1.0, 1.0).asin())
+}
+
+/// The lidar runner: each lidar tick groups a whole number of physics steps (the seed's
+/// default groups 10 ms of them), and lasts exactly that long.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Runner {
+    /// Physics steps per lidar tick.
+    pub steps: usize,
+    /// Simulated seconds per lidar tick: `steps` physics timesteps.
+    pub dt: f64,
+}
+
+impl Runner {
+    /// The runner of `hz` ticks per second over physics steps of `timestep` seconds: the
+    /// nearest whole number of steps, at least one.
+    pub fn nearest(timestep: f64, hz: f64) -> Runner {
+        let steps = ((1.0 / (hz * timestep)).round() as usize).max(1);
+        Runner { steps, dt: steps as f64 * timestep }
+    }
+
+    /// [`Runner::nearest`], refused unless `hz` ticks per second is a whole number of steps
+    /// of `timestep` (a rate that cannot be realised is never changed); the error names the
+    /// rates that can be.
+    pub fn exact(timestep: f64, hz: f64) -> Result<Runner, LidarError> {
+        if !(timestep.is_finite() && timestep > 0.0 && hz.is_finite() && hz > 0.0) {
+            return Err(LidarError::RunnerRate(format!(
+                "a lidar runner of {hz} ticks per second over physics steps of {timestep} s cannot run: both must be positive"
+            )));
+        }
+        let runner = Runner::nearest(timestep, hz);
+        let steps = 1.0 / (hz * timestep);
+        if (steps - runner.steps as f64).abs() > 1e-6 * steps.max(1.0) {
+            let rate = |n: f64| {
+                let text = format!("{:.4}", 1.0 / (n * timestep));
+                format!("{} ({n} steps)", text.trim_end_matches('0').trim_end_matches('.'))
+            };
+            let fewer = steps.floor().max(1.0);
+            return Err(LidarError::RunnerRate(format!(
+                "lidar_runner_hz = {hz} is {steps:.3} physics steps of {timestep} s per tick, not a whole number; \
+                 use a rate of whole steps, such as {} or {}",
+                rate(fewer),
+                rate(fewer + 1.0)
+            )));
+        }
+        Ok(runner)
+    }
+}
+
+/// Where a sensor is in its pattern since its episode started. This is the one rule for
+/// which pattern units (bins, or points) each tick casts: the live sensor advances it every
+/// tick, and re-processing a recording advances it again, tick by tick, by the same tick
+/// length ([`Runner`]), so that both sum the same floating-point numbers.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct PatternClock {
+    /// Pattern revolutions since the episode started.
+    revolutions: f64,
+    /// Pattern units cast since the episode started.
+    pub(crate) emitted: u64,
+    /// Ticks since the episode started (keys the return model's randomness).
+    pub(crate) ticks: u64,
+    /// Units `[from, to)` the last tick cast, counted since the episode started.
+    pub(crate) last: (u64, u64),
+}
+
+impl PatternClock {
+    /// Advances by a tick of `dt` seconds of a pattern of `units` units turning at
+    /// `rotation_hz`, and returns the units to cast: at most one revolution, the whole of
+    /// cycle 0 every tick for a frozen pattern (`rotation_hz = 0`).
+    pub(crate) fn advance(&mut self, rotation_hz: f64, units: u64, dt: f64) -> (u64, u64) {
+        self.ticks += 1;
+        self.last = if rotation_hz <= 0.0 {
+            (0, units)
+        } else {
+            self.revolutions += (rotation_hz * dt).min(1.0);
+            // A whisker of slack absorbs rounding in the sum of revolutions.
+            let target = ((self.revolutions * units as f64) + 1e-6).floor() as u64;
+            let from = self.emitted.max(target.saturating_sub(units));
+            self.emitted = target;
+            (from, target)
+        };
+        self.last
+    }
+
+    /// The unit (since the episode start) the last tick cast at position `e` of the
+    /// pattern's cycle, if it cast one there.
+    pub(crate) fn unit_at(&self, e: u64, units: u64) -> Option<u64> {
+        let (from, to) = self.last;
+        if units == 0 || from >= to {
+            return None;
+        }
+        let u = from + (e % units + units - from % units) % units;
+        (u < to && e < units).then_some(u)
+    }
+}
+
+#[cfg(test)]
+mod clock_tests {
+    use super::{PatternClock, Runner};
+
+    #[test]
+    fn runners_are_whole_steps_or_refused() {
+        assert_eq!(Runner::exact(0.002, 100.0).unwrap(), Runner { steps: 5, dt: 5.0 * 0.002 });
+        assert_eq!(Runner::exact(0.002, 50.0).unwrap().steps, 10);
+        assert_eq!(Runner::exact(0.002, 500.0).unwrap().steps, 1);
+        let err = Runner::exact(0.002, 60.0).unwrap_err().to_string();
+        assert!(err.contains("lidar_runner_hz = 60") && err.contains("8.333") && err.contains("62.5"), "{err}");
+        assert!(Runner::exact(0.002, 1000.0).is_err(), "half a step per tick");
+        assert!(Runner::exact(0.0, 100.0).is_err() && Runner::exact(0.002, f64::NAN).is_err());
+        assert_eq!(Runner::nearest(0.002, 60.0).steps, 8);
+    }
+
+    #[test]
+    fn each_tick_casts_the_units_after_the_last_and_at_most_a_revolution() {
+        let mut clock = PatternClock::default();
+        // A 10 Hz pattern of 1000 units on a 30 ms tick: 300 units a tick, across cycles.
+        assert_eq!(clock.advance(10.0, 1000, 0.03), (0, 300));
+        assert_eq!(clock.advance(10.0, 1000, 0.03), (300, 600));
+        for _ in 0..2 {
+            clock.advance(10.0, 1000, 0.03);
+        }
+        assert_eq!(clock.last, (900, 1200));
+        assert_eq!(
+            (clock.unit_at(950, 1000), clock.unit_at(100, 1000), clock.unit_at(500, 1000)),
+            (Some(950), Some(1100), None)
+        );
+        // A tick longer than a revolution casts one revolution; a frozen pattern all of cycle 0.
+        assert_eq!(clock.advance(10.0, 1000, 0.5), (1200, 2200));
+        assert_eq!(clock.advance(0.0, 1000, 0.01), (0, 1000));
+        assert_eq!(clock.ticks, 6);
+        assert_eq!(clock.unit_at(1000, 1000), None);
+    }
 }

@@ -3,8 +3,9 @@
 
 use glam::DVec3;
 
-use crate::model::{LANES, LaneReports};
-use crate::{BeamReturn, Surface};
+use crate::BeamReturn;
+use crate::return_model::Surface;
+use crate::return_model::{LANES, LaneReports};
 
 /// The live scan of one sensor in one world, one entry per beam (index
 /// `bin * channels + channel`). Beams not yet cast hold a miss.

@@ -98,7 +98,7 @@ fn open01(rng: &mut impl RngCore) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::BeamRng;
+    use crate::return_model::BeamRng;
 
     /// Φ(x) to about 1e−7 (Abramowitz and Stegun 26.2.17).
     fn phi(x: f64) -> f64 {

@@ -5,7 +5,8 @@ use std::collections::HashSet;
 use glam::DVec3;
 use glint_core::{RayCaster, RayFilter};
 use glint_lidar::{
-    LidarBinding, LidarError, Lidars, NonRepetitive, ScanConfig, ScanPattern, ScanPreset, SelfIgnore, beam_direction,
+    LidarBinding, LidarError, LidarWarning, Lidars, NonRepetitive, ScanConfig, ScanPattern, ScanPreset, SelfIgnore,
+    Spelled, beam_direction,
 };
 use glint_mujoco::{Model, MujocoRays, WorldBatch};
 
@@ -283,7 +284,9 @@ fn the_group_masks_high_bits_are_ignored_with_one_warning() {
     let c = ScanConfig { geom_group_mask: 0xc1, ..ScanConfig::default() };
     let (_, warnings) = Lidars::new(model.scene(), vec![binding(c)], 1).unwrap();
     assert_eq!(warnings.len(), 1);
-    assert!(warnings[0].contains("193") && warnings[0].contains("only 1 "), "{}", warnings[0]);
+    assert_eq!(warnings[0], (0, LidarWarning::GroupMaskHighBits { mask: 193, used: 1 }));
+    let text = warnings[0].1.to_string();
+    assert!(text.contains("193") && text.contains("only 1 "), "{text}");
     // The seed's default, 255 ("all groups"), and masks within six bits say nothing.
     for quiet in [63, 255] {
         let (_, none) =

@@ -127,7 +127,7 @@ impl RawController {
                     table: "[controller]".into(),
                     key: "kind",
                     value: other.into(),
-                    valid: KINDS,
+                    valid: KINDS.into(),
                 });
             }
         };

@@ -29,9 +29,9 @@ use std::path::{Path, PathBuf};
 use glam::DVec3;
 use glint_core::{Scene, nearest_name};
 use glint_lidar::{
-    BakeSettings, Continuation, LidarBinding, LidarError, MaterialPreset, MaterialTable, Metal, NirMaterial,
-    NonRepetitive, RETURN_PARAM_NAMES, ReturnParams, ReturnPreset, ScanConfig, ScanPattern, ScanPreset,
-    SecondaryCapture, SecondaryScope, SelfIgnore, bake_path,
+    BakeSettings, ColourBy, Continuation, LidarBinding, LidarError, MaterialPreset, MaterialTable, Metal, NirMaterial,
+    RETURN_PARAMS, ReturnParams, ReturnPreset, ScanConfig, ScanFields, ScanPreset, SecondaryCapture, SecondaryScope,
+    Spelled, bake_path,
 };
 use serde::Deserialize;
 
@@ -85,7 +85,7 @@ pub enum ManifestError {
         /// The value given.
         value: String,
         /// The valid values.
-        valid: &'static str,
+        valid: String,
     },
     /// A value outside its range.
     #[error("manifest '{path}': {message}")]
@@ -143,49 +143,17 @@ const MATERIAL_KEYS: &[&str] = &[
     "metal",
 ];
 const BAKE_KEYS: &[&str] = &["name", "cell_size", "max_dim", "splat_radius", "include_hidden"];
-/// The seventeen return parameters in snake_case, in the seed's order.
-const RETURN_PARAM_KEYS: [&str; 17] = [
-    "max_range_at_ref",
-    "ref_reflectivity",
-    "range_exp",
-    "noise_sigma0",
-    "grazing_cos_cutoff",
-    "intensity_ref_range",
-    "detect_floor",
-    "near_range_r0",
-    "noise_slope_per_m",
-    "spec_slope_floor",
-    "spec_peak_max",
-    "retro_gain",
-    "retro_cos_exp",
-    "fold_max_slope",
-    "range_floor",
-    "min_return_separation",
-    "max_returns",
-];
 const RECORDER_KEYS: &[&str] = &["lidar_runner_hz", "output_dir", "record_video_proxy", "video_colour_by"];
-const LIDAR_KEYS: &[&str] = &[
+/// The keys of a `[[lidar]]` table besides its scan configuration's ([`ScanFields::KEYS`]).
+const BINDING_KEYS: &[&str] = &[
     "name",
     "attach_body",
     "attach_site",
     "mount_offset",
     "preset",
-    "pattern",
-    "channels",
-    "azimuth_bins",
-    "points_per_cycle",
-    "rotation_hz",
-    "vfov_min_deg",
-    "vfov_max_deg",
-    "min_range",
-    "max_range",
-    "geom_group_mask",
-    "self_ignore",
     "video_proxy",
     "secondary_capture",
     "secondary_scope",
-    "risley_spin_hz",
-    "risley_prism_hz",
 ];
 
 #[derive(Deserialize)]
@@ -201,7 +169,7 @@ struct RawManifest {
     #[serde(default)]
     bake: RawBake,
     #[serde(default)]
-    return_model: RawReturnModel,
+    return_model: toml::Table,
     #[serde(default)]
     controller: RawController,
 }
@@ -229,30 +197,6 @@ struct RawBake {
     max_dim: Option<i64>,
     splat_radius: Option<i64>,
     include_hidden: Option<bool>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawReturnModel {
-    preset: Option<String>,
-    seed: Option<u64>,
-    max_range_at_ref: Option<f64>,
-    ref_reflectivity: Option<f64>,
-    range_exp: Option<f64>,
-    noise_sigma0: Option<f64>,
-    grazing_cos_cutoff: Option<f64>,
-    intensity_ref_range: Option<f64>,
-    detect_floor: Option<f64>,
-    near_range_r0: Option<f64>,
-    noise_slope_per_m: Option<f64>,
-    spec_slope_floor: Option<f64>,
-    spec_peak_max: Option<f64>,
-    retro_gain: Option<f64>,
-    retro_cos_exp: Option<f64>,
-    fold_max_slope: Option<f64>,
-    range_floor: Option<f64>,
-    min_return_separation: Option<f64>,
-    max_returns: Option<i64>,
 }
 
 /// The `[bake]` table: which bake `glint bake` writes and how (the seed's bake settings,
@@ -293,7 +237,7 @@ pub struct Recorder {
     /// Write an H.264 `.mp4` proxy beside each Parquet file (needs `ffmpeg`). Default false.
     pub record_video_proxy: bool,
     /// Colour-by mode of the video proxy (a `glint scan --colour-by` name). Default `range`.
-    pub video_colour_by: String,
+    pub video_colour_by: ColourBy,
 }
 
 impl Default for Recorder {
@@ -302,35 +246,23 @@ impl Default for Recorder {
             lidar_runner_hz: 100.0,
             output_dir: PathBuf::from("DataSessions"),
             record_video_proxy: false,
-            video_colour_by: "range".into(),
+            video_colour_by: ColourBy::Range,
         }
     }
 }
 
 #[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
 struct RawLidar {
     name: Option<String>,
     attach_body: Option<String>,
     attach_site: Option<String>,
     mount_offset: Option<[f64; 3]>,
     preset: Option<String>,
-    pattern: Option<String>,
-    channels: Option<i64>,
-    azimuth_bins: Option<i64>,
-    points_per_cycle: Option<i64>,
-    rotation_hz: Option<f64>,
-    vfov_min_deg: Option<f64>,
-    vfov_max_deg: Option<f64>,
-    min_range: Option<f64>,
-    max_range: Option<f64>,
-    geom_group_mask: Option<i64>,
-    self_ignore: Option<String>,
     video_proxy: Option<bool>,
     secondary_capture: Option<String>,
     secondary_scope: Option<String>,
-    risley_spin_hz: Option<f64>,
-    risley_prism_hz: Option<[f64; 2]>,
+    #[serde(flatten)]
+    scan: ScanFields,
 }
 
 /// A loaded manifest.
@@ -401,7 +333,7 @@ impl Manifest {
         recorder.output_dir = dir.join(raw.recorder.output_dir.as_deref().unwrap_or("DataSessions"));
         recorder.record_video_proxy = raw.recorder.record_video_proxy.unwrap_or(false);
         if let Some(mode) = &raw.recorder.video_colour_by {
-            recorder.video_colour_by = mode.clone();
+            recorder.video_colour_by = spelled(path, "[recorder]", "video_colour_by", mode)?;
         }
         let controller = raw.controller.controller(path)?;
         let materials = raw
@@ -410,7 +342,7 @@ impl Manifest {
             .map(|(name, m)| Ok((name.clone(), m.material(path, name)?)))
             .collect::<Result<Vec<_>, ManifestError>>()?;
         let bake = raw.bake.config(path)?;
-        let (return_params, seed) = raw.return_model.params(path)?;
+        let (return_params, seed) = return_model(&raw.return_model, path)?;
         Ok(Manifest {
             path: path.to_path_buf(),
             scene: dir.join(&raw.scene),
@@ -525,56 +457,56 @@ impl RawBake {
     }
 }
 
-impl RawReturnModel {
-    /// The preset's seventeen parameters with the ones given replaced, checked; and the seed.
-    fn params(&self, path: &Path) -> Result<(ReturnParams, u64), ManifestError> {
-        let table = || "[return_model]".to_string();
-        let preset = match &self.preset {
-            Some(p) => ReturnPreset::from_name(p).map_err(|source| ManifestError::Section {
-                path: path.to_path_buf(),
-                table: table(),
-                error: Box::new(source),
-            })?,
-            None => ReturnPreset::Generic,
-        };
-        let mut values = preset.params().to_array();
-        let given = [
-            self.max_range_at_ref,
-            self.ref_reflectivity,
-            self.range_exp,
-            self.noise_sigma0,
-            self.grazing_cos_cutoff,
-            self.intensity_ref_range,
-            self.detect_floor,
-            self.near_range_r0,
-            self.noise_slope_per_m,
-            self.spec_slope_floor,
-            self.spec_peak_max,
-            self.retro_gain,
-            self.retro_cos_exp,
-            self.fold_max_slope,
-            self.range_floor,
-            self.min_return_separation,
-            self.max_returns.map(|v| v as f64),
-        ];
-        for (slot, v) in values.iter_mut().zip(given) {
-            if let Some(v) = v {
-                *slot = v;
-            }
+/// The `[return_model]` table: the preset's seventeen parameters with the ones given
+/// replaced, checked; and the seed.
+fn return_model(table: &toml::Table, path: &Path) -> Result<(ReturnParams, u64), ManifestError> {
+    let value_err = |message: String| ManifestError::Value { path: path.to_path_buf(), message };
+    let preset = match table.get("preset") {
+        None => ReturnPreset::Generic,
+        Some(toml::Value::String(p)) => ReturnPreset::from_name(p).map_err(|source| ManifestError::Section {
+            path: path.to_path_buf(),
+            table: "[return_model]".into(),
+            error: Box::new(source),
+        })?,
+        Some(v) => return Err(value_err(format!("[return_model] preset is {v}, not a preset's name"))),
+    };
+    let seed = match table.get("seed") {
+        None => 0,
+        Some(toml::Value::Integer(s)) if *s >= 0 => *s as u64,
+        Some(v) => return Err(value_err(format!("[return_model] seed is {v}: use a whole number, 0 or more"))),
+    };
+    let mut values = preset.params().to_array();
+    for (slot, param) in values.iter_mut().zip(&RETURN_PARAMS) {
+        match table.get(param.key) {
+            None => {}
+            Some(toml::Value::Float(v)) => *slot = *v,
+            Some(toml::Value::Integer(v)) => *slot = *v as f64,
+            Some(v) => return Err(value_err(format!("[return_model] {} is {v}, not a number", param.key))),
         }
-        let params = ReturnParams::from_array(values).map_err(|e| match e {
-            // Name the parameter as the manifest spells it.
-            LidarError::OutOfRange { field, value, range } => {
-                let key = RETURN_PARAM_NAMES.iter().position(|&n| n == field).map_or(field, |i| RETURN_PARAM_KEYS[i]);
-                ManifestError::Value {
-                    path: path.to_path_buf(),
-                    message: format!("[return_model] {key} is {value}, outside its range {range}"),
-                }
-            }
-            source => ManifestError::Section { path: path.to_path_buf(), table: table(), error: Box::new(source) },
-        })?;
-        Ok((params, self.seed.unwrap_or(0)))
     }
+    let params = ReturnParams::from_array(values).map_err(|e| match e {
+        // Name the parameter as the manifest spells it.
+        LidarError::OutOfRange { field, value, range } => {
+            let key = RETURN_PARAMS.iter().find(|p| p.name == field).map_or(field, |p| p.key);
+            value_err(format!("[return_model] {key} is {value}, outside its range {range}"))
+        }
+        source => {
+            ManifestError::Section { path: path.to_path_buf(), table: "[return_model]".into(), error: Box::new(source) }
+        }
+    })?;
+    Ok((params, seed))
+}
+
+/// The value of enumerated setting `key` of `table` called `name`, or the error listing the
+/// valid names.
+fn spelled<T: Spelled>(path: &Path, table: &str, key: &'static str, name: &str) -> Result<T, ManifestError> {
+    T::from_name(name).map_err(|_| ManifestError::BadValue {
+        path: path.to_path_buf(),
+        table: table.into(),
+        key,
+        value: name.into(),
+        valid: T::names(),
+    })
 }
 
 fn check_keys(table: &toml::Table, path: &Path) -> Result<(), ManifestError> {
@@ -610,7 +542,7 @@ fn check_keys(table: &toml::Table, path: &Path) -> Result<(), ManifestError> {
         return Err(unknown("[bake]".into(), key, BAKE_KEYS));
     }
     if let Some(toml::Value::Table(t)) = table.get("return_model") {
-        let valid: Vec<&str> = ["preset", "seed"].into_iter().chain(RETURN_PARAM_KEYS).collect();
+        let valid: Vec<&str> = ["preset", "seed"].into_iter().chain(RETURN_PARAMS.iter().map(|p| p.key)).collect();
         if let Some(key) = t.keys().find(|k| !valid.contains(&k.as_str())) {
             return Err(unknown("[return_model]".into(), key, &valid));
         }
@@ -625,11 +557,12 @@ fn check_keys(table: &toml::Table, path: &Path) -> Result<(), ManifestError> {
         }
     }
     if let Some(toml::Value::Array(items)) = table.get("lidar") {
+        let valid: Vec<&str> = BINDING_KEYS.iter().copied().chain(ScanFields::KEYS).collect();
         for (i, item) in items.iter().enumerate() {
             if let toml::Value::Table(t) = item
-                && let Some(key) = t.keys().find(|k| !LIDAR_KEYS.contains(&k.as_str()))
+                && let Some(key) = t.keys().find(|k| !valid.contains(&k.as_str()))
             {
-                return Err(unknown(format!("[[lidar]] {i}"), key, LIDAR_KEYS));
+                return Err(unknown(format!("[[lidar]] {i}"), key, &valid));
             }
         }
     }
@@ -637,86 +570,27 @@ fn check_keys(table: &toml::Table, path: &Path) -> Result<(), ManifestError> {
 }
 
 impl RawLidar {
+    /// The binding: the preset, then the scan fields given, then the rest; checked.
     fn binding(&self, path: &Path, index: usize) -> Result<LidarBinding, ManifestError> {
-        let lidar_err = |source: LidarError| ManifestError::Lidar { path: path.to_path_buf(), index, error: source };
-        let bad = |key: &'static str, value: &str, valid: &'static str| ManifestError::BadValue {
-            path: path.to_path_buf(),
-            table: format!("[[lidar]] {index}"),
-            key,
-            value: value.into(),
-            valid,
+        let table = format!("[[lidar]] {index}");
+        let lidar_err = |source: LidarError| match source {
+            LidarError::BadValue { key, value, valid, .. } => {
+                ManifestError::BadValue { path: path.to_path_buf(), table: table.clone(), key, value, valid }
+            }
+            error => ManifestError::Lidar { path: path.to_path_buf(), index, error },
         };
         let mut scan = ScanConfig::default();
         if let Some(p) = &self.preset {
             ScanPreset::from_name(p).map_err(lidar_err)?.apply(&mut scan);
         }
-        if let Some(p) = &self.pattern {
-            scan.pattern = match p.as_str() {
-                "spinning" => ScanPattern::Spinning,
-                "livox-mid360" => ScanPattern::NonRepetitive(NonRepetitive::Mid360),
-                "unitree-l1" => ScanPattern::NonRepetitive(NonRepetitive::UnitreeL1),
-                "risley" => ScanPattern::NonRepetitive(NonRepetitive::RISLEY_DEFAULT),
-                _ => return Err(bad("pattern", p, "spinning, livox-mid360, unitree-l1, risley")),
-            };
-        }
-        if self.risley_spin_hz.is_some() || self.risley_prism_hz.is_some() {
-            let ScanPattern::NonRepetitive(NonRepetitive::Risley { spin_hz, prism_hz }) = scan.pattern else {
-                return Err(lidar_err(LidarError::Conflict(
-                    "risley_spin_hz and risley_prism_hz need pattern = \"risley\"".into(),
-                )));
-            };
-            scan.pattern = ScanPattern::NonRepetitive(NonRepetitive::Risley {
-                spin_hz: self.risley_spin_hz.unwrap_or(spin_hz),
-                prism_hz: self.risley_prism_hz.unwrap_or(prism_hz),
-            });
-        }
-        let int = |field: &'static str, v: i64, range: &'static str| {
-            u32::try_from(v).map_err(|_| lidar_err(LidarError::OutOfRange { field, value: v as f64, range }))
+        self.scan.apply(&mut scan).map_err(lidar_err)?;
+        let secondary_capture = match &self.secondary_capture {
+            Some(name) => spelled(path, &table, "secondary_capture", name)?,
+            None => SecondaryCapture::Off,
         };
-        if let Some(v) = self.channels {
-            scan.channels = int("channels", v, "1 to 256")?;
-        }
-        if let Some(v) = self.azimuth_bins {
-            scan.azimuth_bins = int("azimuth_bins", v, "1 to 65535")?;
-        }
-        if let Some(v) = self.points_per_cycle {
-            // As the seed's editor: points per cycle set one channel and go in azimuth_bins.
-            scan.azimuth_bins = int("points_per_cycle", v, "1 to 65535")?;
-            scan.channels = 1;
-        }
-        if let Some(v) = self.geom_group_mask {
-            scan.geom_group_mask = int("geom_group_mask", v, "0 to 255")?;
-        }
-        for (value, slot) in [
-            (self.rotation_hz, &mut scan.rotation_hz),
-            (self.vfov_min_deg, &mut scan.vfov_min_deg),
-            (self.vfov_max_deg, &mut scan.vfov_max_deg),
-            (self.min_range, &mut scan.min_range),
-            (self.max_range, &mut scan.max_range),
-        ] {
-            if let Some(v) = value {
-                *slot = v;
-            }
-        }
-        if let Some(s) = &self.self_ignore {
-            scan.self_ignore = match s.as_str() {
-                "none" => SelfIgnore::None,
-                "mount-body" => SelfIgnore::MountBody,
-                "whole-robot" => SelfIgnore::WholeRobot,
-                _ => return Err(bad("self_ignore", s, "none, mount-body, whole-robot")),
-            };
-        }
-        let secondary_capture = match self.secondary_capture.as_deref() {
-            None | Some("off") => SecondaryCapture::Off,
-            Some("pass-through") => SecondaryCapture::PassThrough,
-            Some("reflected") => SecondaryCapture::Reflected,
-            Some("both") => SecondaryCapture::Both,
-            Some(s) => return Err(bad("secondary_capture", s, "off, pass-through, reflected, both")),
-        };
-        let secondary_scope = match self.secondary_scope.as_deref() {
-            None | Some("flagged-materials") => SecondaryScope::FlaggedMaterials,
-            Some("all-surfaces") => SecondaryScope::AllSurfaces,
-            Some(s) => return Err(bad("secondary_scope", s, "flagged-materials, all-surfaces")),
+        let secondary_scope = match &self.secondary_scope {
+            Some(name) => spelled(path, &table, "secondary_scope", name)?,
+            None => SecondaryScope::FlaggedMaterials,
         };
         scan.validate().map_err(lidar_err)?;
         if self.attach_body.is_none() && self.attach_site.is_none() {

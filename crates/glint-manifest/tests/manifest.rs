@@ -290,7 +290,7 @@ fn controllers_and_recorder_outputs() {
     .unwrap();
     assert_eq!(m.recorder.output_dir, Path::new("/scenes/out"));
     assert!(m.recorder.record_video_proxy);
-    assert_eq!(m.recorder.video_colour_by, "height");
+    assert_eq!(m.recorder.video_colour_by, glint_lidar::ColourBy::Height);
     assert_eq!(m.controller, Controller::Velocity { ctrl: vec![("vx".into(), 0.5), ("wz".into(), -0.2)] });
     let m = parse(
         "scene = \"robot.xml\"\n[controller]\nkind = \"waypoints\"\nbody = \"robot\"\npoints = [[1.0, 0.0], [1.0, 1.0]]\n\

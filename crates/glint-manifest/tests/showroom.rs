@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use glint_core::{RayCaster, Scene};
-use glint_lidar::{Bake, Continuation, Lidars, ReturnPreset, ScanConfig};
+use glint_lidar::{Bake, Continuation, Lidars, ReturnPreset, ScanConfig, Spelled};
 use glint_manifest::Manifest;
 use glint_mujoco::{Model, WorldBatch};
 
@@ -92,7 +92,7 @@ fn hit_rates_per_material_class() {
     assert!((0.55..0.68).contains(&rate(&generic, Continuation::Specular)), "{:?}", generic["specular"]);
     assert!((0.65..0.75).contains(&rate(&ouster, Continuation::Specular)), "{:?}", ouster["specular"]);
     // The Ouster calibration reaches further: never fewer echoes than Generic.
-    for class in Continuation::ALL {
+    for class in Continuation::all() {
         if generic.contains_key(class.name()) {
             assert!(rate(&ouster, class) >= rate(&generic, class) - 0.01, "{}", class.name());
         }

@@ -7,7 +7,7 @@ use glam::DVec3;
 use glint_core::{CoreError, Origins, PreparedRays};
 
 use super::{ExtraScratch, FLAG_PASS, FLAG_REFLECT, GroupContext, NO_MATERIAL, Rays};
-use crate::model::{LegKind, MEDIUM_INDEX, NUDGE, Surface, Tracer, fold, refract, slope};
+use crate::return_model::{LegKind, MEDIUM_INDEX, NUDGE, Surface, Tracer, fold, refract, slope};
 use crate::scan::ScanPart;
 use crate::{Continuation, NirMaterial, ReturnParams, SecondaryScope};
 

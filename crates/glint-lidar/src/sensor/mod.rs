@@ -1,7 +1,7 @@
 //! Bound sensors, their tick timing, and their live scans in every world of a batch. Each
 //! tick's beams go to the ray core in groups; with a material source loaded, a group's
 //! continuations are cast ahead (`continuations`) and the return model runs over the whole
-//! group (`model_pass`).
+//! group (`return_pass`).
 
 use glam::{DMat3, DVec3};
 use glint_core::{CoreError, Poses, PreparedRays, RayCaster, RayFilter, Scene, nearest_name};
@@ -9,32 +9,19 @@ use rayon::prelude::*;
 
 use std::sync::Arc;
 
-use crate::model::{BeamRng, LegKind, MaterialLookup, Optics, ReturnModel, Surface};
-use crate::pattern::{angles, beam_direction};
+use crate::pattern::{PatternClock, angles, beam_direction};
+use crate::return_model::{BeamRng, LegKind, MaterialLookup, Optics, ReturnModel, Surface};
 
 mod continuations;
-mod model_pass;
+mod return_pass;
 
 use crate::scan::{Scan, ScanPart};
 use crate::{
-    Continuation, LidarBinding, LidarError, MaterialTable, NirMaterial, ReturnParams, ReturnPreset, Returns,
-    ScanConfig, ScanPattern, SecondaryCapture, SecondaryScope, SelfIgnore,
+    Continuation, LidarBinding, LidarError, LidarWarning, MaterialTable, NirMaterial, ReturnParams, ReturnPreset,
+    Returns, ScanConfig, ScanPattern, SecondaryCapture, SecondaryScope, SelfIgnore,
 };
 use continuations::{Ahead, LiveTracer, first_leg};
-use model_pass::{Chunk, OneBeam, Plan};
-
-/// Where a sensor is in its pattern in one world.
-#[derive(Clone, Copy, Debug, Default)]
-struct Clock {
-    /// Pattern revolutions since the episode started.
-    revolutions: f64,
-    /// Pattern units (bins, or points) cast since the episode started.
-    emitted: u64,
-    /// Ticks since the episode started (keys the return model's randomness).
-    ticks: u64,
-    /// Units `[from, to)` the last tick cast (since the episode started).
-    last: (u64, u64),
-}
+use return_pass::{Chunk, OneBeam, Plan};
 
 /// One bound sensor.
 #[derive(Clone, Debug)]
@@ -52,7 +39,7 @@ struct Sensor {
     tile_order: Vec<usize>,
     tile_ray_of: Vec<usize>,
     tile_dirs: Vec<DVec3>,
-    clocks: Vec<Clock>,
+    clocks: Vec<PatternClock>,
     scans: Vec<Scan>,
 }
 
@@ -194,7 +181,7 @@ fn resolve(scene: &Scene, b: &LidarBinding) -> Result<(Option<usize>, usize), Li
 }
 
 impl Sensor {
-    fn new(scene: &Scene, mut binding: LidarBinding, nworld: usize) -> Result<(Sensor, Vec<String>), LidarError> {
+    fn new(scene: &Scene, mut binding: LidarBinding, nworld: usize) -> Result<(Sensor, Vec<LidarWarning>), LidarError> {
         let warnings = binding.scan.validate()?;
         if !binding.mount_offset.is_finite() {
             return Err(LidarError::OutOfRange {
@@ -232,7 +219,7 @@ impl Sensor {
             ScanPattern::Spinning => (0..c.beam_count()).map(|k| beam_direction(c, 0, k)).collect(),
             _ => Vec::new(),
         };
-        self.clocks = vec![Clock::default(); nworld];
+        self.clocks = vec![PatternClock::default(); nworld];
         self.scans = vec![Scan::new(c.beam_count(), false, false, false); nworld];
         (self.tile_order, self.tile_ray_of, self.tile_dirs) = (Vec::new(), Vec::new(), Vec::new());
         if matches!(c.pattern, ScanPattern::Spinning) {
@@ -250,8 +237,7 @@ impl Sensor {
     /// Gives every world's scan the parts the return model and the secondary capture need.
     fn set_layout(&mut self, returns: bool) {
         let capture = self.binding.secondary_capture;
-        let pass = matches!(capture, SecondaryCapture::PassThrough | SecondaryCapture::Both);
-        let reflected = matches!(capture, SecondaryCapture::Reflected | SecondaryCapture::Both);
+        let (pass, reflected) = (capture.pass_through(), capture.reflected());
         for scan in &mut self.scans {
             scan.set_layout(returns, pass, reflected);
         }
@@ -300,20 +286,7 @@ impl Sensor {
     /// units since the episode start (at most one revolution).
     fn advance(&mut self, w: usize, dt: f64) -> (u64, u64) {
         let (hz, units) = (self.binding.scan.rotation_hz, self.units());
-        let clock = &mut self.clocks[w];
-        clock.ticks += 1;
-        clock.last = if hz <= 0.0 {
-            // A frozen pattern: the whole of cycle 0, every tick.
-            (0, units)
-        } else {
-            clock.revolutions += (hz * dt).min(1.0);
-            // A whisker of slack absorbs rounding in the sum of revolutions.
-            let target = ((clock.revolutions * units as f64) + 1e-6).floor() as u64;
-            let from = clock.emitted.max(target.saturating_sub(units));
-            clock.emitted = target;
-            (from, target)
-        };
-        clock.last
+        self.clocks[w].advance(hz, units, dt)
     }
 
     /// Splits units `[from, to)` into groups of at most `GROUP_BINS` bins (or `GROUP_POINTS`
@@ -388,8 +361,13 @@ impl Lidars {
     }
 
     /// Binds `bindings` (in order) to `scene` for `nworld` worlds. Returns the sensors and
-    /// any warnings (each sensor's group mask high bits, once).
-    pub fn new(scene: &Scene, bindings: Vec<LidarBinding>, nworld: usize) -> Result<(Lidars, Vec<String>), LidarError> {
+    /// any warnings, each with its sensor's index (a group mask's high bits, once).
+    #[allow(clippy::type_complexity)]
+    pub fn new(
+        scene: &Scene,
+        bindings: Vec<LidarBinding>,
+        nworld: usize,
+    ) -> Result<(Lidars, Vec<(usize, LidarWarning)>), LidarError> {
         let mut lidars = Lidars {
             sensors: Vec::new(),
             nworld: nworld.max(1),
@@ -404,18 +382,19 @@ impl Lidars {
         };
         let mut warnings = Vec::new();
         for b in bindings {
-            warnings.extend(lidars.add(scene, b)?);
+            let index = lidars.len();
+            warnings.extend(lidars.add(scene, b)?.into_iter().map(|w| (index, w)));
         }
         Ok((lidars, warnings))
     }
 
-    /// Adds one sensor; returns its warnings. Nothing changes on an error.
-    pub fn add(&mut self, scene: &Scene, binding: LidarBinding) -> Result<Vec<String>, LidarError> {
-        let index = self.sensors.len();
+    /// Adds one sensor (its index is the number bound before it); returns its warnings.
+    /// Nothing changes on an error.
+    pub fn add(&mut self, scene: &Scene, binding: LidarBinding) -> Result<Vec<LidarWarning>, LidarError> {
         let (mut sensor, warnings) = Sensor::new(scene, binding, self.nworld)?;
         sensor.set_layout(self.materials.is_some());
         self.sensors.push(sensor);
-        Ok(warnings.into_iter().map(|w| format!("lidar sensor {index}: {w}")).collect())
+        Ok(warnings)
     }
 
     /// Number of sensors.
@@ -475,14 +454,14 @@ impl Lidars {
     /// Replaces the scan configuration of sensor `index` in the running simulation: the beam
     /// count follows and every world's scan restarts. Validated first; nothing changes on an
     /// error. Returns the warnings.
-    pub fn set_config(&mut self, index: usize, config: ScanConfig) -> Result<Vec<String>, LidarError> {
+    pub fn set_config(&mut self, index: usize, config: ScanConfig) -> Result<Vec<LidarWarning>, LidarError> {
         let warnings = config.validate()?;
         let (nworld, returns) = (self.nworld, self.materials.is_some());
         let sensor = self.sensor_mut(index)?;
         sensor.binding.scan = config;
         sensor.configure(nworld);
         sensor.set_layout(returns);
-        Ok(warnings.into_iter().map(|w| format!("lidar sensor {index}: {w}")).collect())
+        Ok(warnings)
     }
 
     /// Chooses the secondary geometry the recorder captures for sensor `index`.
@@ -650,7 +629,7 @@ impl Lidars {
     pub fn reset_world(&mut self, world: usize) -> Result<(), LidarError> {
         self.check_world(world)?;
         for s in &mut self.sensors {
-            s.clocks[world] = Clock::default();
+            s.clocks[world] = PatternClock::default();
         }
         Ok(())
     }
@@ -689,7 +668,7 @@ impl Lidars {
             palette.iter().map(|material| Optics::new(&self.params, material)).chain([Optics::NONE]).collect();
         let plans: Vec<Plan> = palette.iter().map(Some).chain([None]).map(Plan::of_first).collect();
         let first_legs: Vec<Option<LegKind>> = palette.iter().map(|m| first_leg(&self.params, m)).collect();
-        let model = self.materials.as_ref().map(|m| Model {
+        let model = self.materials.as_ref().map(|m| ReturnInputs {
             model: ReturnModel::new(self.params),
             seed: self.seed,
             materials: &*m.0,
@@ -716,7 +695,7 @@ impl Lidars {
 /// What a tick needs besides the sensor and the scene.
 struct TickContext<'a> {
     sensor: usize,
-    model: Option<Model<'a>>,
+    model: Option<ReturnInputs<'a>>,
     geom_flags: &'a [u8],
     geom_class: &'a [Option<Continuation>],
     /// Report every beam through [`ReturnModel::beam_return`] (tests).
@@ -725,7 +704,7 @@ struct TickContext<'a> {
 
 /// The return model's inputs, shared by every sensor.
 #[derive(Clone, Copy)]
-struct Model<'a> {
+struct ReturnInputs<'a> {
     model: ReturnModel,
     seed: u64,
     materials: &'a dyn MaterialLookup,

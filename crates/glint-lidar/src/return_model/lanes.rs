@@ -298,7 +298,7 @@ impl ReturnModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{BeamRng, Candidate};
+    use crate::return_model::{BeamRng, Candidate};
     use crate::{ReturnParams, ReturnPreset};
 
     /// A candidate value drawn from ordinary ones and the awkward ones a scan can produce.

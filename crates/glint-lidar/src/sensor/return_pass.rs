@@ -4,8 +4,8 @@
 //! made one beam at a time.
 
 use super::continuations::{LiveTracer, Prefetched};
-use super::{ExtraScratch, GroupContext, Model, Rays};
-use crate::model::{
+use super::{ExtraScratch, GroupContext, Rays, ReturnInputs};
+use crate::return_model::{
     Beam, BeamReturn, BeamRng, Candidate, LANES, LaneReports, Lanes, Path, SurfaceLanes, TickKey, cross,
 };
 use crate::scan::{CleanPart, ReturnsPart};
@@ -97,7 +97,7 @@ impl GroupContext<'_> {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn model_group(
         &self,
-        m: &Model,
+        m: &ReturnInputs,
         (mut clean, returns): (CleanPart, &mut ReturnsPart),
         (order, ray_of): (&[usize], Option<&[usize]>),
         rays: &Rays,
@@ -132,7 +132,7 @@ impl GroupContext<'_> {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn model_one_by_one(
         &self,
-        m: &Model,
+        m: &ReturnInputs,
         returns: &mut ReturnsPart,
         order: &[usize],
         rays: &Rays,
@@ -156,7 +156,7 @@ impl GroupContext<'_> {
     /// `ext.by_one`.
     fn report_chunk(
         &self,
-        m: &Model,
+        m: &ReturnInputs,
         beams: &Beams,
         rays: &Rays,
         ext: &mut ExtraScratch,
@@ -176,7 +176,7 @@ impl GroupContext<'_> {
     /// setting the second candidates of those planned [`Plan::Two`]: whether there are any.
     fn plan_crossings(
         &self,
-        m: &Model,
+        m: &ReturnInputs,
         (rays, ray_of): (&Rays, &[usize]),
         ext: &ExtraScratch,
         chunk: &mut Chunk,
@@ -207,7 +207,7 @@ impl GroupContext<'_> {
     #[allow(clippy::too_many_arguments)]
     fn report_by_one(
         &self,
-        m: &Model,
+        m: &ReturnInputs,
         (window, mut rng): ((f64, f64), BeamRng),
         how: OneBeam,
         r: usize,
@@ -230,7 +230,14 @@ impl GroupContext<'_> {
     /// The plan of ray `r`, whose first surface is a slab, medium or specular `material`,
     /// booking its second candidate as [`crate::ReturnModel::traced_return`] would: through
     /// the same crossing, from the same continuation cast ahead.
-    fn plan_crossing(&self, m: &Model, rays: &Rays, ext: &ExtraScratch, r: usize, material: &NirMaterial) -> Crossed {
+    fn plan_crossing(
+        &self,
+        m: &ReturnInputs,
+        rays: &Rays,
+        ext: &ExtraScratch,
+        r: usize,
+        material: &NirMaterial,
+    ) -> Crossed {
         let params = m.model.params();
         let first = rays.surface(r);
         let mut path = Path::new(rays.origin, rays.dirs[r]);
@@ -264,7 +271,7 @@ impl Chunk {
     /// surface crosses onto another.
     fn gather(
         &mut self,
-        m: &Model,
+        m: &ReturnInputs,
         beams: &Beams,
         rays: &Rays,
         ext: &ExtraScratch,
@@ -302,7 +309,7 @@ impl Chunk {
 
     /// The candidates' strengths and the lanes' reports (`pairs`: some lanes have two
     /// candidates).
-    fn evaluate(&mut self, m: &Model, beams: &Beams, pairs: bool) {
+    fn evaluate(&mut self, m: &ReturnInputs, beams: &Beams, pairs: bool) {
         let (params, lanes) = (m.model.params(), &mut self.lanes);
         self.surfaces[0].strengths(params, lanes.n, &mut lanes.strength[0]);
         if pairs {

@@ -55,21 +55,21 @@ mod lanes;
 pub(crate) use lanes::{LANES, LaneReports, Lanes, SurfaceLanes};
 
 /// Most surfaces a beam interacts with (continuations included).
-pub const MAX_INTERACTIONS: usize = 4;
+pub(crate) const MAX_INTERACTIONS: usize = 4;
 
 /// Most casts per beam (interactions plus far faces of volumes left behind).
 const MAX_CASTS: usize = 8;
 
 /// Index of refraction of a medium (water at 905 nm).
-pub const MEDIUM_INDEX: f64 = 1.33;
+pub(crate) const MEDIUM_INDEX: f64 = 1.33;
 
 /// Distance a continuation starts past the surface it leaves (m), so it does not find that
 /// surface again.
-pub const NUDGE: f64 = 1e-5;
+pub(crate) const NUDGE: f64 = 1e-5;
 
 /// A surface reached by a beam or a continuation.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Surface {
+pub(crate) struct Surface {
     /// Distance along this leg from its start (m).
     pub distance: f64,
     /// The geom.
@@ -81,7 +81,7 @@ pub struct Surface {
 /// What a leg of a beam is, for tracers that replay recorded geometry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum LegKind {
+pub(crate) enum LegKind {
     /// Straight on past a surface (slab, porous gap, far face of a volume).
     Straight,
     /// Bent into or out of a medium.
@@ -91,7 +91,7 @@ pub enum LegKind {
 }
 
 /// Casts the continuations of a beam.
-pub trait Tracer {
+pub(crate) trait Tracer {
     /// The first surface along `dir` (unit) from `origin`, or `None`. `depth` counts the
     /// legs before this one (1 for the first continuation). `through` is a geom the leg may
     /// pass through (`-1`: none): the convex slab or porous volume it has just entered, whose
@@ -170,7 +170,7 @@ impl BeamReturn {
 
 /// The random key of one sensor's tick in one world (from [`BeamRng::tick_key`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TickKey(u64);
+pub(crate) struct TickKey(u64);
 
 impl TickKey {
     /// The stream of beam `beam`.
@@ -184,7 +184,7 @@ impl TickKey {
 /// mixed from (seed, world, sensor, beam, tick). Stateless across beams, so any thread can
 /// draw any beam's numbers and get the same ones.
 #[derive(Clone, Debug)]
-pub struct BeamRng {
+pub(crate) struct BeamRng {
     key: u64,
     counter: u64,
 }
@@ -197,6 +197,7 @@ fn mix(mut z: u64) -> u64 {
 
 impl BeamRng {
     /// The stream of beam `beam` of sensor `sensor` in world `world` at tick `tick`.
+    #[cfg(test)]
     pub fn new(seed: u64, world: u64, sensor: u64, beam: u64, tick: u64) -> BeamRng {
         BeamRng::tick_key(seed, world, sensor, tick).beam(beam)
     }
@@ -245,9 +246,11 @@ impl RngCore for BeamRng {
     }
 }
 
-/// The terms of a surface's strength at incidence cosine `c`.
+/// The terms of a surface's strength at incidence cosine `c`: the formulas term by term, the
+/// reference the batched strengths are tested against.
+#[cfg(test)]
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Strength {
+pub(crate) struct Strength {
     /// Monostatic Beckmann glint.
     pub glint: f64,
     /// Lambertian term.
@@ -258,6 +261,7 @@ pub struct Strength {
     pub blend: f64,
 }
 
+#[cfg(test)]
 impl Strength {
     /// The strength terms of `material` at incidence cosine `c` under `params`.
     pub fn of(params: &ReturnParams, material: &NirMaterial, c: f64) -> Strength {
@@ -410,7 +414,7 @@ const INV_FACTORIALS: [f64; 14] = {
 };
 
 /// RMS slope `m = max(specSlopeFloor, roughness²)` in radians.
-pub fn slope(params: &ReturnParams, material: &NirMaterial) -> f64 {
+pub(crate) fn slope(params: &ReturnParams, material: &NirMaterial) -> f64 {
     params.spec_slope_floor.max(material.slope())
 }
 
@@ -430,16 +434,26 @@ impl Candidate {
 
 /// The probability that a return of strength `s` at range `r` and incidence cosine `c` is
 /// dropped (the sensor's range window aside).
-pub fn drop_probability(params: &ReturnParams, s: f64, r: f64, c: f64) -> f64 {
+pub(crate) fn drop_probability(params: &ReturnParams, s: f64, r: f64, c: f64) -> f64 {
     if s < params.detect_floor || r >= params.max_range(s) {
         return 1.0;
     }
     if c < params.grazing_cos_cutoff { 1.0 - c / params.grazing_cos_cutoff } else { 0.0 }
 }
 
+impl ReturnParams {
+    /// The probability that the model drops a beam whose first surface, of `material`, lies
+    /// at `range` metres under incidence cosine `cos_incidence` (the seed's `dropout-prob`
+    /// colour mode): the detection rule of [`ReturnModel`] on that surface's strength.
+    pub fn dropout_probability(&self, material: &NirMaterial, range: f64, cos_incidence: f64) -> f64 {
+        let strength = Optics::new(self, material).strength(self, cos_incidence);
+        drop_probability(self, strength, range, cos_incidence)
+    }
+}
+
 /// The sensor-side inputs of one beam.
 #[derive(Clone, Copy, Debug)]
-pub struct Beam {
+pub(crate) struct Beam {
     /// Origin (world).
     pub origin: DVec3,
     /// Unit direction (world).
@@ -465,7 +479,7 @@ pub(crate) struct Path {
 
 /// The return model under one calibration, with what it derives from it once.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ReturnModel {
+pub(crate) struct ReturnModel {
     params: ReturnParams,
     /// Below this range every candidate over `detectFloor` is within its `Rmax`, so the
     /// power law need not be evaluated: `Rmax(detectFloor)`.
@@ -668,7 +682,7 @@ fn leave_volume(path: &mut Path, material: &NirMaterial, normal: DVec3) -> Optio
 
 /// Snell refraction of unit `dir` through a surface whose normal `n` faces the incoming
 /// side, with `eta = n_from / n_to`; `None` on total internal reflection.
-pub fn refract(dir: DVec3, n: DVec3, eta: f64) -> Option<DVec3> {
+pub(crate) fn refract(dir: DVec3, n: DVec3, eta: f64) -> Option<DVec3> {
     let cos_i = -dir.dot(n);
     let k = 1.0 - eta * eta * (1.0 - cos_i * cos_i);
     (k >= 0.0).then(|| (eta * dir + (eta * cos_i - k.sqrt()) * n).normalize())
