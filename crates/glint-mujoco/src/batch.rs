@@ -181,6 +181,36 @@ impl WorldBatch {
         });
     }
 
+    /// Resets world `w` alone to the model's initial state; the other worlds are untouched.
+    pub fn reset_world(&mut self, w: usize) -> Result<(), MujocoError> {
+        self.poses.check_world(w)?;
+        let d = &mut self.data[w];
+        d.reset();
+        d.forward();
+        self.refresh_world(w);
+        Ok(())
+    }
+
+    /// Copies world `w`'s frames into its rows of the poses; the others keep theirs (and their
+    /// refitted BVHs).
+    fn refresh_world(&mut self, w: usize) {
+        let nworld = self.data.len();
+        let p = &mut self.poses;
+        let out = WorldPoses {
+            geom_xpos: row_of(&mut p.geom_xpos, w, nworld),
+            geom_xmat: row_of(&mut p.geom_xmat, w, nworld),
+            xpos: row_of(&mut p.xpos, w, nworld),
+            xmat: row_of(&mut p.xmat, w, nworld),
+            cam_xpos: row_of(&mut p.cam_xpos, w, nworld),
+            cam_xmat: row_of(&mut p.cam_xmat, w, nworld),
+            light_xpos: row_of(&mut p.light_xpos, w, nworld),
+            light_xdir: row_of(&mut p.light_xdir, w, nworld),
+            site_xpos: row_of(&mut p.site_xpos, w, nworld),
+            site_xmat: row_of(&mut p.site_xmat, w, nworld),
+        };
+        refresh(&self.data[w], out);
+    }
+
     /// Sets the generalized position of world `w` (length `nq`) and recomputes its poses; the
     /// other worlds are untouched.
     pub fn set_qpos(&mut self, w: usize, qpos: &[f64]) -> Result<(), MujocoError> {
@@ -206,22 +236,7 @@ impl WorldBatch {
         // SAFETY: qpos is an mjData array of nq doubles.
         unsafe { std::slice::from_raw_parts_mut(d.ffi_mut().qpos, nq) }.copy_from_slice(qpos);
         d.forward();
-        // Only this world changed: the others keep their poses (and their refitted BVHs).
-        let nworld = self.data.len();
-        let p = &mut self.poses;
-        let out = WorldPoses {
-            geom_xpos: row_of(&mut p.geom_xpos, w, nworld),
-            geom_xmat: row_of(&mut p.geom_xmat, w, nworld),
-            xpos: row_of(&mut p.xpos, w, nworld),
-            xmat: row_of(&mut p.xmat, w, nworld),
-            cam_xpos: row_of(&mut p.cam_xpos, w, nworld),
-            cam_xmat: row_of(&mut p.cam_xmat, w, nworld),
-            light_xpos: row_of(&mut p.light_xpos, w, nworld),
-            light_xdir: row_of(&mut p.light_xdir, w, nworld),
-            site_xpos: row_of(&mut p.site_xpos, w, nworld),
-            site_xmat: row_of(&mut p.site_xmat, w, nworld),
-        };
-        refresh(&self.data[w], out);
+        self.refresh_world(w);
         Ok(())
     }
 

@@ -31,10 +31,12 @@
 
 mod batch;
 mod error;
+mod malloc;
 mod model;
 mod reference;
 
 pub use batch::WorldBatch;
 pub use error::MujocoError;
+pub use malloc::settle_malloc;
 pub use model::Model;
 pub use reference::MujocoRays;

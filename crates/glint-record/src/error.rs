@@ -9,6 +9,14 @@ use thiserror::Error;
 #[derive(Debug, Error, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum RecordError {
+    /// An image could not be drawn or written.
+    #[error("cannot write the image '{path}': {reason}")]
+    Image {
+        /// The image file.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
     /// A file or folder could not be created, written, read or renamed.
     #[error("cannot {action} '{path}': {reason}")]
     Io {

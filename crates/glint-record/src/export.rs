@@ -2,15 +2,9 @@
 //! export"): every lidar file's clean geometry re-processed through the return model under a
 //! material bake, written beside an `augmentation.json` that traces the variant to its sources.
 //!
-//! Per row with a clean hit (`geom_id >= 0`), the beam is rebuilt in the world: its direction in
-//! the sensor frame from `bin` and `channel` (the pattern's generator), turned with the tick's
-//! pose from the pose table, as are the recorded normals. The first surface is the recorded
-//! hit, with the bake's material at the world point. The return model's continuations are
-//! answered from the recorded secondary columns only ([`Recorded`]): the first straight leg
-//! from `sec_*`, the first folded leg from `refl_*`, a refracted leg (into water) approximated
-//! from the straight `sec_*` hit (the bent beam followed to that hit's plane), and nothing
-//! deeper. Randomness is keyed like the live sensor's:
-//! (seed, world, sensor, tick within the episode from 1, beam).
+//! The rows go through glint-lidar's [`Reprocessor`], tick by tick of the pose table: the live
+//! sensor's pattern clock, beam directions and noise keys, with the model's continuations
+//! answered from the recorded secondary columns. This module reads, checks and writes files.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -18,22 +12,21 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Float32Array, Float64Array, Int32Array, RecordBatch, UInt16Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use glam::{DMat3, DVec3};
+use glam::DMat3;
 use glint_lidar::{
-    BakeStatus, Beam, BeamReturn, BeamRng, LegKind, MaterialLookup, NUDGE, RETURN_PARAM_NAMES, ReturnModel,
-    ReturnParams, ScanConfig, ScanPattern, Surface, TickKey, Tracer, beam_direction,
+    BakeStatus, BeamReturn, MaterialLookup, RECORDED_CONTINUATIONS, RecordedHit, Reprocessor, ReturnParams, Runner,
+    ScanConfig, ScanPattern, Spelled,
 };
 use parquet::arrow::ArrowWriter;
-use serde::ser::SerializeMap;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use crate::RecordError;
+use crate::files::{HashWriter, file_sha256, zstd_properties};
 use crate::poses::{PoseReader, PoseTable, pose_path};
 use crate::reader::{LidarReader, LidarTable, SecondaryColumns};
 use crate::schema::EMISSION_SPLIT;
 use crate::session::write_json;
-use crate::sidecar::{ColumnDescription, read_session_meta, read_sidecar};
-use crate::writer::{HashWriter, file_sha256, zstd_properties};
+use crate::sidecar::{ColumnDescription, SessionMeta, read_session_meta, read_sidecar};
 
 /// The provenance file in a variant folder.
 pub const AUGMENTATION_FILE: &str = "augmentation.json";
@@ -58,46 +51,6 @@ impl std::fmt::Debug for ExportSettings<'_> {
     }
 }
 
-/// A [`BakeStatus`] as `augmentation.json` records it (the fingerprint in hex, as
-/// `glint bake --status` prints it).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BakeStatusRecord {
-    /// Whether a bake was loaded.
-    pub valid: bool,
-    /// Its format version.
-    pub format_version: u32,
-    /// The grid's cell size, metres.
-    pub cell_size: f64,
-    /// Its splat radius, cells.
-    pub splat_radius: i32,
-    /// Grid cells along x, y, z.
-    pub dims: [u32; 3],
-    /// Grid cells holding a material.
-    pub filled_cells: u64,
-    /// Entries of its per-geom table.
-    pub geom_materials: u64,
-    /// The fingerprint of the materials it was baked from, 16 hex digits.
-    pub material_fingerprint: String,
-    /// Whether it was stale against the scene's materials when the variant was made.
-    pub stale: bool,
-}
-
-impl From<BakeStatus> for BakeStatusRecord {
-    fn from(s: BakeStatus) -> BakeStatusRecord {
-        BakeStatusRecord {
-            valid: s.valid,
-            format_version: s.format_version,
-            cell_size: s.cell_size,
-            splat_radius: s.splat_radius,
-            dims: s.dims,
-            filled_cells: s.filled_cells,
-            geom_materials: s.geom_materials,
-            material_fingerprint: format!("{:016x}", s.material_fingerprint),
-            stale: s.stale,
-        }
-    }
-}
-
 /// The bake a variant was made with.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BakeRecord {
@@ -108,7 +61,7 @@ pub struct BakeRecord {
     /// The fingerprint of the materials it was baked from, 16 hex digits.
     pub material_fingerprint: String,
     /// Its full status against the scene's current materials.
-    pub status: BakeStatusRecord,
+    pub status: BakeStatus,
 }
 
 /// What the caller knows of a variant's inputs beyond the session: the manifest, the preset's
@@ -121,38 +74,6 @@ pub struct Provenance {
     pub return_preset: String,
     /// The bake.
     pub bake: BakeRecord,
-}
-
-/// The seventeen return parameters by name (the seed's camelCase, in its order).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ParamsRecord(pub ReturnParams);
-
-impl Serialize for ParamsRecord {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let values = self.0.to_array();
-        let mut map = s.serialize_map(Some(values.len()))?;
-        for (i, (name, v)) in RETURN_PARAM_NAMES.iter().zip(values).enumerate() {
-            if i == RETURN_PARAM_NAMES.len() - 1 {
-                map.serialize_entry(name, &self.0.max_returns)?;
-            } else {
-                map.serialize_entry(name, &v)?;
-            }
-        }
-        map.end()
-    }
-}
-
-impl<'de> Deserialize<'de> for ParamsRecord {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ParamsRecord, D::Error> {
-        let map = std::collections::BTreeMap::<String, f64>::deserialize(d)?;
-        let mut values = [0.0; 17];
-        for (slot, name) in values.iter_mut().zip(RETURN_PARAM_NAMES) {
-            *slot = *map
-                .get(name)
-                .ok_or_else(|| serde::de::Error::custom(format!("return parameter {name} is missing")))?;
-        }
-        ReturnParams::from_array(values).map(ParamsRecord).map_err(serde::de::Error::custom)
-    }
 }
 
 /// One exported file: its source, the source's pose table and the variant, with hashes.
@@ -203,8 +124,8 @@ pub struct Augmentation {
     pub manifest: String,
     /// The return preset's name, or `manifest` for the manifest's `[return_model]`.
     pub return_preset: String,
-    /// All seventeen return parameters by name.
-    pub return_params: ParamsRecord,
+    /// All seventeen return parameters by the seed's names.
+    pub return_params: ReturnParams,
     /// The seed of the model's randomness.
     pub seed: u64,
     /// The bake.
@@ -220,9 +141,6 @@ pub struct Augmentation {
     /// Source files not exported, with why (a killed run's `.partial` files).
     pub skipped: Vec<String>,
 }
-
-/// How continuations are answered, as `augmentation.json` says it.
-const CONTINUATIONS: &str = "from the recorded secondary columns only: the first straight leg (slab, porous gap) from sec_*, the first folded leg (specular) from refl_*, a refracted leg (into water) approximated from the straight sec_* hit (the bent beam followed to the plane of that hit, the straight distance where it never meets it), no deeper legs; where the recording captured no secondary ray, the beam has no continuation";
 
 /// The variant file's columns: (name, type, unit, meaning).
 const VARIANT_COLUMNS: [(&str, DataType, &str, &str); 8] = [
@@ -265,122 +183,39 @@ fn variant_schema() -> SchemaRef {
     ))
 }
 
-/// Answers a beam's continuations from its recorded secondary geometry.
-#[derive(Clone, Copy, Debug, Default)]
-struct Recorded {
-    /// The pass-through hit, its distance measured from just past the first surface, and
-    /// where it is in the world.
-    straight: Option<(Surface, DVec3)>,
-    /// The reflected hit, likewise measured.
-    folded: Option<Surface>,
-}
-
-impl Tracer for Recorded {
-    fn cast(&mut self, origin: DVec3, dir: DVec3, kind: LegKind, depth: usize, _: i32) -> Option<Surface> {
-        if depth != 1 {
-            return None;
-        }
-        match kind {
-            LegKind::Straight => self.straight.map(|(s, _)| s),
-            LegKind::Refracted => self.straight.map(|(s, point)| refracted_leg(s, point, origin, dir)),
-            LegKind::Folded => self.folded,
-            _ => None,
-        }
-    }
-}
-
-/// A refracted leg from `origin` along `dir`, approximated from the straight pass-through hit
-/// `s` at world `point`: the bent beam is followed to that hit's plane (exact for a flat
-/// bottom the bent beam also meets), or, where it runs parallel to or away from the plane, the
-/// straight hit's distance is kept.
-fn refracted_leg(s: Surface, point: DVec3, origin: DVec3, dir: DVec3) -> Surface {
-    let facing = dir.dot(s.normal);
-    let along = (point - origin).dot(s.normal);
-    let t = if facing < -1e-6 { along / facing } else { f64::NAN };
-    Surface { distance: if t.is_finite() && t >= 0.0 { t } else { s.distance }, ..s }
-}
-
-/// The pattern units a non-repetitive sensor has emitted since the episode start by the end of
-/// the tick `tick` (1-based) stamped `t`: `t · rotation_hz · units`, at most one revolution per
-/// tick, rounded to the nearest unit. The live sensor floors the same count accumulated tick by
-/// tick; rounding instead absorbs the difference between that sum and the timestamp's, and
-/// being up to half a unit high never changes which cycle a row of a tick that casts less than a
-/// whole revolution belongs to ([`emission_unit`]).
-pub(crate) fn emitted_units(t: f64, tick: u64, rotation_hz: f64, units: u64) -> u64 {
-    let revolutions = t * rotation_hz;
-    if revolutions >= tick as f64 {
-        // Capped: exactly one revolution per tick.
-        return tick * units;
-    }
-    (revolutions * units as f64 + 0.5).floor().max(0.0) as u64
-}
-
-/// The unit (since the episode start) of a non-repetitive row with emission index `e`, when
-/// `emitted` units had been emitted by the end of its tick: the largest `u < emitted` with
-/// `u % units == e` (`e` itself when there is none).
-pub(crate) fn emission_unit(e: u64, emitted: u64, units: u64) -> u64 {
-    if emitted == 0 || units == 0 {
-        return e;
-    }
-    let last = emitted - 1;
-    let back = (last % units + units - e % units) % units;
-    last.checked_sub(back).unwrap_or(e)
-}
-
-/// Walks a pose table alongside the lidar rows: the pose and 1-based tick of a timestamp.
+/// Walks a pose table alongside the lidar rows, tick by tick.
 struct PoseCursor {
     path: PathBuf,
     reader: PoseReader,
     table: PoseTable,
-    /// Row of `table` at the cursor.
-    i: usize,
-    /// The tick of that row, counted from 1 over the whole file.
-    tick: u64,
-    /// The rotation of that row, as a matrix.
-    rot: DMat3,
+    /// Row of `table` of the current tick (`None` before the first).
+    i: Option<usize>,
 }
 
 impl PoseCursor {
     fn open(path: &Path) -> Result<PoseCursor, RecordError> {
         let reader = PoseReader::open(path)?;
-        Ok(PoseCursor {
-            path: path.to_path_buf(),
-            reader,
-            table: PoseTable::default(),
-            i: 0,
-            tick: 0,
-            rot: DMat3::IDENTITY,
-        })
+        Ok(PoseCursor { path: path.to_path_buf(), reader, table: PoseTable::default(), i: None })
     }
 
-    /// Moves to the tick stamped `t` (never backwards); `(tick, origin, rotation)`.
-    fn at(&mut self, t: f64) -> Result<(u64, DVec3, DMat3), RecordError> {
-        loop {
-            if self.tick > 0 && self.i < self.table.len() && self.table.timestamp[self.i] == t {
-                return Ok((self.tick, self.table.position[self.i], self.rot));
+    /// Moves the reprocessor on, tick by tick of the pose table (empty ticks included), to the
+    /// tick stamped `t` (never backwards).
+    fn seek(&mut self, t: f64, reprocessor: &mut Reprocessor) -> Result<(), RecordError> {
+        while self.i.is_none_or(|i| self.table.timestamp[i] != t) {
+            let mut next = self.i.map_or(0, |i| i + 1);
+            while next >= self.table.len() {
+                self.table = self.reader.next().ok_or_else(|| RecordError::Inconsistent {
+                    path: self.path.clone(),
+                    reason: format!(
+                        "it has no pose for the tick at t = {t} s that the lidar file records (its ticks must follow the lidar file's, in order)"
+                    ),
+                })??;
+                next = 0;
             }
-            if self.tick > 0 {
-                self.i += 1;
-            }
-            while self.i >= self.table.len() {
-                match self.reader.next() {
-                    Some(part) => {
-                        self.table = part?;
-                        self.i = 0;
-                    }
-                    None => {
-                        return Err(RecordError::Inconsistent {
-                            path: self.path.clone(),
-                            reason: format!(
-                                "it has no pose for the tick at t = {t} s that the lidar file records (its ticks must follow the lidar file's, in order)"
-                            ),
-                        });
-                    }
-                }
-            }
-            self.tick += 1;
-            self.rot = DMat3::from_quat(self.table.rotation[self.i]);
+            self.i = Some(next);
+            reprocessor.next_tick(self.table.position[next], DMat3::from_quat(self.table.rotation[next]));
         }
+        Ok(())
     }
 }
 
@@ -456,27 +291,12 @@ impl VariantWriter {
     }
 }
 
-/// A secondary hit as a continuation leg: `offset` metres of the recorded range lie before the
-/// leg's start.
-fn leg(cols: Option<&SecondaryColumns>, r: usize, offset: f64, rot: &DMat3) -> Option<Surface> {
-    let c = cols?;
-    let (range, geom) = (c.range[r], c.geom_id[r]);
-    if geom < 0 || range < 0.0 {
-        return None;
-    }
-    let [x, y, z] = c.normal[r];
-    Some(Surface { distance: (range as f64 - offset).max(0.0), geomid: geom, normal: world_normal(rot, [x, y, z]) })
-}
-
-fn world_normal(rot: &DMat3, n: [f32; 3]) -> DVec3 {
-    let v = *rot * DVec3::new(n[0] as f64, n[1] as f64, n[2] as f64);
-    v.try_normalize().unwrap_or(v)
-}
-
 /// One source file's rows through the model.
 struct FileJob<'a> {
     source: &'a Path,
     config: ScanConfig,
+    /// The lidar ticks the file was recorded on.
+    runner: Runner,
     sensor: u64,
     world: u64,
     settings: &'a ExportSettings<'a>,
@@ -495,78 +315,40 @@ struct Counts {
 impl FileJob<'_> {
     fn run(&self, reader: LidarReader, poses: &mut PoseCursor, out: &mut VariantWriter) -> Result<Counts, RecordError> {
         let c = &self.config;
-        let model = ReturnModel::new(self.settings.params);
-        let materials = self.settings.materials;
-        let window = (c.min_range, c.max_range);
-        let spinning = matches!(c.pattern, ScanPattern::Spinning);
-        let beams = c.beam_count() as u64;
-        let units = c.azimuth_bins as u64;
-        // A spinning pattern's directions are fixed: computed once.
-        let fixed: Vec<DVec3> =
-            if spinning { (0..beams as usize).map(|k| beam_direction(c, 0, k)).collect() } else { Vec::new() };
+        let ids = (self.world, self.sensor);
+        let (params, seed) = (self.settings.params, self.settings.seed);
+        let mut reprocessor = Reprocessor::new((params, seed), self.settings.materials, (*c, self.runner), ids);
+        let split = if matches!(c.pattern, ScanPattern::Spinning) { c.channels as u64 } else { EMISSION_SPLIT as u64 };
         let mut counts = Counts::default();
-        let mut key: Option<(u64, TickKey)> = None;
         for part in reader {
             let table = part?;
-            let n = table.len();
             let mut rows = VariantRows::default();
-            for r in 0..n {
+            for r in 0..table.len() {
                 let t = table.timestamp[r];
-                let (tick, origin, rot) = poses.at(t)?;
+                poses.seek(t, &mut reprocessor)?;
                 let (bin, channel) = (table.bin[r] as u64, table.channel[r] as u64);
-                let split = if spinning { c.channels as u64 } else { EMISSION_SPLIT as u64 };
-                let k = bin * split + channel;
-                if k >= beams || channel >= split {
-                    return Err(RecordError::Inconsistent {
-                        path: self.source.to_path_buf(),
-                        reason: format!(
-                            "row at t = {t} s has bin {bin} and channel {channel}, a beam the sensor does not have ({beams} beams)"
-                        ),
-                    });
-                }
-                let (range, geom) = (table.range[r], table.geom_id[r]);
-                if geom < 0 || range < 0.0 {
-                    rows.push(&BeamReturn::NONE);
-                    continue;
-                }
-                counts.clean_hits += 1;
-                let local = if spinning {
-                    fixed[k as usize]
-                } else {
-                    let emitted = emitted_units(t, tick, c.rotation_hz, units);
-                    let u = if c.rotation_hz > 0.0 { emission_unit(k, emitted, units) } else { k };
-                    beam_direction(c, u / units, k as usize)
+                let inconsistent = |reason: String| RecordError::Inconsistent {
+                    path: self.source.to_path_buf(),
+                    reason: format!("row at t = {t} s has bin {bin} and channel {channel}: {reason}"),
                 };
-                let dir = (rot * local).normalize();
-                let range = range as f64;
-                let first = Surface { distance: range, geomid: geom, normal: world_normal(&rot, table.normal[r]) };
-                let material = materials.material_at(geom as usize, origin + dir * range);
-                if material.is_none() {
-                    counts.holes += 1;
+                if channel >= split {
+                    return Err(inconsistent(format!("channels run below {split}")));
                 }
-                let straight = leg(table.pass_through.as_ref(), r, range + NUDGE, &rot);
-                let mut tracer = Recorded {
-                    // The straight hit's world point: the recorded range runs from the sensor.
-                    straight: straight.map(|s| (s, origin + dir * (s.distance + range + NUDGE))),
-                    folded: leg(table.reflected.as_ref(), r, NUDGE, &rot),
+                let first = RecordedHit { range: table.range[r], geom_id: table.geom_id[r], normal: table.normal[r] };
+                let secondary = |cols: Option<&SecondaryColumns>| {
+                    cols.map(|s| RecordedHit { range: s.range[r], geom_id: s.geom_id[r], normal: s.normal[r] })
                 };
-                // The live sensor's key: (seed, world, sensor, tick), then the beam.
-                let tick_key = match key {
-                    Some((at, cached)) if at == tick => cached,
-                    _ => {
-                        let fresh = BeamRng::tick_key(self.settings.seed, self.world, self.sensor, tick);
-                        key = Some((tick, fresh));
-                        fresh
-                    }
-                };
-                let mut rng = tick_key.beam(k);
-                let beam = Beam { origin, dir, window };
-                let report = model.beam_return(&beam, material.map(|m| (first, m)), &mut tracer, materials, &mut rng);
-                counts.echoes += (report.range >= 0.0) as u64;
-                counts.second_echoes += (report.secondary_range >= 0.0) as u64;
-                rows.push(&report);
+                let (pass, reflected) = (secondary(table.pass_through.as_ref()), secondary(table.reflected.as_ref()));
+                let beam = reprocessor
+                    .beam(bin * split + channel, first, pass, reflected)
+                    .map_err(|e| inconsistent(e.to_string()))?;
+                counts.clean_hits += u64::from(first.geom_id >= 0 && first.range >= 0.0);
+                counts.holes += u64::from(beam.hole);
+                counts.echoes += u64::from(beam.report.range >= 0.0);
+                counts.second_echoes += u64::from(beam.report.secondary_range >= 0.0);
+                rows.push(&beam.report);
             }
-            counts.rows += n as u64;
+            counts.rows += table.len() as u64;
             out.write(table, rows)?;
         }
         Ok(counts)
@@ -643,7 +425,7 @@ pub fn export_variant(
         }
         Err(e) => return Err(RecordError::io("create", out, e)),
     }
-    let result = export_into(session, out, settings, provenance, meta.worlds.max(1) as u64, &files, &partial);
+    let result = export_into(session, out, settings, provenance, &meta, (&files, &partial));
     if result.is_err() {
         let _ = std::fs::remove_dir_all(out);
     }
@@ -655,13 +437,12 @@ fn export_into(
     out: &Path,
     settings: &ExportSettings,
     provenance: Provenance,
-    worlds: u64,
-    files: &[PathBuf],
-    partial: &[PathBuf],
+    meta: &SessionMeta,
+    (files, partial): (&[PathBuf], &[PathBuf]),
 ) -> Result<Augmentation, RecordError> {
     let mut exported = Vec::with_capacity(files.len());
     for source in files {
-        exported.push(export_file(session, source, out, settings, worlds)?);
+        exported.push(export_file(session, source, out, settings, meta)?);
     }
     let stale = provenance.bake.status.stale;
     let absolute = std::fs::canonicalize(session).unwrap_or_else(|_| session.to_path_buf());
@@ -671,11 +452,11 @@ fn export_into(
         source_session: absolute.to_string_lossy().into_owned(),
         manifest: provenance.manifest,
         return_preset: provenance.return_preset,
-        return_params: ParamsRecord(settings.params),
+        return_params: settings.params,
         seed: settings.seed,
         bake: provenance.bake,
         stale,
-        continuations: CONTINUATIONS.into(),
+        continuations: RECORDED_CONTINUATIONS.into(),
         columns: variant_columns(),
         files: exported,
         skipped: partial.iter().map(|p| format!("{}: incomplete (the run was killed)", relative(p, session))).collect(),
@@ -689,14 +470,10 @@ fn export_file(
     source: &Path,
     out: &Path,
     settings: &ExportSettings,
-    worlds: u64,
+    meta: &SessionMeta,
 ) -> Result<VariantFile, RecordError> {
     let sidecar = read_sidecar(&source.with_extension("json"))?;
-    let config = sidecar.scan_config().map_err(|reason| RecordError::Json {
-        path: source.with_extension("json"),
-        what: "sidecar",
-        reason,
-    })?;
+    let config = sidecar.sensor.scan;
     let changed = |reason: String| RecordError::Changed { path: source.to_path_buf(), reason };
     let entry = sidecar.poses.as_ref().ok_or_else(|| RecordError::NoPoses { path: source.to_path_buf() })?;
     let source_sha256 = file_sha256(source)?;
@@ -720,12 +497,11 @@ fn export_file(
         });
     }
     let reader = LidarReader::open(source)?;
-    let capture = sidecar.capture().map_err(&changed)?;
-    if reader.capture() != capture || reader.rows() != sidecar.rows {
+    if reader.capture() != sidecar.sensor.secondary_capture || reader.rows() != sidecar.rows {
         return Err(changed(format!(
             "it has {} rows with {} columns, and the sidecar says {} rows recorded with secondary_capture '{}'",
             reader.rows(),
-            crate::names::capture_name(reader.capture()),
+            reader.capture().name(),
             sidecar.rows,
             sidecar.sensor.secondary_capture
         )));
@@ -737,8 +513,9 @@ fn export_file(
     let job = FileJob {
         source,
         config,
+        runner: Runner::nearest(meta.physics_timestep, meta.lidar_runner_hz),
         sensor: sidecar.sensor.index as u64,
-        world: sidecar.episode as u64 % worlds,
+        world: sidecar.episode as u64 % meta.worlds.max(1) as u64,
         settings,
     };
     let counts = job.run(reader, &mut cursor, &mut writer)?;
@@ -846,89 +623,4 @@ pub fn read_augmentation(variant: &Path) -> Result<Augmentation, RecordError> {
         what: "augmentation file",
         reason: e.to_string(),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The live sensor's clock (`Sensor::advance`): units `[from, to)` cast per tick.
-    fn live_slices(hz: f64, dt: f64, units: u64, ticks: usize) -> Vec<(u64, u64)> {
-        let (mut revolutions, mut emitted) = (0.0f64, 0u64);
-        (0..ticks)
-            .map(|_| {
-                revolutions += (hz * dt).min(1.0);
-                let target = ((revolutions * units as f64) + 1e-6).floor() as u64;
-                let from = emitted.max(target.saturating_sub(units));
-                emitted = target;
-                (from, target)
-            })
-            .collect()
-    }
-
-    #[test]
-    fn non_repetitive_rows_find_the_unit_the_live_sensor_cast() {
-        // (rotation_hz, runner dt, points per cycle): the presets' rates on 50 and 30 Hz
-        // runners, a cycle that does not divide into ticks, and one cast whole every tick.
-        let cases = [
-            (10.0, 0.02, 20_000u64),
-            (10.0, 1.0 / 30.0, 20_000),
-            (10.0, 0.02, 2_160),
-            (7.3, 0.02, 997),
-            (10.0, 0.013, 333),
-            (10.0, 0.1, 500),
-            (25.0, 0.1, 400),
-        ];
-        for (hz, dt, units) in cases {
-            let mut t = 0.0;
-            for (n, (from, to)) in live_slices(hz, dt, units, 400).into_iter().enumerate() {
-                // The timestamp as a simulator sums it: physics steps of 2 ms.
-                for _ in 0..((dt / 0.002).round() as usize).max(1) {
-                    t += dt / ((dt / 0.002).round()).max(1.0);
-                }
-                let tick = n as u64 + 1;
-                let emitted = emitted_units(t, tick, hz, units);
-                for u in from..to {
-                    let e = u % units;
-                    assert_eq!(
-                        emission_unit(e, emitted, units),
-                        u,
-                        "hz {hz}, dt {dt}, units {units}, tick {tick}, e {e}"
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn emission_units_by_hand() {
-        // 4000 units per tick of a 20 000-unit cycle: tick 5 ends the first cycle, tick 6
-        // starts the second.
-        assert_eq!(emitted_units(0.1, 5, 10.0, 20_000), 20_000);
-        assert_eq!(emission_unit(19_999, 20_000, 20_000), 19_999);
-        assert_eq!(emission_unit(16_000, 20_000, 20_000), 16_000);
-        assert_eq!(emission_unit(0, 24_000, 20_000), 20_000);
-        assert_eq!(emission_unit(3_999, 24_000, 20_000), 23_999);
-        // A timestamp a hair short of the tick's end still finds the tick's units.
-        let t = 0.12 - 1e-12;
-        assert_eq!(emitted_units(t, 6, 10.0, 20_000), 24_000);
-        // A tick that wraps: units 19 000..21 000 with 21 000 emitted.
-        assert_eq!(emission_unit(19_500, 21_000, 20_000), 19_500);
-        assert_eq!(emission_unit(500, 21_000, 20_000), 20_500);
-        // More than a revolution per tick casts one whole cycle per tick.
-        assert_eq!(emitted_units(0.2, 2, 25.0, 400), 800);
-        assert_eq!(emission_unit(0, 800, 400), 400);
-        // Nothing emitted: cycle 0.
-        assert_eq!(emission_unit(7, 0, 400), 7);
-    }
-
-    #[test]
-    fn params_round_trip_by_name() {
-        let p = glint_lidar::ReturnPreset::OusterOs1.params();
-        let text = serde_json::to_string(&ParamsRecord(p)).unwrap();
-        assert!(text.starts_with("{\"maxRangeAtRef\":170.0,") && text.ends_with("\"maxReturns\":2}"), "{text}");
-        let back: ParamsRecord = serde_json::from_str(&text).unwrap();
-        assert_eq!(back.0, p);
-        assert!(serde_json::from_str::<ParamsRecord>("{}").is_err());
-    }
 }

@@ -70,17 +70,20 @@
 //! # Ok(()) }
 //! ```
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
-mod check;
-mod encode;
+mod draw;
 mod error;
 mod export;
-mod names;
+mod files;
+mod pages;
 mod poses;
 mod reader;
 mod schema;
 mod session;
 mod sidecar;
+mod verify;
+mod video;
 mod writer;
 
 /// `docs/recording.md`, compiled so its Rust example runs as a doctest.
@@ -88,19 +91,21 @@ mod writer;
 #[doc = include_str!("../../../docs/recording.md")]
 pub struct RecordingGuide;
 
-pub use check::{EpisodeRecord, FileCheck, FileProblem, SessionReport, check_session};
+pub use draw::{MaterialRead, Point, range_image_png, top_down_png};
 pub use error::RecordError;
 pub use export::{
-    AUGMENTATION_FILE, Augmentation, BakeRecord, BakeStatusRecord, ExportSettings, ParamsRecord, Provenance,
-    VARIANT_FORMAT_VERSION, VariantFile, VariantTable, export_variant, read_augmentation, read_variant_file,
-    variant_columns,
+    AUGMENTATION_FILE, Augmentation, BakeRecord, ExportSettings, Provenance, VariantFile, VariantTable, export_variant,
+    read_augmentation, read_variant_file,
 };
-pub use poses::{PoseReader, PoseTable, pose_path, read_pose_file};
+pub use files::file_sha256;
+pub use poses::{PoseTable, read_pose_file};
 pub use reader::{LidarReader, LidarTable, SecondaryColumns, read_lidar_file};
-pub use schema::{EMISSION_SPLIT, ROW_GROUP_ROWS};
-pub use session::{Episode, EpisodeStatus, EpisodeSummary, SensorSummary, Session, SessionInfo, TickData};
+pub use schema::ROW_GROUP_ROWS;
+pub use session::{Episode, EpisodeStatus, EpisodeSummary, SensorSummary, Session, SessionInfo};
 pub use sidecar::{
-    ColumnDescription, FORMAT_VERSION, PatternDescription, PoseFile, ScanDescription, SensorDescription, SessionMeta,
-    Sidecar, read_session_meta, read_sidecar,
+    ColumnDescription, PatternDescription, PoseFile, SensorDescription, SessionMeta, Sidecar, read_session_meta,
+    read_sidecar,
 };
-pub use writer::{MAX_BUFFERED_ROWS, file_sha256};
+pub use verify::{EpisodeRecord, FileCheck, FileProblem, SessionReport, check_session};
+pub use video::{RecordWarning, VideoSettings};
+pub use writer::{MAX_BUFFERED_ROWS, TickData};

@@ -28,7 +28,7 @@ use parquet::schema::types::ColumnDescPtr;
 use rayon::prelude::*;
 use zstd::bulk::Compressor;
 
-use crate::writer::zstd_level;
+use crate::files::zstd_level;
 
 /// The rows one tick adds, copied out of the scan so they can be encoded while the next tick
 /// simulates: beams `beams`, cast at `timestamp` by a sensor whose rotation (sensor to world)

@@ -14,9 +14,9 @@ use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 
 use crate::RecordError;
+use crate::files::{HashWriter, zstd_properties};
 use crate::schema::{READ_BATCH_ROWS, ROW_GROUP_ROWS};
 use crate::sidecar::ColumnDescription;
-use crate::writer::{HashWriter, zstd_properties};
 
 /// The pose table's columns: (name, unit, meaning), every one float64.
 const POSE_COLUMNS: [(&str, &str, &str); 8] = [
@@ -167,16 +167,9 @@ impl PoseTable {
 }
 
 /// Reads a pose table row group by row group.
-pub struct PoseReader {
+pub(crate) struct PoseReader {
     path: PathBuf,
     reader: ParquetRecordBatchReader,
-    rows: u64,
-}
-
-impl std::fmt::Debug for PoseReader {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PoseReader").field("path", &self.path).field("rows", &self.rows).finish_non_exhaustive()
-    }
 }
 
 impl PoseReader {
@@ -189,14 +182,8 @@ impl PoseReader {
         if let Some(why) = pose_mismatch(b.schema()) {
             return Err(RecordError::Schema { path: path.to_path_buf(), reason: format!("not a pose table: {why}") });
         }
-        let rows = b.metadata().file_metadata().num_rows().max(0) as u64;
         let reader = b.build().map_err(|e| RecordError::parquet(path, e))?;
-        Ok(PoseReader { path: path.to_path_buf(), reader, rows })
-    }
-
-    /// Ticks in the file (from its footer).
-    pub fn rows(&self) -> u64 {
-        self.rows
+        Ok(PoseReader { path: path.to_path_buf(), reader })
     }
 
     fn table(&self, batch: &RecordBatch) -> Result<PoseTable, RecordError> {

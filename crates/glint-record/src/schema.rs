@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use glint_lidar::SecondaryCapture;
+use glint_lidar::{SecondaryCapture, Spelled};
 
 /// Rows per Parquet row group. A writer holds at most this many rows per sensor, encoded and
 /// compressed (about 3 bytes a row), before they go into the file, so memory stays flat
@@ -126,7 +126,7 @@ pub(crate) fn type_name(t: &DataType) -> String {
 pub(crate) fn mismatch(schema: &Schema, capture: SecondaryCapture) -> Option<String> {
     let want = columns(capture, false);
     let got = schema.fields();
-    let mode = crate::names::capture_name(capture);
+    let mode = capture.name();
     for (i, c) in want.iter().enumerate() {
         let Some(f) = got.get(i) else {
             return Some(format!(

@@ -7,14 +7,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use glam::{DMat3, DVec3};
-use glint_lidar::{LidarBinding, Scan, ScanConfig};
+use glint_lidar::{LidarBinding, ScanConfig};
 use serde::Serialize;
 
 use crate::RecordError;
 use crate::poses::{PoseWriter, pose_columns};
 use crate::sidecar::{FORMAT_VERSION, PoseFile, SensorDescription, SessionMeta, Sidecar};
-use crate::writer::LidarWriter;
+use crate::video::{RecordWarning, VideoProxy, VideoSettings, find_ffmpeg, frame_rate};
+use crate::writer::{LidarWriter, TickData};
 
 /// What a session records and how the run that fills it is set up (written to
 /// `meta/info.json`).
@@ -67,23 +67,6 @@ impl EpisodeStatus {
     }
 }
 
-/// One sensor's tick, as the recorder takes it.
-#[derive(Clone, Copy, Debug)]
-pub struct TickData<'a> {
-    /// Seconds since the episode started; every row of the tick gets it.
-    pub timestamp: f64,
-    /// The sensor's live scan after the tick.
-    pub scan: &'a Scan,
-    /// The beams the tick cast, in emission order ([`glint_lidar::Lidars::last_tick_beams`]).
-    pub beams: &'a [u32],
-    /// The sensor's world rotation at the tick (columns: the sensor's axes, as
-    /// [`glint_lidar::Lidars::frame`] gives it); normals are written in the sensor frame.
-    pub sensor_rot: DMat3,
-    /// The sensor's origin in the world at the tick ([`glint_lidar::Lidars::frame`]'s first
-    /// part); with `sensor_rot` it goes to the episode's pose table.
-    pub sensor_pos: DVec3,
-}
-
 /// What one sensor's file of a finished episode holds.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SensorSummary {
@@ -114,6 +97,9 @@ pub struct EpisodeSummary {
     pub ticks: u64,
     /// One entry per sensor, in sensor order.
     pub sensors: Vec<SensorSummary>,
+    /// What went wrong beside the recording as it finished (a video proxy ffmpeg could not
+    /// encode).
+    pub warnings: Vec<RecordWarning>,
 }
 
 /// A recording session folder, `<output_dir>/session_<YYYYMMDD>_<HHMMSS>/`.
@@ -124,6 +110,9 @@ pub struct Session {
     configs: Vec<LidarBinding>,
     tick_hz: f64,
     begun: HashSet<u32>,
+    /// The video proxies' settings and the `ffmpeg` that encodes them, once asked for.
+    video: Option<(VideoSettings, PathBuf)>,
+    warnings: Vec<RecordWarning>,
 }
 
 /// An episode being recorded: one open lidar file per sensor.
@@ -135,6 +124,10 @@ pub struct Episode {
     tick_hz: f64,
     writers: Vec<LidarWriter>,
     poses: Vec<PoseWriter>,
+    /// Per sensor, its video proxy if it has one, and what the frames are drawn with.
+    proxies: Vec<Option<VideoProxy>>,
+    video: Option<VideoSettings>,
+    warnings: Vec<RecordWarning>,
     started: Instant,
 }
 
@@ -251,12 +244,33 @@ impl Session {
             configs: info.sensors.clone(),
             tick_hz: info.lidar_runner_hz,
             begun: HashSet::new(),
+            video: None,
+            warnings: Vec::new(),
         })
     }
 
     /// The session folder.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Writes an H.264 video proxy beside each sensor's files (`lidar-<Name>-NNN.mp4`) in the
+    /// episodes begun from now on: for every sensor with `settings.all_sensors`, else for those
+    /// whose binding asks for one. Without `ffmpeg` the session records without them and says
+    /// so once ([`RecordWarning::NoFfmpeg`], from [`Session::take_warnings`]).
+    pub fn record_video(&mut self, settings: VideoSettings) {
+        if !self.configs.iter().any(|b| settings.all_sensors || b.video_proxy) {
+            return;
+        }
+        match find_ffmpeg() {
+            Some(ffmpeg) => self.video = Some((settings, ffmpeg)),
+            None => self.warnings.push(RecordWarning::NoFfmpeg),
+        }
+    }
+
+    /// What went wrong beside the recording since the last call.
+    pub fn take_warnings(&mut self) -> Vec<RecordWarning> {
+        std::mem::take(&mut self.warnings)
     }
 
     /// Opens one file per sensor for episode `index`:
@@ -292,6 +306,17 @@ impl Session {
                 with_suffix(stem, ".poses.parquet"),
             )?);
         }
+        let mut warnings = Vec::new();
+        let (fps, _) = frame_rate(self.tick_hz);
+        let proxies = writers
+            .iter()
+            .zip(&self.configs)
+            .map(|(w, b)| {
+                let (settings, ffmpeg) = self.video.as_ref()?;
+                (settings.all_sensors || b.video_proxy).then_some(())?;
+                VideoProxy::start(ffmpeg, &w.path.with_extension("mp4"), fps).map_err(|e| warnings.push(e)).ok()
+            })
+            .collect();
         Ok(Episode {
             dir: self.dir.clone(),
             index,
@@ -300,6 +325,9 @@ impl Session {
             tick_hz: self.tick_hz,
             writers,
             poses,
+            proxies,
+            video: self.video.as_ref().map(|(settings, _)| *settings),
+            warnings,
             started: Instant::now(),
         })
     }
@@ -333,7 +361,31 @@ impl Episode {
             return Err(RecordError::Tick { sensor, reason: "the sensor position is not finite".into() });
         }
         w.write_tick(sensor, tick)?;
-        self.poses[sensor].push(tick.timestamp, tick.sensor_pos, tick.sensor_rot)
+        let ticks = w.ticks;
+        self.poses[sensor].push(tick.timestamp, tick.sensor_pos, tick.sensor_rot)?;
+        self.draw_frame(sensor, ticks, tick);
+        Ok(())
+    }
+
+    /// Appends a frame to sensor `sensor`'s video proxy when one is due after its `ticks`-th
+    /// tick; a proxy that fails is dropped with a warning.
+    fn draw_frame(&mut self, sensor: usize, ticks: u64, tick: &TickData) {
+        let (Some(settings), Some(slot)) = (self.video, self.proxies.get_mut(sensor)) else { return };
+        let Some(proxy) = slot else { return };
+        if !ticks.is_multiple_of(frame_rate(self.tick_hz).1) {
+            return;
+        }
+        let c = &self.configs[sensor].scan;
+        let side = (2.0 * c.max_range as f32).min(30.0);
+        if let Err(w) = proxy.frame(tick.scan, tick.sensor_pos, c.channels, settings.colour_by, side) {
+            self.warnings.push(w);
+            *slot = None;
+        }
+    }
+
+    /// What went wrong beside the recording (video proxies) since the last call.
+    pub fn take_warnings(&mut self) -> Vec<RecordWarning> {
+        std::mem::take(&mut self.warnings)
     }
 
     /// Where sensor `sensor`'s Parquet file will be once the episode finishes (files beside
@@ -356,7 +408,9 @@ impl Episode {
     /// `duration_s` (wall clock), `ticks`, `status`, `files`: the lidar files). `length_s` is
     /// the simulated time recorded.
     pub fn finish(self, status: EpisodeStatus, length_s: f64) -> Result<EpisodeSummary, RecordError> {
-        let Episode { dir, index, sensors, configs, tick_hz, writers, poses, started } = self;
+        let Episode { dir, index, sensors, configs, tick_hz, writers, poses, proxies, mut warnings, started, .. } =
+            self;
+        warnings.extend(proxies.into_iter().flatten().filter_map(|proxy| proxy.finish().err()));
         let mut summaries = Vec::with_capacity(writers.len());
         let mut ticks = 0;
         for (i, (w, p)) in writers.into_iter().zip(poses).enumerate() {
@@ -421,7 +475,7 @@ impl Episode {
         text.push('\n');
         let mut file = OpenOptions::new().append(true).open(&log).map_err(|e| RecordError::io("open", &log, e))?;
         file.write_all(text.as_bytes()).map_err(|e| RecordError::io("append to", &log, e))?;
-        Ok(EpisodeSummary { index, status, ticks, sensors: summaries })
+        Ok(EpisodeSummary { index, status, ticks, sensors: summaries, warnings })
     }
 }
 

@@ -1,16 +1,14 @@
 //! What a session writes beside its data: the JSON sidecar of each lidar file, and the
-//! session's `meta/info.json`. Both are plain serde structures; enum values use the
-//! manifest's names, so a sidecar's `sensor` reads like the `[[lidar]]` table behind it.
+//! session's `meta/info.json`. Both are plain serde structures; the scan configuration and
+//! enum values are written as glint-lidar spells them (the manifest's keys and names), so a
+//! sidecar's `sensor` reads like the `[[lidar]]` table behind it.
 
 use std::path::Path;
 
-use glint_lidar::{LidarBinding, ScanConfig, ScanPattern, SecondaryCapture};
+use glint_lidar::{LidarBinding, ScanConfig, ScanPattern, SecondaryCapture, SecondaryScope};
 use serde::{Deserialize, Serialize};
 
 use crate::RecordError;
-use crate::names::{
-    capture_from, capture_name, pattern_from, pattern_name, scope_name, self_ignore_from, self_ignore_name,
-};
 use crate::schema::{EMISSION_SPLIT, ROW_GROUP_ROWS, columns, type_name};
 
 /// Version of the session layout, the lidar schema and the sidecar. Readers refuse newer
@@ -81,45 +79,14 @@ pub struct SensorDescription {
     pub attach_body: Option<String>,
     /// Offset from the attach point, metres, attach frame.
     pub mount_offset: [f64; 3],
-    /// Every field of the scan configuration.
-    pub scan: ScanDescription,
+    /// Every field of the scan configuration, by the manifest's keys; validated on reading.
+    pub scan: ScanConfig,
     /// Secondary geometry recorded: `off`, `pass-through`, `reflected` or `both`.
-    pub secondary_capture: String,
+    pub secondary_capture: SecondaryCapture,
     /// Where secondary rays are cast: `flagged-materials` or `all-surfaces`.
-    pub secondary_scope: String,
+    pub secondary_scope: SecondaryScope,
     /// Whether a video proxy was asked for.
     pub video_proxy: bool,
-}
-
-/// A [`ScanConfig`], field by field, with the manifest's keys and names.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ScanDescription {
-    /// `spinning`, `livox-mid360`, `unitree-l1` or `risley`.
-    pub pattern: String,
-    /// Risley head rate (Hz), for the `risley` pattern.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub risley_spin_hz: Option<f64>,
-    /// Risley prism rates (Hz), for the `risley` pattern.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub risley_prism_hz: Option<[f64; 2]>,
-    /// Vertical beams (1 for non-repetitive patterns).
-    pub channels: u32,
-    /// Azimuth bins per revolution, or points per cycle.
-    pub azimuth_bins: u32,
-    /// Revolutions (or cycles) per second.
-    pub rotation_hz: f64,
-    /// Lowest beam elevation, degrees.
-    pub vfov_min_deg: f64,
-    /// Highest beam elevation, degrees.
-    pub vfov_max_deg: f64,
-    /// Near cutoff, metres.
-    pub min_range: f64,
-    /// Far cutoff, metres.
-    pub max_range: f64,
-    /// MuJoCo geom groups the beams hit.
-    pub geom_group_mask: u32,
-    /// What the sensor's own beams pass through: `none`, `mount-body` or `whole-robot`.
-    pub self_ignore: String,
 }
 
 /// How to read `bin` and `channel`.
@@ -200,13 +167,6 @@ pub(crate) fn file_name(name: &str, index: usize) -> String {
 impl SensorDescription {
     /// Describes binding `index`.
     pub(crate) fn of(index: usize, b: &LidarBinding) -> SensorDescription {
-        let c = &b.scan;
-        let (risley_spin_hz, risley_prism_hz) = match c.pattern {
-            ScanPattern::NonRepetitive(glint_lidar::NonRepetitive::Risley { spin_hz, prism_hz }) => {
-                (Some(spin_hz), Some(prism_hz))
-            }
-            _ => (None, None),
-        };
         SensorDescription {
             index,
             name: b.name.clone(),
@@ -214,54 +174,11 @@ impl SensorDescription {
             attach_site: b.attach_site.clone(),
             attach_body: b.attach_body.clone(),
             mount_offset: b.mount_offset.to_array(),
-            scan: ScanDescription {
-                pattern: pattern_name(c.pattern),
-                risley_spin_hz,
-                risley_prism_hz,
-                channels: c.channels,
-                azimuth_bins: c.azimuth_bins,
-                rotation_hz: c.rotation_hz,
-                vfov_min_deg: c.vfov_min_deg,
-                vfov_max_deg: c.vfov_max_deg,
-                min_range: c.min_range,
-                max_range: c.max_range,
-                geom_group_mask: c.geom_group_mask,
-                self_ignore: self_ignore_name(c.self_ignore).into(),
-            },
-            secondary_capture: capture_name(b.secondary_capture).into(),
-            secondary_scope: scope_name(b.secondary_scope).into(),
+            scan: b.scan,
+            secondary_capture: b.secondary_capture,
+            secondary_scope: b.secondary_scope,
             video_proxy: b.video_proxy,
         }
-    }
-
-    /// The scan configuration back, or what is wrong with the names.
-    pub fn scan_config(&self) -> Result<ScanConfig, String> {
-        let s = &self.scan;
-        let risley = s.risley_spin_hz.zip(s.risley_prism_hz);
-        let pattern =
-            pattern_from(&s.pattern, risley).ok_or_else(|| format!("unknown scan pattern '{}'", s.pattern))?;
-        let self_ignore =
-            self_ignore_from(&s.self_ignore).ok_or_else(|| format!("unknown self_ignore '{}'", s.self_ignore))?;
-        let config = ScanConfig {
-            pattern,
-            channels: s.channels,
-            azimuth_bins: s.azimuth_bins,
-            rotation_hz: s.rotation_hz,
-            vfov_min_deg: s.vfov_min_deg,
-            vfov_max_deg: s.vfov_max_deg,
-            min_range: s.min_range,
-            max_range: s.max_range,
-            geom_group_mask: s.geom_group_mask,
-            self_ignore,
-        };
-        config.validate().map_err(|e| e.to_string())?;
-        Ok(config)
-    }
-
-    /// The secondary capture mode, or what is wrong with its name.
-    pub fn capture(&self) -> Result<SecondaryCapture, String> {
-        capture_from(&self.secondary_capture)
-            .ok_or_else(|| format!("unknown secondary_capture '{}'", self.secondary_capture))
     }
 }
 
@@ -327,16 +244,6 @@ impl Sidecar {
             poses: None,
         }
     }
-
-    /// The sensor's scan configuration (as recorded).
-    pub fn scan_config(&self) -> Result<ScanConfig, String> {
-        self.sensor.scan_config()
-    }
-
-    /// The secondary capture mode the file was recorded with.
-    pub fn capture(&self) -> Result<SecondaryCapture, String> {
-        self.sensor.capture()
-    }
 }
 
 /// Reads a session's `meta/info.json` (`dir` is the session folder); an error naming the file
@@ -363,7 +270,7 @@ pub fn read_session_meta(dir: &Path) -> Result<SessionMeta, RecordError> {
 }
 
 /// Reads and checks the sidecar at `path`: JSON of the right shape, a format this glint
-/// reads, and names it knows.
+/// reads, names it knows and a valid scan configuration.
 pub fn read_sidecar(path: &Path) -> Result<Sidecar, RecordError> {
     let bad = |reason: String| RecordError::Json { path: path.to_path_buf(), what: "sidecar", reason };
     let text = std::fs::read_to_string(path).map_err(|e| RecordError::io("read", path, e))?;
@@ -374,7 +281,5 @@ pub fn read_sidecar(path: &Path) -> Result<Sidecar, RecordError> {
             sidecar.format_version
         )));
     }
-    sidecar.scan_config().map_err(&bad)?;
-    sidecar.capture().map_err(&bad)?;
     Ok(sidecar)
 }

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::RecordError;
+use crate::files::file_sha256;
 use crate::poses::{pose_mismatch, pose_path};
 use crate::reader::footer;
 use crate::schema::mismatch;
 use crate::sidecar::{PoseFile, SessionMeta, Sidecar, read_sidecar};
-use crate::writer::file_sha256;
 
 /// One line of `meta/episodes.jsonl`.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -156,13 +156,8 @@ fn check_file(dir: &Path, rel: &Path) -> FileCheck {
             problems.push(FileProblem::Sidecar(format!("it describes '{}', not '{name}'", s.file)));
         }
         if let Some((schema, rows)) = &footer {
-            match s.capture() {
-                Ok(capture) => {
-                    if let Some(why) = mismatch(schema, capture) {
-                        problems.push(FileProblem::Schema(why));
-                    }
-                }
-                Err(why) => problems.push(FileProblem::Sidecar(why)),
+            if let Some(why) = mismatch(schema, s.sensor.secondary_capture) {
+                problems.push(FileProblem::Schema(why));
             }
             if *rows != s.rows {
                 problems.push(FileProblem::RowCount { sidecar: s.rows, file: *rows });

@@ -1,94 +1,40 @@
 //! One sensor's lidar file during an episode: each tick's rows encoded into the open row
-//! group (see [`crate::encode`]), row groups hashed as they reach the disk, then the file
+//! group (see [`crate::pages`]), row groups hashed as they reach the disk, then the file
 //! renamed and described by a sidecar.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, sync_channel};
 
 use arrow_schema::Schema;
-use glint_lidar::{ScanConfig, ScanPattern, SecondaryCapture};
+use glam::{DMat3, DVec3};
+use glint_lidar::{Scan, ScanConfig, ScanPattern, SecondaryCapture};
 use parquet::arrow::{ArrowSchemaConverter, add_encoded_arrow_schema_to_metadata};
-use parquet::basic::{Compression, ZstdLevel};
 use parquet::errors::ParquetError;
-use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesBuilder};
+use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
-use sha2::{Digest, Sha256};
 
-use crate::encode::{OpenGroup, TickSnapshot};
+use crate::RecordError;
+use crate::files::{HashWriter, zstd_properties};
+use crate::pages::{OpenGroup, TickSnapshot};
 use crate::schema::{EMISSION_SPLIT, ROW_GROUP_ROWS, arrow_schema, captures};
-use crate::{RecordError, TickData};
 
-/// A file writer that hashes every byte it passes on, so the file's SHA-256 is known when it
-/// closes without reading it back.
-pub(crate) struct HashWriter {
-    inner: BufWriter<File>,
-    hasher: Sha256,
-    bytes: u64,
-}
-
-impl HashWriter {
-    /// Hashes what goes to `file`, through a 1 MiB buffer.
-    pub(crate) fn new(file: File) -> HashWriter {
-        HashWriter { inner: BufWriter::with_capacity(1 << 20, file), hasher: Sha256::new(), bytes: 0 }
-    }
-
-    /// Flushes and syncs the file, and returns the SHA-256 (hex) of everything written.
-    pub(crate) fn finish(&mut self, path: &Path) -> Result<String, RecordError> {
-        self.inner.flush().map_err(|e| RecordError::io("write", path, e))?;
-        self.inner.get_ref().sync_all().map_err(|e| RecordError::io("sync", path, e))?;
-        Ok(hex(&std::mem::take(&mut self.hasher).finalize()))
-    }
-}
-
-impl Write for HashWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.hasher.update(&buf[..n]);
-        self.bytes += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-/// zstd's level for every file glint writes, the pose tables through Arrow and the lidar
-/// files' pages through [`crate::encode`]: its fastest regular level, Parquet's default.
-pub(crate) fn zstd_level() -> ZstdLevel {
-    ZstdLevel::default()
-}
-
-/// The properties every Parquet file of a session shares: zstd, chunk statistics, bounded row
-/// groups. Nothing in them depends on when or where a file is written.
-pub(crate) fn zstd_properties() -> WriterPropertiesBuilder {
-    WriterProperties::builder()
-        .set_compression(Compression::ZSTD(zstd_level()))
-        .set_statistics_enabled(EnabledStatistics::Chunk)
-        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-}
-
-/// Lower-case hex of `bytes`.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// SHA-256 (lower-case hex) of the file at `path`, read in blocks.
-pub fn file_sha256(path: &Path) -> Result<String, RecordError> {
-    let mut file = File::open(path).map_err(|e| RecordError::io("open", path, e))?;
-    let mut hasher = Sha256::new();
-    let mut block = vec![0u8; 1 << 16];
-    loop {
-        let n = std::io::Read::read(&mut file, &mut block).map_err(|e| RecordError::io("read", path, e))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&block[..n]);
-    }
-    Ok(hex(&hasher.finalize()))
+/// One sensor's tick, as the recorder takes it.
+#[derive(Clone, Copy, Debug)]
+pub struct TickData<'a> {
+    /// Seconds since the episode started; every row of the tick gets it.
+    pub timestamp: f64,
+    /// The sensor's live scan after the tick.
+    pub scan: &'a Scan,
+    /// The beams the tick cast, in emission order ([`glint_lidar::Lidars::last_tick_beams`]).
+    pub beams: &'a [u32],
+    /// The sensor's world rotation at the tick (columns: the sensor's axes, as
+    /// [`glint_lidar::Lidars::frame`] gives it); normals are written in the sensor frame.
+    pub sensor_rot: DMat3,
+    /// The sensor's origin in the world at the tick ([`glint_lidar::Lidars::frame`]'s first
+    /// part); with `sensor_rot` it goes to the episode's pose table.
+    pub sensor_pos: DVec3,
 }
 
 /// The most rows a writer holds in memory: those of the row group being filled, already
@@ -151,7 +97,7 @@ pub(crate) struct Finished {
 }
 
 /// The writer properties of a lidar file with `schema`. They fix its footer; its pages are
-/// laid out by [`crate::encode`].
+/// laid out by [`crate::pages`].
 fn lidar_properties(schema: &Schema) -> WriterProperties {
     let mut props = zstd_properties().build();
     // The Arrow schema travels in the footer, as Arrow's own writer puts it, so Arrow readers

@@ -193,7 +193,7 @@ fn provenance(bake: &Bake, model: &Model, table: &MaterialTable) -> Provenance {
             name: "room".into(),
             path: "MaterialBakes/room.lvxb".into(),
             material_fingerprint: format!("{:016x}", status.material_fingerprint),
-            status: status.into(),
+            status,
         },
     }
 }
