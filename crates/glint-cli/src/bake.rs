@@ -8,9 +8,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use glint_lidar::{Bake, BakeStatus, bake_path};
-use glint_manifest::Manifest;
-use glint_mujoco::{Model, WorldBatch};
+use glint_lidar::BakeStatus;
+use glint_sim::{SimOptions, Simulation};
 
 /// Arguments of `glint bake`.
 #[derive(Args)]
@@ -42,15 +41,12 @@ pub struct BakeArgs {
 }
 
 pub fn run(args: BakeArgs) -> Result<()> {
-    let manifest = Manifest::load(&args.manifest)?;
-    let model = Model::from_xml_file(&manifest.scene)?;
-    let scene = model.scene().clone();
-    let table = manifest.material_table(&scene)?;
-    let dir = manifest.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let path = bake_path(dir, args.name.as_deref().unwrap_or(&manifest.bake.name))?;
+    let mut sim = Simulation::from_manifest(&args.manifest, SimOptions::default())?;
+    let name = args.name.as_deref();
+    let path = sim.bake_file(name)?;
 
     if args.status {
-        let status = if path.exists() { Bake::load(&path)?.status(&scene, &table) } else { BakeStatus::none() };
+        let status = if path.exists() { sim.open_bake(name)?.status } else { BakeStatus::none() };
         print_status(&path, &status);
         if !status.valid {
             eprintln!("no bake at '{}': run `glint bake {}`", path.display(), args.manifest.display());
@@ -63,7 +59,7 @@ pub fn run(args: BakeArgs) -> Result<()> {
         return Ok(());
     }
 
-    let mut settings = manifest.bake.settings;
+    let mut settings = sim.bake_settings();
     if let Some(v) = args.cell_size {
         settings.cell_size = v;
     }
@@ -81,14 +77,13 @@ pub fn run(args: BakeArgs) -> Result<()> {
     }
     settings.validate().context("bake settings (the manifest's [bake] with the flags given)")?;
     // World 0 at the model's initial state, kinematics computed (mj_forward).
-    let batch = WorldBatch::new(&model, 1)?;
     let start = Instant::now();
-    let bake = Bake::build(&scene, batch.poses(), &table, settings).context("cannot bake the scene")?;
+    let status = sim.bake(settings).context("cannot bake the scene")?;
     let took = start.elapsed().as_secs_f64();
-    bake.save(&path)?;
+    sim.save_bake(name)?;
     let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-    eprintln!("baked {} geoms in {took:.2} s; wrote {bytes} bytes", scene.ngeom());
-    print_status(&path, &bake.status(&scene, &table));
+    eprintln!("baked {} geoms in {took:.2} s; wrote {bytes} bytes", sim.scene().ngeom());
+    print_status(&path, &status);
     Ok(())
 }
 

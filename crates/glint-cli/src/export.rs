@@ -7,10 +7,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use glint_lidar::{BAKE_DIR, Bake, ReturnPreset, bake_path};
-use glint_manifest::Manifest;
-use glint_mujoco::Model;
+use glint_lidar::{ReturnPreset, Spelled};
 use glint_record::{BakeRecord, ExportSettings, Provenance, export_variant, read_session_meta};
+use glint_sim::{SimOptions, Simulation};
 
 /// Arguments of `glint export`.
 #[derive(Args)]
@@ -23,7 +22,7 @@ pub struct ExportArgs {
     bake: String,
     /// Return model preset: generic, unitree-l1, livox-mid360 or ouster-os1 (default: the
     /// manifest's `[return_model]`).
-    #[arg(long, value_name = "P", value_parser = parse_preset)]
+    #[arg(long, value_name = "P")]
     return_preset: Option<ReturnPreset>,
     /// Seed of the model's randomness (default: the manifest's `[return_model] seed`).
     #[arg(long, value_name = "N")]
@@ -41,26 +40,9 @@ pub struct ExportArgs {
     manifest: Option<PathBuf>,
 }
 
-fn parse_preset(s: &str) -> Result<ReturnPreset, String> {
-    ReturnPreset::from_name(s).map_err(|e| e.to_string())
-}
-
 /// `path` made absolute where it exists, as text.
 fn absolute(path: &Path) -> String {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string()
-}
-
-/// The names of the bakes in a project folder's `MaterialBakes/`.
-fn bakes_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir.join(BAKE_DIR))
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .filter_map(|e| e.file_name().to_str()?.strip_suffix(".lvxb").map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
 }
 
 pub fn run(args: ExportArgs) -> Result<()> {
@@ -80,38 +62,19 @@ pub fn run(args: ExportArgs) -> Result<()> {
             args.session.join("meta").join("info.json").display()
         );
     }
-    let manifest = Manifest::load(&manifest_path)?;
-    let model = Model::from_xml_file(&manifest.scene)?;
-    let scene = model.scene();
-    let table = manifest.material_table(scene)?;
+    let sim = Simulation::from_manifest(&manifest_path, SimOptions::default())?;
     let recorded_scene = std::fs::canonicalize(&meta.scene).ok();
-    if recorded_scene.is_some() && recorded_scene != std::fs::canonicalize(&manifest.scene).ok() {
+    let scene = sim.scene_path().unwrap_or(Path::new(""));
+    if recorded_scene.is_some() && recorded_scene != std::fs::canonicalize(scene).ok() {
         eprintln!(
             "warning: the session was recorded in '{}', and the manifest now names '{}': geom ids must match",
             meta.scene,
-            manifest.scene.display()
+            scene.display()
         );
     }
 
-    let dir = manifest.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let path = bake_path(dir, &args.bake)?;
-    if !path.exists() {
-        let known = bakes_in(dir);
-        bail!(
-            "no bake named '{}' at '{}' ({}): run `glint bake {} --name {}` to make it",
-            args.bake,
-            path.display(),
-            if known.is_empty() {
-                "there are none beside the manifest".into()
-            } else {
-                format!("bakes there: {}", known.join(", "))
-            },
-            manifest_path.display(),
-            args.bake
-        );
-    }
-    let bake = Bake::load(&path)?;
-    let status = bake.status(scene, &table);
+    let saved = sim.open_bake(Some(&args.bake))?;
+    let (status, path) = (saved.status, &saved.path);
     if status.stale {
         if !args.allow_stale {
             bail!(
@@ -121,7 +84,7 @@ pub fn run(args: ExportArgs) -> Result<()> {
                 args.bake,
                 path.display(),
                 manifest_path.display(),
-                if args.bake == manifest.bake.name { String::new() } else { format!(" --name {}", args.bake) }
+                if args.bake == sim.bake_name() { String::new() } else { format!(" --name {}", args.bake) }
             );
         }
         eprintln!("warning: the bake '{}' is stale; exporting anyway (--allow-stale)", args.bake);
@@ -131,11 +94,12 @@ pub fn run(args: ExportArgs) -> Result<()> {
     let (params, preset) = match args.return_preset {
         Some(p) => (p.params(), p.name().to_string()),
         None => {
-            let named = ReturnPreset::ALL.into_iter().find(|p| p.params() == manifest.return_params);
-            (manifest.return_params, named.map_or_else(|| "manifest".to_string(), |p| p.name().to_string()))
+            let manifest = sim.return_params();
+            let named = ReturnPreset::all().find(|p| p.params() == manifest);
+            (manifest, named.map_or_else(|| "manifest".to_string(), |p| p.name().to_string()))
         }
     };
-    let seed = args.seed.unwrap_or(manifest.seed);
+    let seed = args.seed.unwrap_or(sim.seed());
     let out = args
         .out
         .clone()
@@ -150,16 +114,11 @@ pub fn run(args: ExportArgs) -> Result<()> {
 
     let fingerprint = format!("{:016x}", status.material_fingerprint);
     let provenance = Provenance {
-        manifest: absolute(&manifest.path),
+        manifest: absolute(&manifest_path),
         return_preset: preset,
-        bake: BakeRecord {
-            name: args.bake.clone(),
-            path: absolute(&path),
-            material_fingerprint: fingerprint,
-            status: status.into(),
-        },
+        bake: BakeRecord { name: args.bake.clone(), path: absolute(path), material_fingerprint: fingerprint, status },
     };
-    let settings = ExportSettings { params, seed, materials: &bake };
+    let settings = ExportSettings { params, seed, materials: &*saved.bake };
     let aug = export_variant(&args.session, &out, &settings, provenance)
         .with_context(|| format!("cannot export '{}'", args.session.display()))?;
     for f in &aug.files {

@@ -1,15 +1,13 @@
-//! The `glint` command-line tool.
+//! The `glint` command-line tool: each command parses its arguments, drives a
+//! `glint_sim::Simulation` (or reads a recording through `glint_record`) and prints.
+#![forbid(unsafe_code)]
 
 mod bake;
 mod bench;
-mod controller;
-mod draw;
 mod export;
-mod patterns;
 mod replay;
 mod run;
 mod scan;
-mod video;
 
 use clap::{Parser, Subcommand};
 
@@ -46,7 +44,7 @@ enum Command {
 }
 
 fn main() {
-    settle_malloc();
+    glint_sim::settle_malloc();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bake(args) => bake::run(args),
@@ -62,22 +60,18 @@ fn main() {
     }
 }
 
-/// The recorder allocates and frees many blocks of a few hundred KiB (column pages, compressor
-/// contexts) on every worker thread. glibc raises its mmap threshold to the size of each large
-/// block freed, after which such blocks come from per-thread arenas and fragment them, and the
-/// arena a block lands in depends on which worker ran: a long recording's resident memory
-/// crept up, and varied by a tenth from run to run. A fixed threshold (which turns the raising
-/// off) and one arena keep it flat; blocks over 4 MiB are still mapped on their own. Neither
-/// costs measurable time here.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn settle_malloc() {
-    // SAFETY: mallopt only sets malloc tuning parameters, and main calls this first, before
-    // any other thread exists.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 4 << 20);
-        libc::mallopt(libc::M_ARENA_MAX, 1);
+/// Prints what the simulation had to warn about since the last call, one line each.
+fn print_warnings(sim: &mut glint_sim::Simulation) {
+    for w in sim.take_warnings() {
+        eprintln!("warning: {w}");
     }
 }
 
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn settle_malloc() {}
+/// The manifest at `path`, which must bind a lidar.
+fn manifest_with_lidars(path: &std::path::Path) -> anyhow::Result<glint_sim::Manifest> {
+    let manifest = glint_sim::Manifest::load(path)?;
+    if manifest.lidar.is_empty() {
+        anyhow::bail!("manifest '{}' binds no lidar: add a [[lidar]] table (see docs/manifest.md)", path.display());
+    }
+    Ok(manifest)
+}

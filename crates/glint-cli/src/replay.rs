@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use glint_lidar::{ScanConfig, ScanPattern, beam_direction};
-use glint_record::{EMISSION_SPLIT, FileCheck, LidarReader, SessionReport, Sidecar, check_session};
-
-use crate::draw::{ColourBy, MaterialRead, Point, Ramp, range_image_png, top_down_png};
+use glint_lidar::{ColourBy, Ramp, ScanConfig, ScanPattern, beam_direction};
+use glint_record::{
+    FileCheck, LidarReader, MaterialRead, Point, SessionReport, Sidecar, check_session, range_image_png, top_down_png,
+};
 
 /// Arguments of `glint replay`.
 #[derive(Args)]
@@ -113,6 +113,8 @@ fn stats(path: &Path, sidecar: &Sidecar, config: &ScanConfig, draw: Option<(u64,
     };
     let reader = LidarReader::open(path)?;
     let (mut last_time, mut cycle, mut last_e) = (None::<f64>, 0u64, None::<u32>);
+    // Non-repetitive rows split their emission index as the sidecar says.
+    let split = sidecar.pattern.emission_split.unwrap_or(1);
     for part in reader {
         let t = part?;
         for r in 0..t.len() {
@@ -123,7 +125,7 @@ fn stats(path: &Path, sidecar: &Sidecar, config: &ScanConfig, draw: Option<(u64,
                 last_time = Some(t.timestamp[r]);
             }
             let (bin, channel) = (t.bin[r] as u32, t.channel[r] as u32);
-            let k = if spinning { bin * config.channels + channel } else { bin * EMISSION_SPLIT + channel };
+            let k = if spinning { bin * config.channels + channel } else { bin * split + channel };
             if !spinning {
                 // Non-repetitive emission runs on through the episode: a new cycle starts
                 // where the emission index wraps (a frozen pattern repeats cycle 0).
@@ -216,7 +218,7 @@ fn print_stats(s: &FileStats, config: &ScanConfig) {
 /// The sidecar of a file the self-check could read, and the file's scan configuration.
 fn described(f: &FileCheck) -> Option<(&Sidecar, ScanConfig)> {
     let sidecar = f.sidecar.as_ref()?;
-    Some((sidecar, sidecar.scan_config().ok()?))
+    Some((sidecar, sidecar.sensor.scan))
 }
 
 /// Prints the self-check of every file; returns (ok, failed, incomplete).

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use glint_lidar::RETURN_PARAM_NAMES;
+use glint_lidar::RETURN_PARAMS;
 use glint_mujoco::Model;
 use glint_record::file_sha256;
 use serde_json::Value;
@@ -133,7 +133,7 @@ fn exports_are_deterministic_traceable_and_physical() {
     assert_eq!(f["source_sha256"], sidecar["sha256"]);
     let params = aug["return_params"].as_object().unwrap();
     assert_eq!(params.len(), 17);
-    for name in RETURN_PARAM_NAMES {
+    for name in RETURN_PARAMS.map(|p| p.name) {
         assert!(params[name].is_number(), "{name} missing");
     }
     assert_eq!(params["maxRangeAtRef"], 170.0);

@@ -1,0 +1,45 @@
+//! The benchmarks of `glint bench`: glint measured against its reference in one process, as
+//! ratios (MuJoCo's `mj_multiRay`, the bare ray core, the clean scan, a run without the
+//! recorder). Each returns a report; the command line prints it.
+
+mod lidar;
+mod patterns;
+mod rays;
+mod record;
+mod returns;
+
+use std::time::Instant;
+
+pub use lidar::{LidarBench, LidarReport, lidar};
+pub use patterns::Pattern;
+pub use rays::{RaysBench, RaysReport, rays};
+pub use record::{RecordBench, RecordReport, record};
+pub use returns::{ReturnsBench, ReturnsReport, returns};
+
+use crate::SimError;
+
+/// Median wall time of `repeats` runs of `f` after one warm-up run.
+fn median_time(repeats: u32, mut f: impl FnMut()) -> f64 {
+    f();
+    let mut times: Vec<f64> = (0..repeats)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    median(&mut times)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// A thread pool of `threads` workers for one timed phase.
+fn pool(threads: usize) -> Result<rayon::ThreadPool, SimError> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| SimError::Setting(format!("cannot start a pool of {threads} threads: {e}")))
+}

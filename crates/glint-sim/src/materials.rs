@@ -1,0 +1,144 @@
+//! The material source of a simulation: building, saving and loading material bakes
+//! (`MaterialBakes/<name>.lvxb` in the project folder) and their status against the scene's
+//! materials. A stale bake is loaded, as the seed's `LoadLidarBake` does, with a
+//! [`Warning::BakeStale`]; refusing one is the caller's choice (`glint export` refuses).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use glint_lidar::{BAKE_DIR, Bake, BakeSettings, BakeStatus, NirMaterial, bake_path};
+
+use crate::{SimError, Simulation, Warning};
+
+/// The bake a simulation's material scans use.
+pub(crate) struct LoadedBake {
+    pub(crate) name: String,
+    pub(crate) bake: Arc<Bake>,
+}
+
+/// A bake read from the project folder, not loaded.
+#[derive(Clone, Debug)]
+pub struct SavedBake {
+    /// Its name.
+    pub name: String,
+    /// Its file.
+    pub path: PathBuf,
+    /// The bake.
+    pub bake: Arc<Bake>,
+    /// Its status against the scene's materials now.
+    pub status: BakeStatus,
+}
+
+impl Simulation {
+    /// The scene's bake settings (the manifest's `[bake]`): what a request's zeros stand for.
+    pub fn bake_settings(&self) -> BakeSettings {
+        self.setup.bake.settings
+    }
+
+    /// The scene's bake name (the manifest's `[bake] name`, `scene` by default).
+    pub fn bake_name(&self) -> &str {
+        &self.setup.bake.name
+    }
+
+    /// Bakes the scene's NIR materials as they stand in world 0 with `settings`
+    /// (`BakeLidarMaterialEx`; resolve a request's zeros with [`glint_lidar::BakeRequest`]),
+    /// and loads the bake: material scans use it from the next tick. Returns its status.
+    pub fn bake(&mut self, settings: BakeSettings) -> Result<BakeStatus, SimError> {
+        settings.validate()?;
+        let bake = Bake::build(&self.scene, self.worlds.poses(), &self.setup.table, settings)?;
+        let name = self.setup.bake.name.clone();
+        self.set_bake(Some(LoadedBake { name, bake: Arc::new(bake) }));
+        Ok(self.bake_status())
+    }
+
+    /// Saves the loaded bake as `MaterialBakes/<name>.lvxb` in the project folder (`None`:
+    /// the scene's bake name), and returns the file.
+    pub fn save_bake(&self, name: Option<&str>) -> Result<PathBuf, SimError> {
+        let loaded = self.bake.as_ref().ok_or(SimError::NoBake { what: "saving a bake" })?;
+        let path = self.bake_file(name)?;
+        loaded.bake.save(&path)?;
+        Ok(path)
+    }
+
+    /// Loads the saved bake `name` (`None`: the scene's bake name) for material scans
+    /// (`LoadLidarBake`), stale or not; a stale one comes with a [`Warning::BakeStale`].
+    /// Returns its status.
+    pub fn load_bake(&mut self, name: Option<&str>) -> Result<BakeStatus, SimError> {
+        let saved = self.open_bake(name)?;
+        if saved.status.stale {
+            self.warnings.push(Warning::BakeStale { name: saved.name.clone(), path: saved.path.clone() });
+        }
+        self.set_bake(Some(LoadedBake { name: saved.name, bake: saved.bake }));
+        Ok(saved.status)
+    }
+
+    /// Unloads the bake: scans are clean only from the next tick.
+    pub fn unload_bake(&mut self) {
+        self.set_bake(None);
+    }
+
+    pub(crate) fn set_bake(&mut self, bake: Option<LoadedBake>) {
+        let source = bake.as_ref().map(|b| b.bake.clone() as Arc<dyn glint_lidar::MaterialLookup>);
+        self.lidars.set_materials(source);
+        self.bake = bake;
+    }
+
+    /// What is loaded (`GetLidarBakeStatus`): `valid = false` when nothing is.
+    pub fn bake_status(&self) -> BakeStatus {
+        self.bake.as_ref().map_or_else(BakeStatus::none, |b| b.bake.status(&self.scene, &self.setup.table))
+    }
+
+    /// The NIR material the loaded bake gives geom `geom` at world point `point` (`None`: no
+    /// bake is loaded, or it knows no material there).
+    pub fn material_at(&self, geom: usize, point: glam::DVec3) -> Option<NirMaterial> {
+        self.bake.as_ref()?.bake.material_at(geom, point).copied()
+    }
+
+    /// The name of the loaded bake, if one is.
+    pub fn loaded_bake(&self) -> Option<&str> {
+        self.bake.as_ref().map(|b| b.name.as_str())
+    }
+
+    /// The file of the saved bake `name` (`None`: the scene's bake name), whether it exists
+    /// or not; an error for a name a file cannot have.
+    pub fn bake_file(&self, name: Option<&str>) -> Result<PathBuf, SimError> {
+        Ok(bake_path(&self.setup.project_dir, name.unwrap_or(&self.setup.bake.name))?)
+    }
+
+    /// Reads the saved bake `name` (`None`: the scene's bake name) without loading it, with
+    /// its status against the scene's materials. An error names the bakes that are there when
+    /// it is missing, or the file when it is damaged.
+    pub fn open_bake(&self, name: Option<&str>) -> Result<SavedBake, SimError> {
+        let name = name.unwrap_or(&self.setup.bake.name).to_string();
+        let path = self.bake_file(Some(&name))?;
+        if !path.exists() {
+            let known = self.saved_bakes();
+            return Err(SimError::NoSuchBake {
+                known: if known.is_empty() {
+                    "there are none in the project folder".into()
+                } else {
+                    format!("bakes there: {}", known.join(", "))
+                },
+                manifest: self.setup.manifest.clone().unwrap_or_else(|| "MANIFEST".into()),
+                name,
+                path,
+            });
+        }
+        let bake = Bake::load(&path)?;
+        let status = bake.status(&self.scene, &self.setup.table);
+        Ok(SavedBake { name, path, bake: Arc::new(bake), status })
+    }
+
+    /// The names of the bakes saved in the project folder, sorted.
+    pub fn saved_bakes(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.setup.project_dir.join(BAKE_DIR))
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .filter_map(|e| e.file_name().to_str()?.strip_suffix(".lvxb").map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+}

@@ -1,0 +1,556 @@
+//! The [`Simulation`]: built once from a scene, it owns the model, the worlds, the ray caster,
+//! the lidars, the material bake, the controller, the runner and the recording, and
+//! [`Simulation::step`] is the one place where controls, physics, refit, lidar tick and
+//! recording follow each other.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use glint_core::{RayBatch, RayCaster, RayFilter, RayHits, Scene};
+use glint_lidar::{LidarBinding, Lidars, MaterialTable, ReturnParams, ReturnPreset, Runner};
+use glint_manifest::{BakeConfig, Controller, Manifest, Recorder};
+use glint_mujoco::{Model, WorldBatch};
+use glint_record::{EpisodeStatus, SessionInfo, VideoSettings};
+
+use crate::controller::Drive;
+use crate::materials::LoadedBake;
+use crate::recording::{Recording, RecordingOptions, RecordingSummary, SensorTick};
+use crate::{SimError, Warning};
+
+/// How a simulation is set up beyond its scene.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimOptions {
+    /// Worlds simulated side by side (default 1).
+    pub nworld: usize,
+    /// Seed of the return model's randomness (default: the manifest's `[return_model] seed`).
+    pub seed: Option<u64>,
+    /// Simulated seconds per episode, rounded to whole lidar ticks: a world reports
+    /// [`WorldStatus::Ended`] once its episode is that long (default: episodes never end).
+    pub episode_seconds: Option<f64>,
+    /// The project folder bakes are saved in (`MaterialBakes/`) and recordings go under by
+    /// default (default: the manifest's folder, or the current folder for a bare MJCF).
+    pub project_dir: Option<PathBuf>,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions { nworld: 1, seed: None, episode_seconds: None, project_dir: None }
+    }
+}
+
+/// Which worlds a call acts on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Worlds<'a> {
+    /// Every world.
+    All,
+    /// One world.
+    One(usize),
+    /// These worlds.
+    These(&'a [usize]),
+}
+
+/// How a world's episode stands after a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WorldStatus {
+    /// Running.
+    Ok,
+    /// MuJoCo found the world unstable during this episode and reset its state (this wins
+    /// over `Ended`).
+    Unstable,
+    /// The episode has run its length ([`SimOptions::episode_seconds`]); the world keeps
+    /// stepping until it is reset.
+    Ended,
+}
+
+/// What one step did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepReport {
+    /// Per world, how its episode stands.
+    pub status: Vec<WorldStatus>,
+    /// Per world, simulated seconds since its episode began (MuJoCo's time).
+    pub time: Vec<f64>,
+    /// Wall-clock seconds the lidar tick took (every sensor, every world).
+    pub lidar_seconds: f64,
+}
+
+/// Beams a sensor has cast and how many of them hit, over every world since the simulation was
+/// built.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LidarStats {
+    /// Beams cast.
+    pub beams: u64,
+    /// Beams with a hit inside the sensor's range.
+    pub hits: u64,
+}
+
+/// Where each world is in its episode.
+#[derive(Clone, Copy, Debug, Default)]
+struct EpisodeClock {
+    /// Lidar ticks since the episode began.
+    ticks: u64,
+    /// Episodes the world finished before this one.
+    episode: u64,
+}
+
+/// The parts of a manifest a simulation keeps (defaults for a bare MJCF scene).
+#[derive(Clone, Debug)]
+pub(crate) struct Setup {
+    pub(crate) manifest: Option<PathBuf>,
+    pub(crate) scene: Option<PathBuf>,
+    pub(crate) recorder: Recorder,
+    pub(crate) bake: BakeConfig,
+    pub(crate) table: MaterialTable,
+    pub(crate) controller: Controller,
+    pub(crate) project_dir: PathBuf,
+}
+
+/// One simulated scene over a batch of worlds, with every sensor on it (`spec/sim.md`).
+pub struct Simulation {
+    pub(crate) model: Model,
+    pub(crate) scene: Arc<Scene>,
+    pub(crate) worlds: WorldBatch,
+    pub(crate) rays: RayCaster,
+    pub(crate) lidars: Lidars,
+    /// The scene's lidar bindings (names filled in, secondary capture as last set): what a
+    /// new recording starts from.
+    bindings: Vec<LidarBinding>,
+    pub(crate) bake: Option<LoadedBake>,
+    drive: Drive,
+    runner: Runner,
+    clocks: Vec<EpisodeClock>,
+    /// Lidar ticks per episode, when episodes have a length.
+    episode_ticks: Option<u64>,
+    recording: Option<Recording>,
+    stats: Vec<LidarStats>,
+    pub(crate) setup: Setup,
+    seed: u64,
+    pub(crate) warnings: Vec<Warning>,
+    /// A tick's beams in emission order, reused.
+    beams: Vec<u32>,
+}
+
+impl std::fmt::Debug for Simulation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Simulation")
+            .field("nworld", &self.nworld())
+            .field("lidars", &self.lidars.len())
+            .field("manifest", &self.setup.manifest)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Simulation {
+    /// The scene of the manifest at `path` (its MJCF, lidars, materials, bake settings, return
+    /// model, controller and recorder), over `options.nworld` worlds.
+    pub fn from_manifest(path: impl AsRef<Path>, options: SimOptions) -> Result<Simulation, SimError> {
+        Simulation::from_loaded(Manifest::load(path)?, options)
+    }
+
+    /// [`Simulation::from_manifest`] of a manifest already loaded (and checked by the caller).
+    pub fn from_loaded(manifest: Manifest, options: SimOptions) -> Result<Simulation, SimError> {
+        let model = Model::from_xml_file(&manifest.scene)?;
+        let table = manifest.material_table(model.scene())?;
+        let dir = manifest.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let setup = Setup {
+            manifest: Some(manifest.path.clone()),
+            scene: Some(manifest.scene.clone()),
+            recorder: manifest.recorder.clone(),
+            bake: manifest.bake.clone(),
+            table,
+            controller: manifest.controller.clone(),
+            project_dir: options.project_dir.clone().unwrap_or_else(|| dir.to_path_buf()),
+        };
+        let calibration = (manifest.return_params, options.seed.unwrap_or(manifest.seed));
+        Simulation::build(model, manifest.lidar, setup, calibration, &options)
+    }
+
+    /// The MJCF scene `xml` with the lidars `bindings`, Generic return model, zero control
+    /// and the default recorder, over `options.nworld` worlds.
+    pub fn from_xml(xml: &str, bindings: Vec<LidarBinding>, options: SimOptions) -> Result<Simulation, SimError> {
+        let model = Model::from_xml_str(xml)?;
+        let recorder = Recorder::default();
+        let project_dir = options.project_dir.clone().unwrap_or_else(|| PathBuf::from("."));
+        let setup = Setup {
+            manifest: None,
+            scene: None,
+            recorder: Recorder { output_dir: project_dir.join(&recorder.output_dir), ..recorder },
+            bake: BakeConfig::default(),
+            table: MaterialTable::default(),
+            controller: Controller::Zero,
+            project_dir,
+        };
+        let calibration = (ReturnParams::default(), options.seed.unwrap_or(0));
+        Simulation::build(model, bindings, setup, calibration, &options)
+    }
+
+    fn build(
+        model: Model,
+        bindings: Vec<LidarBinding>,
+        setup: Setup,
+        (params, seed): (ReturnParams, u64),
+        options: &SimOptions,
+    ) -> Result<Simulation, SimError> {
+        let scene = model.scene().clone();
+        let nworld = options.nworld;
+        let runner = Runner::exact(model.timestep(), setup.recorder.lidar_runner_hz)?;
+        let episode_ticks = match options.episode_seconds {
+            Some(s) if s.is_finite() && s > 0.0 => Some((s / runner.dt).round().max(1.0) as u64),
+            Some(s) => return Err(SimError::Setting(format!("episode_seconds is {s}: give a positive number"))),
+            None => None,
+        };
+        let worlds = WorldBatch::new(&model, nworld)?;
+        let rays = RayCaster::new(&scene, worlds.poses());
+        let (mut lidars, lidar_warnings) = Lidars::new(&scene, bindings, nworld)?;
+        // The flagged capture scope reads the scene's NIR classes (a hedge's gaps, a window).
+        lidars.set_capture_materials(&scene, &setup.table);
+        lidars.set_return_params(params)?;
+        lidars.set_seed(seed);
+        let drive = Drive::new(&setup.controller, &model, nworld)?;
+        let bindings = (0..lidars.len()).map(|s| lidars.binding(s).cloned()).collect::<Result<_, _>>()?;
+        let warnings = lidar_warnings.into_iter().map(|(sensor, warning)| Warning::Lidar { sensor, warning }).collect();
+        Ok(Simulation {
+            stats: vec![LidarStats::default(); lidars.len()],
+            model,
+            scene,
+            worlds,
+            rays,
+            lidars,
+            bindings,
+            bake: None,
+            drive,
+            runner,
+            clocks: vec![EpisodeClock::default(); nworld],
+            episode_ticks,
+            recording: None,
+            setup,
+            seed,
+            warnings,
+            beams: Vec::new(),
+        })
+    }
+
+    /// Number of worlds.
+    pub fn nworld(&self) -> usize {
+        self.worlds.nworld()
+    }
+
+    /// The immutable scene every world shares.
+    pub fn scene(&self) -> &Scene {
+        &self.scene
+    }
+
+    /// The MuJoCo model.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// The runner: physics steps per lidar tick, and the tick's length.
+    pub fn runner(&self) -> Runner {
+        self.runner
+    }
+
+    /// Lidar ticks per episode, when episodes have a length.
+    pub fn episode_ticks(&self) -> Option<u64> {
+        self.episode_ticks
+    }
+
+    /// The manifest the simulation was built from, if it was.
+    pub fn manifest_path(&self) -> Option<&Path> {
+        self.setup.manifest.as_deref()
+    }
+
+    /// The MJCF scene file, when the simulation was built from a manifest.
+    pub fn scene_path(&self) -> Option<&Path> {
+        self.setup.scene.as_deref()
+    }
+
+    /// The project folder (bakes, default recordings).
+    pub fn project_dir(&self) -> &Path {
+        &self.setup.project_dir
+    }
+
+    /// The seed of the return model's randomness.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Fires every lidar on every step (`true`), or only while recording (`false`, the
+    /// default): the seed's `SetLidarLive`.
+    pub fn set_lidar_live(&mut self, live: bool) {
+        self.lidars.set_live(live);
+    }
+
+    /// Whether the lidars fire on every step.
+    pub fn lidar_live(&self) -> bool {
+        self.lidars.live()
+    }
+
+    /// Number of lidar sensors.
+    pub fn lidar_count(&self) -> usize {
+        self.lidars.len()
+    }
+
+    /// What every call since the last one had to warn about, oldest first.
+    pub fn take_warnings(&mut self) -> Vec<Warning> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// The worlds `worlds` names, checked.
+    fn world_list(&self, worlds: Worlds) -> Result<Vec<usize>, SimError> {
+        let nworld = self.nworld();
+        let list = match worlds {
+            Worlds::All => (0..nworld).collect(),
+            Worlds::One(w) => vec![w],
+            Worlds::These(ws) => ws.to_vec(),
+        };
+        match list.iter().find(|&&w| w >= nworld) {
+            Some(&world) => Err(SimError::NoSuchWorld { world, nworld }),
+            None => Ok(list),
+        }
+    }
+
+    /// A new episode in `worlds`: the episode that was running there ends (and its recording,
+    /// if one is armed, is finished as complete), MuJoCo resets the world to the model's
+    /// initial state, and the controller and every lidar's pattern start over. With `seed`,
+    /// the return model's randomness is seeded anew (for every world: one seed per scene).
+    pub fn reset(&mut self, worlds: Worlds, seed: Option<u64>) -> Result<(), SimError> {
+        let list = self.world_list(worlds)?;
+        if let Some(seed) = seed {
+            self.seed = seed;
+            self.lidars.set_seed(seed);
+        }
+        for &w in &list {
+            self.end_episode(w, EpisodeStatus::Complete)?;
+        }
+        if list.len() == self.nworld() {
+            self.worlds.reset();
+        } else {
+            for &w in &list {
+                self.worlds.reset_world(w)?;
+            }
+        }
+        self.rays.rebuild(self.worlds.poses());
+        for &w in &list {
+            self.drive.reset(w);
+            self.lidars.reset_world(w)?;
+            self.clocks[w].ticks = 0;
+        }
+        Ok(())
+    }
+
+    /// Ends world `w`'s episode if it has run: finishes its recording as `status` and says if
+    /// MuJoCo found it unstable.
+    pub(crate) fn end_episode(&mut self, w: usize, status: EpisodeStatus) -> Result<(), SimError> {
+        let clock = self.clocks[w];
+        if clock.ticks == 0 {
+            return Ok(());
+        }
+        if self.worlds.unstable(w) {
+            self.warnings.push(Warning::WorldUnstable { world: w, episode: clock.episode });
+        }
+        if let Some(recording) = &mut self.recording {
+            recording.end_episode(w, status, clock.ticks as f64 * self.runner.dt, &mut self.warnings)?;
+        }
+        self.clocks[w] = EpisodeClock { ticks: 0, episode: clock.episode + 1 };
+        Ok(())
+    }
+
+    /// One agent step: sets every world's controls (from `actions`, `nworld × nu` values world
+    /// after world, or else from the controller), runs the physics steps of one lidar tick in
+    /// every world, refits the ray caster, ticks every lidar (when live or recording), and
+    /// writes the tick when recording.
+    pub fn step(&mut self, actions: Option<&[f64]>) -> Result<StepReport, SimError> {
+        let nworld = self.nworld();
+        self.apply_controls(actions)?;
+        self.worlds.step(self.runner.steps);
+        self.rays.refit(self.worlds.poses());
+        let times: Vec<f64> = (0..nworld).map(|w| self.worlds.time(w)).collect();
+        let recording = self.recording.is_some();
+        let started = Instant::now();
+        let fired = self.lidars.live() || recording;
+        self.lidars.tick(&self.scene, self.worlds.poses(), &self.rays, self.runner.dt, &times, recording)?;
+        let lidar_seconds = started.elapsed().as_secs_f64();
+        for clock in &mut self.clocks {
+            clock.ticks += 1;
+        }
+        if fired {
+            self.count_and_record(&times)?;
+        }
+        let status = (0..nworld).map(|w| self.status(w)).collect();
+        Ok(StepReport { status, time: times, lidar_seconds })
+    }
+
+    fn apply_controls(&mut self, actions: Option<&[f64]>) -> Result<(), SimError> {
+        let (nworld, nu) = (self.nworld(), self.model.nu());
+        let Some(actions) = actions else {
+            for w in 0..nworld {
+                let t = self.clocks[w].ticks as f64 * self.runner.dt;
+                self.drive.apply(&mut self.worlds, w, t)?;
+            }
+            return Ok(());
+        };
+        if actions.len() != nworld * nu {
+            return Err(SimError::BufferLength {
+                what: "the actions",
+                len: actions.len(),
+                expected: format!("a step takes nworld × nu = {nworld} × {nu} controls, world after world"),
+            });
+        }
+        for w in 0..nworld {
+            self.worlds.set_ctrl(w, &actions[w * nu..(w + 1) * nu])?;
+        }
+        Ok(())
+    }
+
+    /// Counts the beams and hits of the tick just cast and writes it to the recording.
+    fn count_and_record(&mut self, times: &[f64]) -> Result<(), SimError> {
+        let mut beams = std::mem::take(&mut self.beams);
+        for (s, stats) in self.stats.iter_mut().enumerate() {
+            for (w, &time) in times.iter().enumerate() {
+                self.lidars.last_tick_beams(s, w, &mut beams)?;
+                let scan = self.lidars.scan(s, w)?;
+                stats.beams += beams.len() as u64;
+                stats.hits += beams.iter().filter(|&&k| scan.range[k as usize] >= 0.0).count() as u64;
+                if let Some(recording) = &mut self.recording {
+                    let frame = self.lidars.frame(s, w, self.worlds.poses())?;
+                    let tick = SensorTick { sensor: s, time, scan, beams: &beams, frame };
+                    recording.write(w, &tick, &mut self.warnings)?;
+                }
+            }
+        }
+        self.beams = beams;
+        Ok(())
+    }
+
+    fn status(&self, w: usize) -> WorldStatus {
+        if self.worlds.unstable(w) {
+            WorldStatus::Unstable
+        } else if self.episode_ticks.is_some_and(|n| self.clocks[w].ticks >= n) {
+            WorldStatus::Ended
+        } else {
+            WorldStatus::Ok
+        }
+    }
+
+    /// Lidar ticks world `w` has run in its episode.
+    pub fn episode_tick(&self, w: usize) -> Result<u64, SimError> {
+        self.world_list(Worlds::One(w))?;
+        Ok(self.clocks[w].ticks)
+    }
+
+    /// Beams sensor `sensor` has cast and hit, over every world since the simulation was built.
+    pub fn lidar_stats(&self, sensor: usize) -> Result<LidarStats, SimError> {
+        self.stats.get(sensor).copied().ok_or(SimError::NoSuchSensor { index: sensor, count: self.stats.len() })
+    }
+
+    /// Where the body the controller steers is in world `w` (its name and world x, y), when the
+    /// controller steers one (waypoints).
+    pub fn steered_body(&self, w: usize) -> Option<(String, [f64; 2])> {
+        self.drive.position(&self.worlds, w)
+    }
+
+    /// Rays through every world with MuJoCo's `mj_multiRay` semantics: distances, geoms and
+    /// normals shaped `(nworld, nray)`, `-1` for a miss.
+    pub fn rays(&self, batch: &RayBatch, filter: &RayFilter) -> Result<RayHits, SimError> {
+        Ok(self.rays.rays(&self.scene, self.worlds.poses(), batch, filter)?)
+    }
+
+    /// Applies a return-model preset: every one of the seventeen parameters takes its value.
+    pub fn set_return_preset(&mut self, preset: ReturnPreset) {
+        self.lidars.set_return_preset(preset);
+    }
+
+    /// Writes the nine base return parameters (the seed's `SetLidarReturnParams`), keeping the
+    /// eight optics parameters; nothing changes on an error.
+    pub fn set_return_params(&mut self, base: [f64; 9]) -> Result<(), SimError> {
+        Ok(self.lidars.set_return_base(base)?)
+    }
+
+    /// Writes all seventeen return parameters (`SetLidarReturnParamsEx`); nothing changes on
+    /// an error.
+    pub fn set_return_params_ex(&mut self, params: ReturnParams) -> Result<(), SimError> {
+        Ok(self.lidars.set_return_params(params)?)
+    }
+
+    /// The return model's calibration.
+    pub fn return_params(&self) -> ReturnParams {
+        self.lidars.return_params()
+    }
+
+    /// Whether a recording is armed.
+    pub fn recording(&self) -> bool {
+        self.recording.is_some()
+    }
+
+    /// Arms a recording: a new session folder under `options.out` (default: the manifest's
+    /// `[recorder] output_dir`) with video proxies as the recorder asks. Each world's episode
+    /// is recorded from its next step until its next reset or [`Simulation::stop_recording`].
+    /// As the seed's recorder does when it arms, every lidar's scan configuration goes back
+    /// to the scene's (changes made with `set_config` are undone) while secondary-capture
+    /// choices are kept. Returns the session folder.
+    pub fn arm_recording(&mut self, options: &RecordingOptions) -> Result<PathBuf, SimError> {
+        if self.recording.is_some() {
+            return Err(SimError::NotRecording("a recording is already armed: stop it before arming another"));
+        }
+        for (s, binding) in self.bindings.iter().enumerate() {
+            if self.lidars.config(s)? != binding.scan {
+                self.lidars.set_config(s, binding.scan)?;
+            }
+            self.lidars.set_secondary_capture(s, binding.secondary_capture, binding.secondary_scope)?;
+        }
+        let out = options.out.clone().unwrap_or_else(|| self.setup.recorder.output_dir.clone());
+        let info = self.session_info(options.episodes);
+        let r = &self.setup.recorder;
+        let video = VideoSettings { all_sensors: r.record_video_proxy, colour_by: r.video_colour_by };
+        let recording = Recording::create(&out, &info, video, &mut self.warnings)?;
+        let dir = recording.dir().to_path_buf();
+        self.recording = Some(recording);
+        Ok(dir)
+    }
+
+    fn session_info(&self, episodes: u32) -> SessionInfo {
+        let manifest = self.setup.manifest.clone().unwrap_or_default();
+        SessionInfo {
+            manifest_text: std::fs::read_to_string(&manifest).unwrap_or_default(),
+            manifest,
+            scene: self.setup.scene.clone().unwrap_or_default(),
+            seed: self.seed,
+            episodes: episodes * self.nworld() as u32,
+            seconds_per_episode: self.episode_ticks.map_or(0.0, |n| n as f64 * self.runner.dt),
+            worlds: self.nworld(),
+            physics_timestep: self.model.timestep(),
+            lidar_runner_hz: self.setup.recorder.lidar_runner_hz,
+            controller: format!("{:?}", self.setup.controller),
+            mujoco_version: Model::mujoco_version(),
+            sensors: self.bindings.clone(),
+        }
+    }
+
+    /// Stops the recording: every world's open episode is finished as `status` (interrupted,
+    /// when a run was stopped early), and the secondary-capture choices made while recording
+    /// take effect. Returns what the recording wrote.
+    pub fn stop_recording(&mut self, status: EpisodeStatus) -> Result<RecordingSummary, SimError> {
+        if self.recording.is_none() {
+            return Err(SimError::NotRecording("no recording is armed"));
+        }
+        for w in 0..self.nworld() {
+            let length = self.clocks[w].ticks as f64 * self.runner.dt;
+            if let Some(recording) = &mut self.recording {
+                recording.end_episode(w, status, length, &mut self.warnings)?;
+            }
+        }
+        let summary =
+            self.recording.take().map(|r| r.summary()).ok_or(SimError::NotRecording("no recording is armed"))?;
+        for (s, binding) in self.bindings.iter().enumerate() {
+            self.lidars.set_secondary_capture(s, binding.secondary_capture, binding.secondary_scope)?;
+        }
+        Ok(summary)
+    }
+
+    /// The scene's binding of sensor `s` (what a recording starts from).
+    pub(crate) fn scene_binding_mut(&mut self, s: usize) -> &mut LidarBinding {
+        &mut self.bindings[s]
+    }
+}
