@@ -393,7 +393,7 @@ impl Simulation {
         };
         if actions.len() != nworld * nu {
             return Err(SimError::BufferLength {
-                what: "the actions",
+                what: "the action array",
                 len: actions.len(),
                 expected: format!("a step takes nworld × nu = {nworld} × {nu} controls, world after world"),
             });
