@@ -491,7 +491,7 @@ impl Bake {
     }
 
     /// The index in [`Bake::palette`] of [`Bake::material_at`]'s material.
-    pub fn index_at(&self, geom: usize, point: DVec3) -> Option<usize> {
+    pub(crate) fn index_at(&self, geom: usize, point: DVec3) -> Option<usize> {
         let e = self.geoms.get(geom)?;
         if e.flags & OWN == 0
             && e.flags & STATIC != 0
@@ -529,11 +529,6 @@ impl Bake {
         self.grid.get(index).filter(|&&m| m != NONE).map(|&m| m as usize)
     }
 
-    /// The settings it was baked with.
-    pub fn settings(&self) -> &BakeSettings {
-        &self.settings
-    }
-
     /// The format version it was written with ([`BAKE_FORMAT_VERSION`] for a fresh bake).
     pub fn format_version(&self) -> u32 {
         self.format_version
@@ -544,29 +539,14 @@ impl Bake {
         self.dims
     }
 
-    /// World position of the lower corner of cell (0, 0, 0).
-    pub fn origin(&self) -> DVec3 {
-        self.origin
-    }
-
     /// The grid's actual cell size, metres.
     pub fn cell_size(&self) -> f64 {
         self.cell
     }
 
-    /// The fingerprint of the materials it was baked from.
-    pub fn material_fingerprint(&self) -> u64 {
-        self.fingerprint
-    }
-
     /// The distinct materials the table and grid refer to.
-    pub fn palette(&self) -> &[NirMaterial] {
+    pub(crate) fn palette(&self) -> &[NirMaterial] {
         &self.palette
-    }
-
-    /// Number of geoms of the baked scene (entries of the per-geom table).
-    pub fn geom_count(&self) -> usize {
-        self.geoms.len()
     }
 
     /// Grid cells that hold a material.

@@ -235,7 +235,7 @@ impl ScanConfig {
 
     /// Whether a first surface at `range` on geom `geomid` counts as a hit: a geom, inside
     /// `[min_range, max_range)`.
-    pub fn is_hit(&self, range: f64, geomid: i32) -> bool {
+    pub(crate) fn is_hit(&self, range: f64, geomid: i32) -> bool {
         geomid >= 0 && self.min_range <= range && range < self.max_range
     }
 
@@ -307,49 +307,50 @@ impl ScanConfig {
 
 /// The scan configuration's fields by the keys the manifest's `[[lidar]]` tables and the
 /// recorder's sidecars use, each one optional: a sidecar holds them all, a manifest table
-/// the ones it changes. Integers are wide so that a bad value is reported with its range.
+/// the ones it changes. Read one with serde, then [`ScanFields::apply`] it; integers are read
+/// wide so that a bad value is reported with its range.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScanFields {
     /// `spinning`, `livox-mid360`, `unitree-l1` or `risley`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub pattern: Option<String>,
+    pattern: Option<String>,
     /// Risley head rate (Hz), for the `risley` pattern.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub risley_spin_hz: Option<f64>,
+    risley_spin_hz: Option<f64>,
     /// Risley prism rates (Hz), for the `risley` pattern.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub risley_prism_hz: Option<[f64; 2]>,
+    risley_prism_hz: Option<[f64; 2]>,
     /// Vertical beams (1 for non-repetitive patterns).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub channels: Option<i64>,
+    channels: Option<i64>,
     /// Azimuth bins per revolution, or points per cycle.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub azimuth_bins: Option<i64>,
+    azimuth_bins: Option<i64>,
     /// The seed's Points / cycle: sets one channel and `azimuth_bins` (never written back).
     #[serde(default, skip_serializing)]
-    pub points_per_cycle: Option<i64>,
+    points_per_cycle: Option<i64>,
     /// Revolutions (or cycles) per second.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rotation_hz: Option<f64>,
+    rotation_hz: Option<f64>,
     /// Lowest beam elevation, degrees.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub vfov_min_deg: Option<f64>,
+    vfov_min_deg: Option<f64>,
     /// Highest beam elevation, degrees.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub vfov_max_deg: Option<f64>,
+    vfov_max_deg: Option<f64>,
     /// Near cutoff, metres.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub min_range: Option<f64>,
+    min_range: Option<f64>,
     /// Far cutoff, metres.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_range: Option<f64>,
+    max_range: Option<f64>,
     /// MuJoCo geom groups the beams hit.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub geom_group_mask: Option<i64>,
+    geom_group_mask: Option<i64>,
     /// `none`, `mount-body` or `whole-robot`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub self_ignore: Option<String>,
+    self_ignore: Option<String>,
 }
 
 impl ScanFields {

@@ -8,9 +8,10 @@
 //! materials per MuJoCo material ([`NirMaterial`], [`MaterialPreset`], a [`MaterialTable`]),
 //! build a [`Bake`] from them, and load it with [`Lidars::set_materials`]: every tick then
 //! also fills [`Scan::returns`] (measured range, second echo, intensity, calibrated
-//! reflectivity) under the scene's [`ReturnParams`]. The formulas are in [`ReturnModel`]'s
-//! module documentation; with [`Lidars::set_secondary_capture`] a tick also records the
-//! material-agnostic pass-through and reflected geometry a recorder stores.
+//! reflectivity) under the scene's [`ReturnParams`]. The formulas are written out at the top
+//! of `src/return_model/mod.rs`; with [`Lidars::set_secondary_capture`] a tick also records
+//! the material-agnostic pass-through and reflected geometry a recorder stores.
+//! [`Reprocessor`] runs the same model over a recording's clean rows (`glint export`).
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {

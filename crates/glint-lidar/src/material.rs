@@ -115,7 +115,7 @@ impl NirMaterial {
     }
 
     /// RMS microfacet slope in radians before the model's floor: `roughness²`.
-    pub fn slope(&self) -> f64 {
+    pub(crate) fn slope(&self) -> f64 {
         (self.roughness as f64).powi(2)
     }
 
@@ -127,7 +127,7 @@ impl NirMaterial {
     }
 
     /// The channels as bytes, for fingerprints (little-endian, fixed order).
-    pub fn to_bytes(&self) -> [u8; 29] {
+    pub(crate) fn to_bytes(self) -> [u8; 29] {
         let mut out = [0u8; 29];
         let floats = [
             self.reflectivity,
@@ -146,7 +146,7 @@ impl NirMaterial {
     }
 
     /// Reads [`NirMaterial::to_bytes`] back; `None` for an unknown class byte.
-    pub fn from_bytes(b: &[u8; 29]) -> Option<NirMaterial> {
+    pub(crate) fn from_bytes(b: &[u8; 29]) -> Option<NirMaterial> {
         let f = |i: usize| f32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
         Some(NirMaterial {
             reflectivity: f(0),

@@ -20,11 +20,11 @@ pub struct ReturnParam {
     /// The Generic preset's value.
     pub default: f64,
     /// Lowest allowed value.
-    pub low: f64,
+    low: f64,
     /// Whether the lowest value itself is allowed.
-    pub low_inclusive: bool,
+    low_inclusive: bool,
     /// Highest allowed value (inclusive).
-    pub high: f64,
+    high: f64,
     /// The allowed range, in words.
     pub range: &'static str,
 }

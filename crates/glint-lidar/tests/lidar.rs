@@ -342,8 +342,8 @@ fn invalid_configurations_are_errors_that_change_nothing() {
     let err = lidars.scan(3, 0).unwrap_err().to_string();
     assert_eq!(err, "lidar sensor 3 does not exist (1 sensors are bound)");
     assert!(lidars.scan(0, 2).is_err());
-    let mut short = vec![0.0f32; 10];
-    assert!(lidars.scan_into(0, 0, &mut short).unwrap_err().to_string().contains("28800 beams"));
+    let (mut az, mut el) = (vec![0.0f32; 10], vec![0.0f32; 28_800]);
+    assert!(lidars.beam_angles(0, 0, &mut az, &mut el).unwrap_err().to_string().contains("28800 beams"));
 }
 
 #[test]

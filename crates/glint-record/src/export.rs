@@ -114,7 +114,7 @@ pub struct VariantFile {
 /// `augmentation.json`: where a variant came from and how it was made.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Augmentation {
-    /// [`VARIANT_FORMAT_VERSION`].
+    /// Version of the variant layout and of this file (1).
     pub format_version: u32,
     /// The glint that made it.
     pub glint_version: String,
@@ -572,7 +572,7 @@ impl VariantTable {
     }
 }
 
-/// Reads a whole variant file (the columns [`variant_columns`] lists).
+/// Reads a whole variant file (the columns `augmentation.json` describes).
 pub fn read_variant_file(path: &Path) -> Result<VariantTable, RecordError> {
     use arrow_array::types::{Float32Type, Float64Type, Int32Type, UInt16Type};
     use arrow_array::{Array, ArrowPrimitiveType, PrimitiveArray};

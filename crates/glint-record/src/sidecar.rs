@@ -19,7 +19,7 @@ pub const FORMAT_VERSION: u32 = 2;
 /// The JSON sidecar beside each lidar Parquet file (same stem, `.json`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sidecar {
-    /// [`FORMAT_VERSION`] of the writer.
+    /// Version of the session layout, the lidar schema and the sidecar (2; readers refuse newer).
     pub format_version: u32,
     /// glint's version (`CARGO_PKG_VERSION`) that wrote the file.
     pub glint_version: String,
@@ -123,7 +123,7 @@ pub struct ColumnDescription {
 /// The session's `meta/info.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SessionMeta {
-    /// [`FORMAT_VERSION`] of the writer.
+    /// Version of the session layout, the lidar schema and the sidecar (2; readers refuse newer).
     pub format_version: u32,
     /// glint's version that wrote the session.
     pub glint_version: String,

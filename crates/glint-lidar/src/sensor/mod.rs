@@ -46,7 +46,7 @@ struct Sensor {
 /// Pattern units a tick casts as one group: a group's beams are contiguous in the scan and
 /// go to the ray core together. Eight bins make whole 4 × 4 tiles of a spinning pattern, and
 /// gather enough beams onto one pane, mirror or pool for their continuations to fill packets
-/// (four measured 3 % slower with the return model, sixteen slower still).
+/// (fewer or more bins per group are slower with the return model: docs/performance.md).
 const GROUP_BINS: u64 = 8;
 const GROUP_POINTS: u64 = 256;
 
@@ -390,7 +390,7 @@ impl Lidars {
 
     /// Adds one sensor (its index is the number bound before it); returns its warnings.
     /// Nothing changes on an error.
-    pub fn add(&mut self, scene: &Scene, binding: LidarBinding) -> Result<Vec<LidarWarning>, LidarError> {
+    fn add(&mut self, scene: &Scene, binding: LidarBinding) -> Result<Vec<LidarWarning>, LidarError> {
         let (mut sensor, warnings) = Sensor::new(scene, binding, self.nworld)?;
         sensor.set_layout(self.materials.is_some());
         self.sensors.push(sensor);
@@ -405,11 +405,6 @@ impl Lidars {
     /// Whether no sensor is bound.
     pub fn is_empty(&self) -> bool {
         self.sensors.is_empty()
-    }
-
-    /// Number of worlds.
-    pub fn nworld(&self) -> usize {
-        self.nworld
     }
 
     fn sensor(&self, index: usize) -> Result<&Sensor, LidarError> {
@@ -540,22 +535,6 @@ impl Lidars {
     pub fn scan(&self, index: usize, world: usize) -> Result<&Scan, LidarError> {
         self.check_world(world)?;
         Ok(&self.sensor(index)?.scans[world])
-    }
-
-    /// Copies the live ranges of sensor `index` in world `world` into `out` (metres, `-1`
-    /// for no return); `out` must hold exactly the beam count. Returns the count written.
-    pub fn scan_into(&self, index: usize, world: usize, out: &mut [f32]) -> Result<usize, LidarError> {
-        let scan = self.scan(index, world)?;
-        if out.len() != scan.len() {
-            return Err(LidarError::BufferLength {
-                what: "the range buffer",
-                len: out.len(),
-                sensor: index,
-                beams: scan.len(),
-            });
-        }
-        out.copy_from_slice(&scan.range);
-        Ok(scan.len())
     }
 
     /// Azimuth (`atan2(y, x)`) and elevation (`asin(z)`) of every beam of sensor `index` for
