@@ -43,6 +43,11 @@ mod run;
 mod sim;
 mod warning;
 
+/// The root `README.md`, compiled so its Rust examples build as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeExamples;
+
 pub use error::SimError;
 pub use glint_manifest::Manifest;
 pub use glint_mujoco::settle_malloc;
