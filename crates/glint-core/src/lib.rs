@@ -16,7 +16,6 @@ mod poses;
 mod primitives;
 mod raycast;
 mod scene;
-mod wide;
 
 pub use bvh::{Aabb, Bvh, inverse_direction};
 pub use error::CoreError;
