@@ -6,11 +6,11 @@
 #![deny(missing_docs)]
 
 mod bvh;
+mod did_you_mean;
 mod error;
 mod geom;
 mod hfield;
 mod mesh;
-mod names;
 mod packet;
 mod poses;
 mod primitives;
@@ -18,11 +18,11 @@ mod raycast;
 mod scene;
 
 pub use bvh::{Aabb, Bvh, inverse_direction};
+pub use did_you_mean::nearest_name;
 pub use error::CoreError;
 pub use geom::GeomType;
 pub use hfield::Hfield;
 pub use mesh::Mesh;
-pub use names::nearest_name;
 pub use poses::Poses;
 pub use poses::mat_from_mujoco;
 pub use primitives::intersect_primitive;
