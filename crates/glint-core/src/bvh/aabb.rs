@@ -16,37 +16,44 @@ impl Aabb {
     pub const EMPTY: Aabb = Aabb { min: DVec3::splat(f64::INFINITY), max: DVec3::splat(f64::NEG_INFINITY) };
 
     /// A box from its center and half-extents.
+    #[inline]
     pub fn from_center_half(center: DVec3, half: DVec3) -> Self {
         Aabb { min: center - half, max: center + half }
     }
 
     /// The smallest box holding `self` and `other`.
+    #[inline]
     pub fn union(&self, other: &Aabb) -> Aabb {
         Aabb { min: self.min.min(other.min), max: self.max.max(other.max) }
     }
 
     /// The smallest box holding `self` and the point `p`.
+    #[inline]
     pub fn grow(&self, p: DVec3) -> Aabb {
         Aabb { min: self.min.min(p), max: self.max.max(p) }
     }
 
     /// Center point.
+    #[inline]
     pub fn center(&self) -> DVec3 {
         0.5 * (self.min + self.max)
     }
 
     /// Half the surface area (enough for the surface-area heuristic); 0 for an empty box.
+    #[inline]
     pub fn half_area(&self) -> f64 {
         let d = (self.max - self.min).max(DVec3::ZERO);
         d.x * d.y + d.y * d.z + d.z * d.x
     }
 
     /// Whether `other` lies inside `self` (boundaries included).
+    #[inline]
     pub fn contains(&self, other: &Aabb) -> bool {
         self.min.cmple(other.min).all() && self.max.cmpge(other.max).all()
     }
 
     /// The box grown on every side by a margin that covers rounding in the slab test.
+    #[inline]
     pub(super) fn padded(&self) -> Aabb {
         let scale = self.min.abs().max(self.max.abs()).max_element();
         let eps = 1e-9 * scale + 1e-12;

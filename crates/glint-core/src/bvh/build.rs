@@ -63,6 +63,7 @@ impl Bvh {
 
 /// Splits `prims` in place along the best binned-SAH plane; returns the size of the left part,
 /// or `None` when a leaf is cheaper (or no split separates the centers).
+#[inline]
 fn split(prims: &mut [u32], boxes: &[Aabb], centers: &[DVec3], bounds: &Aabb, max_leaf: usize) -> Option<usize> {
     let cb = prims.iter().fold(Aabb::EMPTY, |b, &p| b.grow(centers[p as usize]));
     let extent = cb.max - cb.min;
@@ -124,6 +125,7 @@ fn split(prims: &mut [u32], boxes: &[Aabb], centers: &[DVec3], bounds: &Aabb, ma
 }
 
 /// Splits `prims` at the median center along the axis of largest center spread.
+#[inline]
 fn split_median(prims: &mut [u32], centers: &[DVec3]) -> Option<usize> {
     let cb = prims.iter().fold(Aabb::EMPTY, |b, &p| b.grow(centers[p as usize]));
     let e = cb.max - cb.min;
