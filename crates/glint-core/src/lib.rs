@@ -26,5 +26,7 @@ pub use mesh::Mesh;
 pub use poses::Poses;
 pub use poses::mat_from_mujoco;
 pub use primitives::intersect_primitive;
-pub use raycast::{NGROUP, Origins, PreparedRays, RayBatch, RayCaster, RayFilter, RayHit, RayHits};
+pub use raycast::{
+    Cast, CastOne, HitsMut, NGROUP, Origins, PreparedRays, RayBatch, RayCaster, RayFilter, RayHit, RayHits,
+};
 pub use scene::Scene;

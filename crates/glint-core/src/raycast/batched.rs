@@ -9,44 +9,42 @@ use rayon::prelude::*;
 use super::batch::RayBatch;
 use super::caster::RayCaster;
 use super::filter::RayFilter;
-use super::hits::{Out, RayHit, RayHits};
+use super::hits::{HitsMut, RayHit, RayHits};
 use super::query::Query;
 use crate::packet::{PACKET, Packet};
 use crate::{CoreError, Poses, Scene};
 
 const CHUNK: usize = 1024;
 
-impl RayCaster {
-    /// Checks the batch against the caster and the output length; the rays themselves only
-    /// when `rays` is set (`rays_into` checks them inside its parallel loop instead).
-    fn check(&self, poses: &Poses, batch: &RayBatch, out_len: usize, rays: bool) -> Result<(), CoreError> {
-        self.check_worlds(poses, 0..poses.nworld, batch, out_len, rays)
-    }
+/// What `check_worlds` checks of a batch besides its shapes.
+#[derive(Clone, Copy)]
+enum Checks {
+    /// Every ray too.
+    Rays,
+    /// The shapes only: `rays_worlds_into` checks the rays chunk by chunk inside its parallel
+    /// loop, where a serial pass would cost a visible share of the time.
+    Shapes,
+}
 
-    /// As `check`, for a query over the worlds `worlds` only.
+impl RayCaster {
+    /// Checks a query over the worlds `worlds`: the poses against the caster, the worlds, the
+    /// batch's shapes (and its rays, as `checks` says) and the output length.
     fn check_worlds(
         &self,
         poses: &Poses,
         worlds: std::ops::Range<usize>,
         batch: &RayBatch,
         out_len: usize,
-        rays: bool,
+        checks: Checks,
     ) -> Result<(), CoreError> {
-        if poses.nworld != self.tlas.len() {
-            return Err(CoreError::Shape {
-                field: "poses",
-                len: poses.nworld,
-                expected: format!("the ray caster was built for {} worlds", self.tlas.len()),
-            });
-        }
+        self.check_poses(poses)?;
         if worlds.end > poses.nworld || worlds.is_empty() {
             return Err(CoreError::NoSuchWorld { world: worlds.end.max(1) - 1, nworld: poses.nworld });
         }
         let nworld = worlds.len();
-        if rays {
-            batch.validate(nworld)?;
-        } else {
-            batch.validate_shapes(nworld)?;
+        match checks {
+            Checks::Rays => batch.validate(nworld)?,
+            Checks::Shapes => batch.validate_shapes(nworld)?,
         }
         let want = nworld * batch.nray;
         if out_len != want {
@@ -61,24 +59,20 @@ impl RayCaster {
 
     /// Casts every ray of `batch` in every world, closest hit, into caller-owned arrays of
     /// shape `(nworld, nray)`. Parallel over rays and worlds on the current rayon pool.
-    #[allow(clippy::too_many_arguments)]
     pub fn rays_into(
         &self,
         scene: &Scene,
         poses: &Poses,
         batch: &RayBatch,
         filter: &RayFilter,
-        dist: &mut [f64],
-        geomid: &mut [i32],
-        normal: &mut [DVec3],
+        out: HitsMut,
     ) -> Result<(), CoreError> {
-        self.rays_worlds_into(scene, poses, 0..poses.nworld, batch, filter, dist, geomid, normal)
+        self.rays_worlds_into(scene, poses, 0..poses.nworld, batch, filter, out)
     }
 
     /// As [`RayCaster::rays_into`], for the worlds `worlds` only: the batch's arrays and the
     /// outputs are shaped `(worlds.len(), nray)`, and batch world `k` is world
     /// `worlds.start + k`. Sensors whose worlds are at different points of a scan use it.
-    #[allow(clippy::too_many_arguments)]
     pub fn rays_worlds_into(
         &self,
         scene: &Scene,
@@ -86,12 +80,11 @@ impl RayCaster {
         worlds: std::ops::Range<usize>,
         batch: &RayBatch,
         filter: &RayFilter,
-        dist: &mut [f64],
-        geomid: &mut [i32],
-        normal: &mut [DVec3],
+        out: HitsMut,
     ) -> Result<(), CoreError> {
+        let HitsMut { dist, geomid, normal } = out;
         let world0 = worlds.start;
-        self.check_worlds(poses, worlds, batch, dist.len(), false)?;
+        self.check_worlds(poses, worlds, batch, dist.len(), Checks::Shapes)?;
         for (field, len) in [("geomid", geomid.len()), ("normal", normal.len())] {
             if len != dist.len() {
                 return Err(CoreError::Shape {
@@ -120,7 +113,7 @@ impl RayCaster {
                     let idx = chunk * CHUNK + k;
                     let (w, i) = (idx / nray, idx % nray);
                     let run = PACKET.min(dist.len() - k).min(nray - i);
-                    let out = Out {
+                    let out = HitsMut {
                         dist: &mut dist[k..k + run],
                         geomid: &mut geomid[k..k + run],
                         normal: &mut normal[k..k + run],
@@ -146,7 +139,7 @@ impl RayCaster {
     ) -> Result<RayHits, CoreError> {
         let n = poses.nworld * batch.nray;
         let mut hits = RayHits { dist: vec![0.0; n], geomid: vec![0; n], normal: vec![DVec3::ZERO; n] };
-        self.rays_into(scene, poses, batch, filter, &mut hits.dist, &mut hits.geomid, &mut hits.normal)?;
+        self.rays_into(scene, poses, batch, filter, hits.as_hits_mut())?;
         Ok(hits)
     }
 
@@ -184,7 +177,7 @@ impl RayCaster {
         max_dist: &[f64],
         out: &mut [bool],
     ) -> Result<(), CoreError> {
-        self.check(poses, batch, out.len(), true)?;
+        self.check_worlds(poses, 0..poses.nworld, batch, out.len(), Checks::Rays)?;
         batch.check_shape("max_dist", max_dist.len(), poses.nworld, false)?;
         let eligible = filter.eligible(scene);
         let q = Query { scene, poses, eligible: &eligible, batch, world0: 0, skip_geom: -1, own: false };

@@ -5,7 +5,7 @@ use glam::{DMat3, DVec3};
 use rayon::prelude::*;
 
 use crate::bvh::{Aabb, Bvh};
-use crate::{Poses, Scene};
+use crate::{CoreError, Poses, Scene};
 
 /// The top-level acceleration structure of every world, and the casting entry points.
 #[derive(Clone, Debug)]
@@ -64,6 +64,18 @@ impl RayCaster {
         let mut boxes = vec![Aabb::EMPTY; self.tlas_geoms.len()];
         world_boxes(&self.tlas_geoms, &self.local_bounds, poses, w, &mut boxes);
         boxes
+    }
+
+    /// Fails unless `poses` holds as many worlds as the caster was built for.
+    pub(super) fn check_poses(&self, poses: &Poses) -> Result<(), CoreError> {
+        if poses.nworld == self.tlas.len() {
+            return Ok(());
+        }
+        Err(CoreError::Shape {
+            field: "poses",
+            len: poses.nworld,
+            expected: format!("the ray caster was built for {} worlds", self.tlas.len()),
+        })
     }
 
     /// Rebuilds every world's top level from scratch (use after large motions, or when the

@@ -1,4 +1,4 @@
-//! What a cast answers: one ray's hit, a batch's hits, and the output slices of a run.
+//! What a cast answers: one ray's hit, a batch's hits, and caller-owned arrays for them.
 
 use glam::DVec3;
 
@@ -30,14 +30,25 @@ pub struct RayHits {
     pub normal: Vec<DVec3>,
 }
 
-/// Output slices for a run of rays.
-pub(super) struct Out<'a> {
-    pub(super) dist: &'a mut [f64],
-    pub(super) geomid: &'a mut [i32],
-    pub(super) normal: &'a mut [DVec3],
+impl RayHits {
+    /// The three arrays as one caller-owned output.
+    pub(super) fn as_hits_mut(&mut self) -> HitsMut<'_> {
+        HitsMut { dist: &mut self.dist, geomid: &mut self.geomid, normal: &mut self.normal }
+    }
 }
 
-impl Out<'_> {
+/// Caller-owned answers for a cast: three arrays of the same length, one entry per ray.
+#[derive(Debug)]
+pub struct HitsMut<'a> {
+    /// Distances, `-1` on a miss.
+    pub dist: &'a mut [f64],
+    /// Geom ids, `-1` on a miss.
+    pub geomid: &'a mut [i32],
+    /// Unit normals, zero on a miss.
+    pub normal: &'a mut [DVec3],
+}
+
+impl HitsMut<'_> {
     #[inline(always)]
     pub(super) fn set(&mut self, r: usize, hit: RayHit) {
         self.dist[r] = hit.dist;

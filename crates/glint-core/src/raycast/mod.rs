@@ -22,5 +22,5 @@ mod tests;
 pub use batch::RayBatch;
 pub use caster::RayCaster;
 pub use filter::{NGROUP, RayFilter};
-pub use hits::{RayHit, RayHits};
-pub use prepared::{Origins, PreparedRays};
+pub use hits::{HitsMut, RayHit, RayHits};
+pub use prepared::{Cast, CastOne, Origins, PreparedRays};

@@ -6,7 +6,7 @@ use glam::DVec3;
 use super::batch::RayBatch;
 use super::caster::RayCaster;
 use super::filter::RayFilter;
-use super::hits::{Out, RayHit};
+use super::hits::{HitsMut, RayHit};
 use super::query::Query;
 use crate::packet::{PACKET, Packet};
 use crate::{CoreError, Poses, Scene};
@@ -20,13 +20,7 @@ impl RayCaster {
         poses: &'a Poses,
         filter: &RayFilter,
     ) -> Result<PreparedRays<'a>, CoreError> {
-        if poses.nworld != self.tlas.len() {
-            return Err(CoreError::Shape {
-                field: "poses",
-                len: poses.nworld,
-                expected: format!("the ray caster was built for {} worlds", self.tlas.len()),
-            });
-        }
+        self.check_poses(poses)?;
         Ok(PreparedRays { caster: self, scene, poses, eligible: filter.eligible(scene) })
     }
 }
@@ -40,13 +34,111 @@ pub struct PreparedRays<'a> {
     eligible: Vec<bool>,
 }
 
+/// The rays of one [`PreparedRays::cast`], and what they pass through.
+#[derive(Clone, Copy, Debug)]
+pub struct Cast<'a> {
+    /// The world the rays are cast in.
+    pub world: usize,
+    /// Where the rays start: one point for all, or one point per direction.
+    pub origins: Origins<'a>,
+    /// Ray directions; distances are reported in units of their length, as in `mj_ray`.
+    pub dirs: &'a [DVec3],
+    /// A body whose geoms the rays ignore (`-1`: none).
+    pub exclude_body: i32,
+    /// A geom the rays pass through (`-1`: none), answered as `mj_ray` would answer with that
+    /// geom removed: the surfaces behind it.
+    pub skip_geom: i32,
+    /// Whether the rays are known to be good, so that the check of every origin and direction
+    /// is skipped: for continuations of rays the core has already cast, with their starts and
+    /// directions checked finite by the caller. A trusted ray whose origin or direction is not
+    /// finite, or whose direction is zero, gets an unspecified answer, never a panic.
+    pub trusted: bool,
+}
+
+/// Where the rays of a [`Cast`] start.
+#[derive(Clone, Copy, Debug)]
+pub enum Origins<'a> {
+    /// All from one point: a lidar's beams from its origin, or continuing along the same
+    /// directions past a pane of glass.
+    Shared(DVec3),
+    /// Each from its own, one per direction: a lidar's beams folded by a mirror or refracted
+    /// into water, from where each met it. Packets carry each ray's own origin.
+    Each(&'a [DVec3]),
+}
+
+/// The ray of one [`PreparedRays::cast_one`].
+#[derive(Clone, Copy, Debug)]
+pub struct CastOne {
+    /// The world the ray is cast in.
+    pub world: usize,
+    /// Where the ray starts.
+    pub origin: DVec3,
+    /// Its direction; the distance is reported in units of its length.
+    pub dir: DVec3,
+    /// A body whose geoms the ray ignores (`-1`: none).
+    pub exclude_body: i32,
+    /// A geom the ray passes through (`-1`: none).
+    pub skip_geom: i32,
+}
+
 impl PreparedRays<'_> {
-    /// One ray from `origin` along `dir` in world `world`, ignoring body `exclude` and geom
-    /// `skip_geom` (`-1`: none), as `mj_ray` would answer with that geom removed: the
-    /// continuation of a beam through a surface it has already crossed. `None` on a miss or a
-    /// non-finite or zero-length ray.
-    pub fn cast_one(&self, world: usize, origin: DVec3, dir: DVec3, exclude: i32, skip_geom: i32) -> Option<RayHit> {
-        let batch = RayBatch { nray: 1, pnt: &[origin], vec: &[dir], bodyexclude: &[exclude] };
+    /// Casts the rays of `cast` into `out`, whose arrays are each as long as `cast.dirs`
+    /// (and so is `cast.origins` when it gives one origin per ray). Rays go in packets in
+    /// the order given, so neighbouring directions should be neighbours here.
+    pub fn cast(&self, cast: Cast, out: HitsMut) -> Result<(), CoreError> {
+        let Cast { world, origins, dirs, exclude_body, skip_geom, trusted } = cast;
+        let shared;
+        let (origins, own) = match origins {
+            Origins::Shared(origin) => {
+                shared = [origin];
+                (&shared[..], false)
+            }
+            Origins::Each(origins) => {
+                self.check_origins(origins, dirs)?;
+                (origins, true)
+            }
+        };
+        let HitsMut { dist, geomid, normal } = out;
+        self.poses.check_world(world)?;
+        let nray = dirs.len();
+        for (field, len) in [("dist", dist.len()), ("geomid", geomid.len()), ("normal", normal.len())] {
+            if len != nray {
+                return Err(CoreError::Shape {
+                    field,
+                    len,
+                    expected: format!("it must hold one entry per ray ({nray})"),
+                });
+            }
+        }
+        if nray == 0 {
+            return Ok(());
+        }
+        let batch = RayBatch { nray, pnt: origins, vec: dirs, bodyexclude: &[exclude_body] };
+        if !trusted && !batch.chunk_ok(0, nray) {
+            batch.validate(1)?;
+        }
+        let q = Query { own, ..self.query(&batch, world, skip_geom) };
+        let mut packet = Packet::empty();
+        let mut i = 0;
+        while i < nray {
+            let run = PACKET.min(nray - i);
+            let out = HitsMut {
+                dist: &mut dist[i..i + run],
+                geomid: &mut geomid[i..i + run],
+                normal: &mut normal[i..i + run],
+            };
+            self.caster.cast_run(&q, 0, i, &mut packet, out);
+            i += run;
+        }
+        Ok(())
+    }
+
+    /// One ray, as [`PreparedRays::cast`] would answer it: `None` on a miss or for a
+    /// non-finite or zero-length ray (or a world that does not exist). For the continuation
+    /// of one beam through a surface it has already crossed.
+    pub fn cast_one(&self, ray: CastOne) -> Option<RayHit> {
+        let CastOne { world, origin, dir, exclude_body, skip_geom } = ray;
+        let batch = RayBatch { nray: 1, pnt: &[origin], vec: &[dir], bodyexclude: &[exclude_body] };
         if !batch.chunk_ok(0, 1) || world >= self.poses.nworld {
             return None;
         }
@@ -66,70 +158,6 @@ impl PreparedRays<'_> {
         }
     }
 
-    /// Casts the rays from `origin` along `dirs` in world `world`, ignoring body `exclude`
-    /// and geom `skip_geom` (`-1`: none), into `dist`, `geomid` and `normal` (each as long as
-    /// `dirs`). Rays go in packets in the order given, so neighbouring directions should be
-    /// neighbours here. Skipping a geom gives the surfaces behind it: a lidar's beams
-    /// continuing through a pane of glass, from the sensor's own origin.
-    #[allow(clippy::too_many_arguments)]
-    pub fn cast_from(
-        &self,
-        world: usize,
-        origin: DVec3,
-        dirs: &[DVec3],
-        exclude: i32,
-        skip_geom: i32,
-        dist: &mut [f64],
-        geomid: &mut [i32],
-        normal: &mut [DVec3],
-    ) -> Result<(), CoreError> {
-        self.cast_lines(world, &[origin], dirs, (false, true), (exclude, skip_geom), (dist, geomid, normal))
-    }
-
-    /// Casts rays from their own `origins` along `dirs` (one origin per direction) in world
-    /// `world`, ignoring body `exclude`, into `dist`, `geomid` and `normal`, as
-    /// [`PreparedRays::cast_one`] would answer each. Rays that leave one surface together (a
-    /// lidar's beams refracted into water, from where each met it) go in packets.
-    #[allow(clippy::too_many_arguments)]
-    pub fn cast_each(
-        &self,
-        world: usize,
-        origins: &[DVec3],
-        dirs: &[DVec3],
-        exclude: i32,
-        dist: &mut [f64],
-        geomid: &mut [i32],
-        normal: &mut [DVec3],
-    ) -> Result<(), CoreError> {
-        self.check_origins(origins, dirs)?;
-        self.cast_lines(world, origins, dirs, (true, true), (exclude, -1), (dist, geomid, normal))
-    }
-
-    /// [`PreparedRays::cast_from`] (shared `origins`) or [`PreparedRays::cast_each`] (one per
-    /// ray) for rays that are known to be good, ignoring body `exclude` and passing through
-    /// geom `skip_geom` (`-1`: none), into `out` (distances, geoms and normals, each as long
-    /// as `dirs`): the check of every origin and direction is skipped. For continuations of
-    /// rays the core has already cast: a lidar's beams going on past a pane of glass along
-    /// the same directions, or folded by a mirror from where each met it, with their starts
-    /// and directions checked finite. A ray whose origin or direction is not finite, or
-    /// whose direction is zero, gets an unspecified answer, never a panic.
-    pub fn cast_trusted(
-        &self,
-        (world, origins, dirs): (usize, Origins, &[DVec3]),
-        (exclude, skip_geom): (i32, i32),
-        out: (&mut [f64], &mut [i32], &mut [DVec3]),
-    ) -> Result<(), CoreError> {
-        match origins {
-            Origins::Shared(origin) => {
-                self.cast_lines(world, &[origin], dirs, (false, false), (exclude, skip_geom), out)
-            }
-            Origins::Each(origins) => {
-                self.check_origins(origins, dirs)?;
-                self.cast_lines(world, origins, dirs, (true, false), (exclude, skip_geom), out)
-            }
-        }
-    }
-
     /// One origin per direction.
     fn check_origins(&self, origins: &[DVec3], dirs: &[DVec3]) -> Result<(), CoreError> {
         if origins.len() == dirs.len() {
@@ -141,56 +169,4 @@ impl PreparedRays<'_> {
             expected: format!("it must hold one entry per ray ({})", dirs.len()),
         })
     }
-
-    /// The rays of [`PreparedRays::cast_from`] and [`PreparedRays::cast_each`]: from `origins`
-    /// (one, or one per ray, `own`: packets carry each ray's own origin), checked first when
-    /// `check`.
-    fn cast_lines(
-        &self,
-        world: usize,
-        origins: &[DVec3],
-        dirs: &[DVec3],
-        (own, check): (bool, bool),
-        (exclude, skip_geom): (i32, i32),
-        (dist, geomid, normal): (&mut [f64], &mut [i32], &mut [DVec3]),
-    ) -> Result<(), CoreError> {
-        self.poses.check_world(world)?;
-        let nray = dirs.len();
-        for (field, len) in [("dist", dist.len()), ("geomid", geomid.len()), ("normal", normal.len())] {
-            if len != nray {
-                return Err(CoreError::Shape {
-                    field,
-                    len,
-                    expected: format!("it must hold one entry per ray ({nray})"),
-                });
-            }
-        }
-        if nray == 0 {
-            return Ok(());
-        }
-        let batch = RayBatch { nray, pnt: origins, vec: dirs, bodyexclude: &[exclude] };
-        if check && !batch.chunk_ok(0, nray) {
-            batch.validate(1)?;
-        }
-        let q = Query { own, ..self.query(&batch, world, skip_geom) };
-        let mut packet = Packet::empty();
-        let mut i = 0;
-        while i < nray {
-            let run = PACKET.min(nray - i);
-            let out =
-                Out { dist: &mut dist[i..i + run], geomid: &mut geomid[i..i + run], normal: &mut normal[i..i + run] };
-            self.caster.cast_run(&q, 0, i, &mut packet, out);
-            i += run;
-        }
-        Ok(())
-    }
-}
-
-/// Where the rays of [`PreparedRays::cast_trusted`] start.
-#[derive(Clone, Copy, Debug)]
-pub enum Origins<'a> {
-    /// All from one point.
-    Shared(DVec3),
-    /// Each from its own, one per direction.
-    Each(&'a [DVec3]),
 }

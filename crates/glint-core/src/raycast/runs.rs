@@ -5,7 +5,7 @@ use glam::DVec3;
 
 use super::batch::RayBatch;
 use super::caster::RayCaster;
-use super::hits::Out;
+use super::hits::HitsMut;
 use super::query::Query;
 use crate::packet::{PACKET, Packet};
 
@@ -13,7 +13,7 @@ impl RayCaster {
     /// Casts rays `i..` of world `w` (as many as `out` holds, at most `PACKET`), as one packet
     /// when they share an origin and body exclusion and their directions share signs, as one
     /// packet per octant of directions when only the signs differ, else one by one.
-    pub(super) fn cast_run(&self, q: &Query, w: usize, i: usize, packet: &mut Packet, mut out: Out) {
+    pub(super) fn cast_run(&self, q: &Query, w: usize, i: usize, packet: &mut Packet, mut out: HitsMut) {
         let (batch, run) = (q.batch, out.dist.len());
         let nray = batch.nray;
         let (o, exclude) = (RayBatch::pick(batch.pnt, nray, w, i), q.exclude(w, i));
@@ -38,7 +38,7 @@ impl RayCaster {
     /// Casts rays `i..` of world `w` that would make one packet but for the signs of their
     /// directions (a fan across an axis): a packet per octant, in ray order within each.
     #[inline(never)]
-    fn cast_octants(&self, q: &Query, w: usize, i: usize, exclude: i32, packet: &mut Packet, mut out: Out) {
+    fn cast_octants(&self, q: &Query, w: usize, i: usize, exclude: i32, packet: &mut Packet, mut out: HitsMut) {
         let (batch, run) = (q.batch, out.dist.len());
         let dir = |r: usize| RayBatch::pick(batch.vec, batch.nray, w, i + r);
         // A zero component counts by its sign bit, as the packet's inverse directions do.

@@ -1,8 +1,22 @@
 use glam::{DMat3, DVec3};
 
-use super::{Origins, RayBatch, RayCaster, RayFilter};
+use super::{Cast, CastOne, HitsMut, Origins, RayBatch, RayCaster, RayFilter};
 use crate::primitives;
 use crate::{CoreError, GeomType, Poses, Scene};
+
+/// A checked cast in world 0 that ignores no body and passes through no geom.
+fn cast<'a>(origins: Origins<'a>, dirs: &'a [DVec3]) -> Cast<'a> {
+    Cast { world: 0, origins, dirs, exclude_body: -1, skip_geom: -1, trusted: false }
+}
+
+/// One ray in world 0 that ignores no body and passes through no geom.
+fn one(origin: DVec3, dir: DVec3) -> CastOne {
+    CastOne { world: 0, origin, dir, exclude_body: -1, skip_geom: -1 }
+}
+
+fn out<'a>(dist: &'a mut [f64], geomid: &'a mut [i32], normal: &'a mut [DVec3]) -> HitsMut<'a> {
+    HitsMut { dist, geomid, normal }
+}
 
 /// One sphere of radius 1 at (0, 0, 5), on the world body.
 fn sphere_scene() -> (Scene, Poses) {
@@ -58,10 +72,10 @@ fn rays_grazing_box_corners_see_what_single_rays_see() {
     let (origins, dirs): (Vec<DVec3>, Vec<DVec3>) = order.iter().map(|&k| (origins[k], dirs[k])).unzip();
     let n = dirs.len();
     let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
-    prepared.cast_each(0, &origins, &dirs, -1, &mut dist, &mut geomid, &mut normal).unwrap();
+    prepared.cast(cast(Origins::Each(&origins), &dirs), out(&mut dist, &mut geomid, &mut normal)).unwrap();
     let mut sphere_decides = 0;
     for k in 0..n {
-        let one = prepared.cast_one(0, origins[k], dirs[k], -1, -1);
+        let one = prepared.cast_one(one(origins[k], dirs[k]));
         assert_eq!(geomid[k], one.map_or(-1, |h| h.geomid), "ray {k}");
         if let Some(one) = one {
             assert_eq!((dist[k], normal[k]), (one.dist, one.normal), "ray {k}");
@@ -77,9 +91,9 @@ fn rays_grazing_box_corners_see_what_single_rays_see() {
         let dirs: Vec<DVec3> = targets.map(|t| (t * scene.geom_size[0] - origin).normalize()).collect();
         let n = dirs.len();
         let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
-        prepared.cast_from(0, origin, &dirs, -1, -1, &mut dist, &mut geomid, &mut normal).unwrap();
+        prepared.cast(cast(Origins::Shared(origin), &dirs), out(&mut dist, &mut geomid, &mut normal)).unwrap();
         for k in 0..n {
-            let one = prepared.cast_one(0, origin, dirs[k], -1, -1);
+            let one = prepared.cast_one(one(origin, dirs[k]));
             assert_eq!(geomid[k], one.map_or(-1, |h| h.geomid), "from {origin}, ray {k}");
         }
     }
@@ -135,26 +149,36 @@ fn prepared_casts_match_batched_casts_and_name_bad_input() {
     let want = caster.rays(&scene, &poses, &batch, &filter).unwrap();
     let prepared = caster.prepare(&scene, &poses, &filter).unwrap();
     let (mut dist, mut geomid, mut normal) = (vec![0.0; 100], vec![0; 100], vec![DVec3::ZERO; 100]);
-    prepared.cast_from(0, origin, &dirs, -1, -1, &mut dist, &mut geomid, &mut normal).unwrap();
+    prepared.cast(cast(Origins::Shared(origin), &dirs), out(&mut dist, &mut geomid, &mut normal)).unwrap();
     assert_eq!((dist, geomid, normal), (want.dist, want.geomid.clone(), want.normal));
     assert!(want.geomid.contains(&0) && want.geomid.contains(&-1));
     // The sphere's own body excluded: nothing is hit.
     let (mut dist, mut geomid, mut normal) = (vec![0.0; 100], vec![0; 100], vec![DVec3::ZERO; 100]);
-    prepared.cast_from(0, origin, &dirs, 0, -1, &mut dist, &mut geomid, &mut normal).unwrap();
+    prepared
+        .cast(
+            Cast { exclude_body: 0, ..cast(Origins::Shared(origin), &dirs) },
+            out(&mut dist, &mut geomid, &mut normal),
+        )
+        .unwrap();
     assert!(geomid.iter().all(|&g| g == -1));
     // So is it when the sphere itself is skipped, in packets and one ray at a time.
-    prepared.cast_from(0, origin, &dirs, -1, 0, &mut dist, &mut geomid, &mut normal).unwrap();
+    prepared
+        .cast(Cast { skip_geom: 0, ..cast(Origins::Shared(origin), &dirs) }, out(&mut dist, &mut geomid, &mut normal))
+        .unwrap();
     assert!(geomid.iter().all(|&g| g == -1));
-    assert_eq!(prepared.cast_one(0, origin, DVec3::Z, -1, 0), None);
-    assert_eq!(prepared.cast_one(0, origin, DVec3::Z, -1, -1).map(|h| h.geomid), Some(0));
+    assert_eq!(prepared.cast_one(CastOne { skip_geom: 0, ..one(origin, DVec3::Z) }), None);
+    assert_eq!(prepared.cast_one(one(origin, DVec3::Z)).map(|h| h.geomid), Some(0));
 
     let mut bad = dirs.clone();
     bad[42] = DVec3::ZERO;
-    let err = prepared.cast_from(0, origin, &bad, -1, -1, &mut dist, &mut geomid, &mut normal).unwrap_err();
+    let err = prepared.cast(cast(Origins::Shared(origin), &bad), out(&mut dist, &mut geomid, &mut normal)).unwrap_err();
     assert!(matches!(err, CoreError::BadDirection { index: 42, .. }), "{err}");
-    let err = prepared.cast_from(1, origin, &dirs, -1, -1, &mut dist, &mut geomid, &mut normal).unwrap_err();
+    let err = prepared
+        .cast(Cast { world: 1, ..cast(Origins::Shared(origin), &dirs) }, out(&mut dist, &mut geomid, &mut normal))
+        .unwrap_err();
     assert!(matches!(err, CoreError::NoSuchWorld { world: 1, nworld: 1 }), "{err}");
-    let err = prepared.cast_from(0, origin, &dirs, -1, -1, &mut dist[..5], &mut geomid, &mut normal).unwrap_err();
+    let err =
+        prepared.cast(cast(Origins::Shared(origin), &dirs), out(&mut dist[..5], &mut geomid, &mut normal)).unwrap_err();
     assert!(err.to_string().contains("dist"), "{err}");
 }
 
@@ -197,7 +221,7 @@ fn cluttered_scene() -> (Scene, Poses) {
 }
 
 #[test]
-fn rays_cast_each_from_its_own_origin_see_what_single_rays_see() {
+fn rays_each_from_its_own_origin_see_what_single_rays_see() {
     let (scene, poses) = cluttered_scene();
     let caster = RayCaster::new(&scene, &poses);
     let prepared = caster.prepare(&scene, &poses, &RayFilter::default()).unwrap();
@@ -216,9 +240,9 @@ fn rays_cast_each_from_its_own_origin_see_what_single_rays_see() {
         }
         let n = dirs.len();
         let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
-        prepared.cast_each(0, &origins, &dirs, -1, &mut dist, &mut geomid, &mut normal).unwrap();
+        prepared.cast(cast(Origins::Each(&origins), &dirs), out(&mut dist, &mut geomid, &mut normal)).unwrap();
         for k in 0..n {
-            let one = prepared.cast_one(0, origins[k], dirs[k], -1, -1);
+            let one = prepared.cast_one(one(origins[k], dirs[k]));
             assert_eq!(geomid[k], one.map_or(-1, |h| h.geomid), "fan {fan} ray {k}");
             if let Some(one) = one {
                 assert_eq!((dist[k], normal[k]), (one.dist, one.normal), "fan {fan} ray {k}");
@@ -230,10 +254,10 @@ fn rays_cast_each_from_its_own_origin_see_what_single_rays_see() {
 
     let (mut dist, mut geomid, mut normal) = (vec![0.0; 2], vec![0; 2], vec![DVec3::ZERO; 2]);
     let dirs = [DVec3::X, DVec3::Y];
-    let err = prepared.cast_each(0, &[DVec3::ZERO], &dirs, -1, &mut dist, &mut geomid, &mut normal);
+    let err = prepared.cast(cast(Origins::Each(&[DVec3::ZERO]), &dirs), out(&mut dist, &mut geomid, &mut normal));
     assert!(err.unwrap_err().to_string().contains("origins"));
     let bad = [DVec3::ZERO, DVec3::NAN];
-    assert!(prepared.cast_each(0, &bad, &dirs, -1, &mut dist, &mut geomid, &mut normal).is_err());
+    assert!(prepared.cast(cast(Origins::Each(&bad), &dirs), out(&mut dist, &mut geomid, &mut normal)).is_err());
 }
 
 /// The trusted casts answer good rays as the checked ones do, and bad rays (which they
@@ -253,13 +277,10 @@ fn trusted_casts_answer_as_checked_ones_and_survive_bad_rays() {
     let n = dirs.len();
     let answers = |trusted: bool, each: bool, origins: &[DVec3], dirs: &[DVec3]| {
         let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
-        let out = (&mut dist[..], &mut geomid[..], &mut normal[..]);
-        let done = match (trusted, each) {
-            (false, false) => prepared.cast_from(0, origins[0], dirs, -1, 3, out.0, out.1, out.2),
-            (true, false) => prepared.cast_trusted((0, Origins::Shared(origins[0]), dirs), (-1, 3), out),
-            (false, true) => prepared.cast_each(0, origins, dirs, -1, out.0, out.1, out.2),
-            (true, true) => prepared.cast_trusted((0, Origins::Each(origins), dirs), (-1, -1), out),
-        };
+        // Shared origins pass through geom 3; rays from their own origins through none.
+        let (origins, skip_geom) = if each { (Origins::Each(origins), -1) } else { (Origins::Shared(origins[0]), 3) };
+        let done =
+            prepared.cast(Cast { skip_geom, trusted, ..cast(origins, dirs) }, out(&mut dist, &mut geomid, &mut normal));
         done.map(|()| (dist, geomid, normal))
     };
     for each in [false, true] {
