@@ -13,7 +13,7 @@ pub struct Aabb {
 
 impl Aabb {
     /// The box that contains nothing; the identity of [`Aabb::union`].
-    pub const EMPTY: Aabb = Aabb { min: DVec3::splat(f64::INFINITY), max: DVec3::splat(f64::NEG_INFINITY) };
+    pub(crate) const EMPTY: Aabb = Aabb { min: DVec3::splat(f64::INFINITY), max: DVec3::splat(f64::NEG_INFINITY) };
 
     /// A box from its center and half-extents.
     #[inline]
@@ -23,13 +23,13 @@ impl Aabb {
 
     /// The smallest box holding `self` and `other`.
     #[inline]
-    pub fn union(&self, other: &Aabb) -> Aabb {
+    pub(crate) fn union(&self, other: &Aabb) -> Aabb {
         Aabb { min: self.min.min(other.min), max: self.max.max(other.max) }
     }
 
     /// The smallest box holding `self` and the point `p`.
     #[inline]
-    pub fn grow(&self, p: DVec3) -> Aabb {
+    pub(crate) fn grow(&self, p: DVec3) -> Aabb {
         Aabb { min: self.min.min(p), max: self.max.max(p) }
     }
 
@@ -41,14 +41,14 @@ impl Aabb {
 
     /// Half the surface area (enough for the surface-area heuristic); 0 for an empty box.
     #[inline]
-    pub fn half_area(&self) -> f64 {
+    pub(crate) fn half_area(&self) -> f64 {
         let d = (self.max - self.min).max(DVec3::ZERO);
         d.x * d.y + d.y * d.z + d.z * d.x
     }
 
     /// Whether `other` lies inside `self` (boundaries included).
     #[inline]
-    pub fn contains(&self, other: &Aabb) -> bool {
+    pub(crate) fn contains(&self, other: &Aabb) -> bool {
         self.min.cmple(other.min).all() && self.max.cmpge(other.max).all()
     }
 
@@ -61,7 +61,8 @@ impl Aabb {
     }
 
     /// Entry distance of the ray `origin + t * dir`, `t` in `[0, tmax]`, or `None` on a miss.
-    /// `inv_dir` comes from [`inverse_direction`].
+    /// `inv_dir` is `1 / dir` by component, with zero components replaced by a huge finite
+    /// value of the same sign (so the slab test never computes `0 * inf`).
     #[inline(always)]
     pub fn ray_entry(&self, origin: DVec3, inv_dir: DVec3, tmax: f64) -> Option<f64> {
         let t1 = (self.min - origin) * inv_dir;
@@ -75,7 +76,7 @@ impl Aabb {
 /// Component-wise `1 / dir` with zero components replaced by a huge finite value, so the slab
 /// test never computes `0 * inf`.
 #[inline]
-pub fn inverse_direction(dir: DVec3) -> DVec3 {
+pub(crate) fn inverse_direction(dir: DVec3) -> DVec3 {
     let inv = |d: f64| {
         if d.abs() > 1e-300 { 1.0 / d } else { 1e300_f64.copysign(d) }
     };

@@ -12,7 +12,8 @@ mod traverse;
 mod tree;
 mod validate;
 
-pub use aabb::{Aabb, inverse_direction};
+pub use aabb::Aabb;
+pub(crate) use aabb::inverse_direction;
 pub(crate) use nodes::{Node4, WIDTH};
 pub(crate) use traverse::Visitor;
 pub use tree::Bvh;

@@ -25,23 +25,9 @@ impl Bvh {
         self.prims.is_empty()
     }
 
-    /// Number of nodes.
-    pub fn node_count(&self) -> usize {
-        self.nodes.len()
-    }
-
     /// Primitive indices in leaf order; leaves refer to contiguous runs of this slice.
     pub fn prim_order(&self) -> &[u32] {
         &self.prims
-    }
-
-    /// Depth of the deepest leaf (1 for a single leaf), for tests and statistics.
-    pub fn depth(&self) -> usize {
-        fn go(nodes: &[BinaryNode], i: usize) -> usize {
-            let n = nodes[i];
-            if n.count > 0 { 1 } else { 1 + go(nodes, n.start as usize).max(go(nodes, n.start as usize + 1)) }
-        }
-        if self.nodes.is_empty() { 0 } else { go(&self.nodes, 0) }
     }
 
     /// Returns the primitive order and renumbers the primitives so that leaves refer to

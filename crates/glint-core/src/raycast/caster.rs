@@ -100,11 +100,6 @@ impl RayCaster {
     pub fn refit_world(&mut self, poses: &Poses, w: usize) {
         refit_world(&self.tlas_geoms, &self.local_bounds, poses, w, &mut self.tlas_boxes[w], &mut self.tlas[w]);
     }
-
-    /// The top-level BVH of world `w` and its geom ids per primitive (for tests and stats).
-    pub fn tlas(&self, w: usize) -> (&Bvh, &[u32]) {
-        (&self.tlas[w], &self.tlas_geoms)
-    }
 }
 
 /// World bounds of the top-level geoms `geoms` (local bounds `local`) in world `w`.
