@@ -29,15 +29,10 @@ impl RayBatch<'_> {
         }
     }
 
-    pub(super) fn check_shape(
-        &self,
-        field: &'static str,
-        len: usize,
-        nworld: usize,
-        allow_empty: bool,
-    ) -> Result<(), CoreError> {
+    /// Checks that the array `field`, `len` entries long, follows the broadcasting rules.
+    pub(super) fn check_shape(&self, field: &'static str, len: usize, nworld: usize) -> Result<(), CoreError> {
         let n = self.nray;
-        if (allow_empty && len == 0) || len == 1 || len == n || len == n * nworld {
+        if len == 1 || len == n || len == n * nworld {
             return Ok(());
         }
         Err(CoreError::Shape {
@@ -95,9 +90,13 @@ impl RayBatch<'_> {
         if self.nray == 0 || self.vec.is_empty() || self.pnt.is_empty() {
             return Err(CoreError::NoRays);
         }
-        self.check_shape("pnt", self.pnt.len(), nworld, false)?;
-        self.check_shape("vec", self.vec.len(), nworld, false)?;
-        self.check_shape("bodyexclude", self.bodyexclude.len(), nworld, true)
+        self.check_shape("pnt", self.pnt.len(), nworld)?;
+        self.check_shape("vec", self.vec.len(), nworld)?;
+        // No body exclusion at all is an empty array.
+        if self.bodyexclude.is_empty() {
+            return Ok(());
+        }
+        self.check_shape("bodyexclude", self.bodyexclude.len(), nworld)
     }
 
     /// Checks shapes and every ray.

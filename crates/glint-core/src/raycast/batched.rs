@@ -178,7 +178,7 @@ impl RayCaster {
         out: &mut [bool],
     ) -> Result<(), CoreError> {
         self.check_worlds(poses, 0..poses.nworld, batch, out.len(), Checks::Rays)?;
-        batch.check_shape("max_dist", max_dist.len(), poses.nworld, false)?;
+        batch.check_shape("max_dist", max_dist.len(), poses.nworld)?;
         let eligible = filter.eligible(scene);
         let q = Query { scene, poses, eligible: &eligible, batch, world0: 0, skip_geom: -1, own: false };
         let nray = batch.nray;

@@ -84,7 +84,9 @@ pub struct CastOne {
 impl PreparedRays<'_> {
     /// Casts the rays of `cast` into `out`, whose arrays are each as long as `cast.dirs`
     /// (and so is `cast.origins` when it gives one origin per ray). Rays go in packets in
-    /// the order given, so neighbouring directions should be neighbours here.
+    /// the order given, so neighbouring directions should be neighbours here. Fails, naming
+    /// what is wrong, for arrays of the wrong length, a world that does not exist, or (unless
+    /// `cast.trusted`) a ray with a non-finite origin or a zero or non-finite direction.
     pub fn cast(&self, cast: Cast, out: HitsMut) -> Result<(), CoreError> {
         let Cast { world, origins, dirs, exclude_body, skip_geom, trusted } = cast;
         let shared;
