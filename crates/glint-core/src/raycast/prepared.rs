@@ -138,6 +138,7 @@ impl PreparedRays<'_> {
     /// One ray, as [`PreparedRays::cast`] would answer it: `None` on a miss or for a
     /// non-finite or zero-length ray (or a world that does not exist). For the continuation
     /// of one beam through a surface it has already crossed.
+    #[inline]
     pub fn cast_one(&self, ray: CastOne) -> Option<RayHit> {
         let CastOne { world, origin, dir, exclude_body, skip_geom } = ray;
         let batch = RayBatch { nray: 1, pnt: &[origin], vec: &[dir], bodyexclude: &[exclude_body] };
