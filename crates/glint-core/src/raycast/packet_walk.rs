@@ -104,7 +104,7 @@ impl PacketBest {
         PacketBest { t: [f64::INFINITY; PACKET], g: [-1; PACKET], n: [DVec3::ZERO; PACKET], unit }
     }
 
-    /// As [`Best::offer`], for ray `r`.
+    /// As `Best::offer` (one_ray.rs), for ray `r`.
     #[inline(always)]
     fn offer(&mut self, r: usize, g: usize, t: f64, n: DVec3) {
         if t < self.t[r] || (t == self.t[r] && (g as i32) < self.g[r]) {

@@ -17,7 +17,7 @@ pub(super) struct Query<'a> {
     pub(super) world0: usize,
     /// A geom the rays pass through (`-1`: none).
     pub(super) skip_geom: i32,
-    /// Whether packets carry each ray's own origin (see [`PreparedRays::cast_each`]).
+    /// Whether packets carry each ray's own origin (a cast with `Origins::Each`).
     pub(super) own: bool,
 }
 
