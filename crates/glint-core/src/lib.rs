@@ -3,29 +3,30 @@
 //!
 //! Nothing here does I/O or calls C: `glint-mujoco` fills a [`Scene`] and [`Poses`] from
 //! MuJoCo, and every sensor casts through a [`RayCaster`].
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 mod bvh;
+mod did_you_mean;
 mod error;
 mod geom;
 mod hfield;
 mod mesh;
-mod names;
 mod packet;
 mod poses;
 mod primitives;
 mod raycast;
 mod scene;
-mod wide;
 
-pub use bvh::{Aabb, Bvh, inverse_direction};
-pub use error::CoreError;
-pub use geom::GeomType;
-pub use hfield::Hfield;
-pub use mesh::Mesh;
-pub use names::nearest_name;
-pub use poses::Poses;
-pub use poses::mat_from_mujoco;
-pub use primitives::intersect_primitive;
-pub use raycast::{NGROUP, Origins, PreparedRays, RayBatch, RayCaster, RayFilter, RayHit, RayHits};
-pub use scene::Scene;
+pub use crate::{
+    bvh::{Aabb, Bvh},
+    did_you_mean::nearest_name,
+    error::CoreError,
+    geom::GeomType,
+    hfield::Hfield,
+    mesh::Mesh,
+    poses::{Poses, mat_from_mujoco},
+    primitives::intersect_primitive,
+    raycast::{Cast, CastOne, HitsMut, NGROUP, Origins, PreparedRays, RayBatch, RayCaster, RayFilter, RayHit, RayHits},
+    scene::Scene,
+};

@@ -153,11 +153,6 @@ impl<V: Vertices> TriangleSet<V> {
     pub(crate) fn len(&self) -> usize {
         self.tris.len()
     }
-
-    /// The hierarchy, for statistics and validation.
-    pub(crate) fn bvh(&self) -> &Bvh {
-        &self.bvh
-    }
 }
 
 /// A triangle mesh as MuJoCo compiled it (vertices in the geom frame of every geom that uses
@@ -202,11 +197,6 @@ impl Mesh {
     /// Bounds of the mesh in its own (the geom's) frame.
     pub fn bounds(&self) -> Aabb {
         self.tris.bounds()
-    }
-
-    /// The mesh's BVH (for statistics and tests).
-    pub fn bvh(&self) -> &Bvh {
-        self.tris.bvh()
     }
 
     /// Nearest hit of a local-frame ray with `t <= tmax`: distance, unit normal (following

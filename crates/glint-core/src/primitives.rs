@@ -19,8 +19,8 @@ pub(crate) fn to_local(rot: &DMat3, v: DVec3) -> DVec3 {
     DVec3::new(rot.x_axis.dot(v), rot.y_axis.dot(v), rot.z_axis.dot(v))
 }
 
-/// Roots of `a x^2 + 2 b x + c = 0`, or `None` when the discriminant is negative. (Older
-/// MuJoCo rejected discriminants below `mjMINVAL`; 3.17 accepts tangent rays, measured.)
+/// Roots of `a x^2 + 2 b x + c = 0`, or `None` when the discriminant is negative: MuJoCo 3.17
+/// rejects only a negative discriminant, so tangent rays hit.
 #[inline(always)]
 fn quad_roots(a: f64, b: f64, c: f64) -> Option<[f64; 2]> {
     let det = b * b - a * c;

@@ -1423,7 +1423,7 @@ fn bad_models_are_errors() {
 
 #[test]
 fn bad_queries_are_errors() {
-    use glint_core::{CoreError, RayBatch};
+    use glint_core::{CoreError, HitsMut, RayBatch};
     let model = glint_mujoco::Model::from_xml_str(&tumbling_scene()).unwrap();
     let mut batch = glint_mujoco::WorldBatch::new(&model, 2).unwrap();
     let caster = glint_core::RayCaster::new(model.scene(), batch.poses());
@@ -1469,11 +1469,14 @@ fn bad_queries_are_errors() {
     }
     let b = RayBatch { nray: 5, pnt: &pnt, vec: &vec, bodyexclude: &[] };
     let (mut dist, mut geomid, mut normal) = (vec![0.0; 10], vec![0; 10], vec![DVec3::ZERO; 10]);
-    let err = caster.rays_into(scene, poses, &b, &filter, &mut dist[..9], &mut geomid, &mut normal).unwrap_err();
+    let out = HitsMut { dist: &mut dist[..9], geomid: &mut geomid, normal: &mut normal };
+    let err = caster.rays_into(scene, poses, &b, &filter, out).unwrap_err();
     assert!(err.to_string().contains("output"), "{err}");
-    let err = caster.rays_into(scene, poses, &b, &filter, &mut dist, &mut geomid[..9], &mut normal).unwrap_err();
+    let out = HitsMut { dist: &mut dist, geomid: &mut geomid[..9], normal: &mut normal };
+    let err = caster.rays_into(scene, poses, &b, &filter, out).unwrap_err();
     assert!(err.to_string().contains("geomid"), "{err}");
-    let err = caster.rays_into(scene, poses, &b, &filter, &mut dist, &mut geomid, &mut normal[..3]).unwrap_err();
+    let out = HitsMut { dist: &mut dist, geomid: &mut geomid, normal: &mut normal[..3] };
+    let err = caster.rays_into(scene, poses, &b, &filter, out).unwrap_err();
     assert!(err.to_string().contains("normal"), "{err}");
     let mut out = vec![false; 10];
     let err = caster.occluded_into(scene, poses, &b, &filter, &[1.0, 2.0], &mut out).unwrap_err();

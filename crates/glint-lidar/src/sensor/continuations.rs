@@ -4,7 +4,7 @@
 //! recorder captures.
 
 use glam::DVec3;
-use glint_core::{CoreError, Origins, PreparedRays};
+use glint_core::{Cast, CastOne, CoreError, HitsMut, Origins, PreparedRays};
 
 use super::{ExtraScratch, FLAG_PASS, FLAG_REFLECT, GroupContext, NO_MATERIAL, Rays};
 use crate::return_model::{LegKind, MEDIUM_INDEX, NUDGE, Surface, Tracer, fold, refract, slope};
@@ -92,7 +92,13 @@ pub(super) struct LiveTracer<'a> {
 
 impl Tracer for LiveTracer<'_> {
     fn cast(&mut self, origin: DVec3, dir: DVec3, _: LegKind, _: usize, through: i32) -> Option<Surface> {
-        let hit = self.prepared.cast_one(self.world, origin, dir, self.exclude, through)?;
+        let hit = self.prepared.cast_one(CastOne {
+            world: self.world,
+            origin,
+            dir,
+            exclude_body: self.exclude,
+            skip_geom: through,
+        })?;
         Some(Surface { distance: hit.dist, geomid: hit.geomid, normal: hit.normal })
     }
 }
@@ -265,7 +271,15 @@ impl GroupContext<'_> {
             });
             let out = straight.batch(batch);
             // The group's own directions and origin, which its primary cast checked.
-            self.prepared.cast_trusted((world, Origins::Shared(rays.origin), dirs), (self.exclude, geom), out)?;
+            let cast = Cast {
+                world,
+                origins: Origins::Shared(rays.origin),
+                dirs,
+                exclude_body: self.exclude,
+                skip_geom: geom,
+                trusted: true,
+            };
+            self.prepared.cast(cast, HitsMut { dist: out.0, geomid: out.1, normal: out.2 })?;
         }
         Ok(())
     }
@@ -298,7 +312,15 @@ impl GroupContext<'_> {
         let out = ahead.batch(batch);
         // Starts and directions filtered finite above; directions unit (folds and refractions of
         // unit directions about unit normals).
-        self.prepared.cast_trusted((world, Origins::Each(origins), dirs), (self.exclude, -1), out)
+        let cast = Cast {
+            world,
+            origins: Origins::Each(origins),
+            dirs,
+            exclude_body: self.exclude,
+            skip_geom: -1,
+            trusted: true,
+        };
+        self.prepared.cast(cast, HitsMut { dist: out.0, geomid: out.1, normal: out.2 })
     }
 
     /// The material of palette index `index` (`None` for `NO_MATERIAL`, or without a model).

@@ -4,7 +4,7 @@
 //! group (`return_pass`).
 
 use glam::{DMat3, DVec3};
-use glint_core::{CoreError, Poses, PreparedRays, RayCaster, RayFilter, Scene, nearest_name};
+use glint_core::{Cast, CoreError, HitsMut, Origins, Poses, PreparedRays, RayCaster, RayFilter, Scene, nearest_name};
 use rayon::prelude::*;
 
 use std::sync::Arc;
@@ -819,7 +819,15 @@ impl GroupContext<'_> {
         dist.resize(n, 0.0);
         geomid.resize(n, 0);
         normal.resize(n, DVec3::ZERO);
-        self.prepared.cast_from(job.world, origin, dirs, self.exclude, -1, dist, geomid, normal)?;
+        let cast = Cast {
+            world: job.world,
+            origins: Origins::Shared(origin),
+            dirs,
+            exclude_body: self.exclude,
+            skip_geom: -1,
+            trusted: false,
+        };
+        self.prepared.cast(cast, HitsMut { dist, geomid, normal })?;
         let c = &sensor.binding.scan;
         let mut part = job.part;
         part.time.fill(job.time);

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use glam::DVec3;
-use glint_core::{RayBatch, RayCaster};
+use glint_core::{HitsMut, RayBatch, RayCaster};
 use glint_lidar::{LidarBinding, Lidars, ScanConfig, ScanPreset, Spelled, beam_direction};
 use glint_mujoco::{Model, WorldBatch};
 use serde::Serialize;
@@ -84,9 +84,8 @@ pub fn lidar(args: &LidarBench) -> Result<LidarReport, SimError> {
     let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0i32; n], vec![DVec3::ZERO; n]);
     let core_s = one.install(|| {
         median_time(args.repeats, || {
-            caster
-                .rays_into(&scene, batch.poses(), &rays, &filter, &mut dist, &mut geomid, &mut normal)
-                .expect("valid");
+            let out = HitsMut { dist: &mut dist, geomid: &mut geomid, normal: &mut normal };
+            caster.rays_into(&scene, batch.poses(), &rays, &filter, out).expect("valid");
         })
     });
     let report = LidarReport {

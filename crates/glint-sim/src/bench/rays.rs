@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use glam::DVec3;
-use glint_core::{Mesh, RayBatch, RayCaster, RayFilter};
+use glint_core::{HitsMut, Mesh, RayBatch, RayCaster, RayFilter};
 use glint_mujoco::{Model, MujocoRays, WorldBatch};
 use serde::Serialize;
 
@@ -117,7 +117,10 @@ pub fn rays(args: &RaysBench) -> Result<RaysReport, SimError> {
     let rays = RayBatch { nray, pnt: &pnt, vec: &dirs, bodyexclude: &[-1] };
     let total = nworld * nray;
     let (mut dist, mut geomid, mut normal) = (vec![0.0; total], vec![0i32; total], vec![DVec3::ZERO; total]);
-    let mut cast = || caster.rays_into(&scene, batch.poses(), &rays, &filter, &mut dist, &mut geomid, &mut normal);
+    let mut cast = || {
+        let out = HitsMut { dist: &mut dist, geomid: &mut geomid, normal: &mut normal };
+        caster.rays_into(&scene, batch.poses(), &rays, &filter, out)
+    };
     // Each timed run repeats the scan until it lasts about 20 ms, so waking the workers of a
     // fresh pool is not part of the figure.
     let t_once = {

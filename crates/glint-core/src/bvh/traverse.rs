@@ -1,0 +1,168 @@
+//! Front-to-back traversal of the 4-wide tree, driven by a visitor: the closest-hit and
+//! any-hit walks of one ray, and the hook packets use.
+
+use glam::DVec3;
+
+use super::collapse::Bvh4;
+use super::nodes::{Node4, WIDTH};
+use super::tree::Bvh;
+
+/// Traversal stack entries kept on the stack (about 21 levels of a 4-wide tree).
+const STACK: usize = 64;
+
+/// A traversal's decisions: which of a node's boxes it enters, and what to do with a
+/// primitive.
+pub(crate) trait Visitor {
+    /// Entry distance into each lane's box (`f64::INFINITY` where it does not enter).
+    fn entry4(&self, node: &Node4) -> [f64; WIDTH];
+    /// Handles one primitive of a visited leaf; returns true to stop the traversal.
+    fn prim(&mut self, prim: u32) -> bool;
+}
+
+impl Bvh {
+    /// Visits leaves front to back along the ray and calls `hit(prim, tmax)` for each of their
+    /// primitives; `hit` returns the primitive's distance when it is closer than (or ties with)
+    /// `tmax`, which then shrinks. Returns the final `tmax`.
+    #[inline]
+    pub fn closest(&self, origin: DVec3, inv_dir: DVec3, tmax: f64, hit: impl FnMut(u32, f64) -> Option<f64>) -> f64 {
+        struct Closest<F> {
+            origin: DVec3,
+            inv_dir: DVec3,
+            tmax: f64,
+            hit: F,
+        }
+        impl<F: FnMut(u32, f64) -> Option<f64>> Visitor for Closest<F> {
+            #[inline(always)]
+            fn entry4(&self, n: &Node4) -> [f64; WIDTH] {
+                ray_entry4(n, self.origin, self.inv_dir, self.tmax)
+            }
+            #[inline(always)]
+            fn prim(&mut self, prim: u32) -> bool {
+                if let Some(t) = (self.hit)(prim, self.tmax) {
+                    self.tmax = t;
+                }
+                false
+            }
+        }
+        let mut v = Closest { origin, inv_dir, tmax, hit };
+        self.walk(&mut v);
+        v.tmax
+    }
+
+    /// Whether `hit(prim)` is true for any primitive whose box the ray segment `[0, tmax]`
+    /// crosses; stops at the first.
+    #[inline]
+    pub fn any(&self, origin: DVec3, inv_dir: DVec3, tmax: f64, hit: impl FnMut(u32) -> bool) -> bool {
+        struct Any<F> {
+            origin: DVec3,
+            inv_dir: DVec3,
+            tmax: f64,
+            hit: F,
+        }
+        impl<F: FnMut(u32) -> bool> Visitor for Any<F> {
+            #[inline(always)]
+            fn entry4(&self, n: &Node4) -> [f64; WIDTH] {
+                ray_entry4(n, self.origin, self.inv_dir, self.tmax)
+            }
+            #[inline(always)]
+            fn prim(&mut self, prim: u32) -> bool {
+                (self.hit)(prim)
+            }
+        }
+        self.walk(&mut Any { origin, inv_dir, tmax, hit })
+    }
+
+    /// Front-to-back traversal driven by `v`: subtrees whose box `v.entry4` rejects are
+    /// skipped, nearer children are visited first, and `v.prim` returns true to stop.
+    /// Returns whether it stopped early.
+    #[inline(always)]
+    pub(crate) fn walk(&self, v: &mut impl Visitor) -> bool {
+        self.wide.walk(&self.prims, v)
+    }
+}
+
+impl Bvh4 {
+    /// Front-to-back traversal: nearer lanes first; `v.prim` returns true to stop.
+    #[inline(always)]
+    pub(super) fn walk(&self, prims: &[u32], v: &mut impl Visitor) -> bool {
+        if self.nodes.is_empty() {
+            return false;
+        }
+        // Entries are (index, count): count 0 is a wide node, otherwise a leaf run. A small
+        // array serves every realistic tree (it is zeroed on each walk, so its size is paid
+        // per ray); deeper trees spill into a vector, newest entries first.
+        let mut stack = [(0u32, 0u32); STACK];
+        let mut spill: Vec<(u32, u32)> = Vec::new();
+        let mut top = 1usize;
+        loop {
+            let (index, count) = match spill.pop() {
+                Some(entry) => entry,
+                None if top > 0 => {
+                    top -= 1;
+                    stack[top]
+                }
+                None => break,
+            };
+            if count > 0 {
+                for &p in &prims[index as usize..(index + count) as usize] {
+                    if v.prim(p) {
+                        return true;
+                    }
+                }
+                continue;
+            }
+            let node = &self.nodes[index as usize];
+            let t = v.entry4(node);
+            // Gather entered lanes, then push them farthest first.
+            let mut order = [(0.0f64, 0usize); WIDTH];
+            let mut n = 0;
+            for (l, &tl) in t.iter().enumerate().take(node.nchild as usize) {
+                if tl < f64::INFINITY {
+                    let mut k = n;
+                    while k > 0 && order[k - 1].0 < tl {
+                        order[k] = order[k - 1];
+                        k -= 1;
+                    }
+                    order[k] = (tl, l);
+                    n += 1;
+                }
+            }
+            for &(_, l) in &order[..n] {
+                let entry = (node.child[l], node.count[l]);
+                if spill.is_empty() && top < STACK {
+                    stack[top] = entry;
+                    top += 1;
+                } else {
+                    spill.push(entry);
+                }
+            }
+        }
+        false
+    }
+}
+
+/// Entry distances of one ray into four boxes within `[0, tmax]` (`INFINITY` on a miss).
+/// `inv` comes from `inverse_direction`, so no lane computes `0 * inf`.
+#[inline(always)]
+fn ray_entry4(n: &Node4, o: DVec3, inv: DVec3, tmax: f64) -> [f64; WIDTH] {
+    let mut near = [0.0f64; WIDTH];
+    let mut far = [tmax; WIDTH];
+    // Arrays, not glam's runtime-indexed vectors (whose `[a]` is a branch).
+    let (o, inv) = (o.to_array(), inv.to_array());
+    for a in 0..3 {
+        let (lo, hi) = if inv[a] >= 0.0 { (&n.min[a], &n.max[a]) } else { (&n.max[a], &n.min[a]) };
+        for l in 0..WIDTH {
+            let t0 = (lo[l] as f64 - o[a]) * inv[a];
+            let t1 = (hi[l] as f64 - o[a]) * inv[a];
+            near[l] = if t0 > near[l] { t0 } else { near[l] };
+            far[l] = if t1 < far[l] { t1 } else { far[l] };
+        }
+    }
+    let mut out = [f64::INFINITY; WIDTH];
+    for l in 0..WIDTH {
+        if near[l] <= far[l] {
+            out[l] = near[l];
+        }
+    }
+    out
+}

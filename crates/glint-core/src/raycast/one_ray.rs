@@ -1,0 +1,71 @@
+//! One ray's walk through a world: the closest hit, and whether anything blocks it.
+
+use glam::DVec3;
+
+use super::caster::RayCaster;
+use super::dispatch::{geom_blocks, intersect_geom};
+use super::hits::RayHit;
+use super::query::Query;
+use crate::bvh::inverse_direction;
+
+impl RayCaster {
+    pub(super) fn cast(&self, q: &Query, w: usize, i: usize) -> RayHit {
+        let scene = q.scene;
+        let (pnt, vec, exclude) = q.ray(w, i);
+        let (xpos, xmat) = q.poses.geoms(q.world0 + w);
+        let usable = |g: usize| q.usable(g, exclude);
+
+        let mut best = Best { t: f64::INFINITY, g: -1, n: DVec3::ZERO };
+        for &g in &self.planes {
+            let g = g as usize;
+            if usable(g)
+                && let Some((t, n)) = intersect_geom(scene, g, xpos[g], &xmat[g], pnt, vec, f64::INFINITY)
+            {
+                best.offer(g, t, n);
+            }
+        }
+        let geoms = &self.tlas_geoms;
+        let start = best.t;
+        self.tlas[q.world0 + w].closest(pnt, inverse_direction(vec), start, |prim, tmax| {
+            let g = geoms[prim as usize] as usize;
+            if !usable(g) {
+                return None;
+            }
+            let (t, n) = intersect_geom(scene, g, xpos[g], &xmat[g], pnt, vec, tmax)?;
+            best.offer(g, t, n).then_some(t)
+        });
+        if best.g < 0 { RayHit::MISS } else { RayHit { dist: best.t, geomid: best.g, normal: best.n } }
+    }
+
+    #[inline]
+    pub(super) fn occluded(&self, q: &Query, w: usize, i: usize, max_dist: f64) -> bool {
+        let scene = q.scene;
+        let (pnt, vec, exclude) = q.ray(w, i);
+        let (xpos, xmat) = q.poses.geoms(q.world0 + w);
+        let usable = |g: usize| q.usable(g, exclude);
+        let blocks = |g: usize| usable(g) && geom_blocks(scene, g, xpos[g], &xmat[g], pnt, vec, max_dist);
+        self.planes.iter().any(|&g| blocks(g as usize))
+            || self.tlas[q.world0 + w]
+                .any(pnt, inverse_direction(vec), max_dist, |prim| blocks(self.tlas_geoms[prim as usize] as usize))
+    }
+}
+
+/// The closest hit so far of one ray.
+struct Best {
+    t: f64,
+    g: i32,
+    n: DVec3,
+}
+
+impl Best {
+    /// Takes the hit when it is closer, or equally close on a lower geom id (MuJoCo scans
+    /// geoms in id order and keeps the first of equal distances). Returns whether it did.
+    #[inline(always)]
+    fn offer(&mut self, g: usize, t: f64, n: DVec3) -> bool {
+        let take = t < self.t || (t == self.t && (g as i32) < self.g);
+        if take {
+            *self = Best { t, g: g as i32, n };
+        }
+        take
+    }
+}

@@ -1,0 +1,247 @@
+//! A packet's walk through one world's top level: the planes offered first, then the BVH
+//! walked once for all its rays, each leaf's geoms tested for the rays that enter their box.
+
+use glam::{DMat3, DVec3};
+
+use super::batch::RayBatch;
+use super::caster::RayCaster;
+use super::dispatch::intersect_geom;
+use super::hits::RayHit;
+use super::query::Query;
+use crate::bvh::{Aabb, Node4, Visitor, WIDTH};
+use crate::packet::{PACKET, Packet};
+use crate::primitives::{self, to_local};
+use crate::{GeomType, Scene};
+
+impl RayCaster {
+    /// Closest hits of the packet just `set` from rays of world `w` (ray `k` of the packet is
+    /// the batch's ray `ray(k)`), from their shared origin or, for a query with `own`, each
+    /// from its own.
+    #[inline(always)]
+    pub(super) fn cast_set_packet(
+        &self,
+        q: &Query,
+        w: usize,
+        ray: impl Fn(usize) -> usize,
+        exclude: i32,
+        packet: &mut Packet,
+    ) -> PacketBest {
+        if q.own {
+            self.cast_packet_own(q, w, ray, exclude, packet)
+        } else {
+            self.cast_packet::<false>(q, w, exclude, packet)
+        }
+    }
+
+    /// Closest hits of a packet of rays of world `w` (ray `k` of the packet is the batch's
+    /// ray `ray(k)`), each from its own origin. Kept apart so that the common packets' code is
+    /// inlined as it would be without it.
+    #[inline(never)]
+    fn cast_packet_own(
+        &self,
+        q: &Query,
+        w: usize,
+        ray: impl Fn(usize) -> usize,
+        exclude: i32,
+        packet: &mut Packet,
+    ) -> PacketBest {
+        let nray = q.batch.nray;
+        packet.set_origins(|k| RayBatch::pick(q.batch.pnt, nray, w, ray(k)));
+        self.cast_packet::<true>(q, w, exclude, packet)
+    }
+
+    /// Closest hits of a packet of rays in world `w` (`OWN`: each ray from its own origin).
+    fn cast_packet<const OWN: bool>(&self, q: &Query, w: usize, exclude: i32, p: &Packet) -> PacketBest {
+        let (scene, eligible) = (q.scene, q.eligible);
+        let (xpos, xmat) = q.poses.geoms(q.world0 + w);
+        // The walk is built first and the planes offered into it, so that its closest hits
+        // (1 KB) are never copied in.
+        let mut walk = PacketWalk::<OWN> {
+            scene,
+            xpos,
+            xmat,
+            eligible,
+            exclude,
+            skip_geom: q.skip_geom,
+            geoms: &self.tlas_geoms,
+            boxes: &self.tlas_boxes[q.world0 + w],
+            p,
+            best: PacketBest::new(OWN),
+            packet_tmax: 0.0,
+        };
+        // What the one-ray path answers for a plane (the walk with own origins keeps normals
+        // unit).
+        let plane_normal = |g: usize| if OWN { xmat[g].z_axis.normalize() } else { xmat[g].z_axis };
+        for &g in &self.planes {
+            let g = g as usize;
+            if q.usable(g, exclude) {
+                let (t, n) = (p.plane::<OWN>(xpos[g], &xmat[g], scene.geom_size[g]), plane_normal(g));
+                for (r, &t) in t.iter().enumerate().take(p.n) {
+                    if t < f64::INFINITY {
+                        walk.best.offer(r, g, t, n);
+                    }
+                }
+            }
+        }
+        walk.update_tmax();
+        self.tlas[q.world0 + w].walk(&mut walk);
+        walk.best
+    }
+}
+
+/// Closest hits so far of a packet's rays (structure of arrays).
+pub(super) struct PacketBest {
+    t: [f64; PACKET],
+    g: [i32; PACKET],
+    n: [DVec3; PACKET],
+    /// Whether the normals offered are unit already (the walk with own origins, which offers
+    /// what the one-ray path answers), so that they are handed out as they are.
+    unit: bool,
+}
+
+impl PacketBest {
+    fn new(unit: bool) -> Self {
+        PacketBest { t: [f64::INFINITY; PACKET], g: [-1; PACKET], n: [DVec3::ZERO; PACKET], unit }
+    }
+
+    /// As `Best::offer` (one_ray.rs), for ray `r`.
+    #[inline(always)]
+    fn offer(&mut self, r: usize, g: usize, t: f64, n: DVec3) {
+        if t < self.t[r] || (t == self.t[r] && (g as i32) < self.g[r]) {
+            (self.t[r], self.g[r], self.n[r]) = (t, g as i32, n);
+        }
+    }
+
+    #[inline]
+    pub(super) fn hit(&self, r: usize) -> RayHit {
+        // Normals are kept unnormalized until here, so only the winner pays for it.
+        if self.g[r] < 0 {
+            RayHit::MISS
+        } else {
+            let n = if self.unit { self.n[r] } else { self.n[r].normalize() };
+            RayHit { dist: self.t[r], geomid: self.g[r], normal: n }
+        }
+    }
+}
+
+/// A packet's walk through one world's top level.
+struct PacketWalk<'a, const OWN: bool> {
+    scene: &'a Scene,
+    xpos: &'a [DVec3],
+    xmat: &'a [DMat3],
+    eligible: &'a [bool],
+    exclude: i32,
+    /// A geom the packet passes through (`-1`: none).
+    skip_geom: i32,
+    geoms: &'a [u32],
+    boxes: &'a [Aabb],
+    p: &'a Packet,
+    best: PacketBest,
+    /// The largest current best distance of the packet's rays.
+    packet_tmax: f64,
+}
+
+impl<const OWN: bool> PacketWalk<'_, OWN> {
+    fn update_tmax(&mut self) {
+        let mut m = 0.0f64;
+        for r in 0..self.p.n {
+            m = if self.best.t[r] > m { self.best.t[r] } else { m };
+        }
+        self.packet_tmax = m;
+    }
+
+    /// The rays of `mask`, each from its own origin, against box `g`, all lanes at once: what
+    /// `intersect_geom` answers each, to the bit (MuJoCo's bounding-sphere test, then the
+    /// six-face loop in the box's frame, then the normal rotated back and normalized).
+    #[inline(never)]
+    fn own_box(&mut self, g: usize, mut mask: u32) {
+        let (pos, rot, size) = (self.xpos[g], &self.xmat[g], self.scene.geom_size[g]);
+        let radius_sqr = primitives::bounding_sphere_sqr(GeomType::Box, size);
+        let (mut lpnt, mut lvec, mut passes) = ([[0.0; PACKET]; 3], [[0.0; PACKET]; 3], [false; PACKET]);
+        for r in 0..PACKET {
+            let (dif, d) = (self.p.origin(r) - pos, self.p.d[r]);
+            passes[r] = primitives::BoundingSphere::with_radius(dif, radius_sqr).passes(d);
+            let (l, v) = (to_local(rot, dif), to_local(rot, d));
+            for a in 0..3 {
+                (lpnt[a][r], lvec[a][r]) = (l[a], v[a]);
+            }
+        }
+        let (mut t, mut face) = ([0.0; PACKET], [0u8; PACKET]);
+        primitives::box_lanes(size, &lpnt, &lvec, &mut t, &mut face);
+        // A box has six normals, and a packet's rays mostly meet the same face: each is worked
+        // out once (a square root and a division that the winners would wait on in turn).
+        let mut normals = [None; 6];
+        while mask != 0 {
+            let r = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            if passes[r] && face[r] < 6 && t[r] <= self.best.t[r] {
+                let f = face[r] as usize;
+                let n = *normals[f].get_or_insert_with(|| (*rot * primitives::face_normal(f)).normalize());
+                self.best.offer(r, g, t[r], n);
+            }
+        }
+    }
+}
+
+impl<const OWN: bool> Visitor for PacketWalk<'_, OWN> {
+    #[inline(always)]
+    fn entry4(&self, n: &Node4) -> [f64; WIDTH] {
+        self.p.entry4::<OWN>(n, self.packet_tmax)
+    }
+
+    #[inline]
+    fn prim(&mut self, prim: u32) -> bool {
+        let g = self.geoms[prim as usize] as usize;
+        if !self.eligible[g] || self.scene.geom_bodyid[g] == self.exclude || g as i32 == self.skip_geom {
+            return false;
+        }
+        let mut mask = self.p.enters::<OWN>(&self.boxes[prim as usize], &self.best.t);
+        if mask == 0 {
+            return false;
+        }
+        let kind = self.scene.geom_type[g];
+        // Rays with their own origins take the general path below: one instance of the
+        // primitives' local tests keeps them inlined into the common packets' walk.
+        if !OWN && matches!(kind, GeomType::Box | GeomType::Capsule | GeomType::Cylinder | GeomType::Ellipsoid) {
+            // One local origin serves the whole packet; normals are rotated only for winners.
+            let (pos, rot, size) = (self.xpos[g], &self.xmat[g], self.scene.geom_size[g]);
+            let dif = self.p.o - pos;
+            let (lpnt, sphere) = (to_local(rot, dif), primitives::BoundingSphere::new(kind, size, dif));
+            let mut changed = false;
+            while mask != 0 {
+                let r = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                if !sphere.passes(self.p.d[r]) {
+                    continue;
+                }
+                let Some((t, n)) = primitives::intersect_local(kind, size, lpnt, to_local(rot, self.p.d[r])) else {
+                    continue;
+                };
+                if t < self.best.t[r] || (t == self.best.t[r] && (g as i32) < self.best.g[r]) {
+                    self.best.offer(r, g, t, *rot * n);
+                    changed = true;
+                }
+            }
+            if changed {
+                self.update_tmax();
+            }
+            return false;
+        }
+        if OWN && kind == GeomType::Box {
+            self.own_box(g, mask);
+            self.update_tmax();
+            return false;
+        }
+        while mask != 0 {
+            let r = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let (d, tmax) = (self.p.d[r], self.best.t[r]);
+            let o = if OWN { self.p.origin(r) } else { self.p.o };
+            if let Some((t, n)) = intersect_geom(self.scene, g, self.xpos[g], &self.xmat[g], o, d, tmax) {
+                self.best.offer(r, g, t, n);
+            }
+        }
+        self.update_tmax();
+        false
+    }
+}

@@ -1,0 +1,67 @@
+//! Runs of up to a packet's worth of rays: cast as one packet, as one packet per octant of
+//! directions, or one by one.
+
+use glam::DVec3;
+
+use super::batch::RayBatch;
+use super::caster::RayCaster;
+use super::hits::HitsMut;
+use super::query::Query;
+use crate::packet::{PACKET, Packet};
+
+impl RayCaster {
+    /// Casts rays `i..` of world `w` (as many as `out` holds, at most `PACKET`), as one packet
+    /// when they share an origin and body exclusion and their directions share signs, as one
+    /// packet per octant of directions when only the signs differ, else one by one.
+    pub(super) fn cast_run(&self, q: &Query, w: usize, i: usize, packet: &mut Packet, mut out: HitsMut) {
+        let (batch, run) = (q.batch, out.dist.len());
+        let nray = batch.nray;
+        let (o, exclude) = (RayBatch::pick(batch.pnt, nray, w, i), q.exclude(w, i));
+        // Rays with their own origins carry them into the packet.
+        let shared = run > 1
+            && (q.own || (i..i + run).all(|k| RayBatch::pick(batch.pnt, nray, w, k) == o))
+            && (batch.bodyexclude.len() <= 1 || (i..i + run).all(|k| q.exclude(w, k) == exclude));
+        if shared && packet.set(o, run, |r| RayBatch::pick(batch.vec, nray, w, i + r)) {
+            let best = self.cast_set_packet(q, w, |r| i + r, exclude, packet);
+            for r in 0..run {
+                out.set(r, best.hit(r));
+            }
+        } else if shared && run > 2 {
+            self.cast_octants(q, w, i, exclude, packet, out);
+        } else {
+            for r in 0..run {
+                out.set(r, self.cast(q, w, i + r));
+            }
+        }
+    }
+
+    /// Casts rays `i..` of world `w` that would make one packet but for the signs of their
+    /// directions (a fan across an axis): a packet per octant, in ray order within each.
+    #[inline(never)]
+    fn cast_octants(&self, q: &Query, w: usize, i: usize, exclude: i32, packet: &mut Packet, mut out: HitsMut) {
+        let (batch, run) = (q.batch, out.dist.len());
+        let dir = |r: usize| RayBatch::pick(batch.vec, batch.nray, w, i + r);
+        // A zero component counts by its sign bit, as the packet's inverse directions do.
+        let octant = |d: DVec3| (0..3).fold(0, |o, a| o | (usize::from(d[a].is_sign_negative()) << a));
+        let (mut lanes, mut count) = ([[0u8; PACKET]; 8], [0usize; 8]);
+        for r in 0..run {
+            let o = octant(dir(r));
+            lanes[o][count[o]] = r as u8;
+            count[o] += 1;
+        }
+        let o = RayBatch::pick(batch.pnt, batch.nray, w, i);
+        for (lanes, &n) in lanes.iter().zip(&count) {
+            let ray = |k: usize| lanes[k] as usize;
+            if n > 1 && packet.set(o, n, |k| dir(ray(k))) {
+                let best = self.cast_set_packet(q, w, |k| i + ray(k), exclude, packet);
+                for k in 0..n {
+                    out.set(ray(k), best.hit(k));
+                }
+            } else {
+                for r in lanes[..n].iter().map(|&r| r as usize) {
+                    out.set(r, self.cast(q, w, i + r));
+                }
+            }
+        }
+    }
+}

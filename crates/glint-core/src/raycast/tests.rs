@@ -1,0 +1,301 @@
+use glam::{DMat3, DVec3};
+
+use super::{Cast, CastOne, HitsMut, Origins, RayBatch, RayCaster, RayFilter};
+use crate::primitives;
+use crate::{CoreError, GeomType, Poses, Scene};
+
+/// A checked cast in world 0 that ignores no body and passes through no geom.
+fn cast<'a>(origins: Origins<'a>, dirs: &'a [DVec3]) -> Cast<'a> {
+    Cast { world: 0, origins, dirs, exclude_body: -1, skip_geom: -1, trusted: false }
+}
+
+/// One ray in world 0 that ignores no body and passes through no geom.
+fn one(origin: DVec3, dir: DVec3) -> CastOne {
+    CastOne { world: 0, origin, dir, exclude_body: -1, skip_geom: -1 }
+}
+
+fn out<'a>(dist: &'a mut [f64], geomid: &'a mut [i32], normal: &'a mut [DVec3]) -> HitsMut<'a> {
+    HitsMut { dist, geomid, normal }
+}
+
+/// One sphere of radius 1 at (0, 0, 5), on the world body.
+fn sphere_scene() -> (Scene, Poses) {
+    let scene = Scene {
+        geom_type: vec![GeomType::Sphere],
+        geom_size: vec![DVec3::new(1.0, 0.0, 0.0)],
+        geom_group: vec![0],
+        geom_bodyid: vec![0],
+        geom_contype: vec![1],
+        geom_conaffinity: vec![1],
+        geom_dataid: vec![-1],
+        geom_matid: vec![-1],
+        geom_rgba: vec![[1.0; 4]],
+        geom_name: vec!["ball".into()],
+        body_parentid: vec![0],
+        body_rootid: vec![0],
+        body_weldid: vec![0],
+        body_name: vec!["world".into()],
+        ..Scene::default()
+    };
+    scene.validate().unwrap();
+    let mut poses = Poses::new(&scene, 1);
+    poses.geom_xpos[0] = DVec3::new(0.0, 0.0, 5.0);
+    (scene, poses)
+}
+
+/// Rays from their own origins through a box's corners, tangent to its bounding sphere
+/// (where MuJoCo's pre-test, not the box, decides), in packets of shared signs: the box
+/// tests on lanes answer as single rays do.
+#[test]
+fn rays_grazing_box_corners_see_what_single_rays_see() {
+    use rand::{Rng, SeedableRng};
+    let (mut scene, mut poses) = sphere_scene();
+    scene.geom_type[0] = GeomType::Box;
+    scene.geom_size[0] = DVec3::new(0.25, 0.5, 0.75);
+    poses.geom_xpos[0] = DVec3::ZERO;
+    let caster = RayCaster::new(&scene, &poses);
+    let prepared = caster.prepare(&scene, &poses, &RayFilter::default()).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(52);
+    let mut sign = || if rng.gen_bool(0.5) { 1.0 } else { -1.0 };
+    let corner = DVec3::new(0.25 * sign(), 0.5 * sign(), 0.75 * sign());
+    let (mut origins, mut dirs) = (Vec::new(), Vec::new());
+    for k in 0..4000 {
+        let a = k as f64 * 0.618;
+        let across = DVec3::new(a.cos(), a.sin(), (3.0 * a).cos()).cross(corner).normalize();
+        // Same signs for whole runs, so they go as packets.
+        let d = if across.x < 0.0 { -across } else { across };
+        origins.push(corner - 2.0 * d);
+        dirs.push(d);
+    }
+    let mut order: Vec<usize> = (0..dirs.len()).collect();
+    order.sort_by_key(|&k| (dirs[k].y < 0.0, dirs[k].z < 0.0));
+    let (origins, dirs): (Vec<DVec3>, Vec<DVec3>) = order.iter().map(|&k| (origins[k], dirs[k])).unzip();
+    let n = dirs.len();
+    let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
+    prepared.cast(cast(Origins::Each(&origins), &dirs), out(&mut dist, &mut geomid, &mut normal)).unwrap();
+    let mut sphere_decides = 0;
+    for k in 0..n {
+        let one = prepared.cast_one(one(origins[k], dirs[k]));
+        assert_eq!(geomid[k], one.map_or(-1, |h| h.geomid), "ray {k}");
+        if let Some(one) = one {
+            assert_eq!((dist[k], normal[k]), (one.dist, one.normal), "ray {k}");
+        }
+        let bare = primitives::box_local(scene.geom_size[0], origins[k], dirs[k]).is_some();
+        sphere_decides += usize::from(bare && one.is_none());
+    }
+    assert!(sphere_decides > 0, "no ray where the bounding sphere decides");
+    // From one origin, as packets of beams: straight at each corner and edge midpoint.
+    for origin in [DVec3::new(2.0, 1.5, 1.0), DVec3::new(-1.5, 0.7, -2.5)] {
+        let targets =
+            (0..27).map(|k| DVec3::new((k % 3) as f64 - 1.0, ((k / 3) % 3) as f64 - 1.0, (k / 9) as f64 - 1.0));
+        let dirs: Vec<DVec3> = targets.map(|t| (t * scene.geom_size[0] - origin).normalize()).collect();
+        let n = dirs.len();
+        let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
+        prepared.cast(cast(Origins::Shared(origin), &dirs), out(&mut dist, &mut geomid, &mut normal)).unwrap();
+        for k in 0..n {
+            let one = prepared.cast_one(one(origin, dirs[k]));
+            assert_eq!(geomid[k], one.map_or(-1, |h| h.geomid), "from {origin}, ray {k}");
+        }
+    }
+}
+
+#[test]
+fn a_bad_ray_deep_in_a_large_batch_is_named() {
+    let (scene, poses) = sphere_scene();
+    let caster = RayCaster::new(&scene, &poses);
+    let mut dirs = vec![DVec3::Z; 10_000];
+    let filter = RayFilter::default();
+    let cast = |pnt: &[DVec3], vec: &[DVec3]| {
+        caster.rays(&scene, &poses, &RayBatch { nray: 10_000, pnt, vec, bodyexclude: &[] }, &filter)
+    };
+    let hits = cast(&[DVec3::ZERO], &dirs).unwrap();
+    assert!(hits.dist.iter().all(|&d| d == 4.0));
+    dirs[7_777] = DVec3::new(f64::NAN, 0.0, 1.0);
+    let err = cast(&[DVec3::ZERO], &dirs).unwrap_err();
+    assert!(matches!(err, CoreError::BadDirection { index: 7_777, .. }), "{err}");
+    dirs[7_777] = DVec3::Z;
+    let mut origins = vec![DVec3::ZERO; 10_000];
+    origins[9_999].x = f64::INFINITY;
+    let err = cast(&origins, &dirs).unwrap_err();
+    assert!(err.to_string().contains("ray 9999 starts at"), "{err}");
+}
+
+#[test]
+fn packets_and_single_rays_agree() {
+    let (scene, poses) = sphere_scene();
+    let caster = RayCaster::new(&scene, &poses);
+    // A fan of coherent rays (packets) and the same rays one by one.
+    let dirs: Vec<DVec3> =
+        (0..64).map(|k| DVec3::new(0.005 * (k as f64 - 32.0), 0.01 * (k % 8) as f64, 1.0).normalize()).collect();
+    let batch = RayBatch { nray: dirs.len(), pnt: &[DVec3::new(0.1, 0.0, 0.0)], vec: &dirs, bodyexclude: &[] };
+    let hits = caster.rays(&scene, &poses, &batch, &RayFilter::default()).unwrap();
+    for (i, &d) in dirs.iter().enumerate() {
+        let one = caster.ray(&scene, &poses, 0, DVec3::new(0.1, 0.0, 0.0), d, &RayFilter::default(), -1).unwrap();
+        assert_eq!((hits.dist[i], hits.geomid[i]), (one.dist, one.geomid));
+        assert!((hits.normal[i] - one.normal).length() < 1e-15);
+    }
+    assert!(hits.geomid.iter().filter(|&&g| g == 0).count() > 30);
+}
+
+#[test]
+fn prepared_casts_match_batched_casts_and_name_bad_input() {
+    let (scene, poses) = sphere_scene();
+    let caster = RayCaster::new(&scene, &poses);
+    let dirs: Vec<DVec3> =
+        (0..100).map(|k| DVec3::new(0.01 * (k as f64 - 50.0), 0.02 * (k % 7) as f64, 1.0).normalize()).collect();
+    let origin = DVec3::new(0.2, -0.1, 0.0);
+    let filter = RayFilter::default();
+    let batch = RayBatch { nray: dirs.len(), pnt: &[origin], vec: &dirs, bodyexclude: &[-1] };
+    let want = caster.rays(&scene, &poses, &batch, &filter).unwrap();
+    let prepared = caster.prepare(&scene, &poses, &filter).unwrap();
+    let (mut dist, mut geomid, mut normal) = (vec![0.0; 100], vec![0; 100], vec![DVec3::ZERO; 100]);
+    prepared.cast(cast(Origins::Shared(origin), &dirs), out(&mut dist, &mut geomid, &mut normal)).unwrap();
+    assert_eq!((dist, geomid, normal), (want.dist, want.geomid.clone(), want.normal));
+    assert!(want.geomid.contains(&0) && want.geomid.contains(&-1));
+    // The sphere's own body excluded: nothing is hit.
+    let (mut dist, mut geomid, mut normal) = (vec![0.0; 100], vec![0; 100], vec![DVec3::ZERO; 100]);
+    prepared
+        .cast(
+            Cast { exclude_body: 0, ..cast(Origins::Shared(origin), &dirs) },
+            out(&mut dist, &mut geomid, &mut normal),
+        )
+        .unwrap();
+    assert!(geomid.iter().all(|&g| g == -1));
+    // So is it when the sphere itself is skipped, in packets and one ray at a time.
+    prepared
+        .cast(Cast { skip_geom: 0, ..cast(Origins::Shared(origin), &dirs) }, out(&mut dist, &mut geomid, &mut normal))
+        .unwrap();
+    assert!(geomid.iter().all(|&g| g == -1));
+    assert_eq!(prepared.cast_one(CastOne { skip_geom: 0, ..one(origin, DVec3::Z) }), None);
+    assert_eq!(prepared.cast_one(one(origin, DVec3::Z)).map(|h| h.geomid), Some(0));
+
+    let mut bad = dirs.clone();
+    bad[42] = DVec3::ZERO;
+    let err = prepared.cast(cast(Origins::Shared(origin), &bad), out(&mut dist, &mut geomid, &mut normal)).unwrap_err();
+    assert!(matches!(err, CoreError::BadDirection { index: 42, .. }), "{err}");
+    let err = prepared
+        .cast(Cast { world: 1, ..cast(Origins::Shared(origin), &dirs) }, out(&mut dist, &mut geomid, &mut normal))
+        .unwrap_err();
+    assert!(matches!(err, CoreError::NoSuchWorld { world: 1, nworld: 1 }), "{err}");
+    let err =
+        prepared.cast(cast(Origins::Shared(origin), &dirs), out(&mut dist[..5], &mut geomid, &mut normal)).unwrap_err();
+    assert!(err.to_string().contains("dist"), "{err}");
+}
+
+/// Primitives of every kind scattered around the origin, turned every which way, and a
+/// floor plane, all on the world body.
+fn cluttered_scene() -> (Scene, Poses) {
+    let kinds = [GeomType::Box, GeomType::Sphere, GeomType::Capsule, GeomType::Cylinder, GeomType::Ellipsoid];
+    let mut scene = Scene {
+        geom_type: vec![GeomType::Plane],
+        geom_size: vec![DVec3::new(0.0, 0.0, 1.0)],
+        body_parentid: vec![0],
+        body_rootid: vec![0],
+        body_weldid: vec![0],
+        body_name: vec!["world".into()],
+        ..Scene::default()
+    };
+    let mut placed = vec![(DVec3::new(0.0, 0.0, -3.0), DMat3::IDENTITY)];
+    for k in 0..40 {
+        let f = k as f64;
+        scene.geom_type.push(kinds[k % kinds.len()]);
+        scene.geom_size.push(DVec3::new(0.3 + 0.1 * (k % 4) as f64, 0.2 + 0.15 * (k % 3) as f64, 0.25));
+        let pos = DVec3::new(6.0 * (0.7 * f).sin(), 6.0 * (1.3 * f).cos(), 2.0 * (0.37 * f).sin());
+        placed.push((pos, DMat3::from_euler(glam::EulerRot::ZYX, 0.4 * f, 0.9 * f, 0.2 * f)));
+    }
+    let n = scene.geom_type.len();
+    scene.geom_group = vec![0; n];
+    scene.geom_bodyid = vec![0; n];
+    scene.geom_contype = vec![1; n];
+    scene.geom_conaffinity = vec![1; n];
+    scene.geom_dataid = vec![-1; n];
+    scene.geom_matid = vec![-1; n];
+    scene.geom_rgba = vec![[1.0; 4]; n];
+    scene.geom_name = (0..n).map(|g| format!("g{g}")).collect();
+    scene.validate().unwrap();
+    let mut poses = Poses::new(&scene, 1);
+    for (g, (pos, rot)) in placed.into_iter().enumerate() {
+        (poses.geom_xpos[g], poses.geom_xmat[g]) = (pos, rot);
+    }
+    (scene, poses)
+}
+
+#[test]
+fn rays_each_from_its_own_origin_see_what_single_rays_see() {
+    let (scene, poses) = cluttered_scene();
+    let caster = RayCaster::new(&scene, &poses);
+    let prepared = caster.prepare(&scene, &poses, &RayFilter::default()).unwrap();
+    // Fans of coherent directions (packets), each ray from its own origin, spread as
+    // beams refracted at a water surface would be (and wider).
+    let mut seen = [0usize; 2];
+    for fan in 0..24 {
+        let (yaw, pitch) = (0.27 * fan as f64, 0.3 * ((fan % 5) as f64 - 2.0));
+        let spread = 0.05 * (fan % 4) as f64;
+        let (mut origins, mut dirs) = (Vec::new(), Vec::new());
+        for k in 0..96 {
+            let (a, b) = (yaw + 0.01 * (k % 12) as f64, pitch + 0.012 * (k / 12) as f64);
+            dirs.push(DVec3::new(a.cos() * b.cos(), a.sin() * b.cos(), b.sin()));
+            let wobble = DVec3::new((k % 7) as f64, (k % 5) as f64 - 2.0, (k % 3) as f64 - 1.0);
+            origins.push(DVec3::new(0.3, -0.2, 0.1) + wobble * spread);
+        }
+        let n = dirs.len();
+        let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
+        prepared.cast(cast(Origins::Each(&origins), &dirs), out(&mut dist, &mut geomid, &mut normal)).unwrap();
+        for k in 0..n {
+            let one = prepared.cast_one(one(origins[k], dirs[k]));
+            assert_eq!(geomid[k], one.map_or(-1, |h| h.geomid), "fan {fan} ray {k}");
+            if let Some(one) = one {
+                assert_eq!((dist[k], normal[k]), (one.dist, one.normal), "fan {fan} ray {k}");
+            }
+            seen[usize::from(geomid[k] >= 0)] += 1;
+        }
+    }
+    assert!(seen[0] > 500 && seen[1] > 500, "hits and misses both tested: {seen:?}");
+
+    let (mut dist, mut geomid, mut normal) = (vec![0.0; 2], vec![0; 2], vec![DVec3::ZERO; 2]);
+    let dirs = [DVec3::X, DVec3::Y];
+    let err = prepared.cast(cast(Origins::Each(&[DVec3::ZERO]), &dirs), out(&mut dist, &mut geomid, &mut normal));
+    assert!(err.unwrap_err().to_string().contains("origins"));
+    let bad = [DVec3::ZERO, DVec3::NAN];
+    assert!(prepared.cast(cast(Origins::Each(&bad), &dirs), out(&mut dist, &mut geomid, &mut normal)).is_err());
+}
+
+/// The trusted casts answer good rays as the checked ones do, and bad rays (which they
+/// do not look for) without panicking, in packets and one by one.
+#[test]
+fn trusted_casts_answer_as_checked_ones_and_survive_bad_rays() {
+    let (scene, poses) = cluttered_scene();
+    let caster = RayCaster::new(&scene, &poses);
+    let prepared = caster.prepare(&scene, &poses, &RayFilter::default()).unwrap();
+    let dirs: Vec<DVec3> = (0..200)
+        .map(|k| {
+            let (a, b) = (0.031 * k as f64, 0.2 * ((k % 9) as f64 - 4.0) / 4.0);
+            DVec3::new(a.cos() * b.cos(), a.sin() * b.cos(), b.sin())
+        })
+        .collect();
+    let origins: Vec<DVec3> = (0..200).map(|k| DVec3::new(0.1, -0.2, 0.05 * (k % 5) as f64)).collect();
+    let n = dirs.len();
+    let answers = |trusted: bool, each: bool, origins: &[DVec3], dirs: &[DVec3]| {
+        let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
+        // Shared origins pass through geom 3; rays from their own origins through none.
+        let (origins, skip_geom) = if each { (Origins::Each(origins), -1) } else { (Origins::Shared(origins[0]), 3) };
+        let done =
+            prepared.cast(Cast { skip_geom, trusted, ..cast(origins, dirs) }, out(&mut dist, &mut geomid, &mut normal));
+        done.map(|()| (dist, geomid, normal))
+    };
+    for each in [false, true] {
+        let checked = answers(false, each, &origins, &dirs).unwrap();
+        assert_eq!(answers(true, each, &origins, &dirs).unwrap(), checked);
+        assert!(checked.1.iter().any(|&g| g >= 0) && checked.1.contains(&-1));
+    }
+    let mut bad_dirs = dirs.clone();
+    let mut bad_origins = origins.clone();
+    for k in (0..n).step_by(3) {
+        bad_dirs[k] = [DVec3::ZERO, DVec3::NAN, DVec3::INFINITY][k / 3 % 3];
+        bad_origins[k] = DVec3::new(f64::NAN, 0.0, f64::NEG_INFINITY);
+    }
+    for each in [false, true] {
+        assert!(answers(false, each, &bad_origins, &bad_dirs).is_err());
+        assert!(answers(true, each, &bad_origins, &bad_dirs).is_ok());
+    }
+}
