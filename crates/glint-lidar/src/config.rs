@@ -371,19 +371,9 @@ impl ScanFields {
         "self_ignore",
     ];
 
-    /// The keys a whole configuration has (the Risley rates only for a Risley pattern).
-    const REQUIRED: [&'static str; 10] = [
-        "pattern",
-        "channels",
-        "azimuth_bins",
-        "rotation_hz",
-        "vfov_min_deg",
-        "vfov_max_deg",
-        "min_range",
-        "max_range",
-        "geom_group_mask",
-        "self_ignore",
-    ];
+    /// The keys a whole configuration may lack: the Risley rates (other patterns have none)
+    /// and points per cycle (written as `azimuth_bins`).
+    const OPTIONAL: [&'static str; 3] = ["risley_spin_hz", "risley_prism_hz", "points_per_cycle"];
 
     /// Every field of `c`.
     pub fn of(c: &ScanConfig) -> ScanFields {
@@ -461,10 +451,13 @@ impl ScanFields {
 
     /// The first key a whole configuration has that these fields lack.
     fn missing(&self) -> Option<&'static str> {
-        let have = [
+        let present = [
             self.pattern.is_some(),
+            self.risley_spin_hz.is_some(),
+            self.risley_prism_hz.is_some(),
             self.channels.is_some(),
             self.azimuth_bins.is_some(),
+            self.points_per_cycle.is_some(),
             self.rotation_hz.is_some(),
             self.vfov_min_deg.is_some(),
             self.vfov_max_deg.is_some(),
@@ -473,7 +466,7 @@ impl ScanFields {
             self.geom_group_mask.is_some(),
             self.self_ignore.is_some(),
         ];
-        Self::REQUIRED.iter().zip(have).find(|(_, has)| !has).map(|(k, _)| *k)
+        Self::KEYS.into_iter().zip(present).find(|(key, has)| !has && !Self::OPTIONAL.contains(key)).map(|(key, _)| key)
     }
 }
 
@@ -532,5 +525,45 @@ impl Default for LidarBinding {
             secondary_capture: SecondaryCapture::Off,
             secondary_scope: SecondaryScope::FlaggedMaterials,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scan_fields_name_every_key_and_read_back_whole_configurations() {
+        let risley = ScanPattern::NonRepetitive(NonRepetitive::Risley { spin_hz: 20.0, prism_hz: [90.0, -50.0] });
+        let c = ScanConfig { pattern: risley, channels: 1, azimuth_bins: 5000, ..ScanConfig::default() };
+        let json = serde_json::to_value(c).unwrap();
+        let written: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut keys: Vec<&str> = ScanFields::KEYS.into_iter().filter(|k| *k != "points_per_cycle").collect();
+        keys.sort();
+        let mut sorted = written.clone();
+        sorted.sort();
+        assert_eq!(sorted, keys, "KEYS lists every field a configuration is written with");
+        assert_eq!(serde_json::from_value::<ScanConfig>(json.clone()).unwrap(), c);
+        // A whole configuration is needed; a bad one is refused with its field.
+        let mut partial = json.clone();
+        partial.as_object_mut().unwrap().remove("max_range");
+        assert!(serde_json::from_value::<ScanConfig>(partial).unwrap_err().to_string().contains("max_range"));
+        let mut bad = json;
+        bad["self_ignore"] = "all".into();
+        let err = serde_json::from_value::<ScanConfig>(bad).unwrap_err().to_string();
+        assert!(err.contains("self_ignore = \"all\"") && err.contains("mount-body"), "{err}");
+    }
+
+    #[test]
+    fn scan_fields_change_only_what_they_hold() {
+        let fields: ScanFields = serde_json::from_str(r#"{"points_per_cycle": 300, "max_range": 12.5}"#).unwrap();
+        let mut c = ScanConfig::from_preset(ScanPreset::LivoxMid360);
+        fields.apply(&mut c).unwrap();
+        assert_eq!((c.channels, c.azimuth_bins, c.max_range, c.vfov_max_deg), (1, 300, 12.5, 52.0));
+        let negative: ScanFields = serde_json::from_str(r#"{"channels": -3}"#).unwrap();
+        assert!(negative.apply(&mut c).unwrap_err().to_string().contains("`channels` is -3"));
+        let rates: ScanFields = serde_json::from_str(r#"{"risley_spin_hz": 3.0}"#).unwrap();
+        assert!(rates.apply(&mut c).unwrap_err().to_string().contains("need pattern = \"risley\""));
+        assert!(serde_json::from_str::<ScanFields>(r#"{"chanels": 3}"#).is_err(), "unknown keys are refused");
     }
 }

@@ -22,6 +22,7 @@
 //! seed = 7
 //! ```
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
