@@ -112,10 +112,11 @@ impl<'a> Reprocessor<'a> {
         pass_through: Option<RecordedHit>,
         reflected: Option<RecordedHit>,
     ) -> Result<Reprocessed, LidarError> {
-        let local = self.direction(k)?;
+        let unit = self.unit(k)?;
         if !first.is_hit() {
             return Ok(Reprocessed { report: BeamReturn::NONE, hole: false });
         }
+        let local = self.direction(k, unit);
         let (origin, rot) = (self.origin, self.rot);
         let dir = (rot * local).normalize();
         let range = first.range as f64;
@@ -134,25 +135,34 @@ impl<'a> Reprocessor<'a> {
         Ok(Reprocessed { report, hole: material.is_none() })
     }
 
-    /// Beam `k`'s direction in the sensor frame on the current tick.
-    fn direction(&self, k: u64) -> Result<DVec3, LidarError> {
+    /// The pattern unit (since the episode start) the current tick cast beam `k` in: an error
+    /// when the sensor has no beam `k`, or the tick did not cast it. A spinning pattern's beams
+    /// are the same every cycle, and their unit is not needed.
+    fn unit(&self, k: u64) -> Result<u64, LidarError> {
         let c = &self.config;
         let beams = c.beam_count() as u64;
         if k >= beams {
             return Err(LidarError::Conflict(format!("beam {k} does not exist: the sensor has {beams} beams")));
         }
         if let ScanPattern::Spinning = c.pattern {
-            return Ok(self.spinning[k as usize]);
+            return Ok(k);
         }
         let units = c.azimuth_bins as u64;
-        let u = self.clock.unit_at(k, units).ok_or_else(|| {
+        self.clock.unit_at(k, units).ok_or_else(|| {
             let (from, to) = self.clock.last;
             LidarError::Conflict(format!(
                 "emission {k} was not cast on tick {} (it cast units {from} to {to} of a {units}-point cycle)",
                 self.clock.ticks
             ))
-        })?;
-        Ok(beam_direction(c, u / units, k as usize))
+        })
+    }
+
+    /// Beam `k`'s direction in the sensor frame, cast in pattern unit `unit`.
+    fn direction(&self, k: u64, unit: u64) -> DVec3 {
+        match self.config.pattern {
+            ScanPattern::Spinning => self.spinning[k as usize],
+            _ => beam_direction(&self.config, unit / self.config.azimuth_bins as u64, k as usize),
+        }
     }
 }
 

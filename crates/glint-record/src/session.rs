@@ -124,9 +124,10 @@ pub struct Episode {
     tick_hz: f64,
     writers: Vec<LidarWriter>,
     poses: Vec<PoseWriter>,
-    /// Per sensor, its video proxy if it has one, and what the frames are drawn with.
+    /// Per sensor, its video proxy if it has one; what the frames are drawn with, and how
+    /// many ticks apart.
     proxies: Vec<Option<VideoProxy>>,
-    video: Option<VideoSettings>,
+    video: Option<(VideoSettings, u64)>,
     warnings: Vec<RecordWarning>,
     started: Instant,
 }
@@ -307,7 +308,7 @@ impl Session {
             )?);
         }
         let mut warnings = Vec::new();
-        let (fps, _) = frame_rate(self.tick_hz);
+        let (fps, every) = frame_rate(self.tick_hz);
         let proxies = writers
             .iter()
             .zip(&self.configs)
@@ -326,7 +327,7 @@ impl Session {
             writers,
             poses,
             proxies,
-            video: self.video.as_ref().map(|(settings, _)| *settings),
+            video: self.video.as_ref().map(|(settings, _)| (*settings, every)),
             warnings,
             started: Instant::now(),
         })
@@ -370,9 +371,9 @@ impl Episode {
     /// Appends a frame to sensor `sensor`'s video proxy when one is due after its `ticks`-th
     /// tick; a proxy that fails is dropped with a warning.
     fn draw_frame(&mut self, sensor: usize, ticks: u64, tick: &TickData) {
-        let (Some(settings), Some(slot)) = (self.video, self.proxies.get_mut(sensor)) else { return };
+        let (Some((settings, every)), Some(slot)) = (self.video, self.proxies.get_mut(sensor)) else { return };
         let Some(proxy) = slot else { return };
-        if !ticks.is_multiple_of(frame_rate(self.tick_hz).1) {
+        if !ticks.is_multiple_of(every) {
             return;
         }
         let c = &self.configs[sensor].scan;

@@ -204,11 +204,3 @@ impl LidarMut<'_> {
         Ok(())
     }
 }
-
-impl Simulation {
-    /// An error unless world `world` exists.
-    pub(crate) fn world_ok(&self, world: usize) -> Result<(), SimError> {
-        let nworld = self.nworld();
-        if world < nworld { Ok(()) } else { Err(SimError::NoSuchWorld { world, nworld }) }
-    }
-}

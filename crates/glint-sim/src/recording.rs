@@ -87,12 +87,14 @@ impl Recording {
         tick: &SensorTick,
         warnings: &mut Vec<Warning>,
     ) -> Result<(), SimError> {
-        let slot = &mut self.episodes[world];
-        if slot.is_none() {
-            *slot = Some(self.session.begin_episode(self.next_index)?);
-            self.next_index += 1;
-        }
-        let Some(episode) = slot else { return Ok(()) };
+        let episode = match &mut self.episodes[world] {
+            Some(episode) => episode,
+            slot => {
+                let episode = self.session.begin_episode(self.next_index)?;
+                self.next_index += 1;
+                slot.insert(episode)
+            }
+        };
         let (sensor_pos, sensor_rot) = tick.frame;
         let data = TickData { timestamp: tick.time, scan: tick.scan, beams: tick.beams, sensor_rot, sensor_pos };
         episode.write_tick(tick.sensor, &data)?;

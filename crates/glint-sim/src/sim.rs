@@ -299,16 +299,21 @@ impl Simulation {
 
     /// The worlds `worlds` names, checked.
     fn world_list(&self, worlds: Worlds) -> Result<Vec<usize>, SimError> {
-        let nworld = self.nworld();
         let list = match worlds {
-            Worlds::All => (0..nworld).collect(),
+            Worlds::All => (0..self.nworld()).collect(),
             Worlds::One(w) => vec![w],
             Worlds::These(ws) => ws.to_vec(),
         };
-        match list.iter().find(|&&w| w >= nworld) {
-            Some(&world) => Err(SimError::NoSuchWorld { world, nworld }),
-            None => Ok(list),
+        for &w in &list {
+            self.world_ok(w)?;
         }
+        Ok(list)
+    }
+
+    /// An error unless world `world` exists.
+    pub(crate) fn world_ok(&self, world: usize) -> Result<(), SimError> {
+        let nworld = self.nworld();
+        if world < nworld { Ok(()) } else { Err(SimError::NoSuchWorld { world, nworld }) }
     }
 
     /// A new episode in `worlds`: the episode that was running there ends (and its recording,
@@ -436,7 +441,7 @@ impl Simulation {
 
     /// Lidar ticks world `w` has run in its episode.
     pub fn episode_tick(&self, w: usize) -> Result<u64, SimError> {
-        self.world_list(Worlds::One(w))?;
+        self.world_ok(w)?;
         Ok(self.clocks[w].ticks)
     }
 
@@ -532,17 +537,12 @@ impl Simulation {
     /// when a run was stopped early), and the secondary-capture choices made while recording
     /// take effect. Returns what the recording wrote.
     pub fn stop_recording(&mut self, status: EpisodeStatus) -> Result<RecordingSummary, SimError> {
-        if self.recording.is_none() {
-            return Err(SimError::NotRecording("no recording is armed"));
+        let recording = self.recording.as_mut().ok_or(SimError::NotRecording("no recording is armed"))?;
+        for (w, clock) in self.clocks.iter().enumerate() {
+            recording.end_episode(w, status, clock.ticks as f64 * self.runner.dt, &mut self.warnings)?;
         }
-        for w in 0..self.nworld() {
-            let length = self.clocks[w].ticks as f64 * self.runner.dt;
-            if let Some(recording) = &mut self.recording {
-                recording.end_episode(w, status, length, &mut self.warnings)?;
-            }
-        }
-        let summary =
-            self.recording.take().map(|r| r.summary()).ok_or(SimError::NotRecording("no recording is armed"))?;
+        let summary = recording.summary();
+        self.recording = None;
         for (s, binding) in self.bindings.iter().enumerate() {
             self.lidars.set_secondary_capture(s, binding.secondary_capture, binding.secondary_scope)?;
         }

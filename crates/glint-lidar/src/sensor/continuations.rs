@@ -61,7 +61,7 @@ impl Ahead {
     }
 
     /// Room for the answers of rays `rays`, in that order, for the ray core to write.
-    fn batch(&mut self, rays: &[usize]) -> (&mut [f64], &mut [i32], &mut [DVec3]) {
+    fn batch(&mut self, rays: &[usize]) -> HitsMut<'_> {
         let start = self.dist.len();
         for (k, &r) in rays.iter().enumerate() {
             self.slot[r] = (start + k) as u32;
@@ -70,7 +70,7 @@ impl Ahead {
         self.dist.resize(len, 0.0);
         self.geomid.resize(len, 0);
         self.normal.resize(len, DVec3::ZERO);
-        (&mut self.dist[start..], &mut self.geomid[start..], &mut self.normal[start..])
+        HitsMut { dist: &mut self.dist[start..], geomid: &mut self.geomid[start..], normal: &mut self.normal[start..] }
     }
 
     /// Ray `r`'s answer (the surface met, distance from the ray's start, or a miss), `None`
@@ -279,7 +279,7 @@ impl GroupContext<'_> {
                 skip_geom: geom,
                 trusted: true,
             };
-            self.prepared.cast(cast, HitsMut { dist: out.0, geomid: out.1, normal: out.2 })?;
+            self.prepared.cast(cast, out)?;
         }
         Ok(())
     }
@@ -320,7 +320,7 @@ impl GroupContext<'_> {
             skip_geom: -1,
             trusted: true,
         };
-        self.prepared.cast(cast, HitsMut { dist: out.0, geomid: out.1, normal: out.2 })
+        self.prepared.cast(cast, out)
     }
 
     /// The material of palette index `index` (`None` for `NO_MATERIAL`, or without a model).
