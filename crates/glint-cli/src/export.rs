@@ -24,11 +24,12 @@ pub struct ExportArgs {
     /// manifest's `[return_model]`).
     #[arg(long, value_name = "P")]
     return_preset: Option<ReturnPreset>,
-    /// Seed of the model's randomness (default: the manifest's `[return_model] seed`).
+    /// Run seed to derive each episode's seed from, as `glint run --seed N` does (default:
+    /// each episode's own recorded seed, so the variant draws what the live sensor drew).
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
     /// Output folder, which must not exist (default:
-    /// `SESSION/variants/<bake>-<preset>-seed<N>/`).
+    /// `SESSION/variants/<bake>-<preset>-seed<N>/`, or `…-recorded-seeds/`).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Export with a stale bake (one baked before the scene's materials last changed); the
@@ -99,11 +100,12 @@ pub fn run(args: ExportArgs) -> Result<()> {
             (manifest, named.map_or_else(|| "manifest".to_string(), |p| p.name().to_string()))
         }
     };
-    let seed = args.seed.unwrap_or(sim.seed());
+    let seed = args.seed;
+    let seeds = seed.map_or_else(|| "recorded-seeds".to_string(), |n| format!("seed{n}"));
     let out = args
         .out
         .clone()
-        .unwrap_or_else(|| args.session.join("variants").join(format!("{}-{preset}-seed{seed}", args.bake)));
+        .unwrap_or_else(|| args.session.join("variants").join(format!("{}-{preset}-{seeds}", args.bake)));
     if out.exists() {
         bail!(
             "'{}' already exists: a variant is never overwritten (choose another --seed, --return-preset or --out, \
@@ -141,11 +143,12 @@ pub fn run(args: ExportArgs) -> Result<()> {
         eprintln!("warning: skipped {s}");
     }
     println!(
-        "variant: {} (bake '{}' {}, return preset {}, seed {seed})",
+        "variant: {} (bake '{}' {}, return preset {}, {})",
         out.display(),
         args.bake,
         if status.stale { "STALE" } else { "up to date" },
-        aug.return_preset
+        aug.return_preset,
+        seed.map_or_else(|| "each episode's recorded seed".to_string(), |n| format!("episode seeds from run seed {n}"))
     );
     println!("provenance: {}", out.join(glint_record::AUGMENTATION_FILE).display());
     Ok(())

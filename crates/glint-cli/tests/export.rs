@@ -151,9 +151,14 @@ fn exports_are_deterministic_traceable_and_physical() {
 
     // A preset by name, and the default folder inside the session.
     ok(&["export", s(&room.session), "--bake", "showroom", "--return-preset", "generic"]);
-    let default = room.session.join("variants/showroom-generic-seed7");
+    let default = room.session.join("variants/showroom-generic-recorded-seeds");
     let aug = augmentation(&default);
-    assert_eq!((aug["return_preset"].as_str(), aug["seed"].as_u64()), (Some("generic"), Some(7)));
+    assert_eq!(aug["return_preset"].as_str(), Some("generic"));
+    assert!(aug["seed"].is_null(), "without --seed each episode keeps its recorded seed");
+    let sidecar: Value =
+        serde_json::from_str(&std::fs::read_to_string(room.session.join(FILE).with_extension("json")).unwrap())
+            .unwrap();
+    assert_eq!(aug["files"][0]["seed"], sidecar["episode_seed"]);
     assert_eq!(aug["return_params"]["maxReturns"], 1);
     // It is never overwritten.
     let before = std::fs::read(default.join(FILE)).unwrap();
@@ -226,7 +231,7 @@ fn a_stale_bake_is_refused_unless_allowed() {
     let (_, err) = text(&o);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("stale"), "{err}");
-    let aug = augmentation(&room.session.join("variants/showroom-ouster-os1-seed7"));
+    let aug = augmentation(&room.session.join("variants/showroom-ouster-os1-recorded-seeds"));
     assert_eq!(aug["stale"], true);
     assert_eq!(aug["bake"]["status"]["stale"], true);
     // Baking again makes it current.

@@ -83,7 +83,7 @@ fn record(out: &Path, killed: bool) -> PathBuf {
     let mut beams = Vec::new();
     for index in 0..if killed { 3 } else { 2 } {
         lidars.reset_world(0).unwrap();
-        let mut episode = session.begin_episode(index).unwrap();
+        let mut episode = session.begin_episode(index, 0).unwrap();
         for tick in 1..=5 {
             let t = tick as f64 * 0.02;
             lidars.tick(scene, poses, &caster, 0.02, &[t], true).unwrap();

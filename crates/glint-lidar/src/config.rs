@@ -244,6 +244,19 @@ impl ScanConfig {
         self.channels as usize * self.azimuth_bins as usize
     }
 
+    /// The seed's split of beam index `k = bin * channels + channel` into `(bin, channel)`,
+    /// for every pattern: a spinning unit's azimuth bin and vertical channel; for a
+    /// non-repetitive one, the high and low parts of the emission index (not angles).
+    pub fn bin_channel(&self, k: u32) -> (u16, u16) {
+        let channels = self.channels.max(1);
+        ((k / channels) as u16, (k % channels) as u16)
+    }
+
+    /// The beam index `bin * channels + channel` ([`ScanConfig::bin_channel`] undone).
+    pub fn beam_index(&self, bin: u16, channel: u16) -> u32 {
+        bin as u32 * self.channels.max(1) + channel as u32
+    }
+
     /// The group mask MuJoCo understands (its six groups); the high bits are dropped.
     pub fn effective_group_mask(&self) -> u8 {
         (self.geom_group_mask & 0x3f) as u8

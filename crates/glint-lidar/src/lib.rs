@@ -104,7 +104,7 @@ pub use material::{Continuation, MaterialPreset, MaterialTable, Metal, NirMateri
 pub use params::{RETURN_PARAMS, ReturnParam, ReturnParams, ReturnPreset};
 pub use pattern::{Runner, angles, beam_direction};
 pub use reprocess::{RECORDED_CONTINUATIONS, RecordedHit, Reprocessed, Reprocessor};
-pub use return_model::{BeamReturn, MaterialLookup};
+pub use return_model::{BeamReturn, MaterialLookup, episode_seed};
 pub use scan::{Returns, Scan, SecondaryHits};
 pub use sensor::Lidars;
 pub use spelling::Spelled;

@@ -113,7 +113,8 @@ impl Runner {
         if (steps - runner.steps as f64).abs() > 1e-6 * steps.max(1.0) {
             let rate = |n: f64| {
                 let text = format!("{:.4}", 1.0 / (n * timestep));
-                format!("{} ({n} steps)", text.trim_end_matches('0').trim_end_matches('.'))
+                let steps = if n == 1.0 { "1 step".to_string() } else { format!("{n} steps") };
+                format!("{} ({steps})", text.trim_end_matches('0').trim_end_matches('.'))
             };
             let fewer = steps.floor().max(1.0);
             return Err(LidarError::RunnerRate(format!(

@@ -57,7 +57,6 @@ pub struct Reprocessor<'a> {
     /// Simulated seconds per lidar tick.
     tick_dt: f64,
     seed: u64,
-    world: u64,
     sensor: u64,
     key: TickKey,
     origin: DVec3,
@@ -65,14 +64,14 @@ pub struct Reprocessor<'a> {
 }
 
 impl<'a> Reprocessor<'a> {
-    /// A reprocessor of sensor `sensor` in world `world` (the indices that key the live
-    /// sensor's randomness), scanning with `config` on ticks of `runner`, under `params` and
-    /// `seed`, finding materials in `materials`. No tick has started.
+    /// A reprocessor of sensor `sensor` (the index that keys the live sensor's randomness),
+    /// scanning with `config` on ticks of `runner`, under `params` and the episode's `seed`
+    /// ([`crate::episode_seed`]), finding materials in `materials`. No tick has started.
     pub fn new(
         (params, seed): (ReturnParams, u64),
         materials: &'a dyn MaterialLookup,
         (config, runner): (ScanConfig, Runner),
-        (world, sensor): (u64, u64),
+        sensor: u64,
     ) -> Reprocessor<'a> {
         let spinning = match config.pattern {
             ScanPattern::Spinning => (0..config.beam_count()).map(|k| beam_direction(&config, 0, k)).collect(),
@@ -86,9 +85,8 @@ impl<'a> Reprocessor<'a> {
             clock: PatternClock::default(),
             tick_dt: runner.dt,
             seed,
-            world,
             sensor,
-            key: BeamRng::tick_key(seed, world, sensor, 0),
+            key: BeamRng::tick_key(seed, sensor, 0),
             origin: DVec3::ZERO,
             rot: DMat3::IDENTITY,
         }
@@ -97,7 +95,7 @@ impl<'a> Reprocessor<'a> {
     /// Starts the episode's next lidar tick, with the sensor at `origin` turned by `rotation`.
     pub fn next_tick(&mut self, origin: DVec3, rotation: DMat3) {
         self.clock.advance(self.config.rotation_hz, self.config.azimuth_bins as u64, self.tick_dt);
-        self.key = BeamRng::tick_key(self.seed, self.world, self.sensor, self.clock.ticks);
+        self.key = BeamRng::tick_key(self.seed, self.sensor, self.clock.ticks);
         (self.origin, self.rot) = (origin, rotation);
     }
 

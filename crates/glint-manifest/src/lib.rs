@@ -37,9 +37,12 @@ use glint_lidar::{
 use serde::Deserialize;
 
 mod controller;
+mod reset;
 
 pub use controller::Controller;
 use controller::{ACTUATOR_KEYS, CONTROLLER_KEYS, RawController};
+use reset::{BODY_RESET_KEYS, RESET_KEYS, RawReset};
+pub use reset::{BodyReset, ResetConfig};
 use thiserror::Error;
 
 /// Why a manifest was rejected.
@@ -130,7 +133,7 @@ pub enum ManifestError {
     },
 }
 
-const TOP_KEYS: &[&str] = &["scene", "lidar", "recorder", "materials", "bake", "return_model", "controller"];
+const TOP_KEYS: &[&str] = &["scene", "lidar", "recorder", "materials", "bake", "return_model", "controller", "reset"];
 const MATERIAL_KEYS: &[&str] = &[
     "preset",
     "reflectivity",
@@ -173,6 +176,8 @@ struct RawManifest {
     return_model: toml::Table,
     #[serde(default)]
     controller: RawController,
+    #[serde(default)]
+    reset: RawReset,
 }
 
 #[derive(Deserialize, Default)]
@@ -291,6 +296,8 @@ pub struct Manifest {
     pub seed: u64,
     /// What moves the robot in `glint run` (`[controller]`; default: zero control).
     pub controller: Controller,
+    /// How each episode's initial state is randomized (`[reset]`; default: not at all).
+    pub reset: ResetConfig,
 }
 
 /// "; did you mean `x`?" for the nearest valid key, or the whole list when none is close.
@@ -337,6 +344,7 @@ impl Manifest {
             recorder.video_colour_by = spelled(path, "[recorder]", "video_colour_by", mode)?;
         }
         let controller = raw.controller.controller(path)?;
+        let reset = raw.reset.config(path)?;
         let materials = raw
             .materials
             .iter()
@@ -354,6 +362,7 @@ impl Manifest {
             return_params,
             seed,
             controller,
+            reset,
         })
     }
 
@@ -535,6 +544,20 @@ fn check_keys(table: &toml::Table, path: &Path) -> Result<(), ManifestError> {
             && let Some(key) = a.keys().find(|k| !ACTUATOR_KEYS.contains(&k.as_str()))
         {
             return Err(unknown("[controller] actuators".into(), key, ACTUATOR_KEYS));
+        }
+    }
+    if let Some(toml::Value::Table(t)) = table.get("reset") {
+        if let Some(key) = t.keys().find(|k| !RESET_KEYS.contains(&k.as_str())) {
+            return Err(unknown("[reset]".into(), key, RESET_KEYS));
+        }
+        if let Some(toml::Value::Table(bodies)) = t.get("bodies") {
+            for (name, b) in bodies {
+                if let toml::Value::Table(b) = b
+                    && let Some(key) = b.keys().find(|k| !BODY_RESET_KEYS.contains(&k.as_str()))
+                {
+                    return Err(unknown(format!("[reset.bodies.{name}]"), key, BODY_RESET_KEYS));
+                }
+            }
         }
     }
     if let Some(toml::Value::Table(t)) = table.get("bake")

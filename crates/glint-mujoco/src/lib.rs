@@ -38,5 +38,5 @@ mod reference;
 pub use batch::WorldBatch;
 pub use error::MujocoError;
 pub use malloc::settle_malloc;
-pub use model::Model;
+pub use model::{Joint, JointKind, Model};
 pub use reference::MujocoRays;

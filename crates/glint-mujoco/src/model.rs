@@ -124,11 +124,56 @@ impl Model {
         (0..m.nu.max(0) as usize).map(|i| limited[i].then(|| [range[2 * i], range[2 * i + 1]])).collect()
     }
 
+    /// Every joint, in joint order (MuJoCo's `jnt_*` arrays).
+    pub fn joints(&self) -> Vec<Joint> {
+        let m = self.mj.ffi();
+        let (kind, qposadr, body) = (arr(m.jnt_type, m.njnt), arr(m.jnt_qposadr, m.njnt), arr(m.jnt_bodyid, m.njnt));
+        (0..m.njnt.max(0) as usize)
+            .map(|j| Joint {
+                name: name(m, m.name_jntadr, j),
+                kind: match kind[j] {
+                    0 => JointKind::Free,
+                    1 => JointKind::Ball,
+                    2 => JointKind::Slide,
+                    _ => JointKind::Hinge,
+                },
+                qposadr: qposadr[j] as usize,
+                body: body[j] as usize,
+            })
+            .collect()
+    }
+
     /// MuJoCo's version string, e.g. "3.17.0".
     pub fn mujoco_version() -> String {
         // SAFETY: mj_versionString returns a static NUL-terminated string.
         unsafe { CStr::from_ptr(mujoco_rs::mujoco_c::mj_versionString()) }.to_string_lossy().into_owned()
     }
+}
+
+/// A joint's kind (MuJoCo's `mjtJoint`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JointKind {
+    /// Six degrees of freedom: position (3) then unit quaternion (4) in `qpos`.
+    Free,
+    /// A unit quaternion (4) in `qpos`.
+    Ball,
+    /// A translation along its axis (1).
+    Slide,
+    /// A rotation about its axis (1).
+    Hinge,
+}
+
+/// One joint of the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Joint {
+    /// Its name (empty when unnamed).
+    pub name: String,
+    /// Its kind.
+    pub kind: JointKind,
+    /// Where its coordinates start in `qpos`.
+    pub qposadr: usize,
+    /// The body it moves.
+    pub body: usize,
 }
 
 /// The name an MJCF string is given inside MuJoCo's virtual file system.

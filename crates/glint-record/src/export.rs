@@ -15,7 +15,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use glam::DMat3;
 use glint_lidar::{
     BakeStatus, BeamReturn, MaterialLookup, RECORDED_CONTINUATIONS, RecordedHit, Reprocessor, ReturnParams, Runner,
-    ScanConfig, ScanPattern, Spelled,
+    ScanConfig, Spelled,
 };
 use parquet::arrow::ArrowWriter;
 use serde::{Deserialize, Serialize};
@@ -24,9 +24,8 @@ use crate::RecordError;
 use crate::files::{HashWriter, file_sha256, zstd_properties};
 use crate::poses::{PoseReader, PoseTable, pose_path};
 use crate::reader::{LidarReader, LidarTable, SecondaryColumns};
-use crate::schema::EMISSION_SPLIT;
 use crate::session::write_json;
-use crate::sidecar::{ColumnDescription, SessionMeta, read_session_meta, read_sidecar};
+use crate::sidecar::{ColumnDescription, SessionMeta, Sidecar, read_session_meta, read_sidecar};
 
 /// The provenance file in a variant folder.
 pub const AUGMENTATION_FILE: &str = "augmentation.json";
@@ -39,8 +38,10 @@ pub const VARIANT_FORMAT_VERSION: u32 = 1;
 pub struct ExportSettings<'a> {
     /// The return model's calibration.
     pub params: ReturnParams,
-    /// The seed of its randomness.
-    pub seed: u64,
+    /// The run seed its randomness derives from: each episode is keyed with
+    /// [`glint_lidar::episode_seed`] of this seed and its index. `None` (the default a user
+    /// wants): each episode's own recorded seed, as the live sensor drew it.
+    pub seed: Option<u64>,
     /// Where hits find their NIR material (a loaded [`glint_lidar::Bake`]).
     pub materials: &'a dyn MaterialLookup,
 }
@@ -85,8 +86,8 @@ pub struct VariantFile {
     pub sensor: usize,
     /// Sensor name.
     pub sensor_name: String,
-    /// The world whose randomness the rows were keyed with (`episode % worlds`).
-    pub world: u64,
+    /// The episode seed the rows' randomness was keyed with.
+    pub seed: u64,
     /// The source lidar file, relative to the session folder.
     pub source: String,
     /// Its SHA-256 (equal to its sidecar's).
@@ -126,8 +127,9 @@ pub struct Augmentation {
     pub return_preset: String,
     /// All seventeen return parameters by the seed's names.
     pub return_params: ReturnParams,
-    /// The seed of the model's randomness.
-    pub seed: u64,
+    /// The run seed the episodes' seeds were derived from, or `null`: each episode's recorded
+    /// seed (every file lists the seed it was keyed with).
+    pub seed: Option<u64>,
     /// The bake.
     pub bake: BakeRecord,
     /// Whether the bake was stale (exported anyway, as asked).
@@ -298,7 +300,8 @@ struct FileJob<'a> {
     /// The lidar ticks the file was recorded on.
     runner: Runner,
     sensor: u64,
-    world: u64,
+    /// The episode's seed.
+    seed: u64,
     settings: &'a ExportSettings<'a>,
 }
 
@@ -315,10 +318,9 @@ struct Counts {
 impl FileJob<'_> {
     fn run(&self, reader: LidarReader, poses: &mut PoseCursor, out: &mut VariantWriter) -> Result<Counts, RecordError> {
         let c = &self.config;
-        let ids = (self.world, self.sensor);
-        let (params, seed) = (self.settings.params, self.settings.seed);
-        let mut reprocessor = Reprocessor::new((params, seed), self.settings.materials, (*c, self.runner), ids);
-        let split = if matches!(c.pattern, ScanPattern::Spinning) { c.channels as u64 } else { EMISSION_SPLIT as u64 };
+        let calibration = (self.settings.params, self.seed);
+        let mut reprocessor = Reprocessor::new(calibration, self.settings.materials, (*c, self.runner), self.sensor);
+        let split = c.channels.max(1) as u64;
         let mut counts = Counts::default();
         for part in reader {
             let table = part?;
@@ -381,7 +383,7 @@ fn session_files(session: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), RecordE
         }
         for path in list(&chunk)? {
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            if !name.starts_with("lidar-") || name.contains(".poses.") {
+            if !name.starts_with("lidar-") || name.contains(".poses.") || name.contains(".beams.") {
                 continue;
             }
             if name.ends_with(".parquet") {
@@ -515,7 +517,7 @@ fn export_file(
         config,
         runner: Runner::nearest(meta.physics_timestep, meta.lidar_runner_hz),
         sensor: sidecar.sensor.index as u64,
-        world: sidecar.episode as u64 % meta.worlds.max(1) as u64,
+        seed: episode_seed_of(&sidecar, settings.seed, source)?,
         settings,
     };
     let counts = job.run(reader, &mut cursor, &mut writer)?;
@@ -524,7 +526,7 @@ fn export_file(
         episode: sidecar.episode,
         sensor: sidecar.sensor.index,
         sensor_name: sidecar.sensor.name.clone(),
-        world: job.world,
+        seed: job.seed,
         source: rel.clone(),
         source_sha256,
         poses: relative(&poses, session),
@@ -537,6 +539,19 @@ fn export_file(
         echoes: counts.echoes,
         second_echoes: counts.second_echoes,
     })
+}
+
+/// The seed episode `sidecar` is re-processed with: derived from `run_seed` when given, else
+/// the one it was recorded with.
+fn episode_seed_of(sidecar: &Sidecar, run_seed: Option<u64>, source: &Path) -> Result<u64, RecordError> {
+    match (run_seed, sidecar.episode_seed) {
+        (Some(run), _) => Ok(glint_lidar::episode_seed(run, sidecar.episode as u64)),
+        (None, Some(seed)) => Ok(seed),
+        (None, None) => Err(RecordError::Setting(format!(
+            "'{}' was recorded before episodes had their own seeds: give the run seed to derive them from (--seed N)",
+            source.display()
+        ))),
+    }
 }
 
 /// Rows of a variant file, column by column.

@@ -50,7 +50,7 @@
 //! };
 //! let out = std::env::temp_dir().join(format!("glint-record-doc-{}", std::process::id()));
 //! let mut session = Session::create(&out, &info)?;
-//! let mut episode = session.begin_episode(0)?;
+//! let mut episode = session.begin_episode(0, 0)?;
 //! let mut beams = Vec::new();
 //! for tick in 1..=5 {
 //!     let t = tick as f64 * 0.02;
@@ -72,6 +72,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod beams;
 mod draw;
 mod error;
 mod export;
@@ -91,6 +92,7 @@ mod writer;
 #[doc = include_str!("../../../docs/recording.md")]
 pub struct RecordingGuide;
 
+pub use beams::{BeamTable, BeamsDone, CycleCounter, beam_path, cycles_recorded, read_beam_file};
 pub use draw::{MaterialRead, Point, range_image_png, top_down_png};
 pub use error::RecordError;
 pub use export::{

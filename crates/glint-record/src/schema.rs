@@ -17,10 +17,6 @@ pub const ROW_GROUP_ROWS: usize = 1_048_576;
 /// row group, so replay and export hold a few tens of MB at a time.
 pub(crate) const READ_BATCH_ROWS: usize = 262_144;
 
-/// Non-repetitive patterns split the emission index `e` into `bin = e / 256` (high part) and
-/// `channel = e % 256` (low part).
-pub const EMISSION_SPLIT: u32 = 256;
-
 /// One column of the schema.
 #[derive(Clone, Debug)]
 pub(crate) struct ColumnSpec {
@@ -50,8 +46,8 @@ pub(crate) fn columns(capture: SecondaryCapture, non_repetitive: bool) -> Vec<Co
     use DataType::{Float32, Float64, Int32, UInt8, UInt16};
     let (bin, channel) = if non_repetitive {
         (
-            "High part of the beam's emission index within the pattern cycle: e / 256, where e = bin * 256 + channel (not an angle)",
-            "Low part of the beam's emission index within the pattern cycle: e % 256 (not a laser channel)",
+            "High part of the beam's emission index within the pattern cycle: e / channels, where e = bin * channels + channel (not an angle; channels is in the sidecar)",
+            "Low part of the beam's emission index within the pattern cycle: e % channels (not a laser channel)",
         )
     } else {
         (

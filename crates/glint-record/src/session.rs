@@ -7,12 +7,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use glint_lidar::{LidarBinding, ScanConfig};
+use glint_lidar::{LidarBinding, Runner, ScanConfig};
 use serde::Serialize;
 
 use crate::RecordError;
+use crate::beams::{beam_columns, beam_path, cycles_recorded, write_beam_table};
 use crate::poses::{PoseWriter, pose_columns};
-use crate::sidecar::{FORMAT_VERSION, PoseFile, SensorDescription, SessionMeta, Sidecar};
+use crate::sidecar::{BeamFile, FORMAT_VERSION, PoseFile, SensorDescription, SessionMeta, Sidecar};
 use crate::video::{RecordWarning, VideoProxy, VideoSettings, find_ffmpeg, frame_rate};
 use crate::writer::{LidarWriter, TickData};
 
@@ -109,6 +110,8 @@ pub struct Session {
     sensors: Vec<SensorDescription>,
     configs: Vec<LidarBinding>,
     tick_hz: f64,
+    /// The realised runner (physics steps per tick) over MuJoCo's timestep.
+    runner: (Runner, f64),
     begun: HashSet<u32>,
     /// The video proxies' settings and the `ffmpeg` that encodes them, once asked for.
     video: Option<(VideoSettings, PathBuf)>,
@@ -119,6 +122,8 @@ pub struct Session {
 pub struct Episode {
     dir: PathBuf,
     index: u32,
+    seed: u64,
+    runner: (Runner, f64),
     sensors: Vec<SensorDescription>,
     configs: Vec<LidarBinding>,
     tick_hz: f64,
@@ -194,6 +199,10 @@ impl Session {
                 info.lidar_runner_hz
             )));
         }
+        let runner = Runner::exact(info.physics_timestep, info.lidar_runner_hz)
+            .map_err(|e| RecordError::Setting(e.to_string()))?;
+        let episode_ticks =
+            (info.seconds_per_episode > 0.0).then(|| (info.seconds_per_episode * info.lidar_runner_hz).round() as u64);
         let sensors: Vec<SensorDescription> =
             info.sensors.iter().enumerate().map(|(i, b)| SensorDescription::of(i, b)).collect();
         for (i, b) in info.sensors.iter().enumerate() {
@@ -231,6 +240,8 @@ impl Session {
             worlds: info.worlds,
             physics_timestep: info.physics_timestep,
             lidar_runner_hz: info.lidar_runner_hz,
+            tick_steps: Some(runner.steps as u64),
+            episode_ticks,
             controller: info.controller.clone(),
             mujoco_version: info.mujoco_version.clone(),
             sensors: sensors.clone(),
@@ -244,6 +255,7 @@ impl Session {
             sensors,
             configs: info.sensors.clone(),
             tick_hz: info.lidar_runner_hz,
+            runner: (runner, info.physics_timestep),
             begun: HashSet::new(),
             video: None,
             warnings: Vec::new(),
@@ -277,8 +289,10 @@ impl Session {
     /// Opens one file per sensor for episode `index`:
     /// `data/chunk-NNN/lidar-<Name>-NNN.parquet.partial` (chunk = `index / 1000`, NNN at least
     /// three digits) and its pose table `lidar-<Name>-NNN.poses.parquet.partial`, renamed by
-    /// [`Episode::finish`]. An error if the episode was begun before.
-    pub fn begin_episode(&mut self, index: u32) -> Result<Episode, RecordError> {
+    /// [`Episode::finish`]. `seed` is the episode's seed ([`glint_lidar::episode_seed`]: what
+    /// keyed its randomness), written to its sidecars and `episodes.jsonl`. An error if the
+    /// episode was begun before.
+    pub fn begin_episode(&mut self, index: u32, seed: u64) -> Result<Episode, RecordError> {
         let stems: Vec<PathBuf> = self.sensors.iter().map(|s| self.dir.join(stem(index, &s.file_name))).collect();
         for stem in &stems {
             for suffix in [".parquet", ".parquet.partial", ".poses.parquet", ".poses.parquet.partial"] {
@@ -321,6 +335,8 @@ impl Session {
         Ok(Episode {
             dir: self.dir.clone(),
             index,
+            seed,
+            runner: self.runner,
             sensors: self.sensors.clone(),
             configs: self.configs.clone(),
             tick_hz: self.tick_hz,
@@ -342,6 +358,7 @@ struct EpisodeLine<'a> {
     duration_s: f64,
     ticks: u64,
     status: &'a str,
+    seed: u64,
     files: Vec<String>,
 }
 
@@ -409,8 +426,21 @@ impl Episode {
     /// `duration_s` (wall clock), `ticks`, `status`, `files`: the lidar files). `length_s` is
     /// the simulated time recorded.
     pub fn finish(self, status: EpisodeStatus, length_s: f64) -> Result<EpisodeSummary, RecordError> {
-        let Episode { dir, index, sensors, configs, tick_hz, writers, poses, proxies, mut warnings, started, .. } =
-            self;
+        let Episode {
+            dir,
+            index,
+            seed,
+            runner,
+            sensors,
+            configs,
+            tick_hz,
+            writers,
+            poses,
+            proxies,
+            mut warnings,
+            started,
+            ..
+        } = self;
         warnings.extend(proxies.into_iter().flatten().filter_map(|proxy| proxy.finish().err()));
         let mut summaries = Vec::with_capacity(writers.len());
         let mut ticks = 0;
@@ -421,6 +451,9 @@ impl Episode {
             let (pose_partial, pose_final) = (p.partial.clone(), p.path.clone());
             let pose_done = p.close()?;
             let config: &ScanConfig = &configs[i].scan;
+            let beams_path = beam_path(&path);
+            let beams_partial = with_suffix(&beams_path, ".partial");
+            let beams_done = write_beam_table(&beams_partial, &beams_path, config, cycles_recorded(config, done.rows))?;
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let sidecar = Sidecar::new(
                 name,
@@ -440,6 +473,16 @@ impl Episode {
                     sha256: pose_done.sha256,
                     columns: pose_columns(),
                 }),
+                beams: Some(BeamFile {
+                    file: beams_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                    cycles: beams_done.cycles,
+                    rows: beams_done.rows,
+                    sha256: beams_done.sha256,
+                    columns: beam_columns(),
+                }),
+                episode_seed: Some(seed),
+                physics_timestep: Some(runner.1),
+                tick_steps: Some(runner.0.steps as u64),
                 ..sidecar
             };
             write_json(&path.with_extension("json"), &sidecar)?;
@@ -465,6 +508,7 @@ impl Episode {
             duration_s: started.elapsed().as_secs_f64(),
             ticks,
             status: status.name(),
+            seed,
             files,
         };
         let log = dir.join("meta").join("episodes.jsonl");

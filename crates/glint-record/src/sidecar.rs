@@ -9,7 +9,7 @@ use glint_lidar::{LidarBinding, ScanConfig, ScanPattern, SecondaryCapture, Secon
 use serde::{Deserialize, Serialize};
 
 use crate::RecordError;
-use crate::schema::{EMISSION_SPLIT, ROW_GROUP_ROWS, columns, type_name};
+use crate::schema::{ROW_GROUP_ROWS, columns, type_name};
 
 /// Version of the session layout, the lidar schema and the sidecar. Readers refuse newer
 /// files. Version 2 added the per-tick pose table beside each lidar file (the sidecar's
@@ -48,6 +48,38 @@ pub struct Sidecar {
     /// The per-tick pose table beside the file (absent in sessions of format version 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub poses: Option<PoseFile>,
+    /// The beam-direction table beside the file (absent in sessions before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beams: Option<BeamFile>,
+    /// The episode's seed ([`glint_lidar::episode_seed`] of the run seed and the episode):
+    /// it keyed the return model's randomness and the scene's `[reset]` randomization, and
+    /// export reuses it (absent in sessions before per-episode seeds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub episode_seed: Option<u64>,
+    /// MuJoCo's physics timestep, seconds: a tick is `tick_steps` of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physics_timestep: Option<f64>,
+    /// Physics steps per lidar tick (the realised runner: `tick_hz = 1 / (tick_steps *
+    /// physics_timestep)` exactly).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_steps: Option<u64>,
+}
+
+/// The beam-direction table of a lidar file, as its sidecar lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BeamFile {
+    /// The table's file name (in the same folder): `lidar-<Name>-NNN.beams.parquet`.
+    pub file: String,
+    /// Distinct pattern cycles it holds: a row of the lidar file belongs to cycle
+    /// `wraps % cycles`, where `wraps` counts the rows before it whose beam index was not
+    /// below the next one's (see `docs/recording.md`).
+    pub cycles: u64,
+    /// Rows: `cycles * beam_count`.
+    pub rows: u64,
+    /// SHA-256 of the table, lower-case hex.
+    pub sha256: String,
+    /// Its columns, in order.
+    pub columns: Vec<ColumnDescription>,
 }
 
 /// The pose table of a lidar file, as its sidecar lists it.
@@ -94,7 +126,8 @@ pub struct SensorDescription {
 pub struct PatternDescription {
     /// `spinning` or `non-repetitive`.
     pub kind: String,
-    /// Non-repetitive patterns: the split of the emission index (`e = bin * 256 + channel`);
+    /// Non-repetitive patterns: the split of the emission index, the config's `channels`
+    /// (`e = bin * emission_split + channel`, the seed's `index = bin * channels + channel`);
     /// absent for spinning ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub emission_split: Option<u32>,
@@ -145,6 +178,14 @@ pub struct SessionMeta {
     pub physics_timestep: f64,
     /// Lidar ticks per second.
     pub lidar_runner_hz: f64,
+    /// Physics steps per lidar tick: the realised runner, exactly `1 / (lidar_runner_hz *
+    /// physics_timestep)` (absent in older sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_steps: Option<u64>,
+    /// Lidar ticks per episode: `seconds_per_episode * lidar_runner_hz`, a whole number
+    /// (absent in older sessions and when episodes have no set length).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub episode_ticks: Option<u64>,
     /// What moved the robot.
     pub controller: String,
     /// MuJoCo's version.
@@ -195,10 +236,14 @@ impl PatternDescription {
             },
             _ => PatternDescription {
                 kind: "non-repetitive".into(),
-                emission_split: Some(EMISSION_SPLIT),
-                beam_index: "e = bin * 256 + channel: the beam's emission index within the pattern cycle (0 to azimuth_bins - 1), in firing order; a new cycle starts where e wraps to 0. bin and channel are the high and low parts of e, not angles; the direction comes from the generator in sensor.scan.pattern at pattern time (cycle * azimuth_bins + e) / (azimuth_bins * rotation_hz)".into(),
-                bin: "high part of the emission index: e / 256 (not an angle)".into(),
-                channel: "low part of the emission index: e % 256 (not a laser channel)".into(),
+                emission_split: Some(c.channels),
+                beam_index: format!(
+                    "e = bin * {n} + channel (the seed's index = bin * channels + channel, channels = {n}): the beam's emission index within the pattern cycle (0 to {last}), in firing order; a new cycle starts where e wraps to 0. bin and channel are the high and low parts of e, not angles; each beam's direction is in the .beams.parquet table beside this file",
+                    n = c.channels,
+                    last = c.beam_count().saturating_sub(1)
+                ),
+                bin: format!("high part of the emission index: e / {} (not an angle)", c.channels),
+                channel: format!("low part of the emission index: e % {} (not a laser channel)", c.channels),
             },
         }
     }
@@ -242,6 +287,10 @@ impl Sidecar {
             row_group_rows: ROW_GROUP_ROWS as u64,
             sha256,
             poses: None,
+            beams: None,
+            episode_seed: None,
+            physics_timestep: None,
+            tick_steps: None,
         }
     }
 }

@@ -8,11 +8,12 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::RecordError;
+use crate::beams::{beam_path, side_table};
 use crate::files::file_sha256;
 use crate::poses::{pose_mismatch, pose_path};
 use crate::reader::footer;
 use crate::schema::mismatch;
-use crate::sidecar::{PoseFile, SessionMeta, Sidecar, read_sidecar};
+use crate::sidecar::{BeamFile, PoseFile, SessionMeta, Sidecar, read_sidecar};
 
 /// One line of `meta/episodes.jsonl`.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -55,6 +56,9 @@ pub enum FileProblem {
     /// The pose table the sidecar lists is missing, unreadable, or differs from the
     /// sidecar's entry (rows, columns, SHA-256).
     Poses(String),
+    /// The beam-direction table the sidecar lists is missing or differs from the sidecar's
+    /// entry (rows, SHA-256).
+    Beams(String),
     /// The sidecar is missing or cannot be read.
     Sidecar(String),
     /// The file cannot be read as Parquet.
@@ -75,6 +79,7 @@ impl fmt::Display for FileProblem {
             ),
             FileProblem::Schema(why) => write!(f, "schema mismatch: {why}"),
             FileProblem::Poses(why) => write!(f, "pose table problem: {why}"),
+            FileProblem::Beams(why) => write!(f, "beam table problem: {why}"),
             FileProblem::Sidecar(why) => write!(f, "sidecar problem: {why}"),
             FileProblem::Unreadable(why) => write!(f, "unreadable: {why}"),
         }
@@ -171,6 +176,9 @@ fn check_file(dir: &Path, rel: &Path) -> FileCheck {
         if let Some(entry) = &s.poses {
             problems.extend(check_poses(&path, entry).map(FileProblem::Poses));
         }
+        if let Some(entry) = &s.beams {
+            problems.extend(check_beams(&path, entry).map(FileProblem::Beams));
+        }
     }
     FileCheck { path: rel.to_path_buf(), sidecar, problems }
 }
@@ -204,6 +212,35 @@ fn check_poses(lidar: &Path, entry: &PoseFile) -> Option<String> {
     match file_sha256(&expected) {
         Ok(hash) if hash != entry.sha256 => Some(format!(
             "'{name}' has SHA-256 {}…, and the sidecar says {}… (it changed after it was written)",
+            &hash[..12],
+            &entry.sha256[..entry.sha256.len().min(12)]
+        )),
+        Ok(_) => None,
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+/// Checks the beam table a sidecar lists (beside the lidar file at `lidar`): it exists, reads
+/// as a beam table, and has the sidecar's rows and SHA-256. `None` when it passes.
+fn check_beams(lidar: &Path, entry: &BeamFile) -> Option<String> {
+    let expected = beam_path(lidar);
+    let name = expected.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if entry.file != name {
+        return Some(format!("the sidecar lists '{}', where the beam table of this file is '{name}'", entry.file));
+    }
+    if !expected.exists() {
+        return Some(format!("'{name}' is missing"));
+    }
+    match footer(&expected) {
+        Ok((_, rows)) if rows != entry.rows => {
+            return Some(format!("'{name}' has {rows} rows, and the sidecar says {}", entry.rows));
+        }
+        Ok(_) => {}
+        Err(e) => return Some(e.to_string()),
+    }
+    match file_sha256(&expected) {
+        Ok(hash) if hash != entry.sha256 => Some(format!(
+            "'{name}' has SHA-256 {}…, and the sidecar says {}…",
             &hash[..12],
             &entry.sha256[..entry.sha256.len().min(12)]
         )),
@@ -272,14 +309,14 @@ pub fn check_session(dir: &Path) -> Result<SessionReport, RecordError> {
             for path in entries(&chunk)? {
                 let rel = path.strip_prefix(dir).unwrap_or(&path).to_path_buf();
                 let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                if name.ends_with(".poses.parquet") {
-                    // A pose table is checked with its lidar file, through the sidecar.
-                    let lidar = path.with_file_name(name.replace(".poses.parquet", ".parquet"));
+                if let Some(table) = side_table(&name) {
+                    // A pose or beam table is checked with its lidar file, through the sidecar.
+                    let lidar = path.with_file_name(name.replace(&format!(".{table}.parquet"), ".parquet"));
                     let partial = lidar.with_extension("parquet.partial");
                     if !lidar.exists() && !partial.exists() {
-                        report.problems.push(format!("{} is a pose table without its lidar file", rel.display()));
+                        report.problems.push(format!("{} is a {table} table without its lidar file", rel.display()));
                     }
-                } else if name.ends_with(".poses.parquet.partial") {
+                } else if name.ends_with(".poses.parquet.partial") || name.ends_with(".beams.parquet.partial") {
                     // Left beside the lidar file's own `.partial`, which is what is reported.
                 } else if name.ends_with(".parquet.partial") {
                     report.partial.push(rel);

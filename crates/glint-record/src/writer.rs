@@ -9,7 +9,7 @@ use std::sync::mpsc::{Receiver, sync_channel};
 
 use arrow_schema::Schema;
 use glam::{DMat3, DVec3};
-use glint_lidar::{Scan, ScanConfig, ScanPattern, SecondaryCapture};
+use glint_lidar::{Scan, ScanConfig, SecondaryCapture};
 use parquet::arrow::{ArrowSchemaConverter, add_encoded_arrow_schema_to_metadata};
 use parquet::errors::ParquetError;
 use parquet::file::properties::WriterProperties;
@@ -18,7 +18,7 @@ use parquet::file::writer::SerializedFileWriter;
 use crate::RecordError;
 use crate::files::{HashWriter, zstd_properties};
 use crate::pages::{OpenGroup, TickSnapshot};
-use crate::schema::{EMISSION_SPLIT, ROW_GROUP_ROWS, arrow_schema, captures};
+use crate::schema::{ROW_GROUP_ROWS, arrow_schema, captures};
 
 /// One sensor's tick, as the recorder takes it.
 #[derive(Clone, Copy, Debug)]
@@ -190,8 +190,8 @@ impl LidarWriter {
     /// Appends one row per beam of `tick`, writing a row group each time one fills.
     pub(crate) fn write_tick(&mut self, sensor: usize, tick: &TickData) -> Result<(), RecordError> {
         self.check(sensor, tick)?;
-        let spinning = matches!(self.config.pattern, ScanPattern::Spinning);
-        let split = if spinning { self.config.channels } else { EMISSION_SPLIT };
+        // The seed's `index = bin * channels + channel`, for every pattern.
+        let split = self.config.channels.max(1);
         let mut rest = tick.beams;
         while !rest.is_empty() {
             let room = ROW_GROUP_ROWS - self.group_rows;

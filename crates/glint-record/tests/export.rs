@@ -124,7 +124,9 @@ fn record(tag: &str) -> Recording {
     let (mut lidars, _) = Lidars::new(&scene, bindings(), 1).unwrap();
     lidars.set_materials(Some(Arc::new(bake.clone())));
     lidars.set_return_preset(ReturnPreset::OusterOs1);
-    lidars.set_seed(SEED);
+    // The live sensor draws with the episode's seed, which the session records.
+    let episode_seed = glint_lidar::episode_seed(SEED, 0);
+    lidars.set_seed(episode_seed);
     let info = SessionInfo {
         manifest: "room.toml".into(),
         manifest_text: String::new(),
@@ -140,7 +142,7 @@ fn record(tag: &str) -> Recording {
         sensors: (0..lidars.len()).map(|s| lidars.binding(s).cloned().unwrap()).collect(),
     };
     let mut session = Session::create(&out, &info).unwrap();
-    let mut episode = session.begin_episode(0).unwrap();
+    let mut episode = session.begin_episode(0, episode_seed).unwrap();
     let mut live = vec![Vec::new(); lidars.len()];
     let mut frames = vec![Vec::new(); lidars.len()];
     let mut beams = Vec::new();
@@ -198,7 +200,7 @@ fn provenance(bake: &Bake, model: &Model, table: &MaterialTable) -> Provenance {
     }
 }
 
-fn settings(bake: &Bake, seed: u64) -> ExportSettings<'_> {
+fn settings(bake: &Bake, seed: Option<u64>) -> ExportSettings<'_> {
     ExportSettings { params: ReturnPreset::OusterOs1.params(), seed, materials: bake }
 }
 
@@ -261,8 +263,9 @@ fn pose_tables_hold_each_ticks_sensor_frame_and_the_check_covers_them() {
     // Export refuses both, naming the file.
     let table = MaterialTable::default();
     let out = rec.session.join("variants/x");
-    let err = export_variant(&rec.session, &out, &settings(&rec.bake, 1), provenance(&rec.bake, &rec.model, &table))
-        .unwrap_err();
+    let err =
+        export_variant(&rec.session, &out, &settings(&rec.bake, Some(1)), provenance(&rec.bake, &rec.model, &table))
+            .unwrap_err();
     assert!(matches!(err, RecordError::Changed { .. } | RecordError::Io { .. }), "{err}");
     assert!(err.to_string().contains(".poses.parquet"), "{err}");
     assert!(!out.exists(), "a failed export leaves no folder");
@@ -273,10 +276,11 @@ fn an_export_reproduces_the_live_material_scan() {
     let rec = record("live");
     let table = MaterialTable::default();
     let out = rec.session.join("variants/room-ouster-os1-seed11");
-    let aug = export_variant(&rec.session, &out, &settings(&rec.bake, SEED), provenance(&rec.bake, &rec.model, &table))
+    let aug = export_variant(&rec.session, &out, &settings(&rec.bake, None), provenance(&rec.bake, &rec.model, &table))
         .unwrap();
     assert_eq!(aug.files.len(), 2);
-    assert_eq!(aug.seed, SEED);
+    assert_eq!(aug.seed, None, "each episode keeps its recorded seed");
+    assert_eq!(aug.files[0].seed, glint_lidar::episode_seed(SEED, 0));
     assert_eq!(read_augmentation(&out).unwrap(), aug);
     let scene = rec.model.scene();
     let geom = |name: &str| scene.geom_name.iter().position(|n| n == name).unwrap() as i32;
@@ -357,13 +361,13 @@ fn an_export_reproduces_the_live_material_scan() {
     // The same seed gives the same bytes; a variant is never overwritten.
     let again = rec.session.join("variants/again");
     let aug2 =
-        export_variant(&rec.session, &again, &settings(&rec.bake, SEED), provenance(&rec.bake, &rec.model, &table))
+        export_variant(&rec.session, &again, &settings(&rec.bake, None), provenance(&rec.bake, &rec.model, &table))
             .unwrap();
     for (a, b) in aug.files.iter().zip(&aug2.files) {
         assert_eq!(a.variant_sha256, b.variant_sha256);
         assert_eq!(std::fs::read(out.join(&a.variant)).unwrap(), std::fs::read(again.join(&b.variant)).unwrap());
     }
-    let err = export_variant(&rec.session, &out, &settings(&rec.bake, SEED), provenance(&rec.bake, &rec.model, &table))
+    let err = export_variant(&rec.session, &out, &settings(&rec.bake, None), provenance(&rec.bake, &rec.model, &table))
         .unwrap_err();
     assert!(matches!(err, RecordError::VariantExists { .. }), "{err}");
     assert!(err.to_string().contains("never overwritten"), "{err}");
@@ -377,14 +381,14 @@ fn bad_sessions_are_errors_naming_the_file() {
     let rec = record("bad");
     let table = MaterialTable::default();
     let export = |out: &Path| {
-        export_variant(&rec.session, out, &settings(&rec.bake, 3), provenance(&rec.bake, &rec.model, &table))
+        export_variant(&rec.session, out, &settings(&rec.bake, Some(3)), provenance(&rec.bake, &rec.model, &table))
     };
     // Not a session.
     let nowhere = rec.session.join("nowhere");
     let err = export_variant(
         &nowhere,
         &rec.session.join("v0"),
-        &settings(&rec.bake, 3),
+        &settings(&rec.bake, Some(3)),
         provenance(&rec.bake, &rec.model, &table),
     )
     .unwrap_err();

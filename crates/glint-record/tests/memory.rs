@@ -66,7 +66,7 @@ fn record(tag: &str, ticks: usize) -> (u64, usize) {
     let scans = [os1_scan(1), os1_scan(2), os1_scan(3)];
     let beams: Vec<u32> = (0..scans[0].len() as u32).collect();
     let mut session = Session::create(&out, &info).unwrap();
-    let mut episode = session.begin_episode(0).unwrap();
+    let mut episode = session.begin_episode(0, 0).unwrap();
     let mut most = 0;
     for t in 0..ticks {
         let tick = TickData {

@@ -193,7 +193,7 @@ fn session_with_episode(tag: &str, bindings: Vec<LidarBinding>) -> (PathBuf, Rig
     let out = temp_dir(tag);
     let mut rig = Rig::new(bindings.clone());
     let mut session = Session::create(&out, &info(bindings)).unwrap();
-    let mut episode = session.begin_episode(0).unwrap();
+    let mut episode = session.begin_episode(0, 0).unwrap();
     rig.run(Some(&mut episode), 5);
     episode.finish(EpisodeStatus::Complete, 0.1).unwrap();
     (out, rig, session)
@@ -215,7 +215,8 @@ fn check_rows(path: &Path, expected: &[Expected], channels: u32, spinning: bool)
     for e in expected {
         for (j, &k) in e.beams.iter().enumerate() {
             assert_eq!(t.timestamp[r], e.time, "row {r}: every ray of a tick shares its time");
-            let (bin, channel) = if spinning { (k / channels, k % channels) } else { (k / 256, k % 256) };
+            // The seed's index = bin * channels + channel, for every pattern.
+            let (bin, channel) = (k / channels, k % channels);
             assert_eq!((t.bin[r] as u32, t.channel[r] as u32), (bin, channel), "row {r} beam {k}");
             assert_eq!(t.range[r], e.range[j], "row {r}: the live clean range");
             assert_eq!(t.geom_id[r], e.geom[j], "row {r}");
@@ -243,7 +244,7 @@ fn a_recorded_episode_reads_back_with_glint_and_pyarrow() {
     let b = binding("front lidar", spinning(), SecondaryCapture::Off);
     let mut rig = Rig::new(vec![b.clone()]);
     let mut session = Session::create(&out, &info(vec![b])).unwrap();
-    let mut episode = session.begin_episode(0).unwrap();
+    let mut episode = session.begin_episode(0, 0).unwrap();
     let partial = session.dir().join("data/chunk-000/lidar-front_lidar-000.parquet.partial");
     assert!(partial.exists(), "written as .partial while the episode runs");
     let expected = rig.run(Some(&mut episode), 5);
@@ -361,7 +362,7 @@ fn secondary_columns_appear_only_when_captured() {
     let bindings: Vec<LidarBinding> = captures.iter().zip(names).map(|(&c, n)| binding(n, spinning(), c)).collect();
     let mut rig = Rig::new(bindings.clone());
     let mut session = Session::create(&out, &info(bindings)).unwrap();
-    let mut episode = session.begin_episode(3).unwrap();
+    let mut episode = session.begin_episode(3, 0).unwrap();
     let expected = rig.run(Some(&mut episode), 5);
     episode.finish(EpisodeStatus::Complete, 0.1).unwrap();
 
@@ -430,7 +431,7 @@ fn non_repetitive_rows_split_the_emission_index() {
     let mut rig = Rig::new(vec![b.clone()]);
     // Bindings without a name record as lidar<index> (Lidars would name it after the site).
     let mut session = Session::create(&out, &info(vec![b])).unwrap();
-    let mut episode = session.begin_episode(0).unwrap();
+    let mut episode = session.begin_episode(0, 0).unwrap();
     // Seven ticks of 200 points: past the end of the first cycle and into the second.
     let expected = rig.run(Some(&mut episode), 7);
     episode.finish(EpisodeStatus::Complete, 0.14).unwrap();
@@ -439,12 +440,14 @@ fn non_repetitive_rows_split_the_emission_index() {
     check_rows(&file, &per_sensor, 1, false);
     let t = read_lidar_file(&file).unwrap();
     assert_eq!(t.len(), 1400);
-    assert_eq!((t.bin[999], t.channel[999]), (3, 231), "e = 999 = 3 * 256 + 231");
+    assert_eq!((t.bin[999], t.channel[999]), (999, 0), "e = 999 = 999 * channels + 0 with channels = 1");
     assert_eq!((t.bin[1000], t.channel[1000]), (0, 0), "the second cycle starts again at e = 0");
     let sidecar = read_sidecar(&file.with_extension("json")).unwrap();
     assert_eq!(sidecar.pattern.kind, "non-repetitive");
-    assert_eq!(sidecar.pattern.emission_split, Some(256));
-    assert!(sidecar.pattern.beam_index.contains("e = bin * 256 + channel"), "{}", sidecar.pattern.beam_index);
+    assert_eq!(sidecar.pattern.emission_split, Some(1));
+    assert!(sidecar.pattern.beam_index.contains("e = bin * 1 + channel"), "{}", sidecar.pattern.beam_index);
+    let beams = sidecar.beams.as_ref().unwrap();
+    assert_eq!((beams.cycles, beams.rows), (2, 2000), "1400 emissions of a 1000-point pattern reach two cycles");
     assert!(sidecar.pattern.bin.contains("not an angle") && sidecar.pattern.channel.contains("low part"));
     assert!(sidecar.columns[1].meaning.contains("High part"));
     assert_eq!(sidecar.sensor.scan, scan);
@@ -458,7 +461,7 @@ fn non_repetitive_rows_split_the_emission_index() {
 fn an_interrupted_episode_is_readable_and_marked() {
     let (out, mut rig, mut session) =
         session_with_episode("interrupted", vec![binding("front", spinning(), SecondaryCapture::Off)]);
-    let mut episode = session.begin_episode(1).unwrap();
+    let mut episode = session.begin_episode(1, 0).unwrap();
     let expected = rig.run(Some(&mut episode), 2);
     let summary = episode.finish(EpisodeStatus::Interrupted, 0.04).unwrap();
     assert_eq!(summary.status, EpisodeStatus::Interrupted);
@@ -471,7 +474,7 @@ fn an_interrupted_episode_is_readable_and_marked() {
     let statuses: Vec<(u32, &str)> = report.episodes.iter().map(|e| (e.index, e.status.as_str())).collect();
     assert_eq!(statuses, [(0, "complete"), (1, "interrupted")]);
     // An episode index is recorded once.
-    let err = session.begin_episode(1).unwrap_err();
+    let err = session.begin_episode(1, 0).unwrap_err();
     assert!(matches!(err, RecordError::EpisodeExists { index: 1, .. }), "{err}");
     assert!(err.to_string().contains("episode 1 is already recorded"), "{err}");
     std::fs::remove_dir_all(&out).ok();
@@ -481,7 +484,7 @@ fn an_interrupted_episode_is_readable_and_marked() {
 fn a_killed_run_leaves_a_partial_file_the_check_reports() {
     let (out, mut rig, mut session) =
         session_with_episode("partial", vec![binding("front", spinning(), SecondaryCapture::Off)]);
-    let mut episode = session.begin_episode(1).unwrap();
+    let mut episode = session.begin_episode(1, 0).unwrap();
     rig.run(Some(&mut episode), 3);
     drop(episode); // the process dies: nothing finishes the file
     let partial = session.dir().join("data/chunk-000/lidar-front-001.parquet.partial");
@@ -511,7 +514,7 @@ fn the_check_finds_tampered_foreign_and_mismatched_files() {
     std::fs::write(&a, &bytes).unwrap();
     // b: the sidecar claims another row count.
     let b_json = chunk.join("lidar-b-000.json");
-    let text = std::fs::read_to_string(&b_json).unwrap().replace("\"rows\": 2880", "\"rows\": 3000");
+    let text = std::fs::read_to_string(&b_json).unwrap().replacen("\"rows\": 2880", "\"rows\": 3000", 1);
     std::fs::write(&b_json, text).unwrap();
     // c: the sidecar claims pass-through columns the file does not have.
     let c_json = chunk.join("lidar-c-000.json");
@@ -600,7 +603,7 @@ fn sessions_never_reuse_a_folder_and_reject_bad_input() {
     let mut rig = Rig::new(vec![b.clone()]);
     rig.run(None, 1);
     let mut session = Session::create(&out, &info(vec![b])).unwrap();
-    let mut episode = session.begin_episode(0).unwrap();
+    let mut episode = session.begin_episode(0, 0).unwrap();
     let scan = rig.lidars.scan(0, 0).unwrap();
     let rot = DMat3::IDENTITY;
     let tick =
@@ -633,7 +636,7 @@ fn sessions_never_reuse_a_folder_and_reject_bad_input() {
     // A session that records pass-through needs scans that carry it.
     let pass = binding("front", spinning(), SecondaryCapture::PassThrough);
     let mut session = Session::create(&out, &info(vec![pass])).unwrap();
-    let mut episode = session.begin_episode(0).unwrap();
+    let mut episode = session.begin_episode(0, 0).unwrap();
     let err = episode.write_tick(0, &tick(&[0])).unwrap_err().to_string();
     assert!(err.contains("records pass-through geometry, and the scan has none"), "{err}");
     std::fs::remove_dir_all(&out).ok();
@@ -645,7 +648,7 @@ fn record_synthetic(out: &Path) -> String {
     let b = binding("front", spinning(), SecondaryCapture::PassThrough);
     let beams = b.scan.beam_count() as u32;
     let mut session = Session::create(out, &info(vec![b])).unwrap();
-    let mut episode = session.begin_episode(0).unwrap();
+    let mut episode = session.begin_episode(0, 0).unwrap();
     let mut scan = glint_lidar::Scan::default();
     let mut pass = glint_lidar::SecondaryHits::default();
     for k in 0..beams {

@@ -100,6 +100,13 @@ pub enum SimError {
     /// A setting of the simulation itself is out of range.
     #[error("{0}")]
     Setting(String),
+    /// The manifest's `[reset]` does not fit the model.
+    #[error("{0}")]
+    Reset(String),
+    /// A rate that cannot be realised exactly (a sensor turning faster than its ticks, an
+    /// episode that is not a whole number of ticks).
+    #[error("{0}")]
+    Rate(String),
 }
 
 /// `path:line: reason`, or `the action file 'path' reason` for the whole file.

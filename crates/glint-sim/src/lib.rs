@@ -39,6 +39,7 @@ mod error;
 mod lidar;
 mod materials;
 mod recording;
+mod reset;
 mod run;
 mod sim;
 mod warning;

@@ -187,6 +187,7 @@ impl LidarMut<'_> {
         if self.sim.recording() {
             return Err(SimError::Recording { what: "SetLidarConfig" });
         }
+        crate::sim::check_rotation(self.index, &config, self.sim.runner())?;
         let warnings = self.sim.lidars.set_config(self.index, config)?;
         let sensor = self.index;
         self.sim.warnings.extend(warnings.into_iter().map(|warning| Warning::Lidar { sensor, warning }));

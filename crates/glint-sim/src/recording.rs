@@ -47,6 +47,8 @@ pub(crate) struct SensorTick<'a> {
     pub(crate) scan: &'a Scan,
     pub(crate) beams: &'a [u32],
     pub(crate) frame: (DVec3, DMat3),
+    /// The seed of the world's episode.
+    pub(crate) episode_seed: u64,
 }
 
 pub(crate) struct Recording {
@@ -90,7 +92,7 @@ impl Recording {
         let episode = match &mut self.episodes[world] {
             Some(episode) => episode,
             slot => {
-                let episode = self.session.begin_episode(self.next_index)?;
+                let episode = self.session.begin_episode(self.next_index, tick.episode_seed)?;
                 self.next_index += 1;
                 slot.insert(episode)
             }

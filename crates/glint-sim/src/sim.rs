@@ -8,14 +8,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use glint_core::{RayBatch, RayCaster, RayFilter, RayHits, Scene};
-use glint_lidar::{LidarBinding, Lidars, MaterialTable, ReturnParams, ReturnPreset, Runner};
-use glint_manifest::{BakeConfig, Controller, Manifest, Recorder};
+use glint_lidar::{LidarBinding, Lidars, MaterialTable, ReturnParams, ReturnPreset, Runner, ScanConfig, episode_seed};
+use glint_manifest::{BakeConfig, Controller, Manifest, Recorder, ResetConfig};
 use glint_mujoco::{Model, WorldBatch};
 use glint_record::{EpisodeStatus, SessionInfo, VideoSettings};
 
 use crate::controller::Drive;
 use crate::materials::LoadedBake;
 use crate::recording::{Recording, RecordingOptions, RecordingSummary, SensorTick};
+use crate::reset::Randomizer;
 use crate::{SimError, Warning};
 
 /// How a simulation is set up beyond its scene.
@@ -23,10 +24,12 @@ use crate::{SimError, Warning};
 pub struct SimOptions {
     /// Worlds simulated side by side (default 1).
     pub nworld: usize,
-    /// Seed of the return model's randomness (default: the manifest's `[return_model] seed`).
+    /// The run seed (default: the manifest's `[return_model] seed`): each episode's seed
+    /// derives from it and the episode's index ([`Simulation::episode_seed`]).
     pub seed: Option<u64>,
-    /// Simulated seconds per episode, rounded to whole lidar ticks: a world reports
-    /// [`WorldStatus::Ended`] once its episode is that long (default: episodes never end).
+    /// Simulated seconds per episode, a whole number of lidar ticks (else refused): a world
+    /// reports [`WorldStatus::Ended`] once its episode is that long (default: episodes never
+    /// end).
     pub episode_seconds: Option<f64>,
     /// The project folder bakes are saved in (`MaterialBakes/`) and recordings go under by
     /// default (default: the manifest's folder, or the current folder for a bare MJCF).
@@ -103,6 +106,7 @@ pub(crate) struct Setup {
     pub(crate) bake: BakeConfig,
     pub(crate) table: MaterialTable,
     pub(crate) controller: Controller,
+    pub(crate) reset: ResetConfig,
     pub(crate) project_dir: PathBuf,
 }
 
@@ -118,13 +122,20 @@ pub struct Simulation {
     bindings: Vec<LidarBinding>,
     pub(crate) bake: Option<LoadedBake>,
     drive: Drive,
+    /// The `[reset]` draws of each episode's initial state.
+    randomizer: Randomizer,
     runner: Runner,
     clocks: Vec<EpisodeClock>,
+    /// Per world, the index of its episode (what its seed derives from).
+    episodes: Vec<u64>,
+    /// The index the next new episode gets.
+    next_episode: u64,
     /// Lidar ticks per episode, when episodes have a length.
     episode_ticks: Option<u64>,
     recording: Option<Recording>,
     stats: Vec<LidarStats>,
     pub(crate) setup: Setup,
+    /// The run seed.
     seed: u64,
     pub(crate) warnings: Vec<Warning>,
     /// A tick's beams in emission order, reused.
@@ -160,6 +171,7 @@ impl Simulation {
             bake: manifest.bake.clone(),
             table,
             controller: manifest.controller.clone(),
+            reset: manifest.reset.clone(),
             project_dir: options.project_dir.clone().unwrap_or_else(|| dir.to_path_buf()),
         };
         let calibration = (manifest.return_params, options.seed.unwrap_or(manifest.seed));
@@ -179,6 +191,7 @@ impl Simulation {
             bake: BakeConfig::default(),
             table: MaterialTable::default(),
             controller: Controller::Zero,
+            reset: ResetConfig::default(),
             project_dir,
         };
         let calibration = (ReturnParams::default(), options.seed.unwrap_or(0));
@@ -195,18 +208,23 @@ impl Simulation {
         let scene = model.scene().clone();
         let nworld = options.nworld;
         let runner = Runner::exact(model.timestep(), setup.recorder.lidar_runner_hz)?;
-        let episode_ticks = match options.episode_seconds {
-            Some(s) if s.is_finite() && s > 0.0 => Some((s / runner.dt).round().max(1.0) as u64),
-            Some(s) => return Err(SimError::Setting(format!("episode_seconds is {s}: give a positive number"))),
-            None => None,
-        };
-        let worlds = WorldBatch::new(&model, nworld)?;
+        let episode_ticks = options.episode_seconds.map(|s| whole_ticks(s, runner)).transpose()?;
+        for (s, b) in bindings.iter().enumerate() {
+            check_rotation(s, &b.scan, runner)?;
+        }
+        let randomizer = Randomizer::new(&setup.reset, &model)?;
+        let mut worlds = WorldBatch::new(&model, nworld)?;
+        for w in 0..nworld {
+            randomizer.apply(&mut worlds, w, episode_seed(seed, w as u64))?;
+        }
         let rays = RayCaster::new(&scene, worlds.poses());
         let (mut lidars, lidar_warnings) = Lidars::new(&scene, bindings, nworld)?;
         // The flagged capture scope reads the scene's NIR classes (a hedge's gaps, a window).
         lidars.set_capture_materials(&scene, &setup.table);
         lidars.set_return_params(params)?;
-        lidars.set_seed(seed);
+        for w in 0..nworld {
+            lidars.set_world_seed(w, episode_seed(seed, w as u64))?;
+        }
         let drive = Drive::new(&setup.controller, &model, nworld)?;
         let bindings = (0..lidars.len()).map(|s| lidars.binding(s).cloned()).collect::<Result<_, _>>()?;
         let warnings = lidar_warnings.into_iter().map(|(sensor, warning)| Warning::Lidar { sensor, warning }).collect();
@@ -220,8 +238,11 @@ impl Simulation {
             bindings,
             bake: None,
             drive,
+            randomizer,
             runner,
             clocks: vec![EpisodeClock::default(); nworld],
+            episodes: (0..nworld as u64).collect(),
+            next_episode: nworld as u64,
             episode_ticks,
             recording: None,
             setup,
@@ -239,6 +260,12 @@ impl Simulation {
     /// The immutable scene every world shares.
     pub fn scene(&self) -> &Scene {
         &self.scene
+    }
+
+    /// Every world's frames after the last step or reset (MuJoCo's `xpos`, `xmat`,
+    /// `geom_xpos`…, world after world: body `b` of world `w` is row `w * nbody + b`).
+    pub fn poses(&self) -> &glint_core::Poses {
+        self.worlds.poses()
     }
 
     /// The MuJoCo model.
@@ -271,9 +298,24 @@ impl Simulation {
         &self.setup.project_dir
     }
 
-    /// The seed of the return model's randomness.
+    /// The run seed every episode's seed derives from.
     pub fn seed(&self) -> u64 {
         self.seed
+    }
+
+    /// The seed of world `w`'s episode: [`glint_lidar::episode_seed`] of the run seed and the
+    /// episode's index ([`Simulation::episode_index`]). It keys the return model's randomness
+    /// and the `[reset]` draws of the episode's initial state.
+    pub fn episode_seed(&self, w: usize) -> Result<u64, SimError> {
+        Ok(episode_seed(self.seed, self.episode_index(w)?))
+    }
+
+    /// The index of world `w`'s episode: worlds start as episodes `0..nworld`, and each reset
+    /// of a world whose episode has run gives it the next index (a reset with a seed numbers
+    /// from 0 again).
+    pub fn episode_index(&self, w: usize) -> Result<u64, SimError> {
+        self.world_ok(w)?;
+        Ok(self.episodes[w])
     }
 
     /// Fires every lidar on every step (`true`), or only while recording (`false`, the
@@ -318,15 +360,21 @@ impl Simulation {
 
     /// A new episode in `worlds`: the episode that was running there ends (and its recording,
     /// if one is armed, is finished as complete), MuJoCo resets the world to the model's
-    /// initial state, and the controller and every lidar's pattern start over. With `seed`,
-    /// the return model's randomness is seeded anew (for every world: one seed per scene).
+    /// initial state, the `[reset]` draws are made, and the controller and every lidar's
+    /// pattern start over. Each world whose episode had run gets the next episode index, and
+    /// so a new episode seed. With `seed`, the run seed becomes `seed` and the worlds reset are
+    /// numbered from 0 again, in order: the same seed gives the same episodes.
     pub fn reset(&mut self, worlds: Worlds, seed: Option<u64>) -> Result<(), SimError> {
         let list = self.world_list(worlds)?;
         if let Some(seed) = seed {
             self.seed = seed;
-            self.lidars.set_seed(seed);
+            self.next_episode = 0;
         }
         for &w in &list {
+            if seed.is_some() || self.clocks[w].ticks > 0 {
+                self.episodes[w] = self.next_episode;
+                self.next_episode += 1;
+            }
             self.end_episode(w, EpisodeStatus::Complete)?;
         }
         if list.len() == self.nworld() {
@@ -335,6 +383,11 @@ impl Simulation {
             for &w in &list {
                 self.worlds.reset_world(w)?;
             }
+        }
+        for &w in &list {
+            let seed = episode_seed(self.seed, self.episodes[w]);
+            self.randomizer.apply(&mut self.worlds, w, seed)?;
+            self.lidars.set_world_seed(w, seed)?;
         }
         self.rays.rebuild(self.worlds.poses());
         for &w in &list {
@@ -420,7 +473,8 @@ impl Simulation {
                 stats.hits += beams.iter().filter(|&&k| scan.range[k as usize] >= 0.0).count() as u64;
                 if let Some(recording) = &mut self.recording {
                     let frame = self.lidars.frame(s, w, self.worlds.poses())?;
-                    let tick = SensorTick { sensor: s, time, scan, beams: &beams, frame };
+                    let episode_seed = episode_seed(self.seed, self.episodes[w]);
+                    let tick = SensorTick { sensor: s, time, scan, beams: &beams, frame, episode_seed };
                     recording.write(w, &tick, &mut self.warnings)?;
                 }
             }
@@ -553,4 +607,50 @@ impl Simulation {
     pub(crate) fn scene_binding_mut(&mut self, s: usize) -> &mut LidarBinding {
         &mut self.bindings[s]
     }
+}
+
+/// The lidar ticks of an episode of `seconds`, refused unless it is a whole number of ticks
+/// (an episode length is never rounded); the error names the nearest lengths that are.
+fn whole_ticks(seconds: f64, runner: Runner) -> Result<u64, SimError> {
+    let hz = 1.0 / runner.dt;
+    if !(seconds.is_finite() && seconds > 0.0) {
+        return Err(SimError::Rate(format!("the episode length is {seconds} s: give a positive number of seconds")));
+    }
+    let ticks = seconds / runner.dt;
+    let whole = ticks.round();
+    if whole >= 1.0 && (ticks - whole).abs() <= 1e-6 * whole.max(1.0) {
+        return Ok(whole as u64);
+    }
+    let length = |n: f64| format!("{} s ({n} ticks)", trim(n * runner.dt));
+    let (below, above) = (ticks.floor().max(1.0), ticks.floor().max(0.0) + 1.0);
+    let choices = if below == above { length(above) } else { format!("{} or {}", length(below), length(above)) };
+    Err(SimError::Rate(format!(
+        "an episode of {seconds} s is {ticks:.3} lidar ticks of {} s (lidar_runner_hz = {}), not a whole number: \
+         give a whole number of ticks, such as {choices}, or change [recorder] lidar_runner_hz",
+        trim(runner.dt),
+        trim(hz)
+    )))
+}
+
+/// `v` with at most six decimals and no trailing zeros.
+fn trim(v: f64) -> String {
+    let text = format!("{v:.6}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Refuses a configuration of sensor `sensor` that turns faster than one revolution per tick
+/// of `runner` (the seed: a sensor cannot scan faster than one revolution per tick).
+pub(crate) fn check_rotation(sensor: usize, config: &ScanConfig, runner: Runner) -> Result<(), SimError> {
+    let hz = 1.0 / runner.dt;
+    if config.rotation_hz > hz * (1.0 + 1e-9) {
+        return Err(SimError::Rate(format!(
+            "lidar sensor {sensor}: rotation_hz = {} is above the lidar runner's {} ticks per second, and a sensor \
+             cannot scan faster than one revolution per tick: give rotation_hz at most {}, or raise \
+             [recorder] lidar_runner_hz",
+            trim(config.rotation_hz),
+            trim(hz),
+            trim(hz)
+        )));
+    }
+    Ok(())
 }

@@ -57,7 +57,10 @@ impl Reference {
         let (mut lidars, _) = Lidars::new(&scene, manifest.lidar.clone(), nworld).unwrap();
         lidars.set_capture_materials(&scene, &manifest.material_table(&scene).unwrap());
         lidars.set_return_params(manifest.return_params).unwrap();
-        lidars.set_seed(manifest.seed);
+        // Each world's episode draws with its own seed, from the run seed and its index.
+        for w in 0..nworld {
+            lidars.set_world_seed(w, glint_lidar::episode_seed(manifest.seed, w as u64)).unwrap();
+        }
         let steps = ((1.0 / (manifest.recorder.lidar_runner_hz * model.timestep())).round() as usize).max(1);
         let names = model.actuator_names();
         let ctrl =
@@ -198,7 +201,9 @@ fn a_simulation_gives_what_the_hand_wiring_gave() {
         sensors,
     };
     let mut recorder = Session::create(&out.join("reference"), &info).unwrap();
-    let mut episodes: Vec<_> = (0..nworld as u32).map(|w| recorder.begin_episode(w).unwrap()).collect();
+    let mut episodes: Vec<_> = (0..nworld as u32)
+        .map(|w| recorder.begin_episode(w, glint_lidar::episode_seed(manifest.seed, w as u64)).unwrap())
+        .collect();
     let mut beams = Vec::new();
     reference.ticks = 0;
     for _ in 0..30 {
@@ -220,7 +225,7 @@ fn a_simulation_gives_what_the_hand_wiring_gave() {
     assert_eq!((summary.dir.as_path(), summary.episodes), (session.as_path(), 2));
     assert_eq!(summary.sensors[0].rows, 2 * 30 * 65_536 / 5);
     let (got, want) = (parquet_files(&session), parquet_files(recorder.dir()));
-    assert_eq!(got.len(), 6, "two lidar files, their pose tables and their sidecars");
+    assert_eq!(got.len(), 8, "two lidar files, their pose and beam tables and their sidecars");
     for ((name, bytes), (want_name, want_bytes)) in got.iter().zip(&want) {
         assert_eq!(name, want_name);
         assert!(bytes == want_bytes, "{name} differs from the hand-wired recording");
@@ -411,7 +416,7 @@ fn bad_scenes_are_refused_with_the_reason() {
     assert!(Simulation::from_xml(BOX_ROOM, vec![], options).is_err());
     let options = SimOptions { episode_seconds: Some(-1.0), ..SimOptions::default() };
     let err = Simulation::from_xml(BOX_ROOM, vec![], options).unwrap_err().to_string();
-    assert!(err.contains("episode_seconds is -1"), "{err}");
+    assert!(err.contains("the episode length is -1 s"), "{err}");
     let err = Simulation::from_manifest("/no/such.toml", SimOptions::default()).unwrap_err().to_string();
     assert!(err.contains("cannot read manifest '/no/such.toml'"), "{err}");
 }

@@ -312,8 +312,8 @@ mod tests {
     /// grazing, close pairs that merge), under presets with one and two echoes.
     #[test]
     fn lanes_report_what_one_beam_reports() {
-        let mut rng = BeamRng::new(99, 0, 0, 0, 0);
-        let key = BeamRng::tick_key(5, 0, 1, 2);
+        let mut rng = BeamRng::new(99, 0, 0, 0);
+        let key = BeamRng::tick_key(5, 1, 2);
         let mut lanes_checked = [0usize; 2];
         for preset in [ReturnPreset::OusterOs1, ReturnPreset::Generic] {
             let model = ReturnModel::new(ReturnParams { noise_sigma0: 0.05, ..preset.params() });

@@ -167,7 +167,7 @@ impl BeamReturn {
         BeamReturn { range: -1.0, secondary_range: -1.0, intensity: -1.0, reflectivity: -1.0, geomid: -1 };
 }
 
-/// The random key of one sensor's tick in one world (from [`BeamRng::tick_key`]).
+/// The random key of one sensor's tick in one episode (from [`BeamRng::tick_key`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TickKey(u64);
 
@@ -180,7 +180,7 @@ impl TickKey {
 }
 
 /// Counter-based random numbers for one beam of one tick: a SplitMix64 stream over a key
-/// mixed from (seed, world, sensor, beam, tick). Stateless across beams, so any thread can
+/// mixed from (episode seed, sensor, beam, tick). Stateless across beams, so any thread can
 /// draw any beam's numbers and get the same ones.
 #[derive(Clone, Debug)]
 pub(crate) struct BeamRng {
@@ -194,18 +194,25 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The seed of episode `episode` of a run seeded `run_seed`: it keys the return model's
+/// randomness and the scene's reset randomization in that episode, so two episodes differ and
+/// the same run seed gives the same episodes. Live sensors and re-processing both use it.
+pub fn episode_seed(run_seed: u64, episode: u64) -> u64 {
+    mix(mix(run_seed ^ 0xbb67_ae85_84ca_a73b) ^ episode.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
 impl BeamRng {
-    /// The stream of beam `beam` of sensor `sensor` in world `world` at tick `tick`.
+    /// The stream of beam `beam` of sensor `sensor` at tick `tick` of the episode seeded `seed`.
     #[cfg(test)]
-    pub fn new(seed: u64, world: u64, sensor: u64, beam: u64, tick: u64) -> BeamRng {
-        BeamRng::tick_key(seed, world, sensor, tick).beam(beam)
+    pub fn new(seed: u64, sensor: u64, beam: u64, tick: u64) -> BeamRng {
+        BeamRng::tick_key(seed, sensor, tick).beam(beam)
     }
 
-    /// The key shared by every beam of one sensor's tick in one world; [`TickKey::beam`]
-    /// then costs one mix per beam.
-    pub fn tick_key(seed: u64, world: u64, sensor: u64, tick: u64) -> TickKey {
+    /// The key shared by every beam of one sensor's tick in the episode seeded `seed`
+    /// ([`episode_seed`]); [`TickKey::beam`] then costs one mix per beam.
+    pub fn tick_key(seed: u64, sensor: u64, tick: u64) -> TickKey {
         let mut key = mix(seed ^ 0x6a09_e667_f3bc_c909);
-        for part in [world, sensor, tick] {
+        for part in [sensor, tick] {
             key = mix(key ^ part.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         }
         TickKey(key)
@@ -819,7 +826,7 @@ mod tests {
         let mut script = Script(surfaces);
         let first = (!script.0.is_empty()).then(|| script.0.remove(0));
         let first = first.and_then(|s| Some((s, palette.material_at(s.geomid as usize, DVec3::ZERO)?)));
-        ReturnModel::new(*params).beam_return(&beam(), first, &mut script, palette, &mut BeamRng::new(seed, 0, 0, 0, 0))
+        ReturnModel::new(*params).beam_return(&beam(), first, &mut script, palette, &mut BeamRng::new(seed, 0, 0, 0))
     }
 
     fn candidates(params: &ReturnParams, surfaces: Vec<Surface>, palette: &Palette) -> Vec<Candidate> {
@@ -828,7 +835,7 @@ mod tests {
         let material = palette.material_at(first.geomid as usize, DVec3::ZERO).unwrap();
         let mut c = [Candidate::NONE; MAX_INTERACTIONS];
         let n =
-            trace(params, &beam(), (&first, &material), &mut script, palette, &mut BeamRng::new(0, 0, 0, 0, 0), &mut c);
+            trace(params, &beam(), (&first, &material), &mut script, palette, &mut BeamRng::new(0, 0, 0, 0), &mut c);
         c[..n].to_vec()
     }
 
@@ -1033,7 +1040,7 @@ mod tests {
     #[test]
     fn strengths_over_many_surfaces_equal_one_surfaces_to_the_bit() {
         let p = ReturnParams::default();
-        let mut rng = BeamRng::new(3, 0, 0, 0, 0);
+        let mut rng = BeamRng::new(3, 0, 0, 0);
         let presets = [
             MaterialPreset::Diffuse,
             MaterialPreset::Retroreflector,
@@ -1082,16 +1089,22 @@ mod tests {
 
     #[test]
     fn random_streams_depend_on_every_key() {
-        let base = BeamRng::new(1, 2, 3, 4, 5).next_u64();
-        for other in [
-            BeamRng::new(0, 2, 3, 4, 5),
-            BeamRng::new(1, 0, 3, 4, 5),
-            BeamRng::new(1, 2, 0, 4, 5),
-            BeamRng::new(1, 2, 3, 0, 5),
-            BeamRng::new(1, 2, 3, 4, 0),
-        ] {
+        let base = BeamRng::new(1, 3, 4, 5).next_u64();
+        for other in
+            [BeamRng::new(0, 3, 4, 5), BeamRng::new(1, 0, 4, 5), BeamRng::new(1, 3, 0, 5), BeamRng::new(1, 3, 4, 0)]
+        {
             assert_ne!(other.clone().next_u64(), base);
         }
-        assert_eq!(BeamRng::new(1, 2, 3, 4, 5).next_u64(), base);
+        assert_eq!(BeamRng::new(1, 3, 4, 5).next_u64(), base);
+    }
+
+    #[test]
+    fn episode_seeds_differ_by_run_and_episode() {
+        let seeds: Vec<u64> =
+            [(0, 0), (0, 1), (1, 0), (1, 1), (7, 2)].iter().map(|&(run, e)| episode_seed(run, e)).collect();
+        for (i, a) in seeds.iter().enumerate() {
+            assert!(seeds[i + 1..].iter().all(|b| b != a), "{seeds:?}");
+        }
+        assert_eq!(episode_seed(7, 2), seeds[4]);
     }
 }

@@ -108,8 +108,8 @@ pub struct Lidars {
     live: bool,
     /// The return model calibration, one set for every sensor.
     params: ReturnParams,
-    /// Seed of the return model's randomness.
-    seed: u64,
+    /// Per world, the seed of the return model's randomness in its episode.
+    seeds: Vec<u64>,
     /// Where hits find their NIR material; the return model runs while one is set.
     materials: Option<MaterialSource>,
     /// Per geom, what its MuJoCo material flags for secondary capture ([`FLAG_PASS`],
@@ -373,7 +373,7 @@ impl Lidars {
             nworld: nworld.max(1),
             live: false,
             params: ReturnParams::default(),
-            seed: 0,
+            seeds: vec![0; nworld.max(1)],
             materials: None,
             geom_flags: geom_flags(scene),
             geom_class: vec![None; scene.ngeom()],
@@ -497,9 +497,18 @@ impl Lidars {
         self.params = preset.params();
     }
 
-    /// Seeds the return model's randomness (noise, grazing dropout, porous gaps).
+    /// Seeds the return model's randomness (noise, grazing dropout, porous gaps) in every
+    /// world.
     pub fn set_seed(&mut self, seed: u64) {
-        self.seed = seed;
+        self.seeds.fill(seed);
+    }
+
+    /// Seeds the return model's randomness in world `world` (its episode's seed,
+    /// [`crate::episode_seed`]).
+    pub fn set_world_seed(&mut self, world: usize, seed: u64) -> Result<(), LidarError> {
+        let nworld = self.nworld;
+        *self.seeds.get_mut(world).ok_or(LidarError::NoSuchWorld { world, nworld })? = seed;
+        Ok(())
     }
 
     /// Loads where hits find their NIR material (usually a bake): from the next tick on, every
@@ -649,7 +658,7 @@ impl Lidars {
         let first_legs: Vec<Option<LegKind>> = palette.iter().map(|m| first_leg(&self.params, m)).collect();
         let model = self.materials.as_ref().map(|m| ReturnInputs {
             model: ReturnModel::new(self.params),
-            seed: self.seed,
+            seeds: &self.seeds,
             materials: &*m.0,
             palette,
             optics: &optics,
@@ -685,7 +694,8 @@ struct TickContext<'a> {
 #[derive(Clone, Copy)]
 struct ReturnInputs<'a> {
     model: ReturnModel,
-    seed: u64,
+    /// Per world, its episode's seed.
+    seeds: &'a [u64],
     materials: &'a dyn MaterialLookup,
     palette: &'a [NirMaterial],
     /// The optics of each palette entry under the model's calibration, and one more for no
@@ -848,7 +858,7 @@ impl GroupContext<'_> {
         self.prefetch(&part, &rays, job.world, ext)?;
         let mut live = LiveTracer { prepared: self.prepared, world: job.world, exclude: self.exclude };
         if let (Some(m), (clean, Some(returns))) = (&self.tick.model, part.clean_and_returns()) {
-            let key = BeamRng::tick_key(m.seed, job.world as u64, self.tick.sensor as u64, job.tick);
+            let key = BeamRng::tick_key(m.seeds[job.world], self.tick.sensor as u64, job.tick);
             let first_beam = (job.units.0 % sensor.units()) as usize * (c.beam_count() / sensor.units() as usize);
             if self.tick.one_by_one {
                 self.model_one_by_one(m, returns, order, &rays, ext, &mut live, (key, first_beam));
