@@ -40,6 +40,13 @@ pub struct BakeArgs {
     status: bool,
 }
 
+impl BakeArgs {
+    /// Whether it only reports the saved bake (`--status`).
+    pub fn status_only(&self) -> bool {
+        self.status
+    }
+}
+
 pub fn run(args: BakeArgs) -> Result<()> {
     let mut sim = Simulation::from_manifest(&args.manifest, SimOptions::default())?;
     let name = args.name.as_deref();

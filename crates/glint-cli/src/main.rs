@@ -2,9 +2,21 @@
 //! `glint_sim::Simulation` (or reads a recording through `glint_record`) and prints.
 #![forbid(unsafe_code)]
 
+// Every module prints through `output`, which never panics on a closed pipe or a full disk
+// (see output.rs); these shadow the standard macros for the whole crate.
+macro_rules! println {
+    () => { $crate::output::say(format_args!("")) };
+    ($($arg:tt)*) => { $crate::output::say(format_args!($($arg)*)) };
+}
+macro_rules! eprintln {
+    ($($arg:tt)*) => { $crate::output::warn(format_args!($($arg)*)) };
+}
+
 mod bake;
 mod bench;
 mod export;
+mod output;
+mod points;
 mod replay;
 mod run;
 mod scan;
@@ -41,11 +53,18 @@ enum Command {
     /// material bake into a variant folder (range, intensity, calibrated reflectivity, second
     /// echo) with an augmentation.json that traces it to its sources.
     Export(export::ExportArgs),
+    /// Writes the point cloud of one sensor's episode of a recording, or of an exported
+    /// variant (measured ranges, second echoes), as PLY, PCD or KITTI `.bin`, in the world or
+    /// the sensor frame.
+    Points(points::PointsArgs),
 }
 
 fn main() {
     glint_sim::settle_malloc();
     let cli = Cli::parse();
+    if cli.command.reports_only() {
+        output::reports_only();
+    }
     let result = match cli.command {
         Command::Bake(args) => bake::run(args),
         Command::Bench(cmd) => bench::run(cmd),
@@ -53,10 +72,26 @@ fn main() {
         Command::Replay(args) => replay::run(args),
         Command::Run(args) => run::run(args),
         Command::Export(args) => export::run(args),
+        Command::Points(args) => points::run(args),
     };
+    output::report_lost_output();
     if let Err(e) = result {
         eprintln!("error: {e:#}");
         std::process::exit(1);
+    }
+}
+
+impl Command {
+    /// Whether the command only reports (a closed standard output ends it quietly) rather
+    /// than produces data (which it finishes whoever reads its report).
+    fn reports_only(&self) -> bool {
+        match self {
+            Command::Replay(args) => !args.draws(),
+            Command::Bench(_) => true,
+            Command::Points(args) => args.to_stdout(),
+            Command::Bake(args) => args.status_only(),
+            _ => false,
+        }
     }
 }
 

@@ -47,6 +47,13 @@ pub struct ReplayArgs {
 }
 
 /// Parses `A..B`, `A..`, `..B` or `A` into a half-open tick range.
+impl ReplayArgs {
+    /// Whether it draws PNGs (data), rather than only reporting.
+    pub fn draws(&self) -> bool {
+        self.png.is_some()
+    }
+}
+
 fn parse_ticks(s: &str) -> Result<(u64, u64), String> {
     let bad = || format!("tick range '{s}' is not A..B, A.., ..B or A (0-based tick numbers, B excluded)");
     let num = |t: &str| t.trim().parse::<u64>().map_err(|_| bad());

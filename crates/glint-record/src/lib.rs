@@ -78,6 +78,7 @@ mod error;
 mod export;
 mod files;
 mod pages;
+mod points;
 mod poses;
 mod reader;
 mod schema;
@@ -100,10 +101,11 @@ pub use export::{
     read_augmentation, read_variant_file,
 };
 pub use files::file_sha256;
+pub use points::{PointCloud, PointFormat, PointFrame, recorded_points, write_points};
 pub use poses::{PoseTable, read_pose_file};
 pub use reader::{LidarReader, LidarTable, SecondaryColumns, read_lidar_file};
 pub use schema::ROW_GROUP_ROWS;
-pub use session::{Episode, EpisodeStatus, EpisodeSummary, SensorSummary, Session, SessionInfo};
+pub use session::{Episode, EpisodeStatus, EpisodeSummary, SensorSummary, Session, SessionInfo, lidar_file};
 pub use sidecar::{
     ColumnDescription, PatternDescription, PoseFile, SensorDescription, SessionMeta, Sidecar, read_session_meta,
     read_sidecar,

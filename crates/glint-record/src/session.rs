@@ -181,6 +181,13 @@ fn stem(index: u32, name: &str) -> PathBuf {
     Path::new("data").join(format!("chunk-{:03}", index / 1000)).join(format!("lidar-{name}-{index:03}"))
 }
 
+/// The lidar file of episode `index` of the sensor whose files are named `file_name`
+/// ([`SensorDescription::file_name`]), relative to the session folder:
+/// `data/chunk-NNN/lidar-<Name>-NNN.parquet`.
+pub fn lidar_file(index: u32, file_name: &str) -> PathBuf {
+    with_suffix(&stem(index, file_name), ".parquet")
+}
+
 /// `path` with `suffix` appended to its file name.
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
