@@ -36,6 +36,10 @@ pub struct ExportArgs {
     /// variant's augmentation.json records `stale: true`.
     #[arg(long)]
     allow_stale: bool,
+    /// Export the files that can be read and list the missing or damaged ones (and any a
+    /// killed run left `.partial`) in augmentation.json's `skipped`, instead of refusing.
+    #[arg(long)]
+    skip_damaged: bool,
     /// Scene manifest (default: the one the session's meta/info.json records).
     #[arg(long, value_name = "PATH")]
     manifest: Option<PathBuf>,
@@ -120,7 +124,7 @@ pub fn run(args: ExportArgs) -> Result<()> {
         return_preset: preset,
         bake: BakeRecord { name: args.bake.clone(), path: absolute(path), material_fingerprint: fingerprint, status },
     };
-    let settings = ExportSettings { params, seed, materials: &*saved.bake };
+    let settings = ExportSettings { params, seed, materials: &*saved.bake, skip_damaged: args.skip_damaged };
     let aug = export_variant(&args.session, &out, &settings, provenance)
         .with_context(|| format!("cannot export '{}'", args.session.display()))?;
     for f in &aug.files {
@@ -141,6 +145,14 @@ pub fn run(args: ExportArgs) -> Result<()> {
     }
     for s in &aug.skipped {
         eprintln!("warning: skipped {s}");
+    }
+    for f in aug.files.iter().filter(|f| f.uncaptured > 0) {
+        eprintln!(
+            "warning: episode {}, sensor '{}': {} beams met glass, water, a gap or a mirror, and the session captured no \
+             secondary geometry of that kind, so the variant has nothing behind them and no phantoms; record with \
+             secondary_capture = \"both\" to export them",
+            f.episode, f.sensor_name, f.uncaptured
+        );
     }
     println!(
         "variant: {} (bake '{}' {}, return preset {}, {})",

@@ -275,3 +275,62 @@ fn bad_input_is_named() {
     assert!(err.contains("lidar-roof-000.parquet") && err.contains("does not match its sidecar"), "{err}");
     assert!(!out.exists());
 }
+
+#[test]
+fn exports_say_what_they_lose_and_never_block_a_rerun() {
+    // Recorded with the default capture (off): glass, water and mirrors have nothing behind.
+    let dir = std::env::temp_dir().join(format!("glint-export-cli-truth-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(example("showroom/showroom.xml"), dir.join("showroom.xml")).unwrap();
+    let text_in = std::fs::read_to_string(example("showroom/showroom.toml")).unwrap();
+    let manifest = dir.join("showroom.toml");
+    std::fs::write(&manifest, text_in.replace("secondary_capture = \"both\"\n", "")).unwrap();
+    let out = dir.join("out");
+    ok(&["run", s(&manifest), "--seconds", "0.2", "--episodes", "2", "--out", s(&out)]);
+    let session = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap().path();
+    ok(&["bake", s(&manifest)]);
+
+    let variant = dir.join("v1");
+    let o = glint(&["export", s(&session), "--bake", "showroom", "--out", s(&variant)]);
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let aug = augmentation(&variant);
+    let uncaptured = aug["files"][0]["uncaptured"].as_u64().unwrap();
+    assert!(uncaptured > 1000, "beams through the storefront and at the mirror: {uncaptured}");
+    assert!(
+        err.contains(&format!("episode 0, sensor 'roof': {uncaptured} beams met glass, water, a gap or a mirror"))
+            && err.contains("secondary_capture = \"both\""),
+        "{err}"
+    );
+
+    // An interrupted export's folder aside does not block the next, which writes aside too.
+    let second = dir.join("v2");
+    let aside = dir.join("v2.partial");
+    std::fs::create_dir_all(aside.join("data")).unwrap();
+    ok(&["export", s(&session), "--bake", "showroom", "--out", s(&second)]);
+    assert!(second.join("augmentation.json").exists() && !aside.exists());
+
+    // A damaged episode file is an error naming it, unless told to skip it.
+    let first = session.join("data/chunk-000/lidar-roof-000.parquet");
+    let mut bytes = std::fs::read(&first).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x5a;
+    std::fs::write(&first, bytes).unwrap();
+    let third = dir.join("v3");
+    let err = fails(&["export", s(&session), "--bake", "showroom", "--out", s(&third)]);
+    assert!(err.contains("lidar-roof-000.parquet") && err.contains("SHA-256"), "{err}");
+    assert!(!third.exists() && !dir.join("v3.partial").exists(), "a refused export leaves nothing");
+    ok(&["export", s(&session), "--bake", "showroom", "--out", s(&third), "--skip-damaged"]);
+    let aug = augmentation(&third);
+    assert_eq!(aug["files"].as_array().unwrap().len(), 1);
+    let skipped = aug["skipped"].as_array().unwrap();
+    assert!(skipped.len() == 1 && skipped[0].as_str().unwrap().contains("lidar-roof-000.parquet: "), "{skipped:?}");
+
+    // A missing one likewise, and named as missing.
+    let gone = session.join("data/chunk-000/lidar-roof-001.parquet");
+    std::fs::remove_file(&gone).unwrap();
+    let err = fails(&["export", s(&session), "--bake", "showroom", "--out", s(&dir.join("v4"))]);
+    assert!(err.contains("lidar-roof-001.parquet' cannot be exported: meta/episodes.jsonl lists it"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -12,6 +12,7 @@ use glam::{DMat3, DVec3};
 
 use crate::pattern::{PatternClock, Runner, beam_direction};
 use crate::return_model::{Beam, BeamRng, LegKind, NUDGE, ReturnModel, Surface, TickKey, Tracer};
+use crate::sensor::continuations::first_leg;
 use crate::{BeamReturn, LidarError, MaterialLookup, ReturnParams, ScanConfig, ScanPattern};
 
 /// How [`Reprocessor`] answers continuations, in words (for provenance files).
@@ -44,10 +45,14 @@ pub struct Reprocessed {
     pub report: BeamReturn,
     /// Whether the beam had a clean hit whose material the bake does not know (no echo).
     pub hole: bool,
+    /// Whether the beam's first surface sends it on (glass, a gap, water, a mirror) while the
+    /// recording holds no secondary column of that kind: the model saw nothing behind it.
+    pub uncaptured: bool,
 }
 
 /// Re-runs the return model over one recorded sensor's episode, tick by tick.
 pub struct Reprocessor<'a> {
+    params: ReturnParams,
     model: ReturnModel,
     materials: &'a dyn MaterialLookup,
     config: ScanConfig,
@@ -78,6 +83,7 @@ impl<'a> Reprocessor<'a> {
             _ => Vec::new(),
         };
         Reprocessor {
+            params,
             model: ReturnModel::new(params),
             materials,
             config,
@@ -112,7 +118,7 @@ impl<'a> Reprocessor<'a> {
     ) -> Result<Reprocessed, LidarError> {
         let unit = self.unit(k)?;
         if !first.is_hit() {
-            return Ok(Reprocessed { report: BeamReturn::NONE, hole: false });
+            return Ok(Reprocessed { report: BeamReturn::NONE, hole: false, uncaptured: false });
         }
         let local = self.direction(k, unit);
         let (origin, rot) = (self.origin, self.rot);
@@ -120,6 +126,10 @@ impl<'a> Reprocessor<'a> {
         let range = first.range as f64;
         let surface = Surface { distance: range, geomid: first.geom_id, normal: world_normal(&rot, first.normal) };
         let material = self.materials.material_at(first.geom_id as usize, origin + dir * range);
+        let uncaptured = material.and_then(|m| first_leg(&self.params, &m)).is_some_and(|leg| match leg {
+            LegKind::Folded => reflected.is_none(),
+            LegKind::Straight | LegKind::Refracted => pass_through.is_none(),
+        });
         let straight = pass_through.and_then(|h| leg(h, range + NUDGE, &rot));
         let mut tracer = Recorded {
             // The straight hit's world point: the recorded range runs from the sensor.
@@ -130,7 +140,7 @@ impl<'a> Reprocessor<'a> {
         let mut rng = self.key.beam(k);
         let report =
             self.model.beam_return(&beam, material.map(|m| (surface, m)), &mut tracer, self.materials, &mut rng);
-        Ok(Reprocessed { report, hole: material.is_none() })
+        Ok(Reprocessed { report, hole: material.is_none(), uncaptured })
     }
 
     /// The pattern unit (since the episode start) the current tick cast beam `k` in: an error

@@ -118,6 +118,17 @@ pub enum RecordError {
         /// The lidar file.
         path: PathBuf,
     },
+    /// A source file of an export is missing or damaged.
+    #[error(
+        "'{}' cannot be exported: {reason}; pass --skip-damaged to export the rest (augmentation.json then lists what was skipped)",
+        path.display()
+    )]
+    Damaged {
+        /// The source file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// An export's output folder exists; variants are never overwritten.
     #[error("'{path}' already exists: a variant is never overwritten; choose another output folder or remove it")]
     VariantExists {

@@ -44,6 +44,9 @@ pub struct ExportSettings<'a> {
     pub seed: Option<u64>,
     /// Where hits find their NIR material (a loaded [`glint_lidar::Bake`]).
     pub materials: &'a dyn MaterialLookup,
+    /// Go on past a missing or damaged source file (or one a killed run left `.partial`),
+    /// listing it in [`Augmentation::skipped`]; else it is an error naming it.
+    pub skip_damaged: bool,
 }
 
 impl std::fmt::Debug for ExportSettings<'_> {
@@ -110,6 +113,11 @@ pub struct VariantFile {
     pub echoes: u64,
     /// Rows with a second echo.
     pub second_echoes: u64,
+    /// Rows whose first surface sends the beam on (glass, a gap, water, a mirror) while the
+    /// recording captured no secondary geometry of that kind: nothing behind them, no
+    /// phantom.
+    #[serde(default)]
+    pub uncaptured: u64,
 }
 
 /// `augmentation.json`: where a variant came from and how it was made.
@@ -140,7 +148,8 @@ pub struct Augmentation {
     pub columns: Vec<ColumnDescription>,
     /// Every exported file.
     pub files: Vec<VariantFile>,
-    /// Source files not exported, with why (a killed run's `.partial` files).
+    /// Source files not exported, with why (missing, damaged, or left `.partial` by a killed
+    /// run), when the export was told to skip them.
     pub skipped: Vec<String>,
 }
 
@@ -313,6 +322,7 @@ struct Counts {
     holes: u64,
     echoes: u64,
     second_echoes: u64,
+    uncaptured: u64,
 }
 
 impl FileJob<'_> {
@@ -348,6 +358,7 @@ impl FileJob<'_> {
                 counts.holes += u64::from(beam.hole);
                 counts.echoes += u64::from(beam.report.range >= 0.0);
                 counts.second_echoes += u64::from(beam.report.secondary_range >= 0.0);
+                counts.uncaptured += u64::from(beam.uncaptured);
                 rows.push(&beam.report);
             }
             counts.rows += table.len() as u64;
@@ -355,6 +366,20 @@ impl FileJob<'_> {
         }
         Ok(counts)
     }
+}
+
+/// Whether `e` is about a source file itself (missing, changed, unreadable) rather than the
+/// export's own output.
+fn damaged(e: &RecordError) -> bool {
+    matches!(
+        e,
+        RecordError::Changed { .. }
+            | RecordError::NoPoses { .. }
+            | RecordError::Parquet { .. }
+            | RecordError::Schema { .. }
+            | RecordError::Inconsistent { .. }
+            | RecordError::Json { .. }
+    ) || matches!(e, RecordError::Io { action, .. } if *action == "open" || *action == "read")
 }
 
 /// `path` relative to `base`, with `/` separators.
@@ -410,7 +435,23 @@ pub fn export_variant(
     provenance: Provenance,
 ) -> Result<Augmentation, RecordError> {
     let meta = read_session_meta(session)?;
-    let (files, partial) = session_files(session)?;
+    let (mut files, partial) = session_files(session)?;
+    let missing = listed_but_missing(session)?;
+    if !settings.skip_damaged {
+        if let Some(path) = missing.first() {
+            return Err(RecordError::Damaged {
+                path: path.clone(),
+                reason: "meta/episodes.jsonl lists it, and it does not exist".into(),
+            });
+        }
+        if let Some(path) = partial.first() {
+            return Err(RecordError::Damaged {
+                path: path.clone(),
+                reason: "a killed run left it unfinished (run `glint recover` on the session first)".into(),
+            });
+        }
+    }
+    files.retain(|f| !missing.contains(f));
     if files.is_empty() {
         return Err(RecordError::NotASession {
             path: session.to_path_buf(),
@@ -420,18 +461,49 @@ pub fn export_variant(
     if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| RecordError::io("create", parent, e))?;
     }
-    match std::fs::create_dir(out) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            return Err(RecordError::VariantExists { path: out.to_path_buf() });
+    if out.exists() {
+        return Err(RecordError::VariantExists { path: out.to_path_buf() });
+    }
+    // Written aside and renamed when whole, so an interrupted export leaves nothing in the
+    // way of the next (which clears what an earlier interrupted one left aside).
+    let aside = PathBuf::from(format!("{}.partial", out.display()));
+    if aside.exists() {
+        std::fs::remove_dir_all(&aside).map_err(|e| RecordError::io("remove the unfinished", &aside, e))?;
+    }
+    std::fs::create_dir(&aside).map_err(|e| RecordError::io("create", &aside, e))?;
+    let skipped: Vec<(PathBuf, String)> = missing
+        .iter()
+        .map(|p| (p.clone(), "missing (meta/episodes.jsonl lists it)".to_string()))
+        .chain(partial.iter().map(|p| (p.clone(), "incomplete (the run was killed)".to_string())))
+        .collect();
+    let result = export_into(session, &aside, settings, provenance, &meta, (&files, skipped));
+    match result {
+        Ok(augmentation) => {
+            std::fs::rename(&aside, out).map_err(|e| RecordError::io("rename", &aside, e))?;
+            Ok(augmentation)
         }
-        Err(e) => return Err(RecordError::io("create", out, e)),
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&aside);
+            Err(e)
+        }
     }
-    let result = export_into(session, out, settings, provenance, &meta, (&files, &partial));
-    if result.is_err() {
-        let _ = std::fs::remove_dir_all(out);
+}
+
+/// The lidar files `meta/episodes.jsonl` lists that are not in the session.
+fn listed_but_missing(session: &Path) -> Result<Vec<PathBuf>, RecordError> {
+    let log = session.join("meta").join("episodes.jsonl");
+    let text = std::fs::read_to_string(&log).map_err(|e| RecordError::io("read", &log, e))?;
+    let mut missing = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let Ok(entry) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        for file in entry["files"].as_array().into_iter().flatten().filter_map(|f| f.as_str()) {
+            let path = session.join(file);
+            if !path.exists() {
+                missing.push(path);
+            }
+        }
     }
-    result
+    Ok(missing)
 }
 
 fn export_into(
@@ -440,11 +512,15 @@ fn export_into(
     settings: &ExportSettings,
     provenance: Provenance,
     meta: &SessionMeta,
-    (files, partial): (&[PathBuf], &[PathBuf]),
+    (files, mut skipped): (&[PathBuf], Vec<(PathBuf, String)>),
 ) -> Result<Augmentation, RecordError> {
     let mut exported = Vec::with_capacity(files.len());
     for source in files {
-        exported.push(export_file(session, source, out, settings, meta)?);
+        match export_file(session, source, out, settings, meta) {
+            Ok(file) => exported.push(file),
+            Err(e) if settings.skip_damaged && damaged(&e) => skipped.push((source.clone(), e.to_string())),
+            Err(e) => return Err(e),
+        }
     }
     let stale = provenance.bake.status.stale;
     let absolute = std::fs::canonicalize(session).unwrap_or_else(|_| session.to_path_buf());
@@ -461,7 +537,7 @@ fn export_into(
         continuations: RECORDED_CONTINUATIONS.into(),
         columns: variant_columns(),
         files: exported,
-        skipped: partial.iter().map(|p| format!("{}: incomplete (the run was killed)", relative(p, session))).collect(),
+        skipped: skipped.iter().map(|(p, why)| format!("{}: {why}", relative(p, session))).collect(),
     };
     write_json(&out.join(AUGMENTATION_FILE), &augmentation)?;
     Ok(augmentation)
@@ -538,6 +614,7 @@ fn export_file(
         holes: counts.holes,
         echoes: counts.echoes,
         second_echoes: counts.second_echoes,
+        uncaptured: counts.uncaptured,
     })
 }
 

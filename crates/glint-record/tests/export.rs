@@ -201,7 +201,7 @@ fn provenance(bake: &Bake, model: &Model, table: &MaterialTable) -> Provenance {
 }
 
 fn settings(bake: &Bake, seed: Option<u64>) -> ExportSettings<'_> {
-    ExportSettings { params: ReturnPreset::OusterOs1.params(), seed, materials: bake }
+    ExportSettings { params: ReturnPreset::OusterOs1.params(), seed, materials: bake, skip_damaged: false }
 }
 
 fn close(a: f32, b: f32, tol: f32) -> bool {

@@ -131,7 +131,7 @@ impl Tracer for Prefetched<'_, '_> {
 
 /// The continuation the return model casts first off a surface of `material`, which the
 /// prefetch casts ahead (a medium's only where the beam enters it).
-pub(super) fn first_leg(params: &ReturnParams, material: &NirMaterial) -> Option<LegKind> {
+pub(crate) fn first_leg(params: &ReturnParams, material: &NirMaterial) -> Option<LegKind> {
     match material.continuation {
         Continuation::Slab | Continuation::Porous => Some(LegKind::Straight),
         Continuation::Medium => Some(LegKind::Refracted),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::pattern::{PatternClock, angles, beam_direction};
 use crate::return_model::{BeamRng, LegKind, MaterialLookup, Optics, ReturnModel, Surface};
 
-mod continuations;
+pub(crate) mod continuations;
 mod return_pass;
 
 use crate::scan::{Scan, ScanPart};
