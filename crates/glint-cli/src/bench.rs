@@ -97,7 +97,7 @@ pub struct RaysArgs {
     #[arg(long, value_parser = parse_point)]
     origin: Option<DVec3>,
     /// Number of worlds (each casts the whole pattern).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
     worlds: u32,
     /// Threads for glint's parallel run (default: all cores).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]

@@ -179,3 +179,42 @@ print("ok")
     }
     std::fs::remove_dir_all(&f.dir).ok();
 }
+
+#[test]
+fn resources_are_checked_before_they_are_spent() {
+    let dir = temp_dir("memory");
+    std::fs::copy(example("primitives.xml"), dir.join("primitives.xml")).unwrap();
+    let manifest = dir.join("huge.toml");
+    // 256 × 65535 beams a world: about 1.6 GB each, 6.9 TB for 4096 worlds.
+    std::fs::write(
+        &manifest,
+        "scene = \"primitives.xml\"\n[[lidar]]\nattach_site = \"lidar\"\nchannels = 256\nazimuth_bins = 65535\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = glint()
+        .args([
+            "run",
+            manifest.to_str().unwrap(),
+            "--worlds",
+            "4096",
+            "--seconds",
+            "0.1",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("4096 worlds need about") && err.contains("MB available") && err.contains("use at most"),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing was started");
+    let primitives = example("primitives.xml");
+    let o = glint().args(["bench", "rays", primitives.to_str().unwrap(), "--pattern", "1000000000"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("at most 16777216"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -110,6 +110,14 @@ impl WorldBatch {
         self.data.len()
     }
 
+    /// Bytes of world 0's `mjData` that are in use: its buffer, and the most of its arena
+    /// (contacts, constraints, scratch) it has used so far (MuJoCo's `maxuse_arena`); the rest
+    /// of the arena is reserved but never touched, so it costs no memory.
+    pub fn bytes_in_use(&self) -> u64 {
+        let d = self.data[0].ffi();
+        (d.nbuffer.max(0) as u64) + d.maxuse_arena as u64
+    }
+
     /// The model every world simulates.
     pub fn model(&self) -> &Model {
         &self.model

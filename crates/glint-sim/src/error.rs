@@ -100,6 +100,9 @@ pub enum SimError {
     /// A setting of the simulation itself is out of range.
     #[error("{0}")]
     Setting(String),
+    /// The worlds asked for would not fit in memory.
+    #[error("{0}")]
+    Memory(String),
     /// The manifest's `[reset]` does not fit the model.
     #[error("{0}")]
     Reset(String),

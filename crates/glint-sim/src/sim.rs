@@ -213,6 +213,7 @@ impl Simulation {
             check_rotation(s, &b.scan, runner)?;
         }
         let randomizer = Randomizer::new(&setup.reset, &model)?;
+        check_memory(&model, &bindings, nworld)?;
         let mut worlds = WorldBatch::new(&model, nworld)?;
         for w in 0..nworld {
             randomizer.apply(&mut worlds, w, episode_seed(seed, w as u64))?;
@@ -653,4 +654,43 @@ pub(crate) fn check_rotation(sensor: usize, config: &ScanConfig, runner: Runner)
         )));
     }
     Ok(())
+}
+
+/// Bytes one world costs beyond MuJoCo's own: per lidar beam, the live scan (range, geom,
+/// point, normal), its secondary capture and its return-model report, at most.
+const LIDAR_BYTES_PER_BEAM: u64 = 32 + 40 + 24;
+
+/// Refuses `nworld` worlds of `model` with `bindings` when their estimated memory exceeds
+/// what the machine has available (Linux's `MemAvailable`; no check where it cannot be read).
+fn check_memory(model: &Model, bindings: &[LidarBinding], nworld: usize) -> Result<(), SimError> {
+    let Some(available) = available_memory() else { return Ok(()) };
+    // A world stepped a while shows how much of its arena contacts and constraints take;
+    // twice that leaves room for a busier moment.
+    let mut probe = WorldBatch::new(model, 1)?;
+    probe.step(100);
+    let mujoco = probe.bytes_in_use() * 2;
+    let beams: u64 = bindings.iter().map(|b| b.scan.beam_count() as u64).sum();
+    let per_world = mujoco + beams * LIDAR_BYTES_PER_BEAM + model.scene().ngeom() as u64 * 128;
+    let estimate = per_world.saturating_mul(nworld as u64);
+    if estimate <= available {
+        return Ok(());
+    }
+    let mb = |b: u64| b as f64 / 1e6;
+    Err(SimError::Memory(format!(
+        "{nworld} worlds need about {:.0} MB ({:.1} MB each: MuJoCo's data {:.1} MB and {beams} lidar beams), and \
+         this machine has {:.0} MB available (MemAvailable): use at most {} worlds",
+        mb(estimate),
+        mb(per_world),
+        mb(mujoco),
+        mb(available),
+        (available / per_world.max(1)).max(1)
+    )))
+}
+
+/// The memory the kernel says new allocations can get (`MemAvailable`), bytes.
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }

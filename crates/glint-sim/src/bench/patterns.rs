@@ -23,6 +23,9 @@ pub enum Pattern {
     Sphere(usize),
 }
 
+/// The most rays a `Sphere` pattern may have (16 Mi).
+pub const MAX_SPHERE_RAYS: usize = 1 << 24;
+
 impl FromStr for Pattern {
     type Err = SimError;
 
@@ -33,9 +36,13 @@ impl FromStr for Pattern {
             "mid360" => Ok(Pattern::Mid360),
             _ => match s.parse::<usize>() {
                 Ok(0) => Err(SimError::Setting("a pattern of 0 rays casts nothing: give at least 1".into())),
+                Ok(n) if n > MAX_SPHERE_RAYS => Err(SimError::Setting(format!(
+                    "a pattern of {n} rays is more than a benchmark casts (at most {MAX_SPHERE_RAYS}, \
+                     256 times an OS1-64 revolution, about 1.6 GB of rays and hits): give fewer"
+                ))),
                 Ok(n) => Ok(Pattern::Sphere(n)),
                 Err(_) => Err(SimError::Setting(format!(
-                    "unknown pattern '{s}': use vlp16, os1-64, mid360 or a number of rays"
+                    "unknown pattern '{s}': use vlp16, os1-64, mid360 or a number of rays (1 to {MAX_SPHERE_RAYS})"
                 ))),
             },
         }
