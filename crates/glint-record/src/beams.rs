@@ -54,7 +54,7 @@ pub(crate) fn beam_columns() -> Vec<ColumnDescription> {
         .iter()
         .map(|(name, data_type, unit, meaning)| ColumnDescription {
             name: (*name).into(),
-            data_type: crate::schema::type_name(data_type).into(),
+            data_type: crate::schema::type_name(data_type),
             unit: (*unit).into(),
             meaning: (*meaning).into(),
         })

@@ -207,7 +207,7 @@ fn pyarrow(script: &str) -> String {
 }
 
 /// The rows of one file, checked against what the live scans held tick by tick.
-fn check_rows(path: &Path, expected: &[Expected], channels: u32, spinning: bool) {
+fn check_rows(path: &Path, expected: &[Expected], channels: u32) {
     let t = read_lidar_file(path).unwrap();
     let rows: usize = expected.iter().map(|e| e.beams.len()).sum();
     assert_eq!(t.len(), rows, "{}", path.display());
@@ -261,7 +261,7 @@ fn a_recorded_episode_reads_back_with_glint_and_pyarrow() {
     assert!(misses > 100 && misses < 2000, "the room should give both hits and misses ({misses} misses)");
     assert_eq!(summary.sensors[0].hits, 2880 - misses as u64);
     let per_sensor: Vec<Expected> = expected.iter().map(|e| e[0].clone()).collect();
-    check_rows(&file, &per_sensor, 8, true);
+    check_rows(&file, &per_sensor, 8);
     let t = read_lidar_file(&file).unwrap();
     let mut seen: Vec<(u16, u16)> = t.bin.iter().copied().zip(t.channel.iter().copied()).collect();
     seen.sort_unstable();
@@ -371,7 +371,7 @@ fn secondary_columns_appear_only_when_captured() {
     for (s, name) in names.iter().enumerate() {
         let file = session.dir().join(format!("data/chunk-000/lidar-{name}-003.parquet"));
         let per_sensor: Vec<Expected> = expected.iter().map(|e| e[s].clone()).collect();
-        check_rows(&file, &per_sensor, 8, true);
+        check_rows(&file, &per_sensor, 8);
         let t = read_lidar_file(&file).unwrap();
         let (pass, refl) = (matches!(s, 1 | 3), matches!(s, 2 | 3));
         assert_eq!((t.pass_through.is_some(), t.reflected.is_some()), (pass, refl), "{name}");
@@ -437,7 +437,7 @@ fn non_repetitive_rows_split_the_emission_index() {
     episode.finish(EpisodeStatus::Complete, 0.14).unwrap();
     let file = session.dir().join("data/chunk-000/lidar-lidar0-000.parquet");
     let per_sensor: Vec<Expected> = expected.iter().map(|e| e[0].clone()).collect();
-    check_rows(&file, &per_sensor, 1, false);
+    check_rows(&file, &per_sensor, 1);
     let t = read_lidar_file(&file).unwrap();
     assert_eq!(t.len(), 1400);
     assert_eq!((t.bin[999], t.channel[999]), (999, 0), "e = 999 = 999 * channels + 0 with channels = 1");
@@ -467,7 +467,7 @@ fn an_interrupted_episode_is_readable_and_marked() {
     assert_eq!(summary.status, EpisodeStatus::Interrupted);
     let file = session.dir().join("data/chunk-000/lidar-front-001.parquet");
     let per_sensor: Vec<Expected> = expected.iter().map(|e| e[0].clone()).collect();
-    check_rows(&file, &per_sensor, 8, true);
+    check_rows(&file, &per_sensor, 8);
     assert_eq!(read_sidecar(&file.with_extension("json")).unwrap().status, "interrupted");
     let report = check_session(session.dir()).unwrap();
     assert!(report.ok(), "{report:?}");

@@ -96,7 +96,7 @@ fn free_bodies_start_within_their_ranges() {
     let dir = temp_dir("free");
     let extra = "[reset.bodies.free_box_1]\nx = [-0.5, 0.5]\ny = [0.25, 0.25]\nyaw = [-180, 180]\n";
     let manifest = primitives(&dir, extra);
-    let plain = Simulation::from_manifest(&primitives(&temp_dir("free-plain"), ""), SimOptions::default()).unwrap();
+    let plain = Simulation::from_manifest(primitives(&temp_dir("free-plain"), ""), SimOptions::default()).unwrap();
     let mut sim = Simulation::from_manifest(&manifest, SimOptions::default()).unwrap();
     let body = sim.scene().body_name.iter().position(|n| n == "free_box_1").unwrap();
     let start = |s: &Simulation| s.poses().xpos[body];
@@ -175,13 +175,13 @@ fn rates_are_exact_or_refused() {
     assert!(err.contains("give rotation_hz at most 50"), "{err}");
 
     // A live change is checked the same way; a rate the runner can keep is taken.
-    let mut sim = Simulation::from_manifest(&primitives(&dir, ""), SimOptions::default()).unwrap();
+    let mut sim = Simulation::from_manifest(primitives(&dir, ""), SimOptions::default()).unwrap();
     let config = ScanConfig { rotation_hz: 200.0, ..sim.lidar(0).unwrap().config() };
     let err = sim.lidar_mut(0).unwrap().set_config(config).unwrap_err().to_string();
     assert!(err.contains("rotation_hz = 200 is above the lidar runner's 100"), "{err}");
     sim.lidar_mut(0).unwrap().set_config(ScanConfig { rotation_hz: 100.0, ..config }).unwrap();
     assert_eq!(sim.episode_ticks(), None);
     let options = SimOptions { episode_seconds: Some(2.5), ..SimOptions::default() };
-    assert_eq!(Simulation::from_manifest(&primitives(&dir, ""), options).unwrap().episode_ticks(), Some(250));
+    assert_eq!(Simulation::from_manifest(primitives(&dir, ""), options).unwrap().episode_ticks(), Some(250));
     std::fs::remove_dir_all(dir).ok();
 }
