@@ -234,7 +234,7 @@ fn bake_writes_the_file_and_status_follows_material_edits() {
     assert!(file.exists(), "{out}");
     for line in [
         "valid = true",
-        "format_version = 1",
+        "format_version = 2",
         "cell_size = 0.1",
         "splat_radius = 1",
         "geom_materials = 4",
@@ -247,11 +247,12 @@ fn bake_writes_the_file_and_status_follows_material_edits() {
     let out = bake(&[m, "--status"]);
     assert!(out.contains("valid = true") && out.contains("stale = false"), "{out}");
 
-    // Editing a material makes the saved bake stale; baking again fixes it.
+    // Editing a material makes the saved bake stale (exit status 1); baking again fixes it.
     write("tinted-glass");
     let o = glint(&["bake", m, "--status"]);
-    assert!(o.status.success() && stdout(&o).contains("stale = true"), "{}", stdout(&o));
-    assert!(stderr(&o).contains("stale"), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("stale = true") && stdout(&o).contains("matches_scene = true"), "{}", stdout(&o));
+    assert!(stderr(&o).contains("is stale: the scene's materials"), "{}", stderr(&o));
     bake(&[m]);
     assert!(bake(&[m, "--status"]).contains("stale = false"));
 
@@ -260,6 +261,19 @@ fn bake_writes_the_file_and_status_follows_material_edits() {
     assert!(out.contains("cell_size = 0.25") && out.contains("splat_radius = 0"), "{out}");
     assert!(dir.join("MaterialBakes").join("coarse.lvxb").exists());
     assert!(bake(&[m, "--status", "--name", "coarse"]).contains("splat_radius = 0"));
+
+    // A cell max_dim has to grow is reported, by the bake and by its status.
+    let o = glint(&["bake", m, "--name", "capped", "--cell-size", "0.01", "--max-dim", "16"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("the grid's cell is") && err.contains("m, not the requested 0.01 m"), "{err}");
+    assert!(err.contains("16 cells per axis (max_dim)"), "{err}");
+    let status = bake(&[m, "--status", "--name", "capped"]);
+    assert!(status.contains("requested_cell_size = 0.01"), "{status}");
+    let cell: f64 = status.split("\ncell_size = ").nth(1).unwrap().lines().next().unwrap().parse().unwrap();
+    assert!(cell > 0.1, "{status}");
+    let o = glint(&["bake", m, "--name", "uncapped", "--cell-size", "0.1"]);
+    assert!(!stderr(&o).contains("not the requested"), "{}", stderr(&o));
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -303,7 +317,8 @@ fn bake_the_showroom_and_edit_a_material_in_a_copy() {
     let edited = text.replacen("preset = \"clear-float-glass\"", "preset = \"low-e-glass\"", 1);
     assert_ne!(edited, text, "the showroom's glass material moved");
     std::fs::write(&manifest, edited).unwrap();
-    assert!(bake(&[m, "--status"]).contains("stale = true"));
+    let o = glint(&["bake", m, "--status"]);
+    assert!(!o.status.success() && stdout(&o).contains("stale = true"), "{}", stdout(&o));
     std::fs::remove_dir_all(&dir).ok();
 }
 
