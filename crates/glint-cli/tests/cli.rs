@@ -350,9 +350,9 @@ fn scan_material_draws_the_material_modes_from_a_bake() {
         "import plyfile, numpy as np\n\
          v = plyfile.PlyData.read(r'{}')['vertex']\n\
          names = [p.name for p in v.properties]\n\
-         assert names[-3:] == ['intensity', 'reflectivity', 'secondary_range'], names\n\
+         assert names[-3:] == ['intensity', 'reflectivity', 'echo'], names\n\
          assert v['reflectivity'].max() > 100, 'the retroreflective sign'\n\
-         assert (v['secondary_range'] > 0).sum() > 100, 'two echoes behind the glass'\n",
+         assert (v['echo'] == 1).sum() > 100, 'two echoes behind the glass'\n",
         dir.join("intensity").join("roof.ply").display()
     );
     let py = Command::new(python()).args(["-c", &script]).output().expect("python runs");

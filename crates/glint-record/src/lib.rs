@@ -91,7 +91,7 @@ mod writer;
 #[doc = include_str!("../../../docs/recording.md")]
 pub struct RecordingGuide;
 
-pub use draw::{MaterialRead, Point, range_image_png, top_down_png};
+pub use draw::{MaterialRead, Point, range_image_by_png, range_image_png, top_down_png};
 pub use error::RecordError;
 pub use export::{
     AUGMENTATION_FILE, Augmentation, BakeRecord, ExportSettings, Provenance, VariantFile, VariantTable, export_variant,
