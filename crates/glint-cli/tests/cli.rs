@@ -405,3 +405,52 @@ fn bench_record_reports_the_cost_of_recording_as_a_ratio() {
     assert!(ratio.is_finite() && ratio > 0.0, "{ratio}");
     assert!(!out.exists(), "the bench removes its sessions");
 }
+
+#[test]
+fn numeric_arguments_take_a_leading_minus_and_answer_with_their_range() {
+    let m = example("showroom/showroom.toml");
+    let scene = example("showroom/showroom.xml");
+    for (args, expect) in [
+        (vec!["run", &m, "--seconds", "-1"], "'-1' is not a number of seconds in (0, 86400]"),
+        (vec!["run", &m, "--episodes", "-2"], "-2 is not in 1..=100000"),
+        (vec!["run", &m, "--worlds", "-2"], "-2 is not in 1..=4096"),
+        (vec!["scan", &m, "--sensor", "-1"], "'-1' is not a sensor index"),
+        (vec!["scan", &m, "--ticks", "-5"], "-5 is not in 1.."),
+        (vec!["scan", &m, "--size", "-64"], "-64 is not in 64..=8192"),
+        (vec!["bake", &m, "--cell-size", "-0.5"], "`cell_size` is -0.5, outside its range 0.001 to 10 m"),
+        (vec!["bake", &m, "--max-dim", "-1"], "-1 is not in 1..=1024"),
+        (vec!["bake", &m, "--splat-radius", "-3"], "`splat_radius` is -3, outside its range 0 to 16 cells"),
+        (vec!["bench", "rays", &scene, "--origin", "-1,0,nan"], "'-1,0,nan' is not a finite point"),
+        (vec!["bench", "rays", &scene, "--worlds", "-1"], "-1 is not in 1.."),
+        (vec!["bench", "record", &m, "--repeats", "-1"], "-1 is not in 1.."),
+        (vec!["replay", "/nonexistent", "--episode", "-1"], "-1 is not in 0.."),
+    ] {
+        let err = fails(&args);
+        assert!(err.contains(expect), "{args:?}: {err}");
+        assert!(!err.contains("-- -"), "{args:?} got clap's tip: {err}");
+    }
+    // A flag is still not taken for a value.
+    let err = fails(&["scan", &m, "--out", "--material"]);
+    assert!(err.contains("a value is required"), "{err}");
+}
+
+#[test]
+fn lidar_binding_mistakes_are_named_with_the_component_or_the_nearest_name() {
+    let dir = temp_dir("binding");
+    std::fs::copy(example("showroom/showroom.xml"), dir.join("showroom.xml")).unwrap();
+    let text = std::fs::read_to_string(example("showroom/showroom.toml")).unwrap();
+    let manifest = dir.join("showroom.toml");
+    let m = manifest.to_str().unwrap();
+    let with = |extra: &str| {
+        let edited = text.replacen("attach_site = \"lidar\"\n", &format!("attach_site = \"lidar\"\n{extra}\n"), 1);
+        assert_ne!(edited, text);
+        std::fs::write(&manifest, edited).unwrap();
+    };
+    with("mount_offset = [nan, 0.0, 0.0]");
+    let err = fails(&["scan", m, "--out", dir.join("out").to_str().unwrap()]);
+    assert!(err.contains("`mount_offset` component 0 is NaN, outside its range finite metres"), "{err}");
+    with("attach_body = \"robt\"");
+    let err = fails(&["scan", m, "--out", dir.join("out").to_str().unwrap()]);
+    assert!(err.contains("attaches to body 'robt', which the model does not have; did you mean 'robot'?"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
