@@ -1,12 +1,13 @@
 //! `glint bake`: builds the material bake of a manifest's scene (world 0 at its initial
 //! state) with the manifest's `[materials.*]` and `[bake]` settings, and saves it to
 //! `MaterialBakes/<name>.lvxb` beside the manifest; `--status` reports the saved bake against
-//! the scene's current materials instead.
+//! the scene's current geoms and materials instead, and exits 1 when it does not match the
+//! scene or is stale.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use glint_lidar::BakeStatus;
 use glint_sim::{SimOptions, Simulation};
@@ -23,7 +24,7 @@ pub struct BakeArgs {
     #[arg(long)]
     cell_size: Option<f64>,
     /// Cap on grid cells per axis, 1 to 1024 (default: the manifest's `[bake] max_dim`).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     max_dim: Option<u32>,
     /// Cells a visual geom's material spreads, 0 to 16 (default: the manifest's
     /// `[bake] splat_radius`).
@@ -35,7 +36,8 @@ pub struct BakeArgs {
     /// Do not count hidden geoms as visual (the default unless the manifest says otherwise).
     #[arg(long)]
     exclude_hidden: bool,
-    /// Report the saved bake (valid, stale, ...) instead of baking.
+    /// Report the saved bake (valid, matches_scene, stale, ...) instead of baking; exit status
+    /// 1 when it does not match the scene or is stale.
     #[arg(long, conflicts_with_all = ["cell_size", "max_dim", "splat_radius", "include_hidden", "exclude_hidden"])]
     status: bool,
 }
@@ -55,12 +57,22 @@ pub fn run(args: BakeArgs) -> Result<()> {
     if args.status {
         let status = if path.exists() { sim.open_bake(name)?.status } else { BakeStatus::none() };
         print_status(&path, &status);
+        let again =
+            format!("glint bake {}{}", args.manifest.display(), name.map_or(String::new(), |n| format!(" --name {n}")));
         if !status.valid {
-            eprintln!("no bake at '{}': run `glint bake {}`", path.display(), args.manifest.display());
+            eprintln!("no bake at '{}': run `{again}`", path.display());
+        } else if !status.matches_scene {
+            bail!(
+                "the bake '{}' does not match the scene: it was made from another scene, or before the scene's geoms \
+                 changed (scene fingerprint {:016x}, the scene's {:016x}); run `{again}`",
+                path.display(),
+                status.scene_fingerprint,
+                glint_lidar::scene_fingerprint(sim.scene())
+            );
         } else if status.stale {
-            eprintln!(
-                "warning: the bake is stale (materials or format changed since): run `glint bake {}` again",
-                args.manifest.display()
+            bail!(
+                "the bake '{}' is stale: the scene's materials (or the bake format) changed since it was made; run `{again}`",
+                path.display()
             );
         }
         return Ok(());
@@ -90,6 +102,13 @@ pub fn run(args: BakeArgs) -> Result<()> {
     sim.save_bake(name)?;
     let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     eprintln!("baked {} geoms in {took:.2} s; wrote {bytes} bytes", sim.scene().ngeom());
+    if status.cell_size != status.requested_cell_size {
+        eprintln!(
+            "note: the grid's cell is {} m, not the requested {} m: {} cells per axis (max_dim) cannot cover the \
+             scene's static geometry at that size",
+            status.cell_size, status.requested_cell_size, settings.max_dim
+        );
+    }
     print_status(&path, &status);
     Ok(())
 }
@@ -103,10 +122,13 @@ fn print_status(path: &Path, s: &BakeStatus) {
     }
     println!("format_version = {}", s.format_version);
     println!("cell_size = {}", s.cell_size);
+    println!("requested_cell_size = {}", s.requested_cell_size);
     println!("splat_radius = {}", s.splat_radius);
     println!("dims = [{}, {}, {}]", s.dims[0], s.dims[1], s.dims[2]);
     println!("filled_cells = {}", s.filled_cells);
     println!("geom_materials = {}", s.geom_materials);
     println!("material_fingerprint = \"{:016x}\"", s.material_fingerprint);
+    println!("scene_fingerprint = \"{:016x}\"", s.scene_fingerprint);
+    println!("matches_scene = {}", s.matches_scene);
     println!("stale = {}", s.stale);
 }

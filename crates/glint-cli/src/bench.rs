@@ -94,7 +94,7 @@ pub struct RaysArgs {
     #[arg(long, default_value = "os1-64")]
     pattern: Pattern,
     /// Sensor origin X,Y,Z in metres (default: the site named `lidar`, else 0,0,1).
-    #[arg(long, value_parser = parse_point)]
+    #[arg(long, value_parser = parse_point, allow_hyphen_values = true)]
     origin: Option<DVec3>,
     /// Number of worlds (each casts the whole pattern).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]

@@ -21,7 +21,7 @@ mod replay;
 mod run;
 mod scan;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// glint: fast, MuJoCo-exact sensor simulation.
 #[derive(Parser)]
@@ -61,7 +61,8 @@ enum Command {
 
 fn main() {
     glint_sim::settle_malloc();
-    let cli = Cli::parse();
+    let mut matches = negative_numbers(Cli::command()).get_matches();
+    let cli = Cli::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| e.exit());
     if cli.command.reports_only() {
         output::reports_only();
     }
@@ -93,6 +94,14 @@ impl Command {
             _ => false,
         }
     }
+}
+
+/// `cmd` with every argument that takes a value, in every command, accepting a value with a
+/// leading minus that reads as a number (`--seconds -1`), so the argument's own range message
+/// answers instead of clap's advice to write `-- -1`.
+fn negative_numbers(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|a| if a.get_action().takes_values() { a.allow_negative_numbers(true) } else { a })
+        .mut_subcommands(negative_numbers)
 }
 
 /// Prints what the simulation had to warn about since the last call, one line each.

@@ -1,13 +1,16 @@
 //! `glint scan`: steps a manifest's scene, scans with one of its lidars, and writes a PLY
-//! point cloud, a range image (spinning units) and a top-down view of the returns.
+//! point cloud, a range image (spinning units) and a top-down view of the returns. With
+//! `--material` every output shows the return model's measurement through the loaded bake:
+//! points at the measured range along each beam (noise, a mirror's phantoms behind it, the
+//! bottom under water), and second echoes as extra PLY points.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use glint_lidar::{ColourBy, Ramp, Scan, ScanPattern, ScanPreset};
-use glint_record::{MaterialRead, Point, range_image_png, top_down_png};
+use glint_record::{MaterialRead, Point, range_image_by_png, top_down_png};
 use glint_sim::{SimOptions, Simulation, WorldStatus};
 
 use crate::print_warnings;
@@ -18,7 +21,7 @@ pub struct ScanArgs {
     /// Scene manifest (TOML) with at least one `[[lidar]]` binding.
     manifest: PathBuf,
     /// Which lidar (0-based, in binding order).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = sensor_index)]
     sensor: usize,
     /// Apply a scan preset first: unitree-l1, livox-mid360, velodyne-vlp16, ouster-os1-64.
     #[arg(long)]
@@ -30,19 +33,25 @@ pub struct ScanArgs {
     /// Output folder (created if missing).
     #[arg(long, default_value = "out/scan")]
     out: PathBuf,
-    /// Colour of the top-down view: channel, range, height, azimuth, sample-order, solid,
-    /// incidence.
+    /// Colour of the top-down view and the range image: channel, range, height, azimuth,
+    /// sample-order, solid, incidence; with --material also intensity, nir-reflectivity,
+    /// metal-reflectance, dropout-prob, calibrated-reflectivity.
     #[arg(long, default_value = "range")]
     colour_by: ColourBy,
     /// Colour ramp: warm-green-blue, grayscale, heat, warm-red-yellow.
     #[arg(long, default_value = "warm-red-yellow")]
     ramp: Ramp,
     /// Apply the return model with the manifest's saved material bake (`glint bake` first)
-    /// and its `[return_model]`: the top-down view draws the model's echoes (a mirror's
-    /// phantoms included) and the material colour modes show real values; the PLY gains
-    /// intensity, calibrated reflectivity and second-echo range.
+    /// and its `[return_model]`: the PLY, the range image and the top-down view show the
+    /// measured returns (noisy ranges, a mirror's phantoms behind it, dropped beams gone) and
+    /// the material colour modes real values; the PLY gains intensity, calibrated
+    /// reflectivity and an `echo` field (0: strongest, 1: the second echo, an extra point).
     #[arg(long)]
     material: bool,
+    /// With --material, scan with a bake that does not match the scene (made from another
+    /// scene, or before its geoms changed), which is refused otherwise.
+    #[arg(long, requires = "material")]
+    allow_mismatch: bool,
     /// Side of the top-down image, pixels.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(64..=8192))]
     size: u32,
@@ -57,7 +66,16 @@ pub fn run(args: ScanArgs) -> Result<()> {
         sim.lidar_mut(s)?.set_config(config)?;
     }
     if args.material {
-        sim.load_bake(None).context("--material needs the manifest's saved material bake")?;
+        let status = sim.load_bake(None).context("--material needs the manifest's saved material bake")?;
+        if !status.matches_scene && !args.allow_mismatch {
+            bail!(
+                "the bake '{}' ('{}') does not match the scene: it was made from another scene, or before the scene's \
+                 geoms changed. Bake again with `glint bake {}`, or pass --allow-mismatch to scan with it anyway",
+                sim.bake_name(),
+                sim.bake_file(None)?.display(),
+                args.manifest.display()
+            );
+        }
     } else if args.colour_by.needs_material() {
         eprintln!(
             "warning: colour mode '{}' reads the return model and a bake: pass --material (drawing solid green)",
@@ -85,19 +103,23 @@ pub fn run(args: ScanArgs) -> Result<()> {
     let lidar = sim.lidar(s)?;
     let binding = lidar.binding().clone();
     let scan = lidar.scan(0)?;
-    let points = points(&sim, s, args.colour_by)?;
+    let (points, point_beams) = points(&sim, s, args.colour_by)?;
     let channels = config.channels;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create output folder '{}'", args.out.display()))?;
     let stem = if binding.name.is_empty() { format!("lidar{s}") } else { binding.name.clone() };
     let ply = args.out.join(format!("{stem}.ply"));
-    write_ply(&ply, scan, channels, &args.manifest, &stem)?;
+    let origin = lidar.frame(0)?.0.as_vec3();
+    let echoes = echoes(scan, origin);
+    write_ply(&ply, scan, &echoes, channels, &args.manifest, &stem)?;
     let top = args.out.join(format!("{stem}-top.png"));
     top_down_png(&points, args.colour_by, args.ramp, args.size, &top)?;
     let mut written = vec![ply, top];
     if matches!(config.pattern, ScanPattern::Spinning) {
         let image = args.out.join(format!("{stem}-range.png"));
-        range_image_png(&scan.range, channels, config.azimuth_bins, config.max_range as f32, args.ramp, &image)?;
+        let max_range = config.max_range as f32;
+        let (bins, by, ramp) = (config.azimuth_bins, args.colour_by, args.ramp);
+        range_image_by_png(&points, &point_beams, channels, bins, max_range, by, ramp, &image)?;
         written.push(image);
     }
 
@@ -106,7 +128,7 @@ pub fn run(args: ScanArgs) -> Result<()> {
         let echoes = returns.range.iter().filter(|&&r| r >= 0.0).count();
         let second = returns.secondary_range.iter().filter(|&&r| r >= 0.0).count();
         println!(
-            "return model ({}): {echoes} echoes ({:.1}% of beams), {second} second echoes",
+            "return model ({}): {echoes} echoes ({:.1}% of beams), {second} second echoes; the PLY holds both",
             sim.bake_name(),
             100.0 * echoes as f64 / beams as f64
         );
@@ -130,11 +152,11 @@ pub fn run(args: ScanArgs) -> Result<()> {
     Ok(())
 }
 
-/// The returned points of sensor `s`'s scan in world 0, each with what the colour modes read.
-/// With the return model on, echo modes draw the model's echo along the beam (dropped beams
-/// vanish, a mirror's phantoms appear) and surface modes the first surface, which they
-/// describe even where its beam dropped.
-fn points(sim: &Simulation, s: usize, by: ColourBy) -> Result<Vec<Point>> {
+/// The returned points of sensor `s`'s scan in world 0, each with what the colour modes read,
+/// and the beam index of each. With the return model on, echo modes draw the model's
+/// strongest echo along the beam (dropped beams vanish, a mirror's phantoms appear) and
+/// surface modes the first surface, which they describe even where its beam dropped.
+fn points(sim: &Simulation, s: usize, by: ColourBy) -> Result<(Vec<Point>, Vec<u32>)> {
     let lidar = sim.lidar(s)?;
     let (scan, channels) = (lidar.scan(0)?, lidar.config().channels);
     let origin = lidar.frame(0)?.0.as_vec3();
@@ -169,51 +191,105 @@ fn points(sim: &Simulation, s: usize, by: ColourBy) -> Result<Vec<Point>> {
             }
             None => (scan.point[k], scan.range[k], MaterialRead::Unconfigured),
         };
-        Some(Point {
-            xyz,
-            range,
-            channel: k as u32 % channels,
-            channels,
-            azimuth: az[k],
-            order: k as u32,
-            cos_incidence,
-            material,
-        })
+        let (_, channel) = bin_channel(k as u32, channels);
+        Some(Point { xyz, range, channel, channels, azimuth: az[k], order: k as u32, cos_incidence, material })
     };
-    Ok((0..scan.len()).filter(|&k| scan.range[k] >= 0.0).filter_map(point).collect())
+    Ok((0..scan.len()).filter(|&k| scan.range[k] >= 0.0).filter_map(|k| Some((point(k)?, k as u32))).unzip())
 }
 
-/// Writes the returns of `scan` as a binary little-endian PLY: world-frame x, y, z and, per
-/// point, range, channel, bin, geom id and timestamp.
-fn write_ply(path: &Path, scan: &Scan, channels: u32, manifest: &Path, name: &str) -> Result<()> {
-    let hits: Vec<usize> = (0..scan.len()).filter(|&k| scan.range[k] >= 0.0).collect();
-    let mut out = Vec::with_capacity(256 + hits.len() * 36);
+/// The seed's split of a beam index: `index = bin * channels + channel`. For a
+/// non-repetitive pattern (one channel) the bin is the emission index.
+fn bin_channel(index: u32, channels: u32) -> (u32, u32) {
+    (index / channels, index % channels)
+}
+
+/// `--sensor`: a 0-based index.
+fn sensor_index(s: &str) -> Result<usize, String> {
+    s.parse().map_err(|_| {
+        format!("'{s}' is not a sensor index: a whole number from 0 (sensors count from 0 in binding order)")
+    })
+}
+
+/// One point of the PLY: a return of beam `beam`.
+#[derive(Clone, Copy, Debug)]
+struct Echo {
+    beam: u32,
+    /// 0: the strongest (or, in a clean scan, the only) return; 1: the second echo.
+    echo: u8,
+    /// World frame, metres.
+    xyz: [f32; 3],
+    range: f32,
+    /// The geom the return came from; `-1` for a second echo, which the model does not name.
+    geom: i32,
+    /// The return model's intensity and calibrated reflectivity (`-1`: none or not known).
+    intensity: f32,
+    reflectivity: f32,
+}
+
+/// The PLY's points: a clean scan's hits, or, with the return model on, each beam's measured
+/// echoes placed along the beam at their measured (booked) ranges, strongest first.
+fn echoes(scan: &Scan, origin: glam::Vec3) -> Vec<Echo> {
+    let mut out = Vec::with_capacity(scan.hits());
+    for k in (0..scan.len()).filter(|&k| scan.range[k] >= 0.0) {
+        let beam = k as u32;
+        let Some(r) = &scan.returns else {
+            let (intensity, reflectivity) = (-1.0, -1.0);
+            let (xyz, range, geom) = (scan.point[k], scan.range[k], scan.geomid[k]);
+            out.push(Echo { beam, echo: 0, xyz, range, geom, intensity, reflectivity });
+            continue;
+        };
+        // The model measures only beams with a first surface, along the direction to it.
+        let dir = (glam::Vec3::from(scan.point[k]) - origin).normalize_or_zero();
+        let at = |range: f32| (origin + dir * range).into();
+        if r.range[k] >= 0.0 {
+            let (intensity, reflectivity) = (r.intensity[k], r.reflectivity[k]);
+            let (xyz, range, geom) = (at(r.range[k]), r.range[k], r.geomid[k]);
+            out.push(Echo { beam, echo: 0, xyz, range, geom, intensity, reflectivity });
+        }
+        if r.secondary_range[k] >= 0.0 {
+            let range = r.secondary_range[k];
+            out.push(Echo { beam, echo: 1, xyz: at(range), range, geom: -1, intensity: -1.0, reflectivity: -1.0 });
+        }
+    }
+    out
+}
+
+/// Writes `echoes` as a binary little-endian PLY: world-frame x, y, z and, per point, range,
+/// channel, bin, geom id and timestamp; a material scan adds intensity, calibrated
+/// reflectivity and echo.
+fn write_ply(path: &Path, scan: &Scan, echoes: &[Echo], channels: u32, manifest: &Path, name: &str) -> Result<()> {
+    let material = scan.returns.is_some();
+    let mut out = Vec::with_capacity(512 + echoes.len() * 45);
     write!(
         out,
-        "ply\nformat binary_little_endian 1.0\ncomment glint scan of {} (sensor '{name}'), world frame, metres\n\
+        "ply\nformat binary_little_endian 1.0\ncomment glint scan of {} (sensor '{name}'), world frame, metres\n{}\
          element vertex {}\nproperty float x\nproperty float y\nproperty float z\nproperty float range\n\
          property ushort channel\nproperty ushort bin\nproperty int geom\nproperty double timestamp\n{}end_header\n",
         manifest.display(),
-        hits.len(),
-        if scan.returns.is_some() {
-            "property float intensity\nproperty float reflectivity\nproperty float secondary_range\n"
+        if material {
+            "comment material scan: points at the measured range along each beam; echo 0 is the strongest, 1 the \
+             second; geom -1 and intensity, reflectivity -1 where not known\n"
         } else {
             ""
-        }
+        },
+        echoes.len(),
+        if material { "property float intensity\nproperty float reflectivity\nproperty uchar echo\n" } else { "" }
     )?;
-    for &k in &hits {
-        for c in scan.point[k] {
+    for e in echoes {
+        let k = e.beam as usize;
+        for c in e.xyz {
             out.extend_from_slice(&c.to_le_bytes());
         }
-        out.extend_from_slice(&scan.range[k].to_le_bytes());
-        out.extend_from_slice(&((k as u32 % channels) as u16).to_le_bytes());
-        out.extend_from_slice(&((k as u32 / channels) as u16).to_le_bytes());
-        out.extend_from_slice(&scan.geomid[k].to_le_bytes());
+        out.extend_from_slice(&e.range.to_le_bytes());
+        let (bin, channel) = bin_channel(e.beam, channels);
+        out.extend_from_slice(&(channel as u16).to_le_bytes());
+        out.extend_from_slice(&(bin as u16).to_le_bytes());
+        out.extend_from_slice(&e.geom.to_le_bytes());
         out.extend_from_slice(&scan.time[k].to_le_bytes());
-        if let Some(r) = &scan.returns {
-            for v in [r.intensity[k], r.reflectivity[k], r.secondary_range[k]] {
-                out.extend_from_slice(&v.to_le_bytes());
-            }
+        if material {
+            out.extend_from_slice(&e.intensity.to_le_bytes());
+            out.extend_from_slice(&e.reflectivity.to_le_bytes());
+            out.push(e.echo);
         }
     }
     std::fs::write(path, out).with_context(|| format!("cannot write '{}'", path.display()))

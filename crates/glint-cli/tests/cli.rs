@@ -234,7 +234,7 @@ fn bake_writes_the_file_and_status_follows_material_edits() {
     assert!(file.exists(), "{out}");
     for line in [
         "valid = true",
-        "format_version = 1",
+        "format_version = 2",
         "cell_size = 0.1",
         "splat_radius = 1",
         "geom_materials = 4",
@@ -247,11 +247,12 @@ fn bake_writes_the_file_and_status_follows_material_edits() {
     let out = bake(&[m, "--status"]);
     assert!(out.contains("valid = true") && out.contains("stale = false"), "{out}");
 
-    // Editing a material makes the saved bake stale; baking again fixes it.
+    // Editing a material makes the saved bake stale (exit status 1); baking again fixes it.
     write("tinted-glass");
     let o = glint(&["bake", m, "--status"]);
-    assert!(o.status.success() && stdout(&o).contains("stale = true"), "{}", stdout(&o));
-    assert!(stderr(&o).contains("stale"), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("stale = true") && stdout(&o).contains("matches_scene = true"), "{}", stdout(&o));
+    assert!(stderr(&o).contains("is stale: the scene's materials"), "{}", stderr(&o));
     bake(&[m]);
     assert!(bake(&[m, "--status"]).contains("stale = false"));
 
@@ -260,6 +261,19 @@ fn bake_writes_the_file_and_status_follows_material_edits() {
     assert!(out.contains("cell_size = 0.25") && out.contains("splat_radius = 0"), "{out}");
     assert!(dir.join("MaterialBakes").join("coarse.lvxb").exists());
     assert!(bake(&[m, "--status", "--name", "coarse"]).contains("splat_radius = 0"));
+
+    // A cell max_dim has to grow is reported, by the bake and by its status.
+    let o = glint(&["bake", m, "--name", "capped", "--cell-size", "0.01", "--max-dim", "16"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("the grid's cell is") && err.contains("m, not the requested 0.01 m"), "{err}");
+    assert!(err.contains("16 cells per axis (max_dim)"), "{err}");
+    let status = bake(&[m, "--status", "--name", "capped"]);
+    assert!(status.contains("requested_cell_size = 0.01"), "{status}");
+    let cell: f64 = status.split("\ncell_size = ").nth(1).unwrap().lines().next().unwrap().parse().unwrap();
+    assert!(cell > 0.1, "{status}");
+    let o = glint(&["bake", m, "--name", "uncapped", "--cell-size", "0.1"]);
+    assert!(!stderr(&o).contains("not the requested"), "{}", stderr(&o));
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -303,7 +317,8 @@ fn bake_the_showroom_and_edit_a_material_in_a_copy() {
     let edited = text.replacen("preset = \"clear-float-glass\"", "preset = \"low-e-glass\"", 1);
     assert_ne!(edited, text, "the showroom's glass material moved");
     std::fs::write(&manifest, edited).unwrap();
-    assert!(bake(&[m, "--status"]).contains("stale = true"));
+    let o = glint(&["bake", m, "--status"]);
+    assert!(!o.status.success() && stdout(&o).contains("stale = true"), "{}", stdout(&o));
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -335,9 +350,9 @@ fn scan_material_draws_the_material_modes_from_a_bake() {
         "import plyfile, numpy as np\n\
          v = plyfile.PlyData.read(r'{}')['vertex']\n\
          names = [p.name for p in v.properties]\n\
-         assert names[-3:] == ['intensity', 'reflectivity', 'secondary_range'], names\n\
+         assert names[-3:] == ['intensity', 'reflectivity', 'echo'], names\n\
          assert v['reflectivity'].max() > 100, 'the retroreflective sign'\n\
-         assert (v['secondary_range'] > 0).sum() > 100, 'two echoes behind the glass'\n",
+         assert (v['echo'] == 1).sum() > 100, 'two echoes behind the glass'\n",
         dir.join("intensity").join("roof.ply").display()
     );
     let py = Command::new(python()).args(["-c", &script]).output().expect("python runs");
@@ -389,4 +404,53 @@ fn bench_record_reports_the_cost_of_recording_as_a_ratio() {
     let ratio = v["on_over_off"].as_f64().unwrap();
     assert!(ratio.is_finite() && ratio > 0.0, "{ratio}");
     assert!(!out.exists(), "the bench removes its sessions");
+}
+
+#[test]
+fn numeric_arguments_take_a_leading_minus_and_answer_with_their_range() {
+    let m = example("showroom/showroom.toml");
+    let scene = example("showroom/showroom.xml");
+    for (args, expect) in [
+        (vec!["run", &m, "--seconds", "-1"], "'-1' is not a number of seconds in (0, 86400]"),
+        (vec!["run", &m, "--episodes", "-2"], "-2 is not in 1..=100000"),
+        (vec!["run", &m, "--worlds", "-2"], "-2 is not in 1..=4096"),
+        (vec!["scan", &m, "--sensor", "-1"], "'-1' is not a sensor index"),
+        (vec!["scan", &m, "--ticks", "-5"], "-5 is not in 1.."),
+        (vec!["scan", &m, "--size", "-64"], "-64 is not in 64..=8192"),
+        (vec!["bake", &m, "--cell-size", "-0.5"], "`cell_size` is -0.5, outside its range 0.001 to 10 m"),
+        (vec!["bake", &m, "--max-dim", "-1"], "-1 is not in 1..=1024"),
+        (vec!["bake", &m, "--splat-radius", "-3"], "`splat_radius` is -3, outside its range 0 to 16 cells"),
+        (vec!["bench", "rays", &scene, "--origin", "-1,0,nan"], "'-1,0,nan' is not a finite point"),
+        (vec!["bench", "rays", &scene, "--worlds", "-1"], "-1 is not in 1.."),
+        (vec!["bench", "record", &m, "--repeats", "-1"], "-1 is not in 1.."),
+        (vec!["replay", "/nonexistent", "--episode", "-1"], "-1 is not in 0.."),
+    ] {
+        let err = fails(&args);
+        assert!(err.contains(expect), "{args:?}: {err}");
+        assert!(!err.contains("-- -"), "{args:?} got clap's tip: {err}");
+    }
+    // A flag is still not taken for a value.
+    let err = fails(&["scan", &m, "--out", "--material"]);
+    assert!(err.contains("a value is required"), "{err}");
+}
+
+#[test]
+fn lidar_binding_mistakes_are_named_with_the_component_or_the_nearest_name() {
+    let dir = temp_dir("binding");
+    std::fs::copy(example("showroom/showroom.xml"), dir.join("showroom.xml")).unwrap();
+    let text = std::fs::read_to_string(example("showroom/showroom.toml")).unwrap();
+    let manifest = dir.join("showroom.toml");
+    let m = manifest.to_str().unwrap();
+    let with = |extra: &str| {
+        let edited = text.replacen("attach_site = \"lidar\"\n", &format!("attach_site = \"lidar\"\n{extra}\n"), 1);
+        assert_ne!(edited, text);
+        std::fs::write(&manifest, edited).unwrap();
+    };
+    with("mount_offset = [nan, 0.0, 0.0]");
+    let err = fails(&["scan", m, "--out", dir.join("out").to_str().unwrap()]);
+    assert!(err.contains("`mount_offset` component 0 is NaN, outside its range finite metres"), "{err}");
+    with("attach_body = \"robt\"");
+    let err = fails(&["scan", m, "--out", dir.join("out").to_str().unwrap()]);
+    assert!(err.contains("attaches to body 'robt', which the model does not have; did you mean 'robot'?"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
 }

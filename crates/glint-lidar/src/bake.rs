@@ -26,9 +26,12 @@
 //! geom's per-geom table entry; else `None`.
 //!
 //! A bake is a snapshot: [`material_fingerprint`] hashes every NIR material definition the
-//! scene resolves, and [`Bake::status`] reports a bake stale when its fingerprint differs from
-//! the scene's current one, when it was written by an older format version, or when it was
-//! baked for a scene with a different number of geoms.
+//! scene resolves, and [`scene_fingerprint`] the scene's geoms and bodies (what the per-geom
+//! table is indexed by and the grid is built from). [`Bake::status`] reports a bake that does
+//! not match the scene (`matches_scene = false`: made from another scene, or before the
+//! scene's geoms changed) when its scene fingerprint or geom count differs, and stale when it
+//! does not match, when its material fingerprint differs from the scene's current one, or when
+//! it was written by an older format version.
 //!
 //! # The `.lvxb` file (all numbers little-endian)
 //!
@@ -41,6 +44,7 @@
 //! | 3 × 8 | `f64` grid origin (the lower corner of cell 0, world frame, metres) |
 //! | 8 | `f64` actual cell size (metres) |
 //! | 8 | `u64` material fingerprint |
+//! | 8 | `u64` scene fingerprint (format 2 on; absent from older files) |
 //! | 4 + 29 × P | `u32` palette length P, then each material's [`NirMaterial::to_bytes`] |
 //! | 4 + 3 × G | `u32` geom count G, then per geom a `u16` palette index (`0xFFFF`: none) and a `u8` of flags (1: own MuJoCo material, 2: static) |
 //! | 2 × X·Y·Z | the grid, `u16` palette index per cell (`0xFFFF`: empty), x fastest, then y, then z |
@@ -48,7 +52,8 @@
 //!
 //! Loading never panics: a file that is truncated, corrupt (checksum mismatch or impossible
 //! contents), foreign (no magic) or from a newer format is an error naming the file and what is
-//! wrong. An older format version loads and reports stale.
+//! wrong. An older format version loads and reports stale; a file without a scene fingerprint
+//! (format 1) is matched to the scene by its geom count alone.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -60,7 +65,10 @@ use rayon::prelude::*;
 use crate::{LidarError, MaterialTable, NirMaterial};
 
 /// The `.lvxb` format version this build writes, and the newest it reads.
-pub const BAKE_FORMAT_VERSION: u32 = 1;
+pub const BAKE_FORMAT_VERSION: u32 = 2;
+
+/// The first format version whose files hold a scene fingerprint.
+const SCENE_FINGERPRINT_VERSION: u32 = 2;
 
 /// The folder, inside the project (manifest) folder, that bakes are saved to.
 pub const BAKE_DIR: &str = "MaterialBakes";
@@ -196,8 +204,12 @@ pub struct BakeStatus {
     pub valid: bool,
     /// The format version it was written with.
     pub format_version: u32,
-    /// The grid's actual cell size, metres (at least the requested `cell_size`).
+    /// The grid's actual cell size, metres (at least the requested `cell_size`; larger when
+    /// `max_dim` cells per axis could not cover the scene at the requested size).
     pub cell_size: f64,
+    /// The cell size the bake was asked for, metres.
+    #[serde(default)]
+    pub requested_cell_size: f64,
     /// The splat radius it was baked with, cells.
     pub splat_radius: i32,
     /// Grid cells along x, y and z.
@@ -209,9 +221,22 @@ pub struct BakeStatus {
     /// The fingerprint of the materials it was baked from.
     #[serde(with = "hex16")]
     pub material_fingerprint: u64,
-    /// Whether the scene's materials changed since (or the format is older, or the scene has
-    /// a different number of geoms): check this before trusting a material-informed scan.
+    /// Whether the scene's materials changed since (or the format is older, or the bake does
+    /// not match the scene): check this before trusting a material-informed scan.
     pub stale: bool,
+    /// The fingerprint of the scene's geoms and bodies it was baked from (0: a format 1 file,
+    /// which has none).
+    #[serde(with = "hex16", default)]
+    pub scene_fingerprint: u64,
+    /// Whether it was baked from this scene: `false` when the scene's geoms differ from the
+    /// baked ones (another scene, or the scene's geometry changed since), and the bake's
+    /// per-geom table and grid describe something else.
+    #[serde(default = "yes")]
+    pub matches_scene: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl BakeStatus {
@@ -221,12 +246,15 @@ impl BakeStatus {
             valid: false,
             format_version: 0,
             cell_size: 0.0,
+            requested_cell_size: 0.0,
             splat_radius: 0,
             dims: [0; 3],
             filled_cells: 0,
             geom_materials: 0,
             material_fingerprint: 0,
             stale: false,
+            scene_fingerprint: 0,
+            matches_scene: false,
         }
     }
 }
@@ -265,6 +293,8 @@ pub struct Bake {
     origin: DVec3,
     cell: f64,
     fingerprint: u64,
+    /// [`scene_fingerprint`] of the baked scene; `None` in a format 1 file.
+    scene: Option<u64>,
     palette: Vec<NirMaterial>,
     geoms: Vec<GeomEntry>,
     grid: Vec<u16>,
@@ -316,6 +346,37 @@ pub fn material_fingerprint(scene: &Scene, table: &MaterialTable) -> u64 {
             h.write(&(g as u32).to_le_bytes());
             h.write(&NirMaterial::from_albedo(scene.geom_rgba[g]).to_bytes());
         }
+    }
+    h.0
+}
+
+/// A stable hash (64-bit FNV-1a) of what a bake's per-geom table and grid are made from
+/// beside the materials: every geom's name, type, size, body, group, mesh or height field and
+/// MuJoCo material, and every body's name and weld. A bake made from another scene, or before
+/// the scene's geoms changed, has another. (Geom colours are the materials' business:
+/// [`material_fingerprint`] covers them.)
+pub fn scene_fingerprint(scene: &Scene) -> u64 {
+    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    h.write(b"glint scene geoms");
+    let name = |h: &mut Fnv, n: &str| {
+        h.write(&(n.len() as u32).to_le_bytes());
+        h.write(n.as_bytes());
+    };
+    h.write(&(scene.ngeom() as u32).to_le_bytes());
+    for g in 0..scene.ngeom() {
+        name(&mut h, &scene.geom_name[g]);
+        h.write(&[scene.geom_type[g] as u8]);
+        for v in scene.geom_size[g].to_array() {
+            h.write(&v.to_le_bytes());
+        }
+        for v in [scene.geom_bodyid[g], scene.geom_group[g], scene.geom_dataid[g], scene.geom_matid[g]] {
+            h.write(&v.to_le_bytes());
+        }
+    }
+    h.write(&(scene.nbody() as u32).to_le_bytes());
+    for b in 0..scene.nbody() {
+        name(&mut h, &scene.body_name[b]);
+        h.write(&scene.body_weldid[b].to_le_bytes());
     }
     h.0
 }
@@ -476,6 +537,7 @@ impl Bake {
             origin,
             cell,
             fingerprint: material_fingerprint(scene, table),
+            scene: Some(scene_fingerprint(scene)),
             palette: palette.materials,
             geoms,
             grid,
@@ -554,17 +616,34 @@ impl Bake {
         self.grid.iter().filter(|&&c| c != NONE).count() as u64
     }
 
-    /// What this bake is, and whether it is stale against `scene` with the NIR authoring
-    /// `table`: stale when the materials' fingerprint differs, the format is older than
-    /// [`BAKE_FORMAT_VERSION`], or the scene has a different number of geoms.
+    /// The cell size the bake was asked for, metres ([`Bake::cell_size`] is the one the grid
+    /// has).
+    pub fn requested_cell_size(&self) -> f64 {
+        self.settings.cell_size
+    }
+
+    /// Whether this bake was made from `scene` as it stands: the same geom count and, where
+    /// the file holds one, the same [`scene_fingerprint`].
+    pub fn matches_scene(&self, scene: &Scene) -> bool {
+        self.geoms.len() == scene.ngeom() && self.scene.is_none_or(|f| f == scene_fingerprint(scene))
+    }
+
+    /// What this bake is, and whether it matches `scene` and is stale against it with the
+    /// NIR authoring `table`: it does not match when [`Bake::matches_scene`] says so, and it
+    /// is stale when it does not match, the materials' fingerprint differs, or the format is
+    /// older than [`BAKE_FORMAT_VERSION`].
     pub fn status(&self, scene: &Scene, table: &MaterialTable) -> BakeStatus {
-        let stale = self.fingerprint != material_fingerprint(scene, table)
-            || self.format_version < BAKE_FORMAT_VERSION
-            || self.geoms.len() != scene.ngeom();
+        let matches_scene = self.matches_scene(scene);
+        let stale = !matches_scene
+            || self.fingerprint != material_fingerprint(scene, table)
+            || self.format_version < BAKE_FORMAT_VERSION;
         BakeStatus {
             valid: true,
             format_version: self.format_version,
             cell_size: self.cell,
+            requested_cell_size: self.settings.cell_size,
+            scene_fingerprint: self.scene.unwrap_or(0),
+            matches_scene,
             splat_radius: self.settings.splat_radius,
             dims: self.dims,
             filled_cells: self.filled_cells(),
@@ -629,6 +708,9 @@ impl Bake {
         }
         b.extend_from_slice(&self.cell.to_le_bytes());
         b.extend_from_slice(&self.fingerprint.to_le_bytes());
+        if version >= SCENE_FINGERPRINT_VERSION {
+            b.extend_from_slice(&self.scene.unwrap_or(0).to_le_bytes());
+        }
         b.extend_from_slice(&(self.palette.len() as u32).to_le_bytes());
         for m in &self.palette {
             b.extend_from_slice(&m.to_bytes());
@@ -764,6 +846,10 @@ fn decode(bytes: &[u8]) -> Result<Bake, String> {
     let origin = DVec3::new(r.f64("header")?, r.f64("header")?, r.f64("header")?);
     let cell = r.f64("header")?;
     let fingerprint = u64::from_le_bytes(r.array("header")?);
+    let scene = match version >= SCENE_FINGERPRINT_VERSION {
+        true => Some(u64::from_le_bytes(r.array("header")?)),
+        false => None,
+    };
     let npalette = r.u32("palette")?;
     let palette_bytes = r.take(npalette as u64 * MAT_BYTES as u64, "palette")?;
     let ngeom = r.u32("per-geom table")?;
@@ -825,7 +911,7 @@ fn decode(bytes: &[u8]) -> Result<Bake, String> {
     if let Some(i) = grid.iter().position(|&c| !known(c)) {
         return Err(format!("corrupt: grid cell {i} refers to palette entry {} of {}", grid[i], palette.len()));
     }
-    Ok(Bake { settings, format_version: version, dims, origin, cell, fingerprint, palette, geoms, grid })
+    Ok(Bake { settings, format_version: version, dims, origin, cell, fingerprint, scene, palette, geoms, grid })
 }
 
 #[cfg(test)]
@@ -840,6 +926,7 @@ mod tests {
             origin: DVec3::new(-1.0, 0.0, 0.0),
             cell: 1.0,
             fingerprint: 42,
+            scene: Some(7),
             palette: vec![NirMaterial::default()],
             geoms: vec![GeomEntry { material: 0, flags: STATIC }, GeomEntry { material: NONE, flags: 0 }],
             grid: vec![0, NONE],
@@ -850,10 +937,13 @@ mod tests {
     fn an_older_version_loads_and_keeps_its_version() {
         let b = small();
         let old = decode(&b.encode(0)).unwrap();
-        assert_eq!(old.format_version, 0);
-        assert_eq!(Bake { format_version: BAKE_FORMAT_VERSION, ..old }, b);
+        assert_eq!((old.format_version, old.scene), (0, None), "no scene fingerprint before format 2");
+        assert_eq!(Bake { format_version: BAKE_FORMAT_VERSION, scene: b.scene, ..old }, b);
+        let one = decode(&b.encode(1)).unwrap();
+        assert_eq!((one.format_version, one.scene), (1, None));
+        assert_eq!(decode(&b.encode(BAKE_FORMAT_VERSION)).unwrap(), b);
         let err = decode(&b.encode(BAKE_FORMAT_VERSION + 1)).unwrap_err();
-        assert!(err.contains("newer glint (format version 2"), "{err}");
+        assert!(err.contains("newer glint (format version 3"), "{err}");
     }
 
     #[test]

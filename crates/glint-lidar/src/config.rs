@@ -526,6 +526,22 @@ pub struct LidarBinding {
     pub secondary_scope: SecondaryScope,
 }
 
+impl LidarBinding {
+    /// Checks what [`ScanConfig::validate`] does not cover: every component of the mount
+    /// offset is a finite number of metres (the error names the first that is not).
+    pub fn check_mount_offset(&self) -> Result<(), LidarError> {
+        match self.mount_offset.to_array().iter().position(|v| !v.is_finite()) {
+            Some(component) => Err(LidarError::ComponentOutOfRange {
+                field: "mount_offset",
+                component,
+                value: self.mount_offset[component],
+                range: "finite metres",
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Default for LidarBinding {
     fn default() -> Self {
         LidarBinding {

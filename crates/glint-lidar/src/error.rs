@@ -17,6 +17,18 @@ pub enum LidarError {
         /// The allowed range, in words.
         range: &'static str,
     },
+    /// One component of a vector field was outside its range (or not finite).
+    #[error("lidar field `{field}` component {component} is {value}, outside its range {range}")]
+    ComponentOutOfRange {
+        /// Field name as in the manifest.
+        field: &'static str,
+        /// The component's index (0 = x).
+        component: usize,
+        /// The rejected value.
+        value: f64,
+        /// The allowed range, in words.
+        range: &'static str,
+    },
     /// The lidar runner's rate cannot be realised over the physics timestep.
     #[error("the lidar runner cannot tick at that rate: {0}")]
     RunnerRate(String),

@@ -94,6 +94,7 @@ mod ziggurat;
 
 pub use bake::{
     BAKE_DIR, BAKE_FORMAT_VERSION, Bake, BakeRequest, BakeSettings, BakeStatus, bake_path, material_fingerprint,
+    scene_fingerprint,
 };
 pub use config::{
     LidarBinding, NonRepetitive, ScanConfig, ScanFields, ScanPattern, ScanPreset, SecondaryCapture, SecondaryScope,

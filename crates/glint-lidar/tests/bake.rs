@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use glam::DVec3;
 use glint_lidar::{
     BAKE_FORMAT_VERSION, Bake, BakeRequest, BakeSettings, BakeStatus, LidarError, MaterialPreset, MaterialTable,
-    NirMaterial, bake_path, material_fingerprint,
+    NirMaterial, bake_path, material_fingerprint, scene_fingerprint,
 };
 use glint_mujoco::{Model, WorldBatch};
 
@@ -183,12 +183,15 @@ fn save_and_load_round_trip() {
             valid: true,
             format_version: BAKE_FORMAT_VERSION,
             cell_size: 0.05,
+            requested_cell_size: 0.05,
             splat_radius: 1,
             dims: bake.dims(),
             filled_cells: bake.filled_cells(),
             geom_materials: model.scene().ngeom() as u64,
             material_fingerprint: material_fingerprint(model.scene(), &table),
             stale: false,
+            scene_fingerprint: scene_fingerprint(model.scene()),
+            matches_scene: true,
         }
     );
     // Saving again replaces the file and leaves no temporary beside it.
@@ -230,15 +233,19 @@ fn a_material_edit_or_an_older_format_makes_a_bake_stale() {
         assert_ne!(material_fingerprint(scene, &t), before, "{edit:?}");
         assert!(fresh.status(scene, &t).stale);
     }
-    // The same bake against another scene (other geoms) is stale too.
+    // The same bake against another scene (other geoms) does not match it, and is stale too.
     let (arm, _) = load(ARM);
-    assert!(fresh.status(arm.scene(), &table).stale);
+    let status = fresh.status(arm.scene(), &table);
+    assert!(status.valid && !status.matches_scene && status.stale, "{status:?}");
 
     // A file of an older format loads, and reports stale.
     let dir = temp_dir("stale");
     let path = dir.join("old.lvxb");
     let mut bytes = fresh.to_bytes();
     bytes[4..8].copy_from_slice(&0u32.to_le_bytes());
+    // Formats before 2 have no scene fingerprint: the 8 bytes after the material fingerprint
+    // (magic, version, settings, dims, origin, cell and material fingerprint take 77).
+    bytes.drain(77..85);
     let n = bytes.len();
     let crc = crc32fast::hash(&bytes[..n - 4]);
     bytes[n - 4..].copy_from_slice(&crc.to_le_bytes());
@@ -247,6 +254,7 @@ fn a_material_edit_or_an_older_format_makes_a_bake_stale() {
     assert_eq!(old.format_version(), 0);
     let status = old.status(scene, &table);
     assert!(status.valid && status.stale && status.format_version == 0);
+    assert!(status.matches_scene && status.scene_fingerprint == 0, "no scene fingerprint: matched by geom count");
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -346,4 +354,37 @@ fn requests_take_the_scene_setting_for_zero() {
     assert!(bake_path(Path::new("."), "../escape").unwrap_err().to_string().contains("not usable"));
     assert!(bake_path(Path::new("."), "").is_err());
     assert!(bake_path(Path::new("."), "warehouse-v2.night").is_ok());
+}
+
+#[test]
+fn a_bake_of_another_scene_with_as_many_geoms_does_not_match_it() {
+    let (model, batch) = load(SHELF);
+    let table = MaterialTable::default();
+    let bake = Bake::build(model.scene(), batch.poses(), &table, BakeSettings::default()).unwrap();
+    let status = bake.status(model.scene(), &table);
+    assert!(status.matches_scene && !status.stale && status.scene_fingerprint == scene_fingerprint(model.scene()));
+    // The same geoms and materials, one box resized: the geometry the grid was built from is gone.
+    let resized = SHELF.replace(r#"size="1 0.05 0.05""#, r#"size="1.5 0.05 0.05""#);
+    let (other, _) = load(&resized);
+    assert_eq!(other.scene().ngeom(), model.scene().ngeom());
+    assert_eq!(material_fingerprint(other.scene(), &table), material_fingerprint(model.scene(), &table));
+    let status = bake.status(other.scene(), &table);
+    assert!(!status.matches_scene && status.stale, "{status:?}");
+    // Recolouring a geom is a material edit, not another scene.
+    let recoloured =
+        SHELF.replace(r#"size="1.02 0.52 0.52" group="3""#, r#"size="1.02 0.52 0.52" group="3" rgba="0 0 0 1""#);
+    let (other, _) = load(&recoloured);
+    let status = bake.status(other.scene(), &table);
+    assert!(status.matches_scene && status.stale, "{status:?}");
+}
+
+#[test]
+fn the_status_reports_the_cell_size_max_dim_grew() {
+    let (model, batch) = load(SHELF);
+    let settings = BakeSettings { cell_size: 0.01, max_dim: 16, ..BakeSettings::default() };
+    let bake = Bake::build(model.scene(), batch.poses(), &MaterialTable::default(), settings).unwrap();
+    let status = bake.status(model.scene(), &MaterialTable::default());
+    assert_eq!(status.requested_cell_size, 0.01);
+    assert!(status.cell_size > 0.1, "16 cells over a 3 m scene: {}", status.cell_size);
+    assert_eq!(bake.requested_cell_size(), 0.01);
 }

@@ -337,8 +337,20 @@ fn invalid_configurations_are_errors_that_change_nothing() {
     let unknown_site = LidarBinding { attach_site: Some("lidr".into()), ..LidarBinding::default() };
     let err = Lidars::new(model.scene(), vec![unknown_site], 1).unwrap_err().to_string();
     assert!(err.contains("site 'lidr'") && err.contains("did you mean 'lidar'"), "{err}");
+    // A misspelt body beside a good site is an error too, though the site would win.
+    let both = LidarBinding { attach_site: Some("lidar".into()), attach_body: Some("heda".into()), ..binding(good) };
+    let err = Lidars::new(model.scene(), vec![both], 1).unwrap_err().to_string();
+    assert!(err.contains("attaches to body 'heda', which the model does not have; did you mean 'head'?"), "{err}");
+    let both = LidarBinding { attach_site: Some("lidr".into()), attach_body: Some("head".into()), ..binding(good) };
+    let err = Lidars::new(model.scene(), vec![both], 1).unwrap_err().to_string();
+    assert!(err.contains("site 'lidr'") && err.contains("did you mean 'lidar'"), "{err}");
+    // A non-finite offset names its component and value.
     let nan_offset = LidarBinding { mount_offset: DVec3::new(f64::NAN, 0.0, 0.0), ..binding(good) };
-    assert!(Lidars::new(model.scene(), vec![nan_offset], 1).is_err());
+    let err = Lidars::new(model.scene(), vec![nan_offset], 1).unwrap_err().to_string();
+    assert_eq!(err, "lidar field `mount_offset` component 0 is NaN, outside its range finite metres");
+    let inf_offset = LidarBinding { mount_offset: DVec3::new(0.0, f64::INFINITY, 0.0), ..binding(good) };
+    let err = Lidars::new(model.scene(), vec![inf_offset], 1).unwrap_err().to_string();
+    assert!(err.contains("component 1 is inf"), "{err}");
     let err = lidars.scan(3, 0).unwrap_err().to_string();
     assert_eq!(err, "lidar sensor 3 does not exist (1 sensors are bound)");
     assert!(lidars.scan(0, 2).is_err());

@@ -94,8 +94,13 @@ impl RawController {
             }
             "waypoints" => {
                 let points = self.points.clone().ok_or_else(|| need("points", kind))?;
-                if points.is_empty() || points.iter().flatten().any(|v| !v.is_finite()) {
-                    return Err(value("[controller] points must hold at least one finite [x, y] pair".into()));
+                if points.is_empty() {
+                    return Err(value("[controller] points is empty: it must hold at least one [x, y] pair".into()));
+                }
+                if let Some((i, [x, y])) = points.iter().enumerate().find(|(_, p)| !p.iter().all(|v| v.is_finite())) {
+                    return Err(value(format!(
+                        "[controller] points[{i}] is [{x}, {y}], outside its range: a finite [x, y] pair of metres"
+                    )));
                 }
                 let speed = self.speed.unwrap_or(0.5);
                 if !(speed.is_finite() && speed > 0.0 && speed <= 100.0) {

@@ -620,23 +620,17 @@ impl RawLidar {
         if self.attach_body.is_none() && self.attach_site.is_none() {
             return Err(lidar_err(LidarError::NoAttachTarget { name: self.name.clone().unwrap_or_default() }));
         }
-        let mount_offset = DVec3::from(self.mount_offset.unwrap_or([0.0; 3]));
-        if !mount_offset.is_finite() {
-            return Err(lidar_err(LidarError::OutOfRange {
-                field: "mount_offset",
-                value: mount_offset.max_element(),
-                range: "finite metres",
-            }));
-        }
-        Ok(LidarBinding {
+        let binding = LidarBinding {
             name: self.name.clone().unwrap_or_default(),
             attach_body: self.attach_body.clone(),
             attach_site: self.attach_site.clone(),
-            mount_offset,
+            mount_offset: DVec3::from(self.mount_offset.unwrap_or([0.0; 3])),
             scan,
             video_proxy: self.video_proxy.unwrap_or(false),
             secondary_capture,
             secondary_scope,
-        })
+        };
+        binding.check_mount_offset().map_err(lidar_err)?;
+        Ok(binding)
     }
 }

@@ -87,6 +87,8 @@ fn bad_values_are_named_with_their_range_or_choices() {
         ("channels = \"sixteen\"", "invalid type"),
         ("pattern = \"livox-mid360\"", "a non-repetitive pattern has one channel"),
         ("risley_spin_hz = 3.0", "need pattern = \"risley\""),
+        ("mount_offset = [nan, 0.0, 0.0]", "`mount_offset` component 0 is NaN, outside its range finite metres"),
+        ("mount_offset = [0.0, 0.0, -inf]", "`mount_offset` component 2 is -inf, outside its range finite metres"),
     ] {
         let err = lidar(extra).unwrap_err();
         assert!(err.contains(expect), "{extra}: {err}");
@@ -301,9 +303,20 @@ fn controllers_and_recorder_outputs() {
     assert_eq!((points.len(), speed, yaw.as_deref(), repeat), (2, 0.8, Some("wz"), true));
     let m = parse("scene = \"robot.xml\"\n[controller]\nkind = \"replay\"\nactions = \"a.csv\"").unwrap();
     assert_eq!(m.controller, Controller::Replay { actions: "/scenes/a.csv".into() });
+    // One bad waypoint among six is named by its index and value.
+    let err = parse(
+        "scene = \"robot.xml\"\n[controller]\nkind = \"waypoints\"\nbody = \"robot\"\n\
+         points = [[2.0, 0.0], [2.0, -3.0], [-1.0, -3.0], [nan, 2.5], [1.5, 2.5], [0.0, 0.0]]\n\
+         actuators = { x = \"vx\", y = \"vy\" }",
+    )
+    .unwrap_err();
+    assert!(err.contains("[controller] points[3] is [NaN, 2.5], outside its range: a finite [x, y] pair"), "{err}");
     for (text, needle) in [
         ("[controller]\nkind = \"teleop\"", "zero, velocity, waypoints, replay"),
-        ("[controller]\nkind = \"waypoints\"\nbody = \"b\"\npoints = []", "at least one"),
+        (
+            "[controller]\nkind = \"waypoints\"\nbody = \"b\"\npoints = []",
+            "points is empty: it must hold at least one [x, y] pair",
+        ),
         ("[controller]\nkind = \"waypoints\"\npoints = [[0.0, 0.0]]\nspeed = -1.0", "speed"),
         ("[controller]\nkind = \"velocity\"", "needs `ctrl`"),
         ("[controller]\nkind = \"replay\"", "needs `actions`"),

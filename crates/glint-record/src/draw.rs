@@ -1,6 +1,7 @@
 //! Drawing lidar scans: a top-down orthographic view of the returned points (PNGs, and the
 //! frames of video proxies) and a range image of a spinning scan, each coloured by one of the
-//! seed's colour-by modes through one of its ramps ([`ColourBy`], [`Ramp`]).
+//! seed's colour-by modes through one of its ramps ([`ColourBy`], [`Ramp`]): the range image
+//! by range alone ([`range_image_png`]) or by any mode ([`range_image_by_png`]).
 //!
 //! Callers convert their scan into [`Point`]s (or a flat range buffer) and pick a mode and a
 //! ramp.
@@ -203,20 +204,13 @@ pub(crate) fn top_down_image(
         None => Frame::fit(points, size),
     };
     if let Some(frame) = frame {
-        let ts = scalars(points, by);
+        let colours = colours(points, by, ramp);
         let mut idx: Vec<usize> = (0..points.len()).filter(|&i| points[i].xyz.iter().all(|v| v.is_finite())).collect();
         idx.sort_by(|&a, &b| points[a].xyz[2].total_cmp(&points[b].xyz[2]));
         for i in idx {
             let [x, y, _] = points[i].xyz;
             let Some((col, row)) = frame.pixel(x, y) else { continue };
-            let colour = match by {
-                ColourBy::Solid => SOLID_GREEN,
-                _ if by.needs_material() => match material_scalar(points[i].material, by) {
-                    Ok(t) => ramp.colour(t),
-                    Err(fixed) => fixed,
-                },
-                _ => ramp.colour(ts[i]),
-            };
+            let colour = colours[i];
             for (dc, dr) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
                 let (c, r) = (col + dc, row + dr);
                 if c < size && r < size {
@@ -226,6 +220,59 @@ pub(crate) fn top_down_image(
         }
     }
     img
+}
+
+/// The colour of each point for `by` with `ramp`, its scalar normalised over `points` (see
+/// [`top_down_png`]).
+fn colours(points: &[Point], by: ColourBy, ramp: Ramp) -> Vec<[u8; 3]> {
+    let ts = scalars(points, by);
+    points
+        .iter()
+        .zip(ts)
+        .map(|(p, t)| match by {
+            ColourBy::Solid => SOLID_GREEN,
+            _ if by.needs_material() => match material_scalar(p.material, by) {
+                Ok(t) => ramp.colour(t),
+                Err(fixed) => fixed,
+            },
+            _ => ramp.colour(t),
+        })
+        .collect()
+}
+
+/// Checks a range image's shape; `cells` is how many beams the caller holds.
+fn check_range_image(cells: usize, channels: u32, bins: u32, max_range: f32, path: &Path) -> Result<(), RecordError> {
+    let expected = channels as usize * bins as usize;
+    if cells != expected {
+        return Err(drawing(
+            path,
+            format!("a range image needs channels * bins = {channels} * {bins} = {expected} ranges, got {cells}"),
+        ));
+    }
+    if channels == 0 || bins == 0 {
+        return Err(drawing(path, format!("a range image needs a channel and a bin, got {channels} x {bins}")));
+    }
+    if !(max_range.is_finite() && max_range > 0.0) {
+        return Err(drawing(path, format!("a range image's max_range must be positive, got {max_range}")));
+    }
+    Ok(())
+}
+
+/// Writes the range image of `cell` colours (indexed `bin * channels + channel`, `None`:
+/// black) laid out as [`range_image_png`] documents.
+fn save_range_image(cell: &[Option<[u8; 3]>], channels: u32, bins: u32, path: &Path) -> Result<(), RecordError> {
+    let row_scale = if channels < 64 { 64u32.div_ceil(channels) } else { 1 };
+    let height = channels * row_scale;
+    let mut img = RgbImage::new(bins, height);
+    for row in 0..height {
+        let channel = channels - 1 - row / row_scale;
+        for bin in 0..bins {
+            if let Some(colour) = cell[bin as usize * channels as usize + channel as usize] {
+                img.put_pixel(bin, row, Rgb(colour));
+            }
+        }
+    }
+    save_png(&img, path)
 }
 
 /// Range image PNG of a spinning scan: `channels` rows (row 0 at the TOP is the HIGHEST
@@ -246,35 +293,48 @@ pub fn range_image_png(
     ramp: Ramp,
     path: &Path,
 ) -> Result<(), RecordError> {
-    let expected = channels as usize * bins as usize;
-    if range.len() != expected {
-        return Err(drawing(
-            path,
-            format!(
-                "a range image needs channels * bins = {channels} * {bins} = {expected} ranges, got {}",
-                range.len()
-            ),
-        ));
+    check_range_image(range.len(), channels, bins, max_range, path)?;
+    let cell: Vec<Option<[u8; 3]>> = range.iter().map(|&r| (r >= 0.0).then(|| ramp.colour(r / max_range))).collect();
+    save_range_image(&cell, channels, bins, path)
+}
+
+/// Range image PNG of a spinning scan coloured by `by`: laid out as [`range_image_png`] lays
+/// it out, one pixel per point, `points[i]` at beam index `beams[i]` (`bin * channels +
+/// channel`; a later point of the same beam wins), beams without a point black. The colours
+/// are [`top_down_png`]'s for the same points, except that [`ColourBy::Range`] is range /
+/// `max_range`, as in [`range_image_png`], so the two functions draw the same image for it.
+///
+/// Errors if `points` and `beams` differ in length, a beam index is past `channels * bins`,
+/// `channels` or `bins` is 0, `max_range` is not a positive finite number, or on write failure
+/// (naming the path).
+#[allow(clippy::too_many_arguments)]
+pub fn range_image_by_png(
+    points: &[Point],
+    beams: &[u32],
+    channels: u32,
+    bins: u32,
+    max_range: f32,
+    by: ColourBy,
+    ramp: Ramp,
+    path: &Path,
+) -> Result<(), RecordError> {
+    let cells = channels as usize * bins as usize;
+    check_range_image(cells, channels, bins, max_range, path)?;
+    if points.len() != beams.len() {
+        return Err(drawing(path, format!("{} points but {} beam indices", points.len(), beams.len())));
     }
-    if channels == 0 || bins == 0 {
-        return Err(drawing(path, format!("a range image needs a channel and a bin, got {channels} x {bins}")));
+    if let Some(&b) = beams.iter().find(|&&b| b as usize >= cells) {
+        return Err(drawing(path, format!("beam index {b} is past the image's {channels} * {bins} = {cells} beams")));
     }
-    if !(max_range.is_finite() && max_range > 0.0) {
-        return Err(drawing(path, format!("a range image's max_range must be positive, got {max_range}")));
+    let colours = match by {
+        ColourBy::Range => points.iter().map(|p| ramp.colour(p.range / max_range)).collect(),
+        _ => colours(points, by, ramp),
+    };
+    let mut cell = vec![None; cells];
+    for (&b, colour) in beams.iter().zip(colours) {
+        cell[b as usize] = Some(colour);
     }
-    let row_scale = if channels < 64 { 64u32.div_ceil(channels) } else { 1 };
-    let height = channels * row_scale;
-    let mut img = RgbImage::new(bins, height);
-    for row in 0..height {
-        let channel = channels - 1 - row / row_scale;
-        for bin in 0..bins {
-            let r = range[bin as usize * channels as usize + channel as usize];
-            if r >= 0.0 {
-                img.put_pixel(bin, row, Rgb(ramp.colour(r / max_range)));
-            }
-        }
-    }
-    save_png(&img, path)
+    save_range_image(&cell, channels, bins, path)
 }
 
 #[cfg(test)]
@@ -447,6 +507,42 @@ mod tests {
         let img = image::open(&tmp.0).unwrap().to_rgb8();
         assert_eq!(img.dimensions(), (5, 72));
         assert!(img.pixels().all(|p| p.0 == [0, 0, 0]), "NaN is a miss");
+    }
+
+    #[test]
+    fn draw_range_image_by_mode() {
+        let (channels, bins) = (2u32, 3u32);
+        let mut pts = [point(1.0, 0.0, 0.0), point(0.0, 2.0, 1.0)];
+        pts[1].channel = 1;
+        pts[1].channels = 2;
+        pts[0].channels = 2;
+        let beams = [0, 2 * channels + 1];
+        let tmp = TempPng::new("by");
+        let read = |path: &Path| image::open(path).unwrap().to_rgb8();
+        // Range: the same image as range_image_png draws from the ranges.
+        range_image_by_png(&pts, &beams, channels, bins, 4.0, ColourBy::Range, Ramp::Heat, &tmp.0).unwrap();
+        let by = read(&tmp.0);
+        let mut range = vec![-1.0f32; (channels * bins) as usize];
+        range[0] = pts[0].range;
+        range[(2 * channels + 1) as usize] = pts[1].range;
+        range_image_png(&range, channels, bins, 4.0, Ramp::Heat, &tmp.0).unwrap();
+        assert_eq!(by, read(&tmp.0));
+        assert_eq!(by.dimensions(), (3, 64));
+        // Height: the lower point (channel 0 of bin 0: bottom left) gets the ramp's start, the
+        // higher (channel 1 of bin 2: top right) its end; every other beam is black.
+        range_image_by_png(&pts, &beams, channels, bins, 4.0, ColourBy::Height, Ramp::Heat, &tmp.0).unwrap();
+        let img = read(&tmp.0);
+        assert_eq!(img.get_pixel(0, 63).0, Ramp::Heat.colour(0.0));
+        assert_eq!(img.get_pixel(2, 0).0, Ramp::Heat.colour(1.0));
+        assert_eq!(img.get_pixel(1, 0).0, [0, 0, 0]);
+        assert_ne!(img, by, "the mode changes the image");
+        range_image_by_png(&pts, &beams, channels, bins, 4.0, ColourBy::Solid, Ramp::Heat, &tmp.0).unwrap();
+        assert_eq!(read(&tmp.0).get_pixel(2, 0).0, SOLID_GREEN);
+        // Bad input is named.
+        let err = range_image_by_png(&pts, &[0], channels, bins, 4.0, ColourBy::Range, Ramp::Heat, &tmp.0);
+        assert!(err.unwrap_err().to_string().contains("2 points but 1 beam indices"));
+        let err = range_image_by_png(&pts, &[0, 6], channels, bins, 4.0, ColourBy::Range, Ramp::Heat, &tmp.0);
+        assert!(err.unwrap_err().to_string().contains("beam index 6 is past"));
     }
 
     #[test]

@@ -94,7 +94,7 @@ mod writer;
 pub struct RecordingGuide;
 
 pub use beams::{BeamTable, BeamsDone, CycleCounter, beam_path, cycles_recorded, read_beam_file};
-pub use draw::{MaterialRead, Point, range_image_png, top_down_png};
+pub use draw::{MaterialRead, Point, range_image_by_png, range_image_png, top_down_png};
 pub use error::RecordError;
 pub use export::{
     AUGMENTATION_FILE, Augmentation, BakeRecord, ExportSettings, Provenance, VariantFile, VariantTable, export_variant,

@@ -1,7 +1,9 @@
 //! The material source of a simulation: building, saving and loading material bakes
 //! (`MaterialBakes/<name>.lvxb` in the project folder) and their status against the scene's
 //! materials. A stale bake is loaded, as the seed's `LoadLidarBake` does, with a
-//! [`Warning::BakeStale`]; refusing one is the caller's choice (`glint export` refuses).
+//! [`Warning::BakeStale`], and one made from another scene with a [`Warning::BakeMismatch`];
+//! refusing one is the caller's choice (`glint export` refuses stale bakes, `glint scan
+//! --material` ones that do not match the scene).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -61,11 +63,13 @@ impl Simulation {
     }
 
     /// Loads the saved bake `name` (`None`: the scene's bake name) for material scans
-    /// (`LoadLidarBake`), stale or not; a stale one comes with a [`Warning::BakeStale`].
-    /// Returns its status.
+    /// (`LoadLidarBake`), stale or not; a stale one comes with a [`Warning::BakeStale`], one
+    /// that does not match the scene with a [`Warning::BakeMismatch`]. Returns its status.
     pub fn load_bake(&mut self, name: Option<&str>) -> Result<BakeStatus, SimError> {
         let saved = self.open_bake(name)?;
-        if saved.status.stale {
+        if !saved.status.matches_scene {
+            self.warnings.push(Warning::BakeMismatch { name: saved.name.clone(), path: saved.path.clone() });
+        } else if saved.status.stale {
             self.warnings.push(Warning::BakeStale { name: saved.name.clone(), path: saved.path.clone() });
         }
         self.set_bake(Some(LoadedBake { name: saved.name, bake: saved.bake }));

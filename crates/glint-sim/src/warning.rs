@@ -27,6 +27,14 @@ pub enum Warning {
         /// Its file.
         path: PathBuf,
     },
+    /// A loaded bake was made from another scene (or before the scene's geoms changed): its
+    /// per-geom table and grid describe other geometry, and material scans use it anyway.
+    BakeMismatch {
+        /// The bake's name.
+        name: String,
+        /// Its file.
+        path: PathBuf,
+    },
     /// MuJoCo found a world unstable during its episode and reset its state.
     WorldUnstable {
         /// The world.
@@ -46,6 +54,12 @@ impl std::fmt::Display for Warning {
                 f,
                 "the bake '{name}' ('{}') is stale: the scene's materials (or its geoms, or the bake format) changed \
                  since it was made; bake again (`glint bake`) before trusting material scans",
+                path.display()
+            ),
+            Warning::BakeMismatch { name, path } => write!(
+                f,
+                "the bake '{name}' ('{}') does not match the scene: it was made from another scene, or before the \
+                 scene's geoms changed; bake again (`glint bake`) before trusting material scans",
                 path.display()
             ),
             Warning::WorldUnstable { world, episode } => {

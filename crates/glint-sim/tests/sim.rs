@@ -350,9 +350,18 @@ fn bakes_save_load_and_say_when_stale() {
     assert!(sim.take_warnings().is_empty());
     // The same folder with a recoloured box: the bake is stale, loaded anyway, and said so.
     let recoloured = BOX_ROOM.replace(r#"size="0.1 4 2"/>"#, r#"size="0.1 4 2" rgba="0.1 0.1 0.1 1"/>"#);
-    let mut other = Simulation::from_xml(&recoloured, vec![binding], options(&dir)).unwrap();
-    assert!(other.load_bake(Some("night")).unwrap().stale);
+    let mut other = Simulation::from_xml(&recoloured, vec![binding.clone()], options(&dir)).unwrap();
+    let status = other.load_bake(Some("night")).unwrap();
+    assert!(status.stale && status.matches_scene, "{status:?}");
     assert!(matches!(&other.take_warnings()[..], [Warning::BakeStale { name, .. }] if name == "night"));
+    // Another scene (a wider box): the bake does not match it, and the warning says so.
+    let wider = BOX_ROOM.replace(r#"size="0.1 4 2"/>"#, r#"size="0.1 6 2"/>"#);
+    let mut another = Simulation::from_xml(&wider, vec![binding], options(&dir)).unwrap();
+    let status = another.load_bake(Some("night")).unwrap();
+    assert!(status.valid && !status.matches_scene, "{status:?}");
+    let warnings = another.take_warnings();
+    assert!(matches!(&warnings[..], [Warning::BakeMismatch { name, .. }] if name == "night"), "{warnings:?}");
+    assert!(warnings[0].to_string().contains("does not match the scene: it was made from another scene"));
     other.set_lidar_live(true);
     other.step(None).unwrap();
     let mut echoes = vec![0.0; 270];

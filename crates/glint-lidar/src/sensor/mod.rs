@@ -169,27 +169,27 @@ fn resolve(scene: &Scene, b: &LidarBinding) -> Result<(Option<usize>, usize), Li
         hint: nearest_name(target, names.iter().map(String::as_str))
             .map_or(String::new(), |n| format!("; did you mean '{n}'?")),
     };
-    if let Some(site) = &b.attach_site {
-        let s = scene.site_id(site).ok_or_else(|| unknown("site", site, &scene.site_name))?;
-        return Ok((Some(s), scene.site_bodyid[s] as usize));
+    // Both names must exist even though the site wins: a misspelt one beside a good one is a
+    // mistake to report, not to ignore.
+    let site = match &b.attach_site {
+        Some(site) => Some(scene.site_id(site).ok_or_else(|| unknown("site", site, &scene.site_name))?),
+        None => None,
+    };
+    let body = match &b.attach_body {
+        Some(body) => Some(scene.body_id(body).ok_or_else(|| unknown("body", body, &scene.body_name))?),
+        None => None,
+    };
+    match (site, body) {
+        (Some(s), _) => Ok((Some(s), scene.site_bodyid[s] as usize)),
+        (None, Some(id)) => Ok((None, id)),
+        (None, None) => Err(LidarError::NoAttachTarget { name: b.name.clone() }),
     }
-    if let Some(body) = &b.attach_body {
-        let id = scene.body_id(body).ok_or_else(|| unknown("body", body, &scene.body_name))?;
-        return Ok((None, id));
-    }
-    Err(LidarError::NoAttachTarget { name: b.name.clone() })
 }
 
 impl Sensor {
     fn new(scene: &Scene, mut binding: LidarBinding, nworld: usize) -> Result<(Sensor, Vec<LidarWarning>), LidarError> {
         let warnings = binding.scan.validate()?;
-        if !binding.mount_offset.is_finite() {
-            return Err(LidarError::OutOfRange {
-                field: "mount_offset",
-                value: binding.mount_offset.max_element(),
-                range: "finite metres",
-            });
-        }
+        binding.check_mount_offset()?;
         let (site, body) = resolve(scene, &binding)?;
         if binding.name.is_empty() {
             binding.name = match site {
