@@ -16,7 +16,10 @@
 //! file in row groups of [`ROW_GROUP_ROWS`] with statistics on the columns rows are selected
 //! by, so memory stays flat however long an episode runs. Files are written as
 //! `.parquet.partial` and renamed when the episode finishes; a killed run leaves only
-//! `.partial` files, which [`check_session`] reports apart from the finished ones.
+//! `.partial` files, which [`check_session`] reports apart from the finished ones; each row
+//! group's footer is journalled beside the file as it reaches the disk, and each tick's pose
+//! logged, so they can be salvaged. Write errors name the file; a full disk is
+//! [`RecordError::NoSpace`].
 //!
 //! [`export_variant`] re-processes a session's clean geometry through the return model under
 //! a material bake into a variant folder (measured range, intensity, calibrated reflectivity,
@@ -76,6 +79,7 @@ mod draw;
 mod error;
 mod export;
 mod files;
+mod journal;
 mod pages;
 mod poses;
 mod reader;

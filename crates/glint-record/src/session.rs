@@ -11,6 +11,7 @@ use glint_lidar::{LidarBinding, ScanConfig};
 use serde::Serialize;
 
 use crate::RecordError;
+use crate::journal::{GROUPS_SUFFIX, TICKS_SUFFIX};
 use crate::poses::{PoseWriter, pose_columns};
 use crate::sidecar::{FORMAT_VERSION, PoseFile, SensorDescription, SessionMeta, Sidecar};
 use crate::video::{RecordWarning, VideoProxy, VideoSettings, find_ffmpeg, frame_rate};
@@ -53,8 +54,14 @@ pub struct SessionInfo {
 pub enum EpisodeStatus {
     /// It ran its full length.
     Complete,
-    /// It was stopped early (Ctrl-C, SIGTERM): what was recorded is readable.
+    /// It was stopped early (Ctrl-C, SIGTERM, SIGQUIT): what was recorded is readable.
     Interrupted,
+    /// MuJoCo found the world unstable (NaN, infinite or huge accelerations) during the
+    /// episode and reset its state, so the rows after that moment follow a reset world.
+    Unstable,
+    /// The run ended without finishing the episode (killed, a full disk) and `glint recover`
+    /// salvaged its files up to their last complete row group.
+    Recovered,
 }
 
 impl EpisodeStatus {
@@ -63,6 +70,8 @@ impl EpisodeStatus {
         match self {
             EpisodeStatus::Complete => "complete",
             EpisodeStatus::Interrupted => "interrupted",
+            EpisodeStatus::Unstable => "unstable",
+            EpisodeStatus::Recovered => "recovered",
         }
     }
 }
@@ -172,12 +181,12 @@ pub(crate) fn write_json(path: &Path, value: &impl Serialize) -> Result<(), Reco
 }
 
 /// `data/chunk-NNN/lidar-<Name>-NNN` (no extension) for episode `index`.
-fn stem(index: u32, name: &str) -> PathBuf {
+pub(crate) fn stem(index: u32, name: &str) -> PathBuf {
     Path::new("data").join(format!("chunk-{:03}", index / 1000)).join(format!("lidar-{name}-{index:03}"))
 }
 
 /// `path` with `suffix` appended to its file name.
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(suffix);
     PathBuf::from(s)
@@ -281,7 +290,10 @@ impl Session {
     pub fn begin_episode(&mut self, index: u32) -> Result<Episode, RecordError> {
         let stems: Vec<PathBuf> = self.sensors.iter().map(|s| self.dir.join(stem(index, &s.file_name))).collect();
         for stem in &stems {
-            for suffix in [".parquet", ".parquet.partial", ".poses.parquet", ".poses.parquet.partial"] {
+            let groups = format!(".parquet.partial{GROUPS_SUFFIX}");
+            let ticks = format!(".poses.parquet.partial{TICKS_SUFFIX}");
+            for suffix in [".parquet", ".parquet.partial", ".poses.parquet", ".poses.parquet.partial", &groups, &ticks]
+            {
                 let p = with_suffix(stem, suffix);
                 if p.exists() {
                     return Err(RecordError::EpisodeExists { index, path: p });
@@ -336,13 +348,28 @@ impl Session {
 
 /// One line of `meta/episodes.jsonl`.
 #[derive(Serialize)]
-struct EpisodeLine<'a> {
-    index: u32,
-    length_s: f64,
-    duration_s: f64,
-    ticks: u64,
-    status: &'a str,
-    files: Vec<String>,
+pub(crate) struct EpisodeLine<'a> {
+    pub(crate) index: u32,
+    pub(crate) length_s: f64,
+    pub(crate) duration_s: f64,
+    pub(crate) ticks: u64,
+    pub(crate) status: &'a str,
+    pub(crate) files: Vec<String>,
+}
+
+impl EpisodeLine<'_> {
+    /// Appends the line to the session's `meta/episodes.jsonl` (`dir` is the session folder).
+    pub(crate) fn append(&self, dir: &Path) -> Result<(), RecordError> {
+        let log = dir.join("meta").join("episodes.jsonl");
+        let mut text = serde_json::to_string(self).map_err(|e| RecordError::Io {
+            action: "encode",
+            path: log.clone(),
+            reason: e.to_string(),
+        })?;
+        text.push('\n');
+        let mut file = OpenOptions::new().append(true).open(&log).map_err(|e| RecordError::io("open", &log, e))?;
+        file.write_all(text.as_bytes()).map_err(|e| RecordError::io("append to", &log, e))
+    }
 }
 
 impl Episode {
@@ -361,9 +388,12 @@ impl Episode {
         if !tick.sensor_pos.is_finite() {
             return Err(RecordError::Tick { sensor, reason: "the sensor position is not finite".into() });
         }
-        w.write_tick(sensor, tick)?;
-        let ticks = w.ticks;
+        w.check(sensor, tick)?;
+        // The pose goes first: the pose log must hold every tick whose rows may reach a
+        // row group that `glint recover` salvages.
         self.poses[sensor].push(tick.timestamp, tick.sensor_pos, tick.sensor_rot)?;
+        w.write_checked_tick(tick)?;
+        let ticks = w.ticks;
         self.draw_frame(sensor, ticks, tick);
         Ok(())
     }
@@ -445,6 +475,10 @@ impl Episode {
             write_json(&path.with_extension("json"), &sidecar)?;
             std::fs::rename(&pose_partial, &pose_final).map_err(|e| RecordError::io("rename", &pose_partial, e))?;
             std::fs::rename(&partial, &path).map_err(|e| RecordError::io("rename", &partial, e))?;
+            // The files are whole under their final names: their salvage logs go.
+            for side in std::iter::once(&done.journal).chain(&pose_done.log) {
+                std::fs::remove_file(side).map_err(|e| RecordError::io("remove", side, e))?;
+            }
             summaries.push(SensorSummary {
                 sensor: i,
                 poses: pose_final,
@@ -467,15 +501,7 @@ impl Episode {
             status: status.name(),
             files,
         };
-        let log = dir.join("meta").join("episodes.jsonl");
-        let mut text = serde_json::to_string(&line).map_err(|e| RecordError::Io {
-            action: "encode",
-            path: log.clone(),
-            reason: e.to_string(),
-        })?;
-        text.push('\n');
-        let mut file = OpenOptions::new().append(true).open(&log).map_err(|e| RecordError::io("open", &log, e))?;
-        file.write_all(text.as_bytes()).map_err(|e| RecordError::io("append to", &log, e))?;
+        line.append(&dir)?;
         Ok(EpisodeSummary { index, status, ticks, sensors: summaries, warnings })
     }
 }
