@@ -8,6 +8,7 @@ mod export;
 mod replay;
 mod run;
 mod scan;
+mod signals;
 
 use clap::{Parser, Subcommand};
 
