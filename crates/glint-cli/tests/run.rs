@@ -183,6 +183,8 @@ fn sigkill_leaves_only_a_partial_file_that_replay_reports() {
     let text = String::from_utf8_lossy(&replay.stdout);
     assert!(!replay.status.success(), "{text}");
     assert!(text.contains("lidar-roof-001.parquet.partial") && text.contains("incomplete"), "{text}");
+    let err = String::from_utf8_lossy(&replay.stderr);
+    assert!(err.contains(&format!("glint recover {}", session.display())), "{err}");
     // The finished episode is untouched.
     assert!(text.contains("lidar-roof-000.parquet: OK"), "{text}");
     std::fs::remove_dir_all(&out).ok();
