@@ -17,9 +17,11 @@ mod bench;
 mod export;
 mod output;
 mod points;
+mod recover;
 mod replay;
 mod run;
 mod scan;
+mod signals;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -49,6 +51,10 @@ enum Command {
     /// file against its sidecar (exit status 1 if any check fails), and with `--png` draws the
     /// returns of a tick range in the sensor frame.
     Replay(replay::ReplayArgs),
+    /// Salvages the episodes a run did not finish (killed, a full disk): each `.partial`
+    /// lidar file up to its last complete row group, with its pose table and sidecar, logged
+    /// as `recovered`; says per file what was salvaged and what was lost.
+    Recover(recover::RecoverArgs),
     /// Re-processes a recorded session's clean geometry through the return model under a
     /// material bake into a variant folder (range, intensity, calibrated reflectivity, second
     /// echo) with an augmentation.json that traces it to its sources.
@@ -72,6 +78,7 @@ fn main() {
         Command::Scan(args) => scan::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Run(args) => run::run(args),
+        Command::Recover(args) => recover::run(args),
         Command::Export(args) => export::run(args),
         Command::Points(args) => points::run(args),
     };

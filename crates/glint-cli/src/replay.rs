@@ -10,7 +10,8 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use glint_lidar::{ColourBy, Ramp, ScanConfig, ScanPattern, beam_direction};
 use glint_record::{
-    FileCheck, LidarReader, MaterialRead, Point, SessionReport, Sidecar, check_session, range_image_png, top_down_png,
+    FileCheck, LidarReader, MaterialRead, Point, SessionReport, Sidecar, check_session, partial_state, range_image_png,
+    top_down_png,
 };
 
 /// Arguments of `glint replay`.
@@ -244,7 +245,14 @@ fn print_checks(report: &SessionReport) -> (usize, usize, usize) {
         entries.insert(f.path.clone(), text);
     }
     for p in &report.partial {
-        entries.insert(p.clone(), "incomplete (the run was killed)".into());
+        let salvage = match partial_state(&report.dir.join(p)) {
+            Ok(s) if s.row_groups > 0 => {
+                format!("{} complete row group(s), {} rows, can be salvaged by `glint recover`", s.row_groups, s.rows)
+            }
+            Ok(_) => "no complete row group to salvage".into(),
+            Err(e) => format!("its row-group journal cannot be read: {e}"),
+        };
+        entries.insert(p.clone(), format!("incomplete (the run ended before finishing the episode): {salvage}"));
     }
     for (path, text) in &entries {
         println!("  {}: {text}", path.display());
@@ -311,7 +319,7 @@ pub fn run(args: ReplayArgs) -> Result<()> {
     killed.sort_unstable();
     killed.dedup();
     for e in killed.into_iter().filter(|&e| args.episode.is_none_or(|i| i == e)) {
-        println!("  episode {e}: incomplete (the run was killed)");
+        println!("  episode {e}: incomplete (the run ended before finishing it; see `glint recover`)");
         listed = true;
     }
     if !listed {
@@ -378,7 +386,10 @@ pub fn run(args: ReplayArgs) -> Result<()> {
             why.push(format!("{failed} file(s) failed"));
         }
         if incomplete > 0 {
-            why.push(format!("{incomplete} file(s) are incomplete"));
+            why.push(format!(
+                "{incomplete} file(s) are incomplete (run `glint recover {}` to salvage them)",
+                dir.display()
+            ));
         }
         if !report.problems.is_empty() {
             why.push(format!("{} session problem(s)", report.problems.len()));

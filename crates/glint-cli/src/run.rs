@@ -1,16 +1,17 @@
 //! `glint run`: the main job. Runs episodes of a manifest's scene with its controller and
 //! records every sensor of every world to a Parquet session (`Simulation::run` does the work;
-//! this parses the arguments, draws progress, turns Ctrl-C into a stop and prints the summary).
+//! this parses the arguments, draws progress, turns SIGINT, SIGTERM and SIGQUIT into a stop
+//! (see [`crate::signals`]) and prints the summary).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use glint_sim::{RecordingOptions, RunObserver, RunOutcome, SimOptions, Simulation, StepReport, Warning};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::print_warnings;
+use crate::signals::Stop;
 
 /// Arguments of `glint run`.
 #[derive(Args)]
@@ -44,9 +45,6 @@ fn positive_seconds(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Set by Ctrl-C or SIGTERM: the run closes the episode in progress and stops.
-static STOP: AtomicBool = AtomicBool::new(false);
-
 pub fn run(args: RunArgs) -> Result<()> {
     let options = SimOptions {
         nworld: args.worlds as usize,
@@ -58,20 +56,25 @@ pub fn run(args: RunArgs) -> Result<()> {
     print_warnings(&mut sim);
     // Every tick fires the lidars, recorded or not, so --no-record measures the same work.
     sim.set_lidar_live(true);
-    ctrlc::set_handler(|| STOP.store(true, Ordering::SeqCst)).context("cannot install the Ctrl-C handler")?;
+    let stop = Stop::install()?;
     if !args.no_record {
         sim.arm_recording(&RecordingOptions { out: args.out.clone(), episodes: args.episodes })?;
         print_warnings(&mut sim);
     }
-    let mut progress = Progress::new(args.episodes, sim.episode_ticks().unwrap_or(0));
+    let mut progress = Progress::new(args.episodes, sim.episode_ticks().unwrap_or(0), stop.clone());
     let outcome = sim.run(args.episodes, &mut progress)?;
     progress.bars.clear().ok();
     print_warnings(&mut sim);
     print_summary(&sim, &outcome)?;
-    if outcome.interrupted {
-        eprintln!("interrupted: the episode in progress was closed and marked interrupted");
-        std::process::exit(130);
-    }
+    // Exit 128 + the signal's number once the files are closed, as a shell reports a process
+    // the signal ended.
+    stop.exit_if_signalled(|name| {
+        if outcome.interrupted {
+            format!("interrupted by {name}: the episode in progress was closed and marked interrupted")
+        } else {
+            format!("{name} arrived as the run ended: every episode was finished")
+        }
+    });
     Ok(())
 }
 
@@ -80,17 +83,18 @@ struct Progress {
     bars: MultiProgress,
     episodes: ProgressBar,
     ticks: ProgressBar,
+    stop: Stop,
 }
 
 impl Progress {
-    fn new(episodes: u32, ticks: u64) -> Progress {
+    fn new(episodes: u32, ticks: u64, stop: Stop) -> Progress {
         let bars = MultiProgress::new();
         let style = ProgressStyle::with_template("{prefix:>9} [{bar:30}] {pos}/{len} {msg}")
             .expect("a valid template")
             .progress_chars("=> ");
         let episodes = bars.add(ProgressBar::new(episodes as u64).with_style(style.clone()).with_prefix("episodes"));
         let ticks = bars.add(ProgressBar::new(ticks).with_style(style).with_prefix("ticks"));
-        Progress { bars, episodes, ticks }
+        Progress { bars, episodes, ticks, stop }
     }
 }
 
@@ -111,7 +115,7 @@ impl RunObserver for Progress {
     }
 
     fn stop(&self) -> bool {
-        STOP.load(Ordering::SeqCst)
+        self.stop.requested()
     }
 
     fn warning(&mut self, warning: Warning) {

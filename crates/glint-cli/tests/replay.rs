@@ -186,10 +186,15 @@ fn replay_fails_on_a_tampered_file_and_reports_a_killed_run() {
     let (stdout, stderr) = text(&o);
     assert!(!o.status.success(), "a .partial file fails the check: {stdout}");
     assert!(
-        stdout.contains("data/chunk-000/lidar-front-002.parquet.partial: incomplete (the run was killed)"),
+        stdout.contains(
+            "data/chunk-000/lidar-front-002.parquet.partial: incomplete (the run ended before finishing the episode): no complete row group to salvage"
+        ),
         "{stdout}"
     );
-    assert!(stdout.contains("episode 2: incomplete (the run was killed)"), "{stdout}");
+    assert!(
+        stdout.contains("episode 2: incomplete (the run ended before finishing it; see `glint recover`)"),
+        "{stdout}"
+    );
     assert!(stdout.contains("6 files: 4 OK, 0 failed, 2 incomplete"), "{stdout}");
     assert!(stderr.contains("error: the session failed its self-check: 2 file(s) are incomplete"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");

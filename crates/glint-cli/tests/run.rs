@@ -1,5 +1,5 @@
-//! `glint run` end to end: sessions read back by pyarrow, interruption by SIGINT, SIGTERM and
-//! SIGKILL, and never overwriting a session.
+//! `glint run` end to end: sessions read back by pyarrow, interruption by SIGINT, SIGTERM,
+//! SIGQUIT and SIGKILL, and never overwriting a session.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -135,14 +135,16 @@ fn signal(child: &Child, name: &str) {
 }
 
 #[test]
-fn sigint_and_sigterm_close_the_episode_and_mark_it_interrupted() {
+fn sigint_sigterm_and_sigquit_close_the_episode_mark_it_interrupted_and_exit_128_plus_the_signal() {
     let _serial = serial();
-    for sig in ["INT", "TERM"] {
+    for (sig, code) in [("INT", 130), ("TERM", 143), ("QUIT", 131)] {
         let out = temp_dir(&format!("sig{sig}"));
         let (child, session) = start_long_run(&out);
         signal(&child, sig);
         let o = child.wait_with_output().unwrap();
-        assert_eq!(o.status.code(), Some(130), "{sig}: {}", String::from_utf8_lossy(&o.stderr));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{sig}: {err}");
+        assert!(err.contains(&format!("interrupted by SIG{sig}")), "{sig}: {err}");
         let chunk = session.join("data/chunk-000");
         assert!(!chunk.join("lidar-roof-001.parquet.partial").exists(), "{sig}");
         let lines = std::fs::read_to_string(session.join("meta/episodes.jsonl")).unwrap();
@@ -181,6 +183,8 @@ fn sigkill_leaves_only_a_partial_file_that_replay_reports() {
     let text = String::from_utf8_lossy(&replay.stdout);
     assert!(!replay.status.success(), "{text}");
     assert!(text.contains("lidar-roof-001.parquet.partial") && text.contains("incomplete"), "{text}");
+    let err = String::from_utf8_lossy(&replay.stderr);
+    assert!(err.contains(&format!("glint recover {}", session.display())), "{err}");
     // The finished episode is untouched.
     assert!(text.contains("lidar-roof-000.parquet: OK"), "{text}");
     std::fs::remove_dir_all(&out).ok();

@@ -21,7 +21,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use crate::RecordError;
 use crate::files::{HashWriter, zstd_properties};
 use crate::schema::ROW_GROUP_ROWS;
-use crate::sidecar::ColumnDescription;
+use crate::sidecar::{BeamFile, ColumnDescription};
 
 /// The table's columns: (name, type, unit, meaning).
 const BEAM_COLUMNS: [(&str, DataType, &str, &str); 4] = [
@@ -49,7 +49,7 @@ pub(crate) fn side_table(name: &str) -> Option<&'static str> {
 }
 
 /// The beam table's column descriptions, as its sidecar entry lists them.
-pub(crate) fn beam_columns() -> Vec<ColumnDescription> {
+fn beam_columns() -> Vec<ColumnDescription> {
     BEAM_COLUMNS
         .iter()
         .map(|(name, data_type, unit, meaning)| ColumnDescription {
@@ -88,12 +88,7 @@ pub struct BeamsDone {
 
 /// Writes the beam table of `cycles` cycles of `config` to `partial`, syncs it and renames it
 /// to `path`.
-pub(crate) fn write_beam_table(
-    partial: &Path,
-    path: &Path,
-    config: &ScanConfig,
-    cycles: u64,
-) -> Result<BeamsDone, RecordError> {
+fn write_beam_table(partial: &Path, path: &Path, config: &ScanConfig, cycles: u64) -> Result<BeamsDone, RecordError> {
     let file = File::create(partial).map_err(|e| RecordError::io("create", partial, e))?;
     let schema = beam_schema();
     let mut writer = ArrowWriter::try_new(HashWriter::new(file), schema.clone(), Some(zstd_properties().build()))
@@ -131,6 +126,21 @@ pub(crate) fn write_beam_table(
     let sha256 = writer.inner_mut().finish(partial)?;
     std::fs::rename(partial, path).map_err(|e| RecordError::io("rename", partial, e))?;
     Ok(BeamsDone { rows: cycles * beams as u64, cycles, sha256 })
+}
+
+/// Writes the beam table of the lidar file `lidar` (`rows` rows of `config`) beside it, and
+/// returns its sidecar entry.
+pub(crate) fn write_beams_beside(lidar: &Path, config: &ScanConfig, rows: u64) -> Result<BeamFile, RecordError> {
+    let path = beam_path(lidar);
+    let partial = PathBuf::from(format!("{}.partial", path.display()));
+    let done = write_beam_table(&partial, &path, config, cycles_recorded(config, rows))?;
+    Ok(BeamFile {
+        file: path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        cycles: done.cycles,
+        rows: done.rows,
+        sha256: done.sha256,
+        columns: beam_columns(),
+    })
 }
 
 /// A beam table read back: per row, cycle, index and angles.

@@ -1,9 +1,19 @@
 //! The one error type of glint-record, phrased for the person who asked for the recording or
 //! the file.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use thiserror::Error;
+
+/// What to tell someone whose recording stopped while writing `path`: which session to
+/// `glint recover` (found by walking up to the folder with `meta/info.json`).
+fn recover_advice(path: &Path) -> String {
+    let session = path.ancestors().skip(1).find(|d| d.join("meta").join("info.json").is_file());
+    let session = session.map_or_else(|| "SESSION".to_string(), |d| d.display().to_string());
+    format!(
+        "run `glint recover {session}` to salvage the episode in progress up to its last complete row group (finished episodes are intact)"
+    )
+}
 
 /// Why a recording could not be written, read or checked.
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -26,6 +36,28 @@ pub enum RecordError {
         path: PathBuf,
         /// The operating system's reason.
         reason: String,
+    },
+    /// The disk filled while a file was written. The episode in progress is cut short, and
+    /// stays salvageable by `glint recover` up to its last complete row group; finished
+    /// episodes are intact.
+    #[error("cannot {action} '{path}': no space left on device. {advice}")]
+    NoSpace {
+        /// What glint was doing ("write", "create", ...).
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What to do: free space, then `glint recover` the session.
+        advice: String,
+    },
+    /// A file being recorded could not be written (other than for a full disk).
+    #[error("cannot write '{path}': {reason}. {advice}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// What the writer reported.
+        reason: String,
+        /// What to do: `glint recover` the session.
+        advice: String,
     },
     /// A file is not a Parquet file, or is damaged or cut short.
     #[error("'{path}' is not a readable Parquet file: {reason}")]
@@ -147,9 +179,21 @@ pub enum RecordError {
 }
 
 impl RecordError {
-    /// An I/O error on `path` while doing `action`.
+    /// An I/O error on `path` while doing `action`; a full disk is [`RecordError::NoSpace`].
     pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, e: std::io::Error) -> RecordError {
-        RecordError::Io { action, path: path.into(), reason: e.to_string() }
+        let path = path.into();
+        if e.kind() == std::io::ErrorKind::StorageFull {
+            let advice = format!("Free space on that disk, then {}", recover_advice(&path));
+            return RecordError::NoSpace { action, path, advice };
+        }
+        RecordError::Io { action, path, reason: e.to_string() }
+    }
+
+    /// A failed write of the recording file `path` (the Parquet writer's error `e`).
+    pub(crate) fn write(path: impl Into<PathBuf>, e: impl std::fmt::Display) -> RecordError {
+        let path = path.into();
+        let advice = format!("The episode was cut short: {}", recover_advice(&path));
+        RecordError::Write { path, reason: e.to_string(), advice }
     }
 
     /// A Parquet error on `path`.

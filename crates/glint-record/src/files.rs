@@ -18,32 +18,53 @@ pub(crate) struct HashWriter {
     inner: BufWriter<File>,
     hasher: Sha256,
     pub(crate) bytes: u64,
+    /// The first error the file gave, kept so that a Parquet error wrapping it can be told
+    /// for what it is (a full disk above all).
+    pub(crate) failed: Option<std::io::ErrorKind>,
 }
 
 impl HashWriter {
     /// Hashes what goes to `file`, through a 1 MiB buffer.
     pub(crate) fn new(file: File) -> HashWriter {
-        HashWriter { inner: BufWriter::with_capacity(1 << 20, file), hasher: Sha256::new(), bytes: 0 }
+        HashWriter { inner: BufWriter::with_capacity(1 << 20, file), hasher: Sha256::new(), bytes: 0, failed: None }
     }
 
     /// Flushes and syncs the file, and returns the SHA-256 (hex) of everything written.
     pub(crate) fn finish(&mut self, path: &Path) -> Result<String, RecordError> {
-        self.inner.flush().map_err(|e| RecordError::io("write", path, e))?;
+        self.flush().map_err(|e| RecordError::io("write", path, e))?;
         self.inner.get_ref().sync_all().map_err(|e| RecordError::io("sync", path, e))?;
         Ok(hex(&std::mem::take(&mut self.hasher).finalize()))
+    }
+
+    /// `e`, an error of the Parquet writer on this file (`path`), as the user should read it:
+    /// a full disk or another failed write when the file gave one, else what Parquet said.
+    pub(crate) fn error(&self, path: &Path, e: impl std::fmt::Display) -> RecordError {
+        match self.failed {
+            Some(kind) => RecordError::io("write", path, std::io::Error::new(kind, e.to_string())),
+            None => RecordError::write(path, e),
+        }
+    }
+
+    fn note<T>(&mut self, result: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &result {
+            self.failed.get_or_insert(e.kind());
+        }
+        result
     }
 }
 
 impl Write for HashWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
+        let n = self.inner.write(buf);
+        let n = self.note(n)?;
         self.hasher.update(&buf[..n]);
         self.bytes += n as u64;
         Ok(n)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
+        let r = self.inner.flush();
+        self.note(r)
     }
 }
 

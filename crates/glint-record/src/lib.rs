@@ -16,7 +16,10 @@
 //! file in row groups of [`ROW_GROUP_ROWS`] with statistics on the columns rows are selected
 //! by, so memory stays flat however long an episode runs. Files are written as
 //! `.parquet.partial` and renamed when the episode finishes; a killed run leaves only
-//! `.partial` files, which [`check_session`] reports apart from the finished ones.
+//! `.partial` files, which [`check_session`] reports apart from the finished ones and
+//! [`recover_session`] salvages up to their last complete row group (each row group's footer
+//! is journalled beside the file as it reaches the disk, each tick's pose logged). Write
+//! errors name the file; a full disk is [`RecordError::NoSpace`].
 //!
 //! [`export_variant`] re-processes a session's clean geometry through the return model under
 //! a material bake into a variant folder (measured range, intensity, calibrated reflectivity,
@@ -77,10 +80,12 @@ mod draw;
 mod error;
 mod export;
 mod files;
+mod journal;
 mod pages;
 mod points;
 mod poses;
 mod reader;
+mod recover;
 mod schema;
 mod session;
 mod sidecar;
@@ -104,6 +109,7 @@ pub use files::file_sha256;
 pub use points::{PointCloud, PointFormat, PointFrame, recorded_points, write_points};
 pub use poses::{PoseTable, read_pose_file};
 pub use reader::{LidarReader, LidarTable, SecondaryColumns, read_lidar_file};
+pub use recover::{PartialState, RecoveryReport, Salvage, SalvageOutcome, partial_state, recover_session};
 pub use schema::ROW_GROUP_ROWS;
 pub use session::{Episode, EpisodeStatus, EpisodeSummary, SensorSummary, Session, SessionInfo, lidar_file};
 pub use sidecar::{

@@ -15,6 +15,7 @@ use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchR
 
 use crate::RecordError;
 use crate::files::{HashWriter, zstd_properties};
+use crate::journal::TickLog;
 use crate::schema::{READ_BATCH_ROWS, ROW_GROUP_ROWS};
 use crate::sidecar::ColumnDescription;
 
@@ -78,6 +79,9 @@ pub(crate) struct PoseWriter {
     /// `…poses.parquet` once finished.
     pub path: PathBuf,
     writer: ArrowWriter<HashWriter>,
+    /// The pose log (see [`crate::journal`]) that keeps the rows salvageable until the table
+    /// is finished; none for a table rebuilt by `glint recover`.
+    log: Option<TickLog>,
     schema: SchemaRef,
     cols: [Vec<f64>; 8],
     rows: u64,
@@ -87,23 +91,42 @@ pub(crate) struct PoseWriter {
 pub(crate) struct PosesDone {
     pub rows: u64,
     pub sha256: String,
+    /// The pose log, to remove once the table has its final name.
+    pub log: Option<PathBuf>,
 }
 
 impl PoseWriter {
-    /// Creates `partial` (which must not exist) and opens a Parquet writer on it.
+    /// Creates `partial` (which must not exist) and its pose log, and opens a Parquet writer
+    /// on it.
     pub(crate) fn create(partial: PathBuf, path: PathBuf) -> Result<PoseWriter, RecordError> {
+        let mut writer = PoseWriter::without_log(partial, path)?;
+        writer.log = Some(TickLog::create(&writer.partial)?);
+        Ok(writer)
+    }
+
+    /// Creates `partial` (which must not exist) and opens a Parquet writer on it, with no
+    /// pose log.
+    pub(crate) fn without_log(partial: PathBuf, path: PathBuf) -> Result<PoseWriter, RecordError> {
         let file = File::create_new(&partial).map_err(|e| RecordError::io("create", &partial, e))?;
         let props = zstd_properties().build();
         let schema = pose_schema();
         let writer = ArrowWriter::try_new(HashWriter::new(file), schema.clone(), Some(props))
-            .map_err(|e| RecordError::parquet(&partial, e))?;
-        Ok(PoseWriter { partial, path, writer, schema, cols: Default::default(), rows: 0 })
+            .map_err(|e| RecordError::write(&partial, e))?;
+        Ok(PoseWriter { partial, path, writer, log: None, schema, cols: Default::default(), rows: 0 })
     }
 
     /// Appends the pose of one tick.
     pub(crate) fn push(&mut self, timestamp: f64, pos: DVec3, rot: DMat3) -> Result<(), RecordError> {
         let q = quaternion(rot);
         let row = [timestamp, pos.x, pos.y, pos.z, q.w, q.x, q.y, q.z];
+        if let Some(log) = &mut self.log {
+            log.push(&row)?;
+        }
+        self.push_row(row)
+    }
+
+    /// Appends one row as the pose table holds it (time, position, quaternion w x y z).
+    pub(crate) fn push_row(&mut self, row: [f64; 8]) -> Result<(), RecordError> {
         for (col, v) in self.cols.iter_mut().zip(row) {
             col.push(v);
         }
@@ -118,17 +141,17 @@ impl PoseWriter {
         let arrays: Vec<ArrayRef> =
             self.cols.iter_mut().map(|c| Arc::new(Float64Array::from(std::mem::take(c))) as ArrayRef).collect();
         let batch =
-            RecordBatch::try_new(self.schema.clone(), arrays).map_err(|e| RecordError::parquet(&self.partial, e))?;
-        self.writer.write(&batch).map_err(|e| RecordError::parquet(&self.partial, e))?;
-        self.writer.flush().map_err(|e| RecordError::parquet(&self.partial, e))
+            RecordBatch::try_new(self.schema.clone(), arrays).map_err(|e| RecordError::write(&self.partial, e))?;
+        self.writer.write(&batch).map_err(|e| self.writer.inner().error(&self.partial, e))?;
+        self.writer.flush().map_err(|e| self.writer.inner().error(&self.partial, e))
     }
 
     /// Writes the last rows and the footer, syncs the file (still `.partial`) and hashes it.
     pub(crate) fn close(mut self) -> Result<PosesDone, RecordError> {
         self.write_group()?;
-        self.writer.finish().map_err(|e| RecordError::parquet(&self.partial, e))?;
+        self.writer.finish().map_err(|e| self.writer.inner().error(&self.partial, e))?;
         let sha256 = self.writer.inner_mut().finish(&self.partial)?;
-        Ok(PosesDone { rows: self.rows, sha256 })
+        Ok(PosesDone { rows: self.rows, sha256, log: self.log.map(|l| l.path) })
     }
 }
 

@@ -11,9 +11,10 @@ use glint_lidar::{LidarBinding, Runner, ScanConfig};
 use serde::Serialize;
 
 use crate::RecordError;
-use crate::beams::{beam_columns, beam_path, cycles_recorded, write_beam_table};
+use crate::beams::write_beams_beside;
+use crate::journal::{GROUPS_SUFFIX, TICKS_SUFFIX};
 use crate::poses::{PoseWriter, pose_columns};
-use crate::sidecar::{BeamFile, FORMAT_VERSION, PoseFile, SensorDescription, SessionMeta, Sidecar};
+use crate::sidecar::{FORMAT_VERSION, PoseFile, SensorDescription, SessionMeta, Sidecar};
 use crate::video::{RecordWarning, VideoProxy, VideoSettings, find_ffmpeg, frame_rate};
 use crate::writer::{LidarWriter, TickData};
 
@@ -54,8 +55,14 @@ pub struct SessionInfo {
 pub enum EpisodeStatus {
     /// It ran its full length.
     Complete,
-    /// It was stopped early (Ctrl-C, SIGTERM): what was recorded is readable.
+    /// It was stopped early (Ctrl-C, SIGTERM, SIGQUIT): what was recorded is readable.
     Interrupted,
+    /// MuJoCo found the world unstable (NaN, infinite or huge accelerations) during the
+    /// episode and reset its state, so the rows after that moment follow a reset world.
+    Unstable,
+    /// The run ended without finishing the episode (killed, a full disk) and `glint recover`
+    /// salvaged its files up to their last complete row group.
+    Recovered,
 }
 
 impl EpisodeStatus {
@@ -64,6 +71,8 @@ impl EpisodeStatus {
         match self {
             EpisodeStatus::Complete => "complete",
             EpisodeStatus::Interrupted => "interrupted",
+            EpisodeStatus::Unstable => "unstable",
+            EpisodeStatus::Recovered => "recovered",
         }
     }
 }
@@ -177,7 +186,7 @@ pub(crate) fn write_json(path: &Path, value: &impl Serialize) -> Result<(), Reco
 }
 
 /// `data/chunk-NNN/lidar-<Name>-NNN` (no extension) for episode `index`.
-fn stem(index: u32, name: &str) -> PathBuf {
+pub(crate) fn stem(index: u32, name: &str) -> PathBuf {
     Path::new("data").join(format!("chunk-{:03}", index / 1000)).join(format!("lidar-{name}-{index:03}"))
 }
 
@@ -189,7 +198,7 @@ pub fn lidar_file(index: u32, file_name: &str) -> PathBuf {
 }
 
 /// `path` with `suffix` appended to its file name.
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(suffix);
     PathBuf::from(s)
@@ -302,7 +311,10 @@ impl Session {
     pub fn begin_episode(&mut self, index: u32, seed: u64) -> Result<Episode, RecordError> {
         let stems: Vec<PathBuf> = self.sensors.iter().map(|s| self.dir.join(stem(index, &s.file_name))).collect();
         for stem in &stems {
-            for suffix in [".parquet", ".parquet.partial", ".poses.parquet", ".poses.parquet.partial"] {
+            let groups = format!(".parquet.partial{GROUPS_SUFFIX}");
+            let ticks = format!(".poses.parquet.partial{TICKS_SUFFIX}");
+            for suffix in [".parquet", ".parquet.partial", ".poses.parquet", ".poses.parquet.partial", &groups, &ticks]
+            {
                 let p = with_suffix(stem, suffix);
                 if p.exists() {
                     return Err(RecordError::EpisodeExists { index, path: p });
@@ -359,14 +371,31 @@ impl Session {
 
 /// One line of `meta/episodes.jsonl`.
 #[derive(Serialize)]
-struct EpisodeLine<'a> {
-    index: u32,
-    length_s: f64,
-    duration_s: f64,
-    ticks: u64,
-    status: &'a str,
-    seed: u64,
-    files: Vec<String>,
+pub(crate) struct EpisodeLine<'a> {
+    pub(crate) index: u32,
+    pub(crate) length_s: f64,
+    pub(crate) duration_s: f64,
+    pub(crate) ticks: u64,
+    pub(crate) status: &'a str,
+    /// The episode's seed (unknown for an episode salvaged by `glint recover`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) seed: Option<u64>,
+    pub(crate) files: Vec<String>,
+}
+
+impl EpisodeLine<'_> {
+    /// Appends the line to the session's `meta/episodes.jsonl` (`dir` is the session folder).
+    pub(crate) fn append(&self, dir: &Path) -> Result<(), RecordError> {
+        let log = dir.join("meta").join("episodes.jsonl");
+        let mut text = serde_json::to_string(self).map_err(|e| RecordError::Io {
+            action: "encode",
+            path: log.clone(),
+            reason: e.to_string(),
+        })?;
+        text.push('\n');
+        let mut file = OpenOptions::new().append(true).open(&log).map_err(|e| RecordError::io("open", &log, e))?;
+        file.write_all(text.as_bytes()).map_err(|e| RecordError::io("append to", &log, e))
+    }
 }
 
 impl Episode {
@@ -385,9 +414,12 @@ impl Episode {
         if !tick.sensor_pos.is_finite() {
             return Err(RecordError::Tick { sensor, reason: "the sensor position is not finite".into() });
         }
-        w.write_tick(sensor, tick)?;
-        let ticks = w.ticks;
+        w.check(sensor, tick)?;
+        // The pose goes first: the pose log must hold every tick whose rows may reach a
+        // row group that `glint recover` salvages.
         self.poses[sensor].push(tick.timestamp, tick.sensor_pos, tick.sensor_rot)?;
+        w.write_checked_tick(tick)?;
+        let ticks = w.ticks;
         self.draw_frame(sensor, ticks, tick);
         Ok(())
     }
@@ -458,9 +490,7 @@ impl Episode {
             let (pose_partial, pose_final) = (p.partial.clone(), p.path.clone());
             let pose_done = p.close()?;
             let config: &ScanConfig = &configs[i].scan;
-            let beams_path = beam_path(&path);
-            let beams_partial = with_suffix(&beams_path, ".partial");
-            let beams_done = write_beam_table(&beams_partial, &beams_path, config, cycles_recorded(config, done.rows))?;
+            let beams = write_beams_beside(&path, config, done.rows)?;
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let sidecar = Sidecar::new(
                 name,
@@ -480,13 +510,7 @@ impl Episode {
                     sha256: pose_done.sha256,
                     columns: pose_columns(),
                 }),
-                beams: Some(BeamFile {
-                    file: beams_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-                    cycles: beams_done.cycles,
-                    rows: beams_done.rows,
-                    sha256: beams_done.sha256,
-                    columns: beam_columns(),
-                }),
+                beams: Some(beams),
                 episode_seed: Some(seed),
                 physics_timestep: Some(runner.1),
                 tick_steps: Some(runner.0.steps as u64),
@@ -495,6 +519,10 @@ impl Episode {
             write_json(&path.with_extension("json"), &sidecar)?;
             std::fs::rename(&pose_partial, &pose_final).map_err(|e| RecordError::io("rename", &pose_partial, e))?;
             std::fs::rename(&partial, &path).map_err(|e| RecordError::io("rename", &partial, e))?;
+            // The files are whole under their final names: their salvage logs go.
+            for side in std::iter::once(&done.journal).chain(&pose_done.log) {
+                std::fs::remove_file(side).map_err(|e| RecordError::io("remove", side, e))?;
+            }
             summaries.push(SensorSummary {
                 sensor: i,
                 poses: pose_final,
@@ -515,18 +543,10 @@ impl Episode {
             duration_s: started.elapsed().as_secs_f64(),
             ticks,
             status: status.name(),
-            seed,
+            seed: Some(seed),
             files,
         };
-        let log = dir.join("meta").join("episodes.jsonl");
-        let mut text = serde_json::to_string(&line).map_err(|e| RecordError::Io {
-            action: "encode",
-            path: log.clone(),
-            reason: e.to_string(),
-        })?;
-        text.push('\n');
-        let mut file = OpenOptions::new().append(true).open(&log).map_err(|e| RecordError::io("open", &log, e))?;
-        file.write_all(text.as_bytes()).map_err(|e| RecordError::io("append to", &log, e))?;
+        line.append(&dir)?;
         Ok(EpisodeSummary { index, status, ticks, sensors: summaries, warnings })
     }
 }

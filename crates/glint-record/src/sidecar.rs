@@ -27,7 +27,7 @@ pub struct Sidecar {
     pub file: String,
     /// Episode index.
     pub episode: u32,
-    /// How the episode ended: `complete` or `interrupted`.
+    /// How the episode ended: `complete`, `interrupted`, `unstable` or `recovered` ([`crate::EpisodeStatus`]).
     pub status: String,
     /// The sensor and its configuration.
     pub sensor: SensorDescription,

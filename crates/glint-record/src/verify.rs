@@ -27,7 +27,7 @@ pub struct EpisodeRecord {
     pub duration_s: f64,
     /// Lidar ticks recorded.
     pub ticks: u64,
-    /// `complete` or `interrupted`.
+    /// `complete`, `interrupted`, `unstable` or `recovered` ([`crate::EpisodeStatus`]).
     pub status: String,
     /// Its files, relative to the session folder.
     pub files: Vec<String>,

@@ -1,6 +1,7 @@
 //! One sensor's lidar file during an episode: each tick's rows encoded into the open row
-//! group (see [`crate::pages`]), row groups hashed as they reach the disk, then the file
-//! renamed and described by a sidecar.
+//! group (see [`crate::pages`]), row groups hashed as they reach the disk and recorded in the
+//! file's row-group journal (see [`crate::journal`]) so a killed run's file can be salvaged,
+//! then the file renamed and described by a sidecar.
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -17,6 +18,7 @@ use parquet::file::writer::SerializedFileWriter;
 
 use crate::RecordError;
 use crate::files::{HashWriter, zstd_properties};
+use crate::journal::GroupJournal;
 use crate::pages::{OpenGroup, TickSnapshot};
 use crate::schema::{ROW_GROUP_ROWS, arrow_schema, captures};
 
@@ -61,7 +63,10 @@ pub(crate) struct LidarWriter {
 
 /// The file being written and its open row group, with the tick being encoded into it.
 struct Encoding {
+    /// The file's path (`…parquet.partial`), for errors.
+    partial: Arc<PathBuf>,
     file: SerializedFileWriter<HashWriter>,
+    journal: GroupJournal,
     group: OpenGroup,
     tick: TickSnapshot,
     /// Rows encoded that hit.
@@ -69,11 +74,16 @@ struct Encoding {
 }
 
 impl Encoding {
-    /// Encodes the tick into the group, and lays the group into the file once full.
-    fn run(&mut self) -> parquet::errors::Result<()> {
-        self.hits += self.group.write(&self.tick)?;
+    /// Encodes the tick into the group; once the group is full, lays it into the file, hands
+    /// the file's bytes to the operating system and records the group in the journal, so the
+    /// file is salvageable up to it from then on.
+    fn run(&mut self) -> Result<(), RecordError> {
+        let fail = |file: &SerializedFileWriter<HashWriter>, e: ParquetError| file.inner().error(&self.partial, e);
+        self.hits += self.group.write(&self.tick).map_err(|e| fail(&self.file, e))?;
         if self.group.rows >= ROW_GROUP_ROWS {
-            self.group.flush_into(&mut self.file)?;
+            self.group.flush_into(&mut self.file).map_err(|e| fail(&self.file, e))?;
+            self.file.flush().map_err(|e| RecordError::io("write", self.partial.as_path(), e))?;
+            self.journal.append(&self.file)?;
         }
         Ok(())
     }
@@ -83,7 +93,7 @@ impl Encoding {
 /// tick's simulation (it hands itself back when done).
 enum Stage {
     Idle(Box<Encoding>),
-    Running(Receiver<(Box<Encoding>, parquet::errors::Result<()>)>),
+    Running(Receiver<(Box<Encoding>, Result<(), RecordError>)>),
     Failed,
 }
 
@@ -94,6 +104,8 @@ pub(crate) struct Finished {
     pub hits: u64,
     pub bytes: u64,
     pub sha256: String,
+    /// The row-group journal, to remove once the file has its final name.
+    pub journal: PathBuf,
 }
 
 /// The writer properties of a lidar file with `schema`. They fix its footer; its pages are
@@ -117,15 +129,17 @@ impl LidarWriter {
         let file = File::create_new(&partial).map_err(|e| RecordError::io("create", &partial, e))?;
         let schema = arrow_schema(capture);
         let parquet_schema =
-            ArrowSchemaConverter::new().convert(&schema).map_err(|e| RecordError::parquet(&partial, e))?;
+            ArrowSchemaConverter::new().convert(&schema).map_err(|e| RecordError::write(&partial, e))?;
         let file = SerializedFileWriter::new(
             HashWriter::new(file),
             parquet_schema.root_schema_ptr(),
             Arc::new(lidar_properties(&schema)),
         )
-        .map_err(|e| RecordError::parquet(&partial, e))?;
-        let group = OpenGroup::new(&file).map_err(|e| RecordError::parquet(&partial, e))?;
-        let encoding = Encoding { file, group, tick: TickSnapshot::default(), hits: 0 };
+        .map_err(|e| RecordError::write(&partial, e))?;
+        let group = OpenGroup::new(&file).map_err(|e| RecordError::write(&partial, e))?;
+        let journal = GroupJournal::create(&partial, &file)?;
+        let partial_arc = Arc::new(partial.clone());
+        let encoding = Encoding { partial: partial_arc, file, journal, group, tick: TickSnapshot::default(), hits: 0 };
         Ok(LidarWriter {
             partial,
             path,
@@ -145,7 +159,7 @@ impl LidarWriter {
     }
 
     /// Checks that `tick` fits this sensor, before any of it is written.
-    fn check(&self, sensor: usize, tick: &TickData) -> Result<(), RecordError> {
+    pub(crate) fn check(&self, sensor: usize, tick: &TickData) -> Result<(), RecordError> {
         let bad = |reason: String| RecordError::Tick { sensor, reason };
         let beams = self.config.beam_count();
         let scan = tick.scan;
@@ -187,9 +201,9 @@ impl LidarWriter {
         Ok(())
     }
 
-    /// Appends one row per beam of `tick`, writing a row group each time one fills.
-    pub(crate) fn write_tick(&mut self, sensor: usize, tick: &TickData) -> Result<(), RecordError> {
-        self.check(sensor, tick)?;
+    /// Appends one row per beam of `tick` (which [`LidarWriter::check`] passed), writing a
+    /// row group each time one fills.
+    pub(crate) fn write_checked_tick(&mut self, tick: &TickData) -> Result<(), RecordError> {
         // The seed's `index = bin * channels + channel`, for every pattern.
         let split = self.config.channels.max(1);
         let mut rest = tick.beams;
@@ -214,10 +228,10 @@ impl LidarWriter {
             Stage::Idle(encoding) => Ok(encoding),
             Stage::Running(done) => match done.recv() {
                 Ok((encoding, Ok(()))) => Ok(encoding),
-                Ok((_, Err(e))) => Err(RecordError::parquet(&self.partial, e)),
-                Err(_) => Err(RecordError::parquet(&self.partial, "the encoding task vanished (a bug in glint)")),
+                Ok((_, Err(e))) => Err(e),
+                Err(_) => Err(RecordError::write(&self.partial, "the encoding task vanished (a bug in glint)")),
             },
-            Stage::Failed => Err(RecordError::parquet(&self.partial, "an earlier tick failed to encode")),
+            Stage::Failed => Err(RecordError::write(&self.partial, "an earlier tick failed to be written")),
         }
     }
 
@@ -226,14 +240,16 @@ impl LidarWriter {
     /// could leave the pool no thread to run it.
     fn launch(&mut self, mut encoding: Box<Encoding>) -> Result<(), RecordError> {
         if rayon::current_thread_index().is_some() {
-            encoding.run().map_err(|e| RecordError::parquet(&self.partial, e))?;
+            encoding.run()?;
             self.encoder = Stage::Idle(encoding);
             return Ok(());
         }
         let (tx, rx) = sync_channel(1);
         rayon::spawn(move || {
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| encoding.run()))
-                .unwrap_or_else(|_| Err(ParquetError::General("the Parquet encoder panicked (a bug)".into())));
+            let result =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| encoding.run())).unwrap_or_else(|_| {
+                    Err(RecordError::write(encoding.partial.as_path(), "the Parquet encoder panicked (a bug in glint)"))
+                });
             let _ = tx.send((encoding, result));
         });
         self.encoder = Stage::Running(rx);
@@ -243,19 +259,20 @@ impl LidarWriter {
     /// Writes the last row group and the footer, and syncs the file (still `.partial`).
     pub(crate) fn close(mut self) -> Result<Finished, RecordError> {
         let mut encoding = self.settle()?;
-        let Encoding { file, group, .. } = &mut *encoding;
-        group.flush_into(file).map_err(|e| RecordError::parquet(&self.partial, e))?;
-        let meta = file.finish().map_err(|e| RecordError::parquet(&self.partial, e))?;
+        let Encoding { file, group, journal, .. } = &mut *encoding;
+        group.flush_into(file).map_err(|e| file.inner().error(&self.partial, e))?;
+        let meta = file.finish().map_err(|e| file.inner().error(&self.partial, e))?;
         let rows = meta.file_metadata().num_rows() as u64;
         let sink = file.inner_mut();
         let sha256 = sink.finish(&self.partial)?;
         let bytes = sink.bytes;
         if rows != self.rows {
-            return Err(RecordError::parquet(
+            return Err(RecordError::write(
                 &self.partial,
                 format!("the writer recorded {rows} rows where {} were written (a bug in glint)", self.rows),
             ));
         }
-        Ok(Finished { rows, hits: encoding.hits, bytes, sha256 })
+        let journal = journal.path.clone();
+        Ok(Finished { rows, hits: encoding.hits, bytes, sha256, journal })
     }
 }

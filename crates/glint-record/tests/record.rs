@@ -9,8 +9,8 @@ use glint_core::RayCaster;
 use glint_lidar::{LidarBinding, Lidars, NonRepetitive, ScanConfig, ScanPattern, SecondaryCapture, SecondaryScope};
 use glint_mujoco::{Model, WorldBatch};
 use glint_record::{
-    EpisodeStatus, FileProblem, RecordError, Session, SessionInfo, TickData, check_session, read_lidar_file,
-    read_sidecar,
+    EpisodeStatus, FileProblem, ROW_GROUP_ROWS, RecordError, SalvageOutcome, Session, SessionInfo, TickData,
+    check_session, partial_state, read_lidar_file, read_pose_file, read_sidecar, recover_session,
 };
 
 /// A room around a sensor head that turns on a hinge: a wall to the east, a glass pane in
@@ -689,5 +689,95 @@ fn recording_from_a_pool_thread_writes_the_same_file() {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     let inside = pool.install(|| record_synthetic(&out.join("inside")));
     assert_eq!(inside, outside);
+    std::fs::remove_dir_all(&out).ok();
+}
+
+/// Writes `ticks` ticks of a synthetic 65 536-beam scan (every beam each tick) into episode 0
+/// of a new session under `out`, finishing the episode or, with `kill`, dropping it as a dying
+/// process would. Returns the session folder.
+fn record_long(out: &Path, ticks: u32, kill: bool) -> PathBuf {
+    let scan_config = ScanConfig { channels: 64, azimuth_bins: 1024, ..spinning() };
+    let b = binding("front", scan_config, SecondaryCapture::Off);
+    let beams = b.scan.beam_count() as u32;
+    let mut session = Session::create(out, &info(vec![b])).unwrap();
+    let mut episode = session.begin_episode(0).unwrap();
+    let mut scan = glint_lidar::Scan::default();
+    let all: Vec<u32> = (0..beams).collect();
+    for t in 0..ticks {
+        scan.range =
+            (0..beams).map(|k| if (k + t) % 5 == 0 { -1.0 } else { 1.0 + ((k * 7 + t) % 997) as f32 * 1e-2 }).collect();
+        scan.geomid = (0..beams).map(|k| if (k + t) % 5 == 0 { -1 } else { ((k + t) % 11) as i32 }).collect();
+        scan.normal = vec![[0.0, 0.6, 0.8]; beams as usize];
+        let time = (t + 1) as f64 / RUNNER_HZ;
+        let tick = TickData {
+            timestamp: time,
+            scan: &scan,
+            beams: &all,
+            sensor_rot: DMat3::from_rotation_z(0.01 * t as f64),
+            sensor_pos: DVec3::new(0.1 * t as f64, 0.0, 1.0),
+        };
+        episode.write_tick(0, &tick).unwrap();
+    }
+    if kill {
+        drop(episode);
+    } else {
+        episode.finish(EpisodeStatus::Complete, ticks as f64 / RUNNER_HZ).unwrap();
+    }
+    session.dir().to_path_buf()
+}
+
+#[test]
+fn a_dropped_episode_is_recovered_up_to_its_last_whole_journalled_row_group() {
+    let out = temp_dir("recover");
+    // 40 ticks of 65 536 rows: two full row groups and a half-full one in memory.
+    let finished = record_long(&out.join("finished"), 40, false);
+    let killed = record_long(&out.join("killed"), 40, true);
+    let chunk = killed.join("data/chunk-000");
+    let partial = chunk.join("lidar-front-000.parquet.partial");
+    let journal = chunk.join("lidar-front-000.parquet.partial.groups");
+    assert!(partial.exists() && journal.exists() && chunk.join("lidar-front-000.poses.parquet.partial.ticks").exists());
+    let state = partial_state(&partial).unwrap();
+    assert_eq!((state.row_groups, state.rows), (2, 2 * ROW_GROUP_ROWS as u64));
+    // A record torn by the end of the run is ignored: the row group before it still counts.
+    let len = std::fs::metadata(&journal).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(&journal).unwrap().set_len(len - 10).unwrap();
+    let state = partial_state(&partial).unwrap();
+    assert_eq!((state.row_groups, state.rows), (1, ROW_GROUP_ROWS as u64));
+
+    let report = recover_session(&killed).unwrap();
+    assert_eq!(report.logged, [0]);
+    let [salvage] = &report.files[..] else { panic!("{report:?}") };
+    let SalvageOutcome::Recovered { row_groups, rows, whole, pose_rows, lost_ticks, sha256, .. } = &salvage.outcome
+    else {
+        panic!("{salvage:?}")
+    };
+    assert_eq!((*row_groups, *rows, *whole), (1, ROW_GROUP_ROWS as u64, false));
+    // 1 048 576 rows are sixteen ticks: the other 24 were lost with the later row groups.
+    assert_eq!((*pose_rows, *lost_ticks), (Some(16), 24));
+    let file = chunk.join("lidar-front-000.parquet");
+    assert_eq!(read_sidecar(&file.with_extension("json")).unwrap().sha256, *sha256);
+    assert!(check_session(&killed).unwrap().ok(), "{:?}", check_session(&killed).unwrap());
+    // The salvaged rows and poses are the finished recording's first ones.
+    let (got, want) = (
+        read_lidar_file(&file).unwrap(),
+        read_lidar_file(&finished.join("data/chunk-000/lidar-front-000.parquet")).unwrap(),
+    );
+    let n = got.len();
+    assert_eq!(n, ROW_GROUP_ROWS);
+    assert!(got.timestamp == want.timestamp[..n] && got.range == want.range[..n] && got.geom_id == want.geom_id[..n]);
+    assert!(got.bin == want.bin[..n] && got.channel == want.channel[..n] && got.normal == want.normal[..n]);
+    let poses = read_pose_file(&chunk.join("lidar-front-000.poses.parquet")).unwrap();
+    let all = read_pose_file(&finished.join("data/chunk-000/lidar-front-000.poses.parquet")).unwrap();
+    assert_eq!(poses.timestamp, all.timestamp[..16]);
+    assert_eq!(poses.position, all.position[..16]);
+    for side in
+        [".parquet.partial", ".parquet.partial.groups", ".poses.parquet.partial", ".poses.parquet.partial.ticks"]
+    {
+        assert!(!chunk.join(format!("lidar-front-000{side}")).exists(), "{side}");
+    }
+    let log = std::fs::read_to_string(killed.join("meta/episodes.jsonl")).unwrap();
+    assert!(log.contains("\"status\":\"recovered\"") && log.contains("\"ticks\":16"), "{log}");
+    // A finished session has nothing to recover.
+    assert!(recover_session(&finished).unwrap().files.is_empty());
     std::fs::remove_dir_all(&out).ok();
 }

@@ -399,15 +399,16 @@ impl Simulation {
         Ok(())
     }
 
-    /// Ends world `w`'s episode if it has run: finishes its recording as `status` and says if
-    /// MuJoCo found it unstable.
-    pub(crate) fn end_episode(&mut self, w: usize, status: EpisodeStatus) -> Result<(), SimError> {
+    /// Ends world `w`'s episode if it has run: finishes its recording as `status`, or as
+    /// `unstable` (and says so) if MuJoCo found the world unstable.
+    pub(crate) fn end_episode(&mut self, w: usize, mut status: EpisodeStatus) -> Result<(), SimError> {
         let clock = self.clocks[w];
         if clock.ticks == 0 {
             return Ok(());
         }
         if self.worlds.unstable(w) {
             self.warnings.push(Warning::WorldUnstable { world: w, episode: clock.episode });
+            status = EpisodeStatus::Unstable;
         }
         if let Some(recording) = &mut self.recording {
             recording.end_episode(w, status, clock.ticks as f64 * self.runner.dt, &mut self.warnings)?;
@@ -589,11 +590,12 @@ impl Simulation {
     }
 
     /// Stops the recording: every world's open episode is finished as `status` (interrupted,
-    /// when a run was stopped early), and the secondary-capture choices made while recording
-    /// take effect. Returns what the recording wrote.
+    /// when a run was stopped early; `unstable` for a world MuJoCo found unstable), and the
+    /// secondary-capture choices made while recording take effect. Returns what the recording wrote.
     pub fn stop_recording(&mut self, status: EpisodeStatus) -> Result<RecordingSummary, SimError> {
         let recording = self.recording.as_mut().ok_or(SimError::NotRecording("no recording is armed"))?;
         for (w, clock) in self.clocks.iter().enumerate() {
+            let status = if self.worlds.unstable(w) { EpisodeStatus::Unstable } else { status };
             recording.end_episode(w, status, clock.ticks as f64 * self.runner.dt, &mut self.warnings)?;
         }
         let summary = recording.summary();

@@ -429,3 +429,44 @@ fn bad_scenes_are_refused_with_the_reason() {
     let err = Simulation::from_manifest("/no/such.toml", SimOptions::default()).unwrap_err().to_string();
     assert!(err.contains("cannot read manifest '/no/such.toml'"), "{err}");
 }
+
+/// A box falling under a gravity of 1e12 m/s²: MuJoCo calls its acceleration huge on the
+/// first step and resets the world.
+const EXPLODING: &str = r#"<mujoco><option gravity="0 0 -1e12"/><worldbody>
+    <geom type="box" pos="4 0 1" size="0.1 4 2"/>
+    <body name="robot" pos="0 0 1"><freejoint/><geom type="box" size="0.2 0.2 0.2"/><site name="lidar" pos="0 0 0.3"/></body>
+  </worldbody></mujoco>"#;
+
+#[test]
+fn a_world_mujoco_found_unstable_is_recorded_as_unstable() {
+    let dir = temp_dir("unstable");
+    let scan =
+        ScanConfig { channels: 3, azimuth_bins: 90, vfov_min_deg: -5.0, vfov_max_deg: 5.0, ..ScanConfig::default() };
+    let binding = LidarBinding { attach_site: Some("lidar".into()), scan, ..LidarBinding::default() };
+    let mut sim = Simulation::from_xml(EXPLODING, vec![binding], SimOptions::default()).unwrap();
+    let session = sim.arm_recording(&RecordingOptions { out: Some(dir.clone()), episodes: 2 }).unwrap();
+    let report = (0..3).map(|_| sim.step(None).unwrap()).last().unwrap();
+    assert_eq!(report.status, [WorldStatus::Unstable]);
+    // A reset ends the episode (with the warning), and so does stopping the recording.
+    sim.reset(Worlds::All, None).unwrap();
+    let warnings = sim.take_warnings();
+    assert!(warnings.contains(&Warning::WorldUnstable { world: 0, episode: 0 }), "{warnings:?}");
+    sim.step(None).unwrap();
+    sim.stop_recording(EpisodeStatus::Interrupted).unwrap();
+    let log = std::fs::read_to_string(session.join("meta/episodes.jsonl")).unwrap();
+    let statuses: Vec<String> = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["status"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(statuses, ["unstable", "unstable"], "{log}");
+    let sidecar = glint_record::read_sidecar(&session.join("data/chunk-000/lidar-lidar-000.json")).unwrap();
+    assert_eq!(sidecar.status, EpisodeStatus::Unstable.name());
+    // A stable world's episodes stay complete.
+    let mut calm = box_room(1, None);
+    let session = calm.arm_recording(&RecordingOptions { out: Some(dir.clone()), episodes: 1 }).unwrap();
+    calm.step(None).unwrap();
+    calm.stop_recording(EpisodeStatus::Complete).unwrap();
+    let log = std::fs::read_to_string(session.join("meta/episodes.jsonl")).unwrap();
+    assert!(log.contains("\"status\":\"complete\""), "{log}");
+    std::fs::remove_dir_all(&dir).ok();
+}
