@@ -700,7 +700,7 @@ fn record_long(out: &Path, ticks: u32, kill: bool) -> PathBuf {
     let b = binding("front", scan_config, SecondaryCapture::Off);
     let beams = b.scan.beam_count() as u32;
     let mut session = Session::create(out, &info(vec![b])).unwrap();
-    let mut episode = session.begin_episode(0).unwrap();
+    let mut episode = session.begin_episode(0, 0).unwrap();
     let mut scan = glint_lidar::Scan::default();
     let all: Vec<u32> = (0..beams).collect();
     for t in 0..ticks {
