@@ -81,18 +81,23 @@ pub fn run(args: ExportArgs) -> Result<()> {
     let saved = sim.open_bake(Some(&args.bake))?;
     let (status, path) = (saved.status, &saved.path);
     if status.stale {
+        let rebuild = if args.bake == sim.bake_name() { String::new() } else { format!(" --name {}", args.bake) };
+        // A bake of another scene describes other geoms; a stale one, this scene's old materials.
+        let why = if status.matches_scene {
+            "is stale: the scene's NIR materials (or the bake format) changed since it was baked"
+        } else {
+            "does not match the scene: it was baked from another scene (its geoms and bodies differ)"
+        };
         if !args.allow_stale {
             bail!(
-                "the bake '{}' ('{}') is stale: the scene's NIR materials (or its geoms, or the bake format) changed \
-                 since it was baked. Rebuild it with `glint bake {}{}`, or pass --allow-stale to export with it anyway \
-                 (augmentation.json then records stale: true)",
+                "the bake '{}' ('{}') {why}. Rebuild it with `glint bake {}{rebuild}`, or pass --allow-stale to export \
+                 with it anyway (augmentation.json then records stale: true)",
                 args.bake,
                 path.display(),
                 manifest_path.display(),
-                if args.bake == sim.bake_name() { String::new() } else { format!(" --name {}", args.bake) }
             );
         }
-        eprintln!("warning: the bake '{}' is stale; exporting anyway (--allow-stale)", args.bake);
+        eprintln!("warning: the bake '{}' {why}; exporting anyway (--allow-stale)", args.bake);
     }
 
     // Named after the preset the parameters are, or `manifest` for a tuned `[return_model]`.

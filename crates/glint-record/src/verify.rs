@@ -186,10 +186,38 @@ fn check_file(dir: &Path, rel: &Path) -> FileCheck {
 /// Checks the pose table a sidecar lists (beside the lidar file at `lidar`): it exists, is a
 /// pose table, and has the sidecar's rows and SHA-256. `None` when it passes.
 fn check_poses(lidar: &Path, entry: &PoseFile) -> Option<String> {
-    let expected = pose_path(lidar);
+    let listed = Listed { kind: "pose table", file: &entry.file, rows: entry.rows, sha256: &entry.sha256 };
+    check_side_table(&pose_path(lidar), listed, pose_mismatch)
+}
+
+/// Checks the beam table a sidecar lists (beside the lidar file at `lidar`), as
+/// [`check_poses`] does.
+fn check_beams(lidar: &Path, entry: &BeamFile) -> Option<String> {
+    let listed = Listed { kind: "beam table", file: &entry.file, rows: entry.rows, sha256: &entry.sha256 };
+    check_side_table(&beam_path(lidar), listed, |_| None)
+}
+
+/// A side table as its lidar file's sidecar lists it.
+struct Listed<'a> {
+    kind: &'static str,
+    file: &'a str,
+    rows: u64,
+    sha256: &'a str,
+}
+
+/// Checks the side table at `expected` against its sidecar entry: its name, that it exists
+/// (or is still `.partial`), its columns (`mismatch`), rows and SHA-256.
+fn check_side_table(
+    expected: &Path,
+    listed: Listed,
+    mismatch: impl Fn(&arrow_schema::Schema) -> Option<String>,
+) -> Option<String> {
     let name = expected.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    if entry.file != name {
-        return Some(format!("the sidecar lists '{}', where the pose table of this file is '{name}'", entry.file));
+    if listed.file != name {
+        return Some(format!(
+            "the sidecar lists '{}', where the {} of this file is '{name}'",
+            listed.file, listed.kind
+        ));
     }
     if !expected.exists() {
         let partial = expected.with_extension("parquet.partial");
@@ -199,50 +227,21 @@ fn check_poses(lidar: &Path, entry: &PoseFile) -> Option<String> {
             format!("'{name}' is missing")
         });
     }
-    let (schema, rows) = match footer(&expected) {
+    let (schema, rows) = match footer(expected) {
         Ok(f) => f,
         Err(e) => return Some(e.to_string()),
     };
-    if let Some(why) = pose_mismatch(&schema) {
+    if let Some(why) = mismatch(&schema) {
         return Some(format!("'{name}': {why}"));
     }
-    if rows != entry.rows {
-        return Some(format!("'{name}' has {rows} rows, and the sidecar says {}", entry.rows));
+    if rows != listed.rows {
+        return Some(format!("'{name}' has {rows} rows, and the sidecar says {}", listed.rows));
     }
-    match file_sha256(&expected) {
-        Ok(hash) if hash != entry.sha256 => Some(format!(
+    match file_sha256(expected) {
+        Ok(hash) if hash != listed.sha256 => Some(format!(
             "'{name}' has SHA-256 {}…, and the sidecar says {}… (it changed after it was written)",
             &hash[..12],
-            &entry.sha256[..entry.sha256.len().min(12)]
-        )),
-        Ok(_) => None,
-        Err(e) => Some(e.to_string()),
-    }
-}
-
-/// Checks the beam table a sidecar lists (beside the lidar file at `lidar`): it exists, reads
-/// as a beam table, and has the sidecar's rows and SHA-256. `None` when it passes.
-fn check_beams(lidar: &Path, entry: &BeamFile) -> Option<String> {
-    let expected = beam_path(lidar);
-    let name = expected.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    if entry.file != name {
-        return Some(format!("the sidecar lists '{}', where the beam table of this file is '{name}'", entry.file));
-    }
-    if !expected.exists() {
-        return Some(format!("'{name}' is missing"));
-    }
-    match footer(&expected) {
-        Ok((_, rows)) if rows != entry.rows => {
-            return Some(format!("'{name}' has {rows} rows, and the sidecar says {}", entry.rows));
-        }
-        Ok(_) => {}
-        Err(e) => return Some(e.to_string()),
-    }
-    match file_sha256(&expected) {
-        Ok(hash) if hash != entry.sha256 => Some(format!(
-            "'{name}' has SHA-256 {}…, and the sidecar says {}…",
-            &hash[..12],
-            &entry.sha256[..entry.sha256.len().min(12)]
+            &listed.sha256[..listed.sha256.len().min(12)]
         )),
         Ok(_) => None,
         Err(e) => Some(e.to_string()),
