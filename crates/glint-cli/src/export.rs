@@ -26,7 +26,7 @@ pub struct ExportArgs {
     return_preset: Option<ReturnPreset>,
     /// Run seed to derive each episode's seed from, as `glint run --seed N` does (default:
     /// each episode's own recorded seed, so the variant draws what the live sensor drew).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::parse_seed)]
     seed: Option<u64>,
     /// Output folder, which must not exist (default:
     /// `SESSION/variants/<bake>-<preset>-seed<N>/`, or `…-recorded-seeds/`).

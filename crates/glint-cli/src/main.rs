@@ -111,6 +111,11 @@ fn negative_numbers(cmd: clap::Command) -> clap::Command {
         .mut_subcommands(negative_numbers)
 }
 
+/// A seed argument: a whole number from 0 to 2^64 - 1.
+fn parse_seed(s: &str) -> Result<u64, String> {
+    s.parse().map_err(|_| format!("'{s}' is not a seed: give a whole number from 0 to {}", u64::MAX))
+}
+
 /// Prints what the simulation had to warn about since the last call, one line each.
 fn print_warnings(sim: &mut glint_sim::Simulation) {
     for w in sim.take_warnings() {

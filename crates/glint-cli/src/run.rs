@@ -27,8 +27,10 @@ pub struct RunArgs {
     /// Worlds stepped in parallel.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
     worlds: u32,
-    /// Seed recorded with the session (default: the manifest's `[return_model] seed`).
-    #[arg(long)]
+    /// Run seed: each episode's seed derives from it and the episode's index, keying the
+    /// return model's noise and the `[reset]` draws (default: the manifest's `[return_model]
+    /// seed`).
+    #[arg(long, value_parser = crate::parse_seed)]
     seed: Option<u64>,
     /// Output folder for the session (default: the manifest's `[recorder] output_dir`).
     #[arg(long)]

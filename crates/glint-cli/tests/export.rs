@@ -334,3 +334,31 @@ fn exports_say_what_they_lose_and_never_block_a_rerun() {
     assert!(err.contains("lidar-roof-001.parquet' cannot be exported: meta/episodes.jsonl lists it"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn an_export_stopped_midway_leaves_nothing_in_the_way_of_the_next() {
+    let room = Showroom::new("sigint");
+    let out = room.dir.join("variant");
+    let aside = room.dir.join("variant.partial");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_glint"))
+        .args(["export", s(&room.session), "--bake", "showroom", "--out", s(&out)])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Stop it once it has begun writing aside (or let it be, if it finished first).
+    let started = std::time::Instant::now();
+    while !aside.exists() && !out.exists() && started.elapsed() < std::time::Duration::from_secs(1800) {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let status = child.wait().unwrap();
+    if !status.success() {
+        assert!(!out.exists(), "a stopped export never leaves a variant that looks finished");
+    }
+    if out.exists() {
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+    ok(&["export", s(&room.session), "--bake", "showroom", "--out", s(&out)]);
+    assert!(out.join("augmentation.json").exists() && !aside.exists());
+}

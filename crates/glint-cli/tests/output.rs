@@ -216,5 +216,8 @@ fn resources_are_checked_before_they_are_spent() {
     let o = glint().args(["bench", "rays", primitives.to_str().unwrap(), "--pattern", "1000000000"]).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("at most 16777216"), "{err}");
+    let o = glint().args(["run", manifest.to_str().unwrap(), "--seed", "-1"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("'-1' is not a seed: give a whole number from 0 to 18446744073709551615"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
