@@ -64,6 +64,12 @@ fn check_recovered(chunk: &Path, name: &str, groups: usize, rows: u64) {
     assert_eq!(table.len() as u64, rows);
     let pose_table = read_pose_file(&poses).unwrap();
     assert_eq!(pose_table.timestamp.last(), table.timestamp.last(), "the poses end at the last salvaged tick");
+    // The salvaged file keeps its episode seed and gets its beam table, so export and
+    // `glint points` read it like any other.
+    let sidecar = glint_record::read_sidecar(&file.with_extension("json")).unwrap();
+    assert!(sidecar.episode_seed.is_some(), "the footer carried the episode seed");
+    let cloud = glint_record::recorded_points(&file, None, glint_record::PointFrame::World).unwrap();
+    assert_eq!(cloud.len() as u64, table.hit.iter().filter(|&&h| h == 1).count() as u64);
     let script = format!(
         "import pyarrow.parquet as pq\n\
          f = pq.ParquetFile(r'{}')\n\

@@ -206,3 +206,13 @@ pub fn read_lidar_file(path: &Path) -> Result<LidarTable, RecordError> {
     }
     Ok(table)
 }
+
+/// The episode seed a lidar file's footer records, if it records one (files from before
+/// per-episode seeds do not).
+pub(crate) fn recorded_episode_seed(path: &Path) -> Option<u64> {
+    let file = File::open(path).ok()?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).ok()?;
+    let kv = builder.metadata().file_metadata().key_value_metadata()?;
+    let entry = kv.iter().find(|e| e.key == crate::writer::EPISODE_SEED_KEY)?;
+    entry.value.as_deref()?.parse().ok()
+}

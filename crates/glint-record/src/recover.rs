@@ -22,6 +22,7 @@ use crate::beams::write_beams_beside;
 use crate::files::file_sha256;
 use crate::journal::{GROUPS_SUFFIX, JournaledGroup, TICKS_SUFFIX, footer_of, read_journal, read_ticks, side_path};
 use crate::poses::{PoseWriter, pose_columns, pose_path};
+use crate::reader::recorded_episode_seed;
 use crate::reader::{LidarReader, footer};
 use crate::schema::{READ_BATCH_ROWS, mismatch};
 use crate::session::{EpisodeLine, EpisodeStatus, stem, with_suffix, write_json};
@@ -364,7 +365,8 @@ fn salvage(
     // The beam table is a function of the configuration and the rows, so it is rebuilt whole.
     let beams = Some(write_beams_beside(&path, &config, rows)?);
     let physics_timestep = Some(meta.physics_timestep);
-    let sidecar = Sidecar { poses, beams, physics_timestep, tick_steps: meta.tick_steps, ..sidecar };
+    let episode_seed = recorded_episode_seed(&partial);
+    let sidecar = Sidecar { poses, beams, episode_seed, physics_timestep, tick_steps: meta.tick_steps, ..sidecar };
     write_json(&path.with_extension("json"), &sidecar)?;
     std::fs::rename(&partial, &path).map_err(|e| RecordError::io("rename", &partial, e))?;
     // The project's reader reads it as a finished file.
@@ -441,12 +443,13 @@ fn pose_table(lidar: &Path, whole: bool, last: f64) -> Result<(Option<PoseFile>,
 /// wall-clock duration unknown (0).
 fn log_episode(dir: &Path, meta: &SessionMeta, index: u32) -> Result<(), RecordError> {
     let mut files = Vec::new();
-    let mut ticks = 0;
+    let (mut ticks, mut seed) = (0, None);
     for s in &meta.sensors {
         let lidar = with_suffix(&dir.join(stem(index, &s.file_name)), ".parquet");
         if !lidar.exists() {
             continue;
         }
+        seed = seed.or_else(|| recorded_episode_seed(&lidar));
         let poses = pose_path(&lidar);
         if poses.exists() {
             ticks = ticks.max(footer(&poses)?.1);
@@ -459,7 +462,7 @@ fn log_episode(dir: &Path, meta: &SessionMeta, index: u32) -> Result<(), RecordE
         duration_s: 0.0,
         ticks,
         status: EpisodeStatus::Recovered.name(),
-        seed: None,
+        seed,
         files,
     };
     line.append(dir)

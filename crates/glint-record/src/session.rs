@@ -334,7 +334,7 @@ impl Session {
         for (stem, b) in stems.iter().zip(&self.configs) {
             let partial = with_suffix(stem, ".parquet.partial");
             let path = with_suffix(stem, ".parquet");
-            writers.push(LidarWriter::create(partial, path, b.scan, b.secondary_capture)?);
+            writers.push(LidarWriter::create(partial, path, b.scan, b.secondary_capture, seed)?);
             poses.push(PoseWriter::create(
                 with_suffix(stem, ".poses.parquet.partial"),
                 with_suffix(stem, ".poses.parquet"),
@@ -377,7 +377,7 @@ pub(crate) struct EpisodeLine<'a> {
     pub(crate) duration_s: f64,
     pub(crate) ticks: u64,
     pub(crate) status: &'a str,
-    /// The episode's seed (unknown for an episode salvaged by `glint recover`).
+    /// The episode's seed (for a salvaged episode, as its files' footers recorded it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) seed: Option<u64>,
     pub(crate) files: Vec<String>,

@@ -13,6 +13,7 @@ use glam::{DMat3, DVec3};
 use glint_lidar::{Scan, ScanConfig, SecondaryCapture};
 use parquet::arrow::{ArrowSchemaConverter, add_encoded_arrow_schema_to_metadata};
 use parquet::errors::ParquetError;
+use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 
@@ -21,6 +22,9 @@ use crate::files::{HashWriter, zstd_properties};
 use crate::journal::GroupJournal;
 use crate::pages::{OpenGroup, TickSnapshot};
 use crate::schema::{ROW_GROUP_ROWS, arrow_schema, captures};
+
+/// The lidar file's footer key holding the episode's seed (decimal).
+pub(crate) const EPISODE_SEED_KEY: &str = "glint.episode_seed";
 
 /// One sensor's tick, as the recorder takes it.
 #[derive(Clone, Copy, Debug)]
@@ -110,8 +114,10 @@ pub(crate) struct Finished {
 
 /// The writer properties of a lidar file with `schema`. They fix its footer; its pages are
 /// laid out by [`crate::pages`].
-fn lidar_properties(schema: &Schema) -> WriterProperties {
-    let mut props = zstd_properties().build();
+fn lidar_properties(schema: &Schema, episode_seed: u64) -> WriterProperties {
+    // The episode's seed travels in the footer too, so a salvaged file still knows it.
+    let seed = KeyValue::new(EPISODE_SEED_KEY.to_string(), episode_seed.to_string());
+    let mut props = zstd_properties().set_key_value_metadata(Some(vec![seed])).build();
     // The Arrow schema travels in the footer, as Arrow's own writer puts it, so Arrow readers
     // get exactly the seed's types back.
     add_encoded_arrow_schema_to_metadata(schema, &mut props);
@@ -125,6 +131,7 @@ impl LidarWriter {
         path: PathBuf,
         config: ScanConfig,
         capture: SecondaryCapture,
+        episode_seed: u64,
     ) -> Result<LidarWriter, RecordError> {
         let file = File::create_new(&partial).map_err(|e| RecordError::io("create", &partial, e))?;
         let schema = arrow_schema(capture);
@@ -133,7 +140,7 @@ impl LidarWriter {
         let file = SerializedFileWriter::new(
             HashWriter::new(file),
             parquet_schema.root_schema_ptr(),
-            Arc::new(lidar_properties(&schema)),
+            Arc::new(lidar_properties(&schema, episode_seed)),
         )
         .map_err(|e| RecordError::write(&partial, e))?;
         let group = OpenGroup::new(&file).map_err(|e| RecordError::write(&partial, e))?;
