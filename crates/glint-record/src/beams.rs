@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use arrow_array::types::{Float32Type, UInt32Type};
 use arrow_array::{Array, ArrayRef, Float32Array, PrimitiveArray, RecordBatch, UInt32Array};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_schema::{DataType, SchemaRef};
 use glint_lidar::{ScanConfig, ScanPattern, angles, beam_direction};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -50,21 +50,11 @@ pub(crate) fn side_table(name: &str) -> Option<&'static str> {
 
 /// The beam table's column descriptions, as its sidecar entry lists them.
 fn beam_columns() -> Vec<ColumnDescription> {
-    BEAM_COLUMNS
-        .iter()
-        .map(|(name, data_type, unit, meaning)| ColumnDescription {
-            name: (*name).into(),
-            data_type: crate::schema::type_name(data_type),
-            unit: (*unit).into(),
-            meaning: (*meaning).into(),
-        })
-        .collect()
+    crate::schema::describe(&BEAM_COLUMNS)
 }
 
 fn beam_schema() -> SchemaRef {
-    Arc::new(Schema::new(
-        BEAM_COLUMNS.iter().map(|(name, t, _, _)| Field::new(*name, t.clone(), false)).collect::<Vec<_>>(),
-    ))
+    crate::schema::schema_of(&BEAM_COLUMNS)
 }
 
 /// Distinct pattern cycles a file of `rows` rows of `config` holds: one for a spinning unit or

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Float32Array, Float64Array, Int32Array, RecordBatch, UInt16Array};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_schema::{DataType, SchemaRef};
 use glam::DMat3;
 use glint_lidar::{
     BakeStatus, BeamReturn, MaterialLookup, RECORDED_CONTINUATIONS, RecordedHit, Reprocessor, ReturnParams, Runner,
@@ -177,21 +177,11 @@ const VARIANT_COLUMNS: [(&str, DataType, &str, &str); 8] = [
 
 /// The variant file's column descriptions.
 pub fn variant_columns() -> Vec<ColumnDescription> {
-    VARIANT_COLUMNS
-        .iter()
-        .map(|(name, t, unit, meaning)| ColumnDescription {
-            name: (*name).into(),
-            data_type: crate::schema::type_name(t),
-            unit: (*unit).into(),
-            meaning: (*meaning).into(),
-        })
-        .collect()
+    crate::schema::describe(&VARIANT_COLUMNS)
 }
 
 fn variant_schema() -> SchemaRef {
-    Arc::new(Schema::new(
-        VARIANT_COLUMNS.iter().map(|(name, t, _, _)| Field::new(*name, t.clone(), false)).collect::<Vec<_>>(),
-    ))
+    crate::schema::schema_of(&VARIANT_COLUMNS)
 }
 
 /// Walks a pose table alongside the lidar rows, tick by tick.

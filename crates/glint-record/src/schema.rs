@@ -158,3 +158,26 @@ pub(crate) fn mismatch(schema: &Schema, capture: SecondaryCapture) -> Option<Str
     }
     None
 }
+
+/// A side file's columns, each `(name, type, unit, meaning)`, all non-null.
+pub(crate) type ColumnTable = [(&'static str, DataType, &'static str, &'static str)];
+
+/// The descriptions of `table`'s columns, as sidecars and `augmentation.json` list them.
+pub(crate) fn describe(table: &ColumnTable) -> Vec<crate::sidecar::ColumnDescription> {
+    table
+        .iter()
+        .map(|(name, t, unit, meaning)| crate::sidecar::ColumnDescription {
+            name: (*name).into(),
+            data_type: type_name(t),
+            unit: (*unit).into(),
+            meaning: (*meaning).into(),
+        })
+        .collect()
+}
+
+/// The Arrow schema of `table`.
+pub(crate) fn schema_of(table: &ColumnTable) -> arrow_schema::SchemaRef {
+    std::sync::Arc::new(arrow_schema::Schema::new(
+        table.iter().map(|(name, t, _, _)| arrow_schema::Field::new(*name, t.clone(), false)).collect::<Vec<_>>(),
+    ))
+}
