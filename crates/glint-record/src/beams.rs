@@ -12,14 +12,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::types::{Float32Type, UInt32Type};
-use arrow_array::{Array, ArrayRef, Float32Array, PrimitiveArray, RecordBatch, UInt32Array};
+use arrow_array::{ArrayRef, Float32Array, RecordBatch, UInt32Array};
 use arrow_schema::{DataType, SchemaRef};
 use glint_lidar::{ScanConfig, ScanPattern, angles, beam_direction};
 use parquet::arrow::ArrowWriter;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::RecordError;
 use crate::files::{HashWriter, zstd_properties};
+use crate::reader::{open_table, values};
 use crate::schema::ROW_GROUP_ROWS;
 use crate::sidecar::{BeamFile, ColumnDescription};
 
@@ -165,30 +165,8 @@ impl BeamTable {
 
 /// Reads a whole beam table.
 pub fn read_beam_file(path: &Path) -> Result<BeamTable, RecordError> {
-    fn values<T: arrow_array::ArrowPrimitiveType>(path: &Path, a: &dyn Array) -> Result<Vec<T::Native>, RecordError> {
-        let p = a
-            .as_any()
-            .downcast_ref::<PrimitiveArray<T>>()
-            .ok_or_else(|| RecordError::schema(path, format!("a column is {}, not {}", a.data_type(), T::DATA_TYPE)))?;
-        Ok(p.values().to_vec())
-    }
-    let file = File::open(path).map_err(|e| RecordError::io("open", path, e))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| RecordError::parquet(path, e))?;
-    let want = beam_schema();
-    let same = builder
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| (f.name(), f.data_type()))
-        .eq(want.fields().iter().map(|f| (f.name(), f.data_type())));
-    if !same {
-        return Err(RecordError::schema(
-            path,
-            "a beam table has the columns cycle, index (uint32), azimuth, elevation (float32)",
-        ));
-    }
     let mut t = BeamTable::default();
-    for batch in builder.build().map_err(|e| RecordError::parquet(path, e))? {
+    for batch in open_table(path, &BEAM_COLUMNS, "beam table")? {
         let b = batch.map_err(|e| RecordError::parquet(path, e))?;
         t.cycle.extend(values::<UInt32Type>(path, b.column(0).as_ref())?);
         t.index.extend(values::<UInt32Type>(path, b.column(1).as_ref())?);

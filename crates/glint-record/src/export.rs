@@ -23,9 +23,10 @@ use serde::{Deserialize, Serialize};
 use crate::RecordError;
 use crate::files::{HashWriter, file_sha256, zstd_properties};
 use crate::poses::{PoseReader, PoseTable, pose_path};
-use crate::reader::{LidarReader, LidarTable, SecondaryColumns};
+use crate::reader::{LidarReader, LidarTable, SecondaryColumns, open_table, values};
 use crate::session::write_json;
 use crate::sidecar::{ColumnDescription, SessionMeta, Sidecar, read_session_meta, read_sidecar};
+use crate::verify::episode_lines;
 
 /// The provenance file in a variant folder.
 pub const AUGMENTATION_FILE: &str = "augmentation.json";
@@ -483,17 +484,9 @@ pub fn export_variant(
 fn listed_but_missing(session: &Path) -> Result<Vec<PathBuf>, RecordError> {
     let log = session.join("meta").join("episodes.jsonl");
     let text = std::fs::read_to_string(&log).map_err(|e| RecordError::io("read", &log, e))?;
-    let mut missing = Vec::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let Ok(entry) = serde_json::from_str::<serde_json::Value>(line) else { continue };
-        for file in entry["files"].as_array().into_iter().flatten().filter_map(|f| f.as_str()) {
-            let path = session.join(file);
-            if !path.exists() {
-                missing.push(path);
-            }
-        }
-    }
-    Ok(missing)
+    // A line that does not read is the self-check's to report (`glint replay`).
+    let listed = episode_lines(&text).filter_map(|(_, e)| e.ok()).flat_map(|e| e.files);
+    Ok(listed.map(|f| session.join(f)).filter(|p| !p.exists()).collect())
 }
 
 fn export_into(
@@ -657,31 +650,9 @@ impl VariantTable {
 /// Reads a whole variant file (the columns `augmentation.json` describes).
 pub fn read_variant_file(path: &Path) -> Result<VariantTable, RecordError> {
     use arrow_array::types::{Float32Type, Float64Type, Int32Type, UInt16Type};
-    use arrow_array::{Array, ArrowPrimitiveType, PrimitiveArray};
-    fn values<T: ArrowPrimitiveType>(path: &Path, a: &dyn Array) -> Result<Vec<T::Native>, RecordError> {
-        let p = a
-            .as_any()
-            .downcast_ref::<PrimitiveArray<T>>()
-            .ok_or_else(|| RecordError::schema(path, format!("a column is {}, not {}", a.data_type(), T::DATA_TYPE)))?;
-        Ok(p.values().to_vec())
-    }
-    let file = File::open(path).map_err(|e| RecordError::io("open", path, e))?;
-    let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| RecordError::parquet(path, e))?;
-    let want = variant_schema();
-    let same = builder.schema().fields().len() == want.fields().len()
-        && builder
-            .schema()
-            .fields()
-            .iter()
-            .zip(want.fields())
-            .all(|(a, b)| a.name() == b.name() && a.data_type() == b.data_type());
-    if !same {
-        let names: Vec<&str> = want.fields().iter().map(|f| f.name().as_str()).collect();
-        return Err(RecordError::schema(path, format!("a variant file has the columns {}", names.join(", "))));
-    }
+    let batches = open_table(path, &VARIANT_COLUMNS, "variant file")?;
     let mut t = VariantTable::default();
-    for batch in builder.build().map_err(|e| RecordError::parquet(path, e))? {
+    for batch in batches {
         let b = batch.map_err(|e| RecordError::parquet(path, e))?;
         let c = |i: usize| b.column(i).as_ref();
         t.timestamp.extend(values::<Float64Type>(path, c(0))?);

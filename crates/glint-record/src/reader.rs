@@ -171,7 +171,7 @@ impl LidarReader {
 }
 
 /// The values of a primitive column with no missing entries.
-fn values<T: ArrowPrimitiveType>(path: &Path, a: &dyn Array) -> Result<Vec<T::Native>, RecordError> {
+pub(crate) fn values<T: ArrowPrimitiveType>(path: &Path, a: &dyn Array) -> Result<Vec<T::Native>, RecordError> {
     let p = a
         .as_any()
         .downcast_ref::<PrimitiveArray<T>>()
@@ -215,4 +215,27 @@ pub(crate) fn recorded_episode_seed(path: &Path) -> Option<u64> {
     let kv = builder.metadata().file_metadata().key_value_metadata()?;
     let entry = kv.iter().find(|e| e.key == crate::writer::EPISODE_SEED_KEY)?;
     entry.value.as_deref()?.parse().ok()
+}
+
+/// Opens the Parquet file at `path`, which must hold exactly the columns of `table` (a
+/// [`crate::schema::ColumnTable`], named `what` in the error), for reading batch by batch.
+pub(crate) fn open_table(
+    path: &Path,
+    table: &crate::schema::ColumnTable,
+    what: &str,
+) -> Result<ParquetRecordBatchReader, RecordError> {
+    let file = File::open(path).map_err(|e| RecordError::io("open", path, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| RecordError::parquet(path, e))?;
+    let same = builder
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| (f.name().as_str(), f.data_type()))
+        .eq(table.iter().map(|(name, t, _, _)| (*name, t)));
+    if !same {
+        let names: Vec<String> =
+            table.iter().map(|(name, t, _, _)| format!("{name} ({})", crate::schema::type_name(t))).collect();
+        return Err(RecordError::schema(path, format!("a {what} has the columns {}", names.join(", "))));
+    }
+    builder.build().map_err(|e| RecordError::parquet(path, e))
 }

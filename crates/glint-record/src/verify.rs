@@ -248,6 +248,15 @@ fn check_side_table(
     }
 }
 
+/// The episodes of an `episodes.jsonl` text, each with its 1-based line number (blank lines
+/// skipped).
+pub(crate) fn episode_lines(text: &str) -> impl Iterator<Item = (usize, serde_json::Result<EpisodeRecord>)> + '_ {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(n, line)| (n + 1, serde_json::from_str::<EpisodeRecord>(line)))
+}
+
 /// Sorted entries of a folder.
 fn entries(dir: &Path) -> Result<Vec<PathBuf>, RecordError> {
     let rd = std::fs::read_dir(dir).map_err(|e| RecordError::io("list", dir, e))?;
@@ -290,10 +299,10 @@ pub fn check_session(dir: &Path) -> Result<SessionReport, RecordError> {
     let log = dir.join("meta").join("episodes.jsonl");
     match std::fs::read_to_string(&log) {
         Ok(text) => {
-            for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                match serde_json::from_str::<EpisodeRecord>(line) {
+            for (n, line) in episode_lines(&text) {
+                match line {
                     Ok(e) => report.episodes.push(e),
-                    Err(e) => report.problems.push(format!("meta/episodes.jsonl line {}: {e}", n + 1)),
+                    Err(e) => report.problems.push(format!("meta/episodes.jsonl line {n}: {e}")),
                 }
             }
         }
