@@ -105,14 +105,14 @@ pub fn recorded_points(lidar: &Path, variant: Option<&Path>, frame: PointFrame) 
             PointFrame::World => (poses.position[tick], poses.rotation[tick]),
             PointFrame::Sensor => (DVec3::ZERO, DQuat::IDENTITY),
         };
-        let returns: Vec<(f32, f32, i32, u8)> = match &echoes {
-            None => vec![(rows.range[r], -1.0, rows.geom_id[r], 0)].into_iter().filter(|_| rows.hit[r] == 1).collect(),
+        // (range, intensity, geom, echo) of the row's returns: its clean hit, or the variant's
+        // primary and second echoes.
+        let returns = match &echoes {
+            None => [(rows.hit[r] == 1).then_some((rows.range[r], -1.0, rows.geom_id[r], 0)), None],
             Some(v) => [(v.range[r], v.intensity[r], v.geom_id[r], 0), (v.secondary_range[r], -1.0, -1, 1)]
-                .into_iter()
-                .filter(|e| e.0 >= 0.0)
-                .collect(),
+                .map(|e| (e.0 >= 0.0).then_some(e)),
         };
-        for (range, intensity, geom, echo) in returns {
+        for (range, intensity, geom, echo) in returns.into_iter().flatten() {
             let p = origin + rotation * (dir * range as f64);
             cloud.xyz.push(p.to_array());
             cloud.timestamp.push(t);
