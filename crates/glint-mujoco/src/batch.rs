@@ -118,6 +118,13 @@ impl WorldBatch {
         (d.nbuffer.max(0) as u64) + d.maxuse_arena as u64
     }
 
+    /// Bytes world 0's `mjData` reserves: its buffer and its whole arena (an upper bound of
+    /// [`WorldBatch::bytes_in_use`]).
+    pub fn bytes_reserved(&self) -> u64 {
+        let d = self.data[0].ffi();
+        (d.nbuffer.max(0) + d.narena.max(0)) as u64
+    }
+
     /// The model every world simulates.
     pub fn model(&self) -> &Model {
         &self.model
