@@ -308,7 +308,13 @@ impl Simulation {
     /// episode's index ([`Simulation::episode_index`]). It keys the return model's randomness
     /// and the `[reset]` draws of the episode's initial state.
     pub fn episode_seed(&self, w: usize) -> Result<u64, SimError> {
-        Ok(episode_seed(self.seed, self.episode_index(w)?))
+        self.world_ok(w)?;
+        Ok(self.seed_of(w))
+    }
+
+    /// World `w`'s episode seed (`w` checked by the caller).
+    fn seed_of(&self, w: usize) -> u64 {
+        episode_seed(self.seed, self.episodes[w])
     }
 
     /// The index of world `w`'s episode: worlds start as episodes `0..nworld`, and each reset
@@ -386,7 +392,7 @@ impl Simulation {
             }
         }
         for &w in &list {
-            let seed = episode_seed(self.seed, self.episodes[w]);
+            let seed = self.seed_of(w);
             self.randomizer.apply(&mut self.worlds, w, seed)?;
             self.lidars.set_world_seed(w, seed)?;
         }
