@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Creates .deps/venv with the pinned Python packages the tests use to read glint's outputs
-# with readers that are not ours (plyfile for PLY point clouds, pyarrow for Parquet
-# recordings), and imageio-ffmpeg for the static ffmpeg build the video-proxy tests encode
-# with (glint finds it through GLINT_FFMPEG). Idempotent: does nothing when the pinned set is already installed.
+# Creates .deps/venv with the pinned Python packages the tests use: readers that are not ours
+# (plyfile for PLY point clouds, pyarrow for Parquet recordings), imageio-ffmpeg for the static
+# ffmpeg build the video-proxy tests encode with (glint finds it through GLINT_FFMPEG), and the
+# gRPC client glint serve must work with unchanged: luckyrobots 0.5.0 with the grpcio and
+# protobuf its generated stubs need (they refuse to import below grpcio 1.82.1 and protobuf
+# 7.35, whatever its metadata says), grpcio-reflection, gymnasium and pytest.
+# Idempotent: does nothing when the pinned set is already installed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv="$root/.deps/venv"
-pins="plyfile==1.1.5 numpy==2.2.6 pyarrow==26.0.1 imageio-ffmpeg==0.6.0"
+pins="plyfile==1.1.5 numpy==2.2.6 pyarrow==26.0.1 imageio-ffmpeg==0.6.0 luckyrobots==0.5.0 grpcio==1.85.1 grpcio-reflection==1.85.1 protobuf==7.36.2 gymnasium==1.2.2 pytest==8.4.2"
 stamp="$venv/.glint-pins"
 
 if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$pins" ]; then

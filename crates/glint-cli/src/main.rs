@@ -21,6 +21,7 @@ mod recover;
 mod replay;
 mod run;
 mod scan;
+mod serve;
 mod signals;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -63,6 +64,10 @@ enum Command {
     /// variant (measured ranges, second echoes), as PLY, PCD or KITTI `.bin`, in the world or
     /// the sensor frame.
     Points(points::PointsArgs),
+    /// Serves a manifest's scene over gRPC as LuckyEngine's API (hazel.rpc): LidarService's
+    /// 14 calls and the agent step loop, for the `luckyrobots` client and any other (see
+    /// docs/grpc.md).
+    Serve(serve::ServeArgs),
 }
 
 fn main() {
@@ -81,6 +86,7 @@ fn main() {
         Command::Recover(args) => recover::run(args),
         Command::Export(args) => export::run(args),
         Command::Points(args) => points::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     output::report_lost_output();
     if let Err(e) = result {

@@ -69,6 +69,33 @@ impl Spelled for ScanPattern {
     }
 }
 
+impl ScanPattern {
+    /// The seed's integer for the pattern over the wire: 0 spinning uniform, 1 Livox
+    /// non-repetitive (every non-repetitive generator).
+    pub fn wire_code(self) -> u32 {
+        match self {
+            ScanPattern::Spinning => 0,
+            ScanPattern::NonRepetitive(_) => 1,
+        }
+    }
+
+    /// The pattern the seed's wire integer `code` names: 0 spinning, 1 non-repetitive, which
+    /// keeps `current`'s generator when it is one (else the Livox Mid-360's). The error lists
+    /// the valid integers.
+    pub fn from_wire_code(code: u32, current: ScanPattern) -> Result<ScanPattern, LidarError> {
+        match (code, current) {
+            (0, _) => Ok(ScanPattern::Spinning),
+            (1, ScanPattern::NonRepetitive(g)) => Ok(ScanPattern::NonRepetitive(g)),
+            (1, ScanPattern::Spinning) => Ok(ScanPattern::NonRepetitive(NonRepetitive::Mid360)),
+            _ => Err(LidarError::UnknownIndex {
+                what: "scan pattern",
+                index: code as i64,
+                valid: "0 (spinning uniform), 1 (Livox non-repetitive)".into(),
+            }),
+        }
+    }
+}
+
 impl std::fmt::Display for ScanPattern {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())

@@ -37,9 +37,12 @@ use glint_lidar::{
 use serde::Deserialize;
 
 mod controller;
+mod observation;
 mod reset;
 
 pub use controller::Controller;
+pub use observation::{MAX_OBSERVATION_BEAMS, OBSERVATION_COMPONENTS, ObservationComponent};
+use observation::{OBSERVATION_KEYS, RawObservation};
 use controller::{ACTUATOR_KEYS, CONTROLLER_KEYS, RawController};
 use reset::{BODY_RESET_KEYS, RESET_KEYS, RawReset};
 pub use reset::{BodyReset, ResetConfig};
@@ -133,7 +136,8 @@ pub enum ManifestError {
     },
 }
 
-const TOP_KEYS: &[&str] = &["scene", "lidar", "recorder", "materials", "bake", "return_model", "controller", "reset"];
+const TOP_KEYS: &[&str] =
+    &["scene", "lidar", "recorder", "materials", "bake", "return_model", "controller", "reset", "observation"];
 const MATERIAL_KEYS: &[&str] = &[
     "preset",
     "reflectivity",
@@ -178,6 +182,8 @@ struct RawManifest {
     controller: RawController,
     #[serde(default)]
     reset: RawReset,
+    #[serde(default)]
+    observation: Vec<RawObservation>,
 }
 
 #[derive(Deserialize, Default)]
@@ -298,6 +304,9 @@ pub struct Manifest {
     pub controller: Controller,
     /// How each episode's initial state is randomized (`[reset]`; default: not at all).
     pub reset: ResetConfig,
+    /// The task contract's observation vector (`[[observation]]`), in order; empty when the
+    /// manifest declares none. Sensor indices are checked when the simulation is built.
+    pub observation: Vec<ObservationComponent>,
 }
 
 /// "; did you mean `x`?" for the nearest valid key, or the whole list when none is close.
@@ -345,6 +354,12 @@ impl Manifest {
         }
         let controller = raw.controller.controller(path)?;
         let reset = raw.reset.config(path)?;
+        let observation = raw
+            .observation
+            .iter()
+            .enumerate()
+            .map(|(i, o)| o.component(path, i))
+            .collect::<Result<Vec<_>, _>>()?;
         let materials = raw
             .materials
             .iter()
@@ -363,6 +378,7 @@ impl Manifest {
             seed,
             controller,
             reset,
+            observation,
         })
     }
 
@@ -557,6 +573,15 @@ fn check_keys(table: &toml::Table, path: &Path) -> Result<(), ManifestError> {
                 {
                     return Err(unknown(format!("[reset.bodies.{name}]"), key, BODY_RESET_KEYS));
                 }
+            }
+        }
+    }
+    if let Some(toml::Value::Array(list)) = table.get("observation") {
+        for (i, o) in list.iter().enumerate() {
+            if let toml::Value::Table(o) = o
+                && let Some(key) = o.keys().find(|k| !OBSERVATION_KEYS.contains(&k.as_str()))
+            {
+                return Err(unknown(format!("[[observation]] {i}"), key, OBSERVATION_KEYS));
             }
         }
     }

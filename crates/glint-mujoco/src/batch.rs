@@ -303,4 +303,29 @@ impl WorldBatch {
         // SAFETY: qpos is an mjData array of nq doubles, alive as long as `self`.
         unsafe { std::slice::from_raw_parts(d.qpos, self.nq()) }
     }
+
+    /// Number of degrees of freedom (MuJoCo's `nv`).
+    pub fn nv(&self) -> usize {
+        self.model.mj().ffi().nv as usize
+    }
+
+    /// Generalized velocities of world `w` (MuJoCo's `qvel`, length `nv`).
+    pub fn qvel(&self, w: usize) -> &[f64] {
+        let (d, nv) = (self.data[w].ffi(), self.nv());
+        if nv == 0 {
+            return &[];
+        }
+        // SAFETY: qvel is an mjData array of nv doubles, alive as long as `self`.
+        unsafe { std::slice::from_raw_parts(d.qvel, nv) }
+    }
+
+    /// The controls of world `w` as last set (MuJoCo's `ctrl`, length `nu`).
+    pub fn ctrl(&self, w: usize) -> &[f64] {
+        let (d, nu) = (self.data[w].ffi(), self.model.nu());
+        if nu == 0 {
+            return &[];
+        }
+        // SAFETY: ctrl is an mjData array of nu doubles, alive as long as `self`.
+        unsafe { std::slice::from_raw_parts(d.ctrl, nu) }
+    }
 }

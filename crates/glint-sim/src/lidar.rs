@@ -65,6 +65,14 @@ impl<'a> Lidar<'a> {
         self.binding().scan
     }
 
+    /// The secondary geometry its recordings capture, as last set (`GetLidarConfig`'s
+    /// `secondary_capture` and `secondary_scope`): a choice made while recording is reported
+    /// here at once and takes effect when that recording stops.
+    pub fn secondary_capture(&self) -> (SecondaryCapture, SecondaryScope) {
+        let binding = &self.sim.bindings[self.index];
+        (binding.secondary_capture, binding.secondary_scope)
+    }
+
     /// Beams per cycle: `channels * azimuth_bins` (`GetLidarBeamCount`).
     pub fn beam_count(&self) -> usize {
         self.config().beam_count()

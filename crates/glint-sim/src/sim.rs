@@ -15,6 +15,7 @@ use glint_record::{EpisodeStatus, SessionInfo, VideoSettings};
 
 use crate::controller::Drive;
 use crate::materials::LoadedBake;
+use crate::observation::ObservationLayout;
 use crate::recording::{Recording, RecordingOptions, RecordingSummary, SensorTick};
 use crate::reset::Randomizer;
 use crate::{SimError, Warning};
@@ -119,7 +120,7 @@ pub struct Simulation {
     pub(crate) lidars: Lidars,
     /// The scene's lidar bindings (names filled in, secondary capture as last set): what a
     /// new recording starts from.
-    bindings: Vec<LidarBinding>,
+    pub(crate) bindings: Vec<LidarBinding>,
     pub(crate) bake: Option<LoadedBake>,
     drive: Drive,
     /// The `[reset]` draws of each episode's initial state.
@@ -140,6 +141,8 @@ pub struct Simulation {
     pub(crate) warnings: Vec<Warning>,
     /// A tick's beams in emission order, reused.
     beams: Vec<u32>,
+    /// The task contract's observation vector (`[[observation]]`).
+    pub(crate) observation: ObservationLayout,
 }
 
 impl std::fmt::Debug for Simulation {
@@ -175,7 +178,9 @@ impl Simulation {
             project_dir: options.project_dir.clone().unwrap_or_else(|| dir.to_path_buf()),
         };
         let calibration = (manifest.return_params, options.seed.unwrap_or(manifest.seed));
-        Simulation::build(model, manifest.lidar, setup, calibration, &options)
+        let mut sim = Simulation::build(model, manifest.lidar, setup, calibration, &options)?;
+        sim.set_observation(&manifest.observation)?;
+        Ok(sim)
     }
 
     /// The MJCF scene `xml` with the lidars `bindings`, Generic return model, zero control
@@ -250,6 +255,7 @@ impl Simulation {
             seed,
             warnings,
             beams: Vec::new(),
+            observation: ObservationLayout::default(),
         })
     }
 
@@ -428,15 +434,53 @@ impl Simulation {
     /// every world, refits the ray caster, ticks every lidar (when live or recording), and
     /// writes the tick when recording.
     pub fn step(&mut self, actions: Option<&[f64]>) -> Result<StepReport, SimError> {
-        let nworld = self.nworld();
         self.apply_controls(actions)?;
+        self.advance()
+    }
+
+    /// One agent step driven by an agent in world `world`: its `actions` (one per actuator,
+    /// [`Simulation::actuators`]) are clamped to each actuator's control range and set as
+    /// that world's controls, the controller drives the other worlds, and the step goes on as
+    /// [`Simulation::step`]. A wrong length or a value that is not finite is an error naming
+    /// it, and nothing is stepped.
+    pub fn step_agent(&mut self, world: usize, actions: &[f64]) -> Result<StepReport, SimError> {
+        self.world_ok(world)?;
+        let actuators = self.actuators();
+        if actions.len() != actuators.len() {
+            return Err(SimError::BufferLength {
+                what: "the action vector",
+                len: actions.len(),
+                expected: format!("the model has {} actuators (nu), one action each", actuators.len()),
+            });
+        }
+        if let Some(i) = actions.iter().position(|a| !a.is_finite()) {
+            return Err(SimError::Setting(format!(
+                "action {i} ({}) is {}: every action must be a finite number",
+                actuators[i].0, actions[i]
+            )));
+        }
+        let clamped: Vec<f64> = actions
+            .iter()
+            .zip(&actuators)
+            .map(|(&a, (_, range))| range.map_or(a, |[lo, hi]| a.clamp(lo, hi)))
+            .collect();
+        self.apply_controls(None)?;
+        self.worlds.set_ctrl(world, &clamped)?;
+        self.advance()
+    }
+
+    /// The step after the controls are set: physics, refit, lidar tick, recording.
+    fn advance(&mut self) -> Result<StepReport, SimError> {
+        let nworld = self.nworld();
         self.worlds.step(self.runner.steps);
         self.rays.refit(self.worlds.poses());
         let times: Vec<f64> = (0..nworld).map(|w| self.worlds.time(w)).collect();
         let recording = self.recording.is_some();
         let started = Instant::now();
-        let fired = self.lidars.live() || recording;
-        self.lidars.tick(&self.scene, self.worlds.poses(), &self.rays, self.runner.dt, &times, recording)?;
+        // An observation that reads a lidar needs it cast on every step, live or not.
+        let force = recording || self.observation.reads_lidar();
+        let fired = self.lidars.live() || force;
+        self.lidars.tick(&self.scene, self.worlds.poses(), &self.rays, self.runner.dt, &times, force)?;
         let lidar_seconds = started.elapsed().as_secs_f64();
         for clock in &mut self.clocks {
             clock.ticks += 1;

@@ -44,6 +44,28 @@ pub enum Warning {
     },
     /// Something beside a recording failed (a video proxy); the recording goes on.
     Recording(RecordWarning),
+    /// A `lidar_ranges` observation component has no positive `beams`: as the seed says, it
+    /// emits nothing.
+    ObservationBeams {
+        /// The component's position in `[[observation]]`.
+        index: usize,
+        /// The sensor it reads.
+        sensor: usize,
+        /// The sensor's beam count.
+        actual: usize,
+    },
+    /// A `lidar_ranges` observation component's `beams` is not its sensor's beam count: beams
+    /// past the scan read `-1`, and beams past `beams` are left out.
+    ObservationBeamsDiffer {
+        /// The component's position in `[[observation]]`.
+        index: usize,
+        /// The sensor it reads.
+        sensor: usize,
+        /// The width asked for.
+        beams: usize,
+        /// The sensor's beam count.
+        actual: usize,
+    },
 }
 
 impl std::fmt::Display for Warning {
@@ -66,6 +88,17 @@ impl std::fmt::Display for Warning {
                 write!(f, "MuJoCo found world {world} unstable during episode {episode} and reset it")
             }
             Warning::Recording(w) => w.fmt(f),
+            Warning::ObservationBeams { index, sensor, actual } => write!(
+                f,
+                "[[observation]] {index} (lidar_ranges) has no positive `beams`, so it emits nothing (the seed's rule): \
+                 set beams = {actual}, lidar sensor {sensor}'s channels * azimuth_bins"
+            ),
+            Warning::ObservationBeamsDiffer { index, sensor, beams, actual } => write!(
+                f,
+                "[[observation]] {index} (lidar_ranges) has beams = {beams}, and lidar sensor {sensor} has {actual} beams: \
+                 {}; set beams = {actual}",
+                if beams > actual { "the beams past the scan read -1" } else { "the beams past `beams` are left out" }
+            ),
         }
     }
 }

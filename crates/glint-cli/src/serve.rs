@@ -1,0 +1,131 @@
+//! `glint serve`: the hazel.rpc gRPC server (LuckyEngine's API) over a manifest's scene, until
+//! Ctrl-C (SIGINT), SIGTERM or SIGQUIT, which stop it cleanly and close an armed recording.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use glint_server::{EngineOptions, Pace, ServeOptions};
+
+const MIB: usize = 1024 * 1024;
+
+/// Arguments of `glint serve`.
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Scene manifest (TOML): scene, lidars, `[[observation]]` for the agent step loop.
+    manifest: PathBuf,
+    /// Address to listen on; port 0 picks a free port (printed). Anything but loopback is
+    /// reachable from other machines, and the server has no authentication.
+    #[arg(long, default_value = glint_server::DEFAULT_ADDR)]
+    addr: SocketAddr,
+    /// Worlds side by side; agent `agent_N` is world N, and LidarService reads world 0.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    worlds: u32,
+    /// How the simulation advances: on the wall clock, as fast as it goes, or only on
+    /// AgentService.Step.
+    #[arg(long, value_enum, default_value_t = PaceArg::Realtime)]
+    pace: PaceArg,
+    /// Record every lidar of every world into a session under this folder, an episode per
+    /// ResetAgent.
+    #[arg(long)]
+    record: Option<PathBuf>,
+    /// Run seed (default: the manifest's `[return_model] seed`).
+    #[arg(long, value_parser = crate::parse_seed)]
+    seed: Option<u64>,
+    /// PEM certificate for TLS (with --tls-key).
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key for TLS (with --tls-cert).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Largest response in MiB (default 4, the gRPC default a client accepts).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    max_message_mib: u32,
+}
+
+/// `--pace`.
+#[derive(Clone, Copy, ValueEnum)]
+enum PaceArg {
+    /// One tick per tick of simulated time, on the wall clock.
+    Realtime,
+    /// Ticks back to back.
+    Free,
+    /// Only AgentService.Step advances the simulation.
+    Lockstep,
+}
+
+pub fn run(args: ServeArgs) -> Result<()> {
+    crate::manifest_with_lidars(&args.manifest)?;
+    let pace = match args.pace {
+        PaceArg::Realtime => Pace::Realtime,
+        PaceArg::Free => Pace::Free,
+        PaceArg::Lockstep => Pace::Lockstep,
+    };
+    if !args.addr.ip().is_loopback() {
+        eprintln!(
+            "warning: glint serve listens on {}, which other machines can reach, and it has no authentication: \
+             anyone who can connect can drive the simulation and write bakes{}",
+            args.addr,
+            if args.tls_cert.is_some() { "" } else { "; add --tls-cert and --tls-key to encrypt the traffic" }
+        );
+    }
+    let options = ServeOptions {
+        engine: EngineOptions {
+            manifest: args.manifest.clone(),
+            nworld: args.worlds as usize,
+            pace,
+            record: args.record.clone(),
+            seed: args.seed,
+        },
+        addr: args.addr,
+        tls: args.tls_cert.zip(args.tls_key),
+        max_message: args.max_message_mib as usize * MIB,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("glint-grpc")
+        .build()
+        .context("cannot start the server's runtime")?;
+    let summary = runtime.block_on(async move {
+        let shutdown = async {
+            let signal = stop_signal().await;
+            eprintln!("glint serve: {signal}: stopping");
+        };
+        let listening = |addr: SocketAddr| {
+            println!(
+                "glint serve: listening on {addr} ({} pace, {} worlds): {}",
+                pace.name(),
+                args.worlds,
+                glint_server::served_summary()
+            );
+        };
+        glint_server::serve(options, shutdown, listening).await
+    })?;
+    if let Some(r) = summary.recording {
+        println!("recorded {} episodes into {}", r.episodes, r.dir.display());
+    }
+    Ok(())
+}
+
+/// Waits for SIGINT, SIGTERM or SIGQUIT and names it.
+async fn stop_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut quit)) = (signal(SignalKind::terminate()), signal(SignalKind::quit())) else {
+            let _ = tokio::signal::ctrl_c().await;
+            return "SIGINT";
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => "SIGINT",
+            _ = term.recv() => "SIGTERM",
+            _ = quit.recv() => "SIGQUIT",
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "SIGINT"
+    }
+}

@@ -1,0 +1,387 @@
+//! The simulation loop behind the services: one thread owns the [`Simulation`] and runs it at
+//! the chosen [`Pace`]; requests reach it as jobs, and after every tick and every job it
+//! publishes a [`Snapshot`] that scan readers take without waiting for the loop.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use glint_lidar::{BakeStatus, ReturnParams, ScanConfig, SecondaryCapture, SecondaryScope};
+use glint_record::EpisodeStatus;
+use glint_sim::{RecordingOptions, RecordingSummary, SimOptions, Simulation};
+use tokio::sync::oneshot;
+
+use crate::ServerError;
+
+/// How the simulation advances while the server runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pace {
+    /// One lidar tick per tick of simulated time, on the wall clock (a running engine in
+    /// play mode). The default.
+    Realtime,
+    /// Ticks back to back, as fast as the machine goes.
+    Free,
+    /// Only `AgentService.Step` advances the simulation (RL training).
+    Lockstep,
+}
+
+impl Pace {
+    /// The spelling on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pace::Realtime => "realtime",
+            Pace::Free => "free",
+            Pace::Lockstep => "lockstep",
+        }
+    }
+}
+
+/// What the loop is built from.
+#[derive(Clone, Debug)]
+pub struct EngineOptions {
+    /// The scene manifest.
+    pub manifest: PathBuf,
+    /// Worlds side by side; agent `agent_N` is world N.
+    pub nworld: usize,
+    /// How the simulation advances.
+    pub pace: Pace,
+    /// Record episodes (delimited by `ResetAgent`) into a session under this folder.
+    pub record: Option<PathBuf>,
+    /// The run seed (default: the manifest's).
+    pub seed: Option<u64>,
+}
+
+/// One sensor as of the last publish (world 0).
+#[derive(Clone, Debug)]
+pub struct SensorSnapshot {
+    /// Its scan configuration.
+    pub config: ScanConfig,
+    /// Its secondary capture as last set.
+    pub capture: (SecondaryCapture, SecondaryScope),
+    /// Clean ranges per beam, `-1` for no return.
+    pub ranges: Vec<f32>,
+    /// The return model's channels, when a bake is loaded.
+    pub returns: Option<ReturnChannels>,
+}
+
+/// The return model's per-beam channels of one scan.
+#[derive(Clone, Debug)]
+pub struct ReturnChannels {
+    /// Measured range of the strongest echo.
+    pub range: Vec<f32>,
+    /// Second echo (`-1` for none; all `-1` when `max_returns < 2`).
+    pub secondary: Vec<f32>,
+    /// Intensity, `-1` where not resolvable.
+    pub intensity: Vec<f32>,
+    /// Calibrated reflectivity, `-1` where not resolvable.
+    pub reflectivity: Vec<f32>,
+}
+
+/// What readers see: the last completed tick of world 0, and the settings in force.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    /// Ticks the loop has completed since the server started.
+    pub tick: u64,
+    /// Every sensor, in binding order.
+    pub sensors: Vec<SensorSnapshot>,
+    /// The return model's calibration.
+    pub params: ReturnParams,
+    /// The loaded bake's status.
+    pub bake: BakeStatus,
+}
+
+/// What does not change while the server runs: the model's and the task's layout.
+#[derive(Clone, Debug)]
+pub struct StaticInfo {
+    /// Worlds (agents).
+    pub nworld: usize,
+    /// The pace.
+    pub pace: Pace,
+    /// MuJoCo's `nq`, `nv`, `nu`.
+    pub nq: usize,
+    /// Degrees of freedom.
+    pub nv: usize,
+    /// Joint names, in joint order.
+    pub joint_names: Vec<String>,
+    /// Actuator names (the action vector's layout) with their control ranges.
+    pub actuators: Vec<(String, Option<[f64; 2]>)>,
+    /// The observation vector's value names.
+    pub observation_names: Vec<String>,
+    /// Simulated seconds per tick.
+    pub tick_seconds: f64,
+}
+
+/// The loop's state, handed to each job.
+pub struct Core {
+    /// The simulation.
+    pub sim: Simulation,
+    /// Whether a client asked the lidars to fire every step.
+    pub client_live: bool,
+    tick: u64,
+    cell: Arc<RwLock<Arc<Snapshot>>>,
+    stop: bool,
+    last_error: Option<String>,
+}
+
+type Job = Box<dyn FnOnce(&mut Core) + Send>;
+
+/// The services' handle on the loop: jobs in, snapshots out.
+#[derive(Clone)]
+pub struct Engine {
+    jobs: Sender<Job>,
+    cell: Arc<RwLock<Arc<Snapshot>>>,
+    info: Arc<StaticInfo>,
+}
+
+/// The loop thread, to stop when the server stops.
+pub struct EngineThread {
+    thread: JoinHandle<Option<RecordingSummary>>,
+}
+
+impl Engine {
+    /// Builds the simulation on its own thread and starts the loop; returns once the
+    /// simulation is built (or failed to build).
+    pub fn start(options: EngineOptions) -> Result<(Engine, EngineThread), ServerError> {
+        let (jobs, inbox) = mpsc::channel::<Job>();
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("glint-sim".into())
+            .spawn(move || match Core::build(&options) {
+                Ok((core, info)) => {
+                    let cell = core.cell.clone();
+                    let _ = ready_tx.send(Ok((cell, info)));
+                    core.run(options.pace, &inbox)
+                }
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e));
+                    None
+                }
+            })
+            .map_err(|e| ServerError::Start(format!("cannot start the simulation thread: {e}")))?;
+        let (cell, info) = ready_rx
+            .recv()
+            .map_err(|_| ServerError::Start("the simulation thread stopped while building the scene".into()))??;
+        Ok((Engine { jobs, cell, info: Arc::new(info) }, EngineThread { thread }))
+    }
+
+    /// The latest snapshot (never waits for the loop).
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.cell.read().map_or_else(|poisoned| poisoned.into_inner().clone(), |s| s.clone())
+    }
+
+    /// The layout that does not change.
+    pub fn info(&self) -> &StaticInfo {
+        &self.info
+    }
+
+    /// Runs `f` on the loop thread between ticks and returns its answer; a snapshot is
+    /// published after it. A panic inside `f` is answered as an internal error, and the loop
+    /// goes on.
+    pub async fn call<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Core) -> R + Send + 'static,
+    ) -> Result<R, tonic::Status> {
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |core| {
+            let answer = f(core);
+            // Published before the answer leaves, so a client's next read sees the change.
+            core.print_warnings();
+            core.publish(true);
+            let _ = tx.send(answer);
+        });
+        self.jobs.send(job).map_err(|_| tonic::Status::unavailable("the simulation loop has stopped"))?;
+        rx.await.map_err(|_| tonic::Status::internal("the request failed inside the simulation loop (see the server's log)"))
+    }
+
+    /// Asks the loop to stop after the job in hand.
+    pub fn request_stop(&self) {
+        let _ = self.jobs.send(Box::new(|core: &mut Core| core.stop = true));
+    }
+}
+
+impl EngineThread {
+    /// Waits for the loop to stop; the recording's summary when one was armed.
+    pub fn join(self) -> Option<RecordingSummary> {
+        self.thread.join().ok().flatten()
+    }
+}
+
+impl Core {
+    fn build(options: &EngineOptions) -> Result<(Core, StaticInfo), ServerError> {
+        let sim_options = SimOptions { nworld: options.nworld, seed: options.seed, ..SimOptions::default() };
+        let mut sim = Simulation::from_manifest(&options.manifest, sim_options)?;
+        for w in sim.take_warnings() {
+            eprintln!("warning: {w}");
+        }
+        if let Some(dir) = &options.record {
+            let dir = sim.arm_recording(&RecordingOptions { out: Some(dir.clone()), episodes: 1 })?;
+            eprintln!("glint serve: recording episodes (delimited by ResetAgent) into {}", dir.display());
+        }
+        let info = StaticInfo {
+            nworld: sim.nworld(),
+            pace: options.pace,
+            nq: sim.joint_positions(0)?.len(),
+            nv: sim.joint_velocities(0)?.len(),
+            joint_names: sim.model().joints().into_iter().enumerate().map(|(j, joint)| name_or(joint.name, "joint", j)).collect(),
+            actuators: sim.actuators(),
+            observation_names: sim.observation().names().to_vec(),
+            tick_seconds: sim.runner().dt,
+        };
+        let empty = Arc::new(Snapshot { tick: 0, sensors: Vec::new(), params: sim.return_params(), bake: sim.bake_status() });
+        let mut core =
+            Core { sim, client_live: false, tick: 0, cell: Arc::new(RwLock::new(empty)), stop: false, last_error: None };
+        core.sync_live();
+        core.publish(true);
+        Ok((core, info))
+    }
+
+    /// Ticks the loop has completed.
+    pub fn tick(&self) -> u64 {
+        self.tick
+    }
+
+    /// Fires the lidars on every step when a client asked for it, or when recording (the
+    /// simulation does that itself), or when the observation reads a lidar (likewise).
+    pub fn sync_live(&mut self) {
+        self.sim.set_lidar_live(self.client_live);
+    }
+
+    /// Counts a completed tick and publishes it.
+    pub fn ticked(&mut self) {
+        self.tick += 1;
+        self.publish(false);
+    }
+
+    /// Publishes world 0's scans and the settings in force; `settings` also refreshes the bake
+    /// status (a tick does not change it).
+    pub fn publish(&mut self, settings: bool) {
+        let previous = self.snapshot();
+        let sensors = (0..self.sim.lidar_count())
+            .filter_map(|s| self.sim.lidar(s).ok())
+            .map(|lidar| {
+                let scan = lidar.scan(0).ok();
+                SensorSnapshot {
+                    config: lidar.config(),
+                    capture: lidar.secondary_capture(),
+                    ranges: scan.map(|s| s.range.clone()).unwrap_or_default(),
+                    returns: scan.and_then(|s| s.returns.as_ref()).map(|r| ReturnChannels {
+                        range: r.range.clone(),
+                        secondary: r.secondary_range.clone(),
+                        intensity: r.intensity.clone(),
+                        reflectivity: r.reflectivity.clone(),
+                    }),
+                }
+            })
+            .collect();
+        let bake = if settings { self.sim.bake_status() } else { previous.bake.clone() };
+        let snapshot = Arc::new(Snapshot { tick: self.tick, sensors, params: self.sim.return_params(), bake });
+        match self.cell.write() {
+            Ok(mut slot) => *slot = snapshot,
+            Err(poisoned) => *poisoned.into_inner() = snapshot,
+        }
+    }
+
+    fn snapshot(&self) -> Arc<Snapshot> {
+        self.cell.read().map_or_else(|poisoned| poisoned.into_inner().clone(), |s| s.clone())
+    }
+
+    /// Prints what the simulation had to warn about.
+    pub fn print_warnings(&mut self) {
+        for w in self.sim.take_warnings() {
+            eprintln!("warning: {w}");
+        }
+    }
+
+    fn run_job(&mut self, job: Job) {
+        if catch_unwind(AssertUnwindSafe(|| job(self))).is_err() {
+            eprintln!("error: a request panicked inside the simulation loop; the loop goes on");
+            self.publish(true);
+        }
+    }
+
+    /// One free-running tick: the controller's controls, physics, lidars, recording.
+    fn free_tick(&mut self) {
+        match self.sim.step(None) {
+            Ok(_) => {
+                self.last_error = None;
+                self.ticked();
+            }
+            Err(e) => {
+                let text = e.to_string();
+                if self.last_error.as_deref() != Some(text.as_str()) {
+                    eprintln!("error: the simulation loop could not step: {text}");
+                }
+                self.last_error = Some(text);
+            }
+        }
+        self.print_warnings();
+    }
+
+    fn run(mut self, pace: Pace, inbox: &Receiver<Job>) -> Option<RecordingSummary> {
+        let dt = Duration::from_secs_f64(self.sim.runner().dt);
+        let mut next = Instant::now();
+        while !self.stop {
+            match pace {
+                Pace::Lockstep => match inbox.recv() {
+                    Ok(job) => self.run_job(job),
+                    Err(_) => break,
+                },
+                Pace::Free => {
+                    while let Ok(job) = inbox.try_recv() {
+                        self.run_job(job);
+                    }
+                    if !self.stop {
+                        self.free_tick();
+                    }
+                }
+                Pace::Realtime => {
+                    // Serve jobs until the tick is due, then tick; a loop that fell behind by
+                    // more than a few ticks starts its schedule again rather than racing.
+                    loop {
+                        let now = Instant::now();
+                        if now >= next || self.stop {
+                            break;
+                        }
+                        match inbox.recv_timeout(next - now) {
+                            Ok(job) => self.run_job(job),
+                            Err(RecvTimeoutError::Timeout) => break,
+                            Err(RecvTimeoutError::Disconnected) => return self.finish(),
+                        }
+                    }
+                    if self.stop {
+                        break;
+                    }
+                    self.free_tick();
+                    next += dt;
+                    if Instant::now() > next + dt * 4 {
+                        next = Instant::now();
+                    }
+                }
+            }
+        }
+        self.finish()
+    }
+
+    /// Closes an armed recording (open episodes as interrupted).
+    fn finish(mut self) -> Option<RecordingSummary> {
+        if !self.sim.recording() {
+            return None;
+        }
+        let summary = match self.sim.stop_recording(EpisodeStatus::Interrupted) {
+            Ok(summary) => Some(summary),
+            Err(e) => {
+                eprintln!("error: the recording could not be closed: {e}");
+                None
+            }
+        };
+        self.print_warnings();
+        summary
+    }
+}
+
+fn name_or(name: String, kind: &str, index: usize) -> String {
+    if name.is_empty() { format!("{kind}{index}") } else { name }
+}

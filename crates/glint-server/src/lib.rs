@@ -1,0 +1,30 @@
+//! glint-server: `glint serve`, the hazel.rpc gRPC services of LuckyEngine's API over one
+//! [`glint_sim::Simulation`], so that its Python client (`luckyrobots`) works unchanged. The
+//! simulation runs on its own thread ([`Engine`]) at a [`Pace`]; `LidarService` reads scans
+//! from the snapshot the loop publishes after each tick, and `AgentService.Step` drives it in
+//! lockstep. Proto types stay in this crate: the services translate to and from
+//! `glint-sim`'s calls. `docs/grpc.md` lists what is served.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod agent;
+mod engine;
+mod error;
+mod lidar;
+mod serve;
+mod unserved;
+
+/// The hazel.rpc messages and services, generated from `proto/`.
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod proto {
+    tonic::include_proto!("hazel.rpc");
+
+    /// The encoded descriptor set of every `.proto` file, for reflection.
+    pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hazel_rpc_descriptor.bin"));
+}
+
+pub use engine::{Engine, EngineOptions, Pace, Snapshot};
+pub use error::ServerError;
+pub use lidar::TICK_METADATA;
+pub use serve::{DEFAULT_ADDR, DEFAULT_MAX_MESSAGE, ServeOptions, ServeSummary, serve};
+pub use unserved::{served_paths, served_summary};

@@ -1,0 +1,408 @@
+//! `LidarService`: the seed's 14 lidar calls. Reads (scans, counts, configurations, return
+//! parameters, bake status) come from the loop's latest snapshot and never wait for a tick;
+//! changes run on the loop thread between ticks. Every request field is checked as the
+//! manifest's is, and a refusal is an `ok = false` naming the field, the value and the range.
+
+use glint_lidar::{BakeRequest, ReturnParams, ReturnPreset, ScanPattern, SecondaryCapture, SecondaryScope, SelfIgnore, Spelled};
+use tonic::{Request, Response, Status};
+
+use crate::engine::{Engine, SensorSnapshot};
+use crate::proto::lidar_service_server::LidarService;
+use crate::proto::{
+    BakeLidarMaterialRequest, GetLidarReturnParamsRequest, GetLidarScanRequest, LidarAck, LidarBakeStatusResponse,
+    LidarBeamAnglesResponse, LidarBeamCountResponse, LidarConfigResponse, LidarReturnParamsResponse,
+    LidarScanResponse, LidarSensorRequest, LoadLidarBakeRequest, SaveLidarBakeRequest, SetLidarConfigRequest,
+    SetLidarLiveRequest, SetLidarPresetRequest, SetLidarReturnParamsRequest, SetLidarSecondaryCaptureRequest,
+};
+
+/// The metadata key carrying the loop tick a scan was taken at.
+pub const TICK_METADATA: &str = "glint-tick";
+
+/// The service over the loop.
+pub struct Lidar {
+    engine: Engine,
+    /// The largest response glint sends, bytes (a client's default receive limit).
+    max_message: usize,
+}
+
+impl Lidar {
+    /// The service over `engine`, answering scans of at most `max_message` bytes.
+    pub fn new(engine: Engine, max_message: usize) -> Lidar {
+        Lidar { engine, max_message }
+    }
+}
+
+fn ack(ok: bool, message: impl Into<String>) -> Response<LidarAck> {
+    Response::new(LidarAck { ok, message: message.into() })
+}
+
+fn refused(message: impl std::fmt::Display) -> Response<LidarAck> {
+    ack(false, message.to_string())
+}
+
+/// The seed's words for a bad index.
+fn no_sensor(index: u32) -> String {
+    format!("no lidar sensor at index {index}")
+}
+
+/// The proto's nine base fields and eight optional optics fields over `current`: base fields
+/// always replace, an absent optics field keeps its value, one sent as 0 means 0.
+fn merged_params(r: &SetLidarReturnParamsRequest, current: ReturnParams) -> [f64; 17] {
+    let mut v = current.to_array();
+    let base = [
+        r.max_range_at_ref,
+        r.ref_reflectivity,
+        r.range_exp,
+        r.noise_sigma0,
+        r.grazing_cos_cutoff,
+        r.intensity_ref_range,
+        r.detect_floor,
+        r.near_range_r0,
+        r.noise_slope_per_m,
+    ];
+    for (slot, value) in v.iter_mut().zip(base) {
+        *slot = value as f64;
+    }
+    let optics = [
+        r.spec_slope_floor,
+        r.spec_peak_max,
+        r.retro_gain,
+        r.retro_cos_exp,
+        r.fold_max_slope,
+        r.range_floor,
+        r.min_return_separation,
+        r.max_returns.map(|m| m as f32),
+    ];
+    for (slot, value) in v[9..].iter_mut().zip(optics) {
+        if let Some(value) = value {
+            *slot = value as f64;
+        }
+    }
+    v
+}
+
+fn params_response(p: &ReturnParams) -> LidarReturnParamsResponse {
+    let v = p.to_array().map(|x| x as f32);
+    LidarReturnParamsResponse {
+        max_range_at_ref: v[0],
+        ref_reflectivity: v[1],
+        range_exp: v[2],
+        noise_sigma0: v[3],
+        grazing_cos_cutoff: v[4],
+        intensity_ref_range: v[5],
+        detect_floor: v[6],
+        near_range_r0: v[7],
+        noise_slope_per_m: v[8],
+        spec_slope_floor: v[9],
+        spec_peak_max: v[10],
+        retro_gain: v[11],
+        retro_cos_exp: v[12],
+        fold_max_slope: v[13],
+        range_floor: v[14],
+        min_return_separation: v[15],
+        max_returns: p.max_returns,
+    }
+}
+
+fn config_response(s: &SensorSnapshot) -> LidarConfigResponse {
+    let c = &s.config;
+    LidarConfigResponse {
+        found: true,
+        scan_pattern: c.pattern.wire_code(),
+        channels: c.channels,
+        azimuth_bins: c.azimuth_bins,
+        vfov_min_deg: c.vfov_min_deg as f32,
+        vfov_max_deg: c.vfov_max_deg as f32,
+        min_range: c.min_range as f32,
+        max_range: c.max_range as f32,
+        rotation_hz: c.rotation_hz as f32,
+        geom_group_mask: c.geom_group_mask,
+        self_ignore: c.self_ignore.index() as u32,
+        secondary_capture: s.capture.0.index() as u32,
+        secondary_scope: s.capture.1.index() as u32,
+    }
+}
+
+/// `-1` for every beam.
+fn unresolved(n: usize) -> Vec<f32> {
+    vec![-1.0; n]
+}
+
+/// The scan response from a sensor's snapshot, with the arrays the request asked for.
+fn scan_response(s: &SensorSnapshot, r: &GetLidarScanRequest, max_returns: u32) -> LidarScanResponse {
+    let n = s.ranges.len();
+    let model = if r.material { s.returns.as_ref() } else { None };
+    let ranges = model.map_or_else(|| s.ranges.clone(), |m| m.range.clone());
+    let secondary_ranges = match (r.want_secondary, s.returns.as_ref()) {
+        (false, _) => Vec::new(),
+        (true, Some(m)) if max_returns >= 2 => m.secondary.clone(),
+        (true, _) => unresolved(n),
+    };
+    let (intensity, reflectivity_calibrated) = match (r.want_intensity, model) {
+        (false, _) => (Vec::new(), Vec::new()),
+        (true, Some(m)) => (m.intensity.clone(), m.reflectivity.clone()),
+        (true, None) => (unresolved(n), unresolved(n)),
+    };
+    LidarScanResponse { beams: s.config.beam_count() as u32, ranges, secondary_ranges, intensity, reflectivity_calibrated }
+}
+
+#[tonic::async_trait]
+impl LidarService for Lidar {
+    async fn set_lidar_live(&self, request: Request<SetLidarLiveRequest>) -> Result<Response<LidarAck>, Status> {
+        let live = request.into_inner().live;
+        self.engine
+            .call(move |core| {
+                core.client_live = live;
+                core.sync_live();
+            })
+            .await?;
+        Ok(ack(true, if live { "lidars fire every step" } else { "lidars fire only while recording" }))
+    }
+
+    async fn set_lidar_config(&self, request: Request<SetLidarConfigRequest>) -> Result<Response<LidarAck>, Status> {
+        let r = request.into_inner();
+        let answer = self
+            .engine
+            .call(move |core| -> Result<String, String> {
+                let sensor = r.sensor as usize;
+                let mut lidar = core.sim.lidar_mut(sensor).map_err(|_| no_sensor(r.sensor))?;
+                let mut c = lidar.get().config();
+                c.pattern = ScanPattern::from_wire_code(r.scan_pattern, c.pattern).map_err(|e| e.to_string())?;
+                c.self_ignore = SelfIgnore::from_index(r.self_ignore as i64).map_err(|e| e.to_string())?;
+                (c.channels, c.azimuth_bins) = (r.channels, r.azimuth_bins);
+                (c.vfov_min_deg, c.vfov_max_deg) = (r.vfov_min_deg as f64, r.vfov_max_deg as f64);
+                (c.min_range, c.max_range) = (r.min_range as f64, r.max_range as f64);
+                c.rotation_hz = r.rotation_hz as f64;
+                // The seed keeps the low six bits: MuJoCo has six geom groups.
+                c.geom_group_mask = r.geom_group_mask & 0x3f;
+                lidar.set_config(c).map_err(|e| e.to_string())?;
+                let mut message = format!("lidar sensor {sensor} now casts {} beams", c.beam_count());
+                if r.geom_group_mask > 0x3f {
+                    message.push_str(&format!(
+                        "; geom_group_mask {} kept its low six bits ({}): MuJoCo has six geom groups",
+                        r.geom_group_mask, c.geom_group_mask
+                    ));
+                }
+                Ok(message)
+            })
+            .await?;
+        Ok(answer.map_or_else(|e| refused(e), |m| ack(true, m)))
+    }
+
+    async fn get_lidar_config(
+        &self,
+        request: Request<LidarSensorRequest>,
+    ) -> Result<Response<LidarConfigResponse>, Status> {
+        let snapshot = self.engine.snapshot();
+        let sensor = snapshot.sensors.get(request.into_inner().sensor as usize);
+        Ok(Response::new(sensor.map_or_else(LidarConfigResponse::default, config_response)))
+    }
+
+    async fn set_lidar_return_params(
+        &self,
+        request: Request<SetLidarReturnParamsRequest>,
+    ) -> Result<Response<LidarAck>, Status> {
+        let r = request.into_inner();
+        let answer = self
+            .engine
+            .call(move |core| -> Result<(), String> {
+                let values = merged_params(&r, core.sim.return_params());
+                let params = ReturnParams::from_array(values).map_err(|e| e.to_string())?;
+                core.sim.set_return_params_ex(params).map_err(|e| e.to_string())
+            })
+            .await?;
+        Ok(answer.map_or_else(|e| refused(e), |()| ack(true, "return parameters set")))
+    }
+
+    async fn get_lidar_return_params(
+        &self,
+        _request: Request<GetLidarReturnParamsRequest>,
+    ) -> Result<Response<LidarReturnParamsResponse>, Status> {
+        Ok(Response::new(params_response(&self.engine.snapshot().params)))
+    }
+
+    async fn set_lidar_preset(&self, request: Request<SetLidarPresetRequest>) -> Result<Response<LidarAck>, Status> {
+        let preset = match ReturnPreset::from_index(request.into_inner().preset as i64) {
+            Ok(p) => p,
+            Err(e) => return Ok(refused(e)),
+        };
+        self.engine.call(move |core| core.sim.set_return_preset(preset)).await?;
+        Ok(ack(true, format!("return preset {} applied", preset.name())))
+    }
+
+    async fn set_lidar_secondary_capture(
+        &self,
+        request: Request<SetLidarSecondaryCaptureRequest>,
+    ) -> Result<Response<LidarAck>, Status> {
+        let r = request.into_inner();
+        let capture = match SecondaryCapture::from_index(r.capture as i64) {
+            Ok(c) => c,
+            Err(e) => return Ok(refused(e)),
+        };
+        let scope = match SecondaryScope::from_index(r.scope as i64) {
+            Ok(s) => s,
+            Err(e) => return Ok(refused(e)),
+        };
+        let answer = self
+            .engine
+            .call(move |core| -> Result<String, String> {
+                let recording = core.sim.recording();
+                let mut lidar = core.sim.lidar_mut(r.sensor as usize).map_err(|_| no_sensor(r.sensor))?;
+                lidar.set_secondary_capture(capture, scope).map_err(|e| e.to_string())?;
+                Ok(if recording {
+                    format!(
+                        "secondary capture {capture} ({scope}) is kept for the next recording: the one in progress \
+                         keeps its columns"
+                    )
+                } else {
+                    format!("secondary capture {capture} ({scope}) set")
+                })
+            })
+            .await?;
+        Ok(answer.map_or_else(|e| refused(e), |m| ack(true, m)))
+    }
+
+    async fn bake_lidar_material(
+        &self,
+        request: Request<BakeLidarMaterialRequest>,
+    ) -> Result<Response<LidarAck>, Status> {
+        let r = request.into_inner();
+        let bake = BakeRequest {
+            cell_size: r.cell_size as f64,
+            max_dim: r.max_dim,
+            splat_radius: r.splat_radius,
+            include_hidden: i32::try_from(r.include_hidden).unwrap_or(i32::MAX),
+        };
+        let answer = self
+            .engine
+            .call(move |core| -> Result<String, String> {
+                let settings = bake.resolve(&core.sim.bake_settings()).map_err(|e| e.to_string())?;
+                let status = core.sim.bake(settings).map_err(|e| e.to_string())?;
+                Ok(format!(
+                    "baked {} cells of {} m ({} x {} x {}), {} filled",
+                    status.dims.iter().map(|&d| d as u64).product::<u64>(),
+                    status.cell_size,
+                    status.dims[0],
+                    status.dims[1],
+                    status.dims[2],
+                    status.filled_cells
+                ))
+            })
+            .await?;
+        Ok(answer.map_or_else(|e| refused(e), |m| ack(true, m)))
+    }
+
+    async fn get_lidar_bake_status(
+        &self,
+        _request: Request<LidarSensorRequest>,
+    ) -> Result<Response<LidarBakeStatusResponse>, Status> {
+        // The bake is the scene's, shared by every sensor.
+        let s = self.engine.snapshot().bake.clone();
+        Ok(Response::new(LidarBakeStatusResponse {
+            valid: s.valid,
+            format_version: s.format_version,
+            cell_size_m: s.cell_size as f32,
+            splat_radius: s.splat_radius,
+            dim_x: s.dims[0],
+            dim_y: s.dims[1],
+            dim_z: s.dims[2],
+            filled_cells: s.filled_cells,
+            geom_materials: s.geom_materials,
+            material_fingerprint: s.material_fingerprint,
+            stale: s.stale,
+        }))
+    }
+
+    async fn load_lidar_bake(&self, request: Request<LoadLidarBakeRequest>) -> Result<Response<LidarAck>, Status> {
+        let name = request.into_inner().name;
+        let answer = self
+            .engine
+            .call(move |core| {
+                let name = if name.is_empty() { None } else { Some(name.as_str()) };
+                // A stale bake loads, and the ack does not say so: GetLidarBakeStatus does.
+                core.sim.load_bake(name).map(|_| core.sim.loaded_bake().unwrap_or_default().to_string())
+            })
+            .await?;
+        Ok(answer.map_or_else(|e| refused(e), |name| ack(true, format!("loaded bake '{name}'"))))
+    }
+
+    async fn save_lidar_bake(&self, request: Request<SaveLidarBakeRequest>) -> Result<Response<LidarAck>, Status> {
+        let name = request.into_inner().name;
+        let answer = self
+            .engine
+            .call(move |core| core.sim.save_bake(if name.is_empty() { None } else { Some(name.as_str()) }))
+            .await?;
+        Ok(answer.map_or_else(|e| refused(e), |path| ack(true, format!("saved the bake to {}", path.display()))))
+    }
+
+    async fn get_lidar_scan(&self, request: Request<GetLidarScanRequest>) -> Result<Response<LidarScanResponse>, Status> {
+        let r = request.into_inner();
+        let snapshot = self.engine.snapshot();
+        let Some(sensor) = snapshot.sensors.get(r.sensor as usize) else {
+            return Ok(Response::new(LidarScanResponse::default()));
+        };
+        let arrays = 1 + 2 * r.want_intensity as usize + r.want_secondary as usize;
+        let bytes = sensor.ranges.len() * 4 * arrays + 64;
+        if bytes > self.max_message {
+            return Err(Status::resource_exhausted(format!(
+                "a scan of lidar sensor {} ({} beams, {arrays} arrays) is {bytes} bytes, above the {} bytes glint \
+                 serve answers (the gRPC default a client accepts): ask for fewer arrays, or raise the client's \
+                 grpc.max_receive_message_length and start glint serve with a larger --max-message-mib",
+                r.sensor,
+                sensor.ranges.len(),
+                self.max_message
+            )));
+        }
+        let mut response = Response::new(scan_response(sensor, &r, snapshot.params.max_returns));
+        response.metadata_mut().insert(TICK_METADATA, snapshot.tick.into());
+        Ok(response)
+    }
+
+    async fn get_lidar_beam_count(
+        &self,
+        request: Request<LidarSensorRequest>,
+    ) -> Result<Response<LidarBeamCountResponse>, Status> {
+        let snapshot = self.engine.snapshot();
+        let beams = snapshot.sensors.get(request.into_inner().sensor as usize).map_or(0, |s| s.config.beam_count());
+        Ok(Response::new(LidarBeamCountResponse { beams: beams as u32 }))
+    }
+
+    async fn get_lidar_beam_angles(
+        &self,
+        request: Request<LidarSensorRequest>,
+    ) -> Result<Response<LidarBeamAnglesResponse>, Status> {
+        let sensor = request.into_inner().sensor as usize;
+        let answer = self
+            .engine
+            .call(move |core| {
+                let lidar = core.sim.lidar(sensor).ok()?;
+                let beams = lidar.beam_count();
+                let (mut azimuth, mut elevation) = (vec![0.0; beams], vec![0.0; beams]);
+                lidar.beam_angles_into(0, &mut azimuth, &mut elevation).ok()?;
+                Some(LidarBeamAnglesResponse { beams: beams as u32, azimuth, elevation })
+            })
+            .await?;
+        Ok(Response::new(answer.unwrap_or_default()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absent_optics_keep_their_values_and_zero_means_zero() {
+        let current = ReturnParams { retro_gain: 800.0, max_returns: 2, spec_peak_max: 5.0, ..ReturnParams::default() };
+        let request = SetLidarReturnParamsRequest {
+            max_range_at_ref: 30.0,
+            spec_peak_max: Some(0.0),
+            ..SetLidarReturnParamsRequest::default()
+        };
+        let v = merged_params(&request, current);
+        assert_eq!(v[0], 30.0);
+        assert_eq!(v[1], 0.0, "a base field always replaces");
+        assert_eq!(v[10], 0.0, "an optics field sent as 0 means 0");
+        assert_eq!(v[11], 800.0, "an absent optics field keeps its value");
+        assert_eq!(v[16], 2.0);
+    }
+}

@@ -1,0 +1,90 @@
+//! Starting and stopping the server: the loop, the services, reflection, TLS, the address.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use glint_sim::RecordingSummary;
+use tonic::transport::server::TcpIncoming;
+use tonic::transport::{Identity, Server, ServerTlsConfig};
+
+use crate::agent::Agents;
+use crate::engine::{Engine, EngineOptions};
+use crate::lidar::Lidar;
+use crate::proto::agent_service_server::AgentServiceServer;
+use crate::proto::lidar_service_server::LidarServiceServer;
+use crate::proto::mujoco_service_server::MujocoServiceServer;
+use crate::unserved::UnservedLayer;
+use crate::{ServerError, proto};
+
+/// The default address: loopback only.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:50051";
+
+/// The default largest response, bytes: gRPC's default receive limit, which `luckyrobots`
+/// keeps.
+pub const DEFAULT_MAX_MESSAGE: usize = 4 * 1024 * 1024;
+
+/// How `glint serve` runs.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// The simulation loop.
+    pub engine: EngineOptions,
+    /// Where to listen (port 0: any free port).
+    pub addr: SocketAddr,
+    /// A PEM certificate and key for TLS; plain text without.
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// The largest response, bytes.
+    pub max_message: usize,
+}
+
+/// What a server that stopped leaves: the recording it closed, if one was armed.
+#[derive(Debug)]
+pub struct ServeSummary {
+    /// The recording's summary.
+    pub recording: Option<RecordingSummary>,
+}
+
+/// Serves until `shutdown` completes, then stops the loop and closes an armed recording.
+/// `on_listen` is told the address once the server listens (the port, when 0 was asked).
+pub async fn serve(
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()> + Send,
+    on_listen: impl FnOnce(SocketAddr),
+) -> Result<ServeSummary, ServerError> {
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .map_err(|e| ServerError::Bind { addr: options.addr.to_string(), reason: e.to_string() })?;
+    let local = listener.local_addr().map_err(|e| ServerError::Bind { addr: options.addr.to_string(), reason: e.to_string() })?;
+    let mut builder = Server::builder();
+    if let Some((cert, key)) = &options.tls {
+        let read = |p: &PathBuf| std::fs::read(p).map_err(|e| ServerError::Tls(format!("cannot read '{}': {e}", p.display())));
+        let identity = Identity::from_pem(read(cert)?, read(key)?);
+        builder = builder
+            .tls_config(ServerTlsConfig::new().identity(identity))
+            .map_err(|e| ServerError::Tls(format!("the certificate or key is not usable: {e}")))?;
+    }
+    let (engine, thread) = Engine::start(options.engine.clone())?;
+    let reflection_v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .map_err(|e| ServerError::Start(format!("reflection: {e}")))?;
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()
+        .map_err(|e| ServerError::Start(format!("reflection: {e}")))?;
+    let agents = Agents::new(engine.clone());
+    let router = builder
+        .layer(UnservedLayer::new())
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .add_service(LidarServiceServer::new(Lidar::new(engine.clone(), options.max_message)))
+        .add_service(AgentServiceServer::new(agents.clone()))
+        .add_service(MujocoServiceServer::new(agents));
+    on_listen(local);
+    let served = router.serve_with_incoming_shutdown(TcpIncoming::from(listener), shutdown).await;
+    engine.request_stop();
+    drop(engine);
+    let recording = tokio::task::spawn_blocking(move || thread.join()).await.unwrap_or(None);
+    served.map_err(|e| ServerError::Transport(e.to_string()))?;
+    Ok(ServeSummary { recording })
+}

@@ -1,0 +1,179 @@
+//! The task contract's observation vector and action mapping: what an RL front end (the gRPC
+//! `AgentService`, the Gymnasium environments) reads after each step and writes before it.
+//! The layout comes from the manifest's `[[observation]]` components, in order.
+
+use glint_manifest::ObservationComponent;
+use glint_mujoco::JointKind;
+
+use crate::{SimError, Simulation, Warning};
+
+/// One component as laid out: where its values sit in the vector.
+#[derive(Clone, Debug, PartialEq)]
+struct Term {
+    component: ObservationComponent,
+    offset: usize,
+    len: usize,
+}
+
+/// The observation vector's layout: its components in order, each value's name, its size.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ObservationLayout {
+    terms: Vec<Term>,
+    names: Vec<String>,
+}
+
+impl ObservationLayout {
+    /// Values in the vector.
+    pub fn size(&self) -> usize {
+        self.names.len()
+    }
+
+    /// One name per value: `joint_positions/<joint>[i]`, `joint_velocities/<joint>[i]`,
+    /// `lidar_ranges/<sensor>/<beam>`.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The components, in order.
+    pub fn components(&self) -> impl Iterator<Item = &ObservationComponent> {
+        self.terms.iter().map(|t| &t.component)
+    }
+
+    /// Whether a component reads a lidar (so the lidars must fire on every step).
+    pub fn reads_lidar(&self) -> bool {
+        self.terms.iter().any(|t| matches!(t.component, ObservationComponent::LidarRanges { beams: Some(_), .. }))
+    }
+}
+
+/// Per `qpos` (`velocity = false`) or `qvel` entry, `<component>/<joint>` with an index for
+/// joints that take several values.
+fn joint_names(sim: &Simulation, velocity: bool) -> Vec<String> {
+    let component = if velocity { "joint_velocities" } else { "joint_positions" };
+    let mut names = Vec::new();
+    for (j, joint) in sim.model.joints().iter().enumerate() {
+        let name = if joint.name.is_empty() { format!("joint{j}") } else { joint.name.clone() };
+        let count = match (joint.kind, velocity) {
+            (JointKind::Free, false) => 7,
+            (JointKind::Free, true) => 6,
+            (JointKind::Ball, false) => 4,
+            (JointKind::Ball, true) => 3,
+            _ => 1,
+        };
+        if count == 1 {
+            names.push(format!("{component}/{name}"));
+        } else {
+            names.extend((0..count).map(|i| format!("{component}/{name}[{i}]")));
+        }
+    }
+    names
+}
+
+impl Simulation {
+    /// Lays the observation vector out from `components` (the manifest's `[[observation]]`)
+    /// and makes it the one [`Simulation::observe`] fills. A `lidar_ranges` component without
+    /// a positive `beams` emits nothing, with one warning; one whose `beams` differs from its
+    /// sensor's beam count is kept (padded with `-1` or cut), with one warning. An unknown
+    /// sensor is an error; nothing changes on an error.
+    pub fn set_observation(&mut self, components: &[ObservationComponent]) -> Result<(), SimError> {
+        let mut layout = ObservationLayout::default();
+        let mut warnings = Vec::new();
+        for (index, component) in components.iter().enumerate() {
+            let names = match component {
+                ObservationComponent::JointPositions => joint_names(self, false),
+                ObservationComponent::JointVelocities => joint_names(self, true),
+                ObservationComponent::LidarRanges { beams, sensor, .. } => {
+                    let count = self.lidar_count();
+                    if *sensor >= count {
+                        return Err(SimError::Setting(format!(
+                            "[[observation]] {index} (lidar_ranges) reads lidar sensor {sensor}, and {count} sensors \
+                             are bound: give a sensor index below {count}"
+                        )));
+                    }
+                    let actual = self.lidars.config(*sensor)?.beam_count();
+                    match beams {
+                        None => warnings.push(Warning::ObservationBeams { index, sensor: *sensor, actual }),
+                        Some(b) if *b != actual => {
+                            warnings.push(Warning::ObservationBeamsDiffer { index, sensor: *sensor, beams: *b, actual })
+                        }
+                        Some(_) => {}
+                    }
+                    (0..beams.unwrap_or(0)).map(|k| format!("lidar_ranges/{sensor}/{k}")).collect()
+                }
+            };
+            layout.terms.push(Term { component: component.clone(), offset: layout.names.len(), len: names.len() });
+            layout.names.extend(names);
+        }
+        self.observation = layout;
+        self.warnings.extend(warnings);
+        Ok(())
+    }
+
+    /// The observation vector's layout.
+    pub fn observation(&self) -> &ObservationLayout {
+        &self.observation
+    }
+
+    /// Writes world `world`'s observation into `out` (exactly [`ObservationLayout::size`]
+    /// values): joint positions and velocities as they are now, and each `lidar_ranges`
+    /// component from its sensor's live scan, `-1` past the scan and for no return. A material
+    /// component needs a loaded bake.
+    pub fn observe(&self, world: usize, out: &mut [f32]) -> Result<(), SimError> {
+        self.world_ok(world)?;
+        let size = self.observation.size();
+        if out.len() != size {
+            return Err(SimError::BufferLength {
+                what: "the observation buffer",
+                len: out.len(),
+                expected: format!("the observation has {size} values"),
+            });
+        }
+        for term in &self.observation.terms {
+            let out = &mut out[term.offset..term.offset + term.len];
+            match term.component {
+                ObservationComponent::JointPositions => copy_f64(out, self.worlds.qpos(world)),
+                ObservationComponent::JointVelocities => copy_f64(out, self.worlds.qvel(world)),
+                ObservationComponent::LidarRanges { sensor, material, .. } => {
+                    self.lidar(sensor)?.scan_into(world, out, material)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Each actuator's name (`actuator<i>` when unnamed) and the range its control is clamped
+    /// to (`None`: not limited), in actuator order: the action vector's layout.
+    pub fn actuators(&self) -> Vec<(String, Option<[f64; 2]>)> {
+        let names = self.model.actuator_names();
+        let ranges = self.model.actuator_ctrlrange();
+        names
+            .into_iter()
+            .zip(ranges)
+            .enumerate()
+            .map(|(i, (n, r))| (if n.is_empty() { format!("actuator{i}") } else { n }, r))
+            .collect()
+    }
+
+    /// World `world`'s generalized positions now (MuJoCo's `qpos`, `nq` values).
+    pub fn joint_positions(&self, world: usize) -> Result<&[f64], SimError> {
+        self.world_ok(world)?;
+        Ok(self.worlds.qpos(world))
+    }
+
+    /// World `world`'s generalized velocities now (MuJoCo's `qvel`, `nv` values).
+    pub fn joint_velocities(&self, world: usize) -> Result<&[f64], SimError> {
+        self.world_ok(world)?;
+        Ok(self.worlds.qvel(world))
+    }
+
+    /// The controls world `world` runs with now (MuJoCo's `ctrl`).
+    pub fn controls(&self, world: usize) -> Result<&[f64], SimError> {
+        self.world_ok(world)?;
+        Ok(self.worlds.ctrl(world))
+    }
+}
+
+fn copy_f64(out: &mut [f32], values: &[f64]) {
+    for (o, v) in out.iter_mut().zip(values) {
+        *o = *v as f32;
+    }
+}
