@@ -26,6 +26,34 @@ pub enum BenchCommand {
     /// Times `glint run` of a manifest with the recorder on and off, alternately in one
     /// process, and reports the ratio: the cost of recording.
     Record(RecordArgs),
+    /// Serves a manifest and measures it in one process: a GetLidarScan round trip with all
+    /// four arrays against encoding and decoding the same message, scans per second for one
+    /// and eight clients, and the loop's tick rate while eight clients poll against the same
+    /// loop with no server.
+    Serve(ServeArgs),
+}
+
+/// Arguments of `glint bench serve`.
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Scene manifest (TOML); its sensor 0 is scanned.
+    manifest: PathBuf,
+    /// Scans per client per measurement.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    calls: u32,
+    /// Wall-clock seconds of each loop-rate measurement.
+    #[arg(long, default_value_t = 3.0, value_parser = bench_seconds)]
+    seconds: f64,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn bench_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 3600.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a number of seconds in (0, 3600]")),
+    }
 }
 
 /// Arguments of `glint bench record`.
@@ -185,6 +213,27 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                 println!("glint run, recorder on     {:.3} s", r.recording_s);
                 println!("glint run, recorder off    {:.3} s", r.not_recording_s);
                 println!("on / off                   {:.2}x", r.on_over_off);
+            })
+        }
+        BenchCommand::Serve(a) => {
+            crate::manifest_with_lidars(&a.manifest)?;
+            let options = glint_server::bench::ServeBench { manifest: a.manifest, calls: a.calls, seconds: a.seconds };
+            print(&glint_server::bench::serve_bench(&options)?, a.json, |r| {
+                println!(
+                    "{}: sensor 0, {} beams, {} bytes per scan with all four arrays",
+                    r.manifest, r.beams, r.message_bytes
+                );
+                println!("GetLidarScan round trip           {:.3} ms", r.round_trip_s * 1e3);
+                println!("encode + decode in-process        {:.3} ms", r.codec_s * 1e3);
+                println!("round trip / codec                {:.2}x (target at most 3x)", r.round_trip_over_codec);
+                println!("scans per second, one client      {:.0}", r.scans_per_s_one_client);
+                println!("scans per second, eight clients   {:.0}", r.scans_per_s_eight_clients);
+                println!("loop ticks/s, no server           {:.1}", r.ticks_per_s_alone);
+                println!("loop ticks/s, served, no client   {:.1}", r.ticks_per_s_serving_idle);
+                println!("loop ticks/s, one client polls    {:.1}", r.ticks_per_s_serving);
+                println!("loop ticks/s, eight clients poll  {:.1}", r.ticks_per_s_eight_clients);
+                println!("one client / no server            {:.2}x (target at least 0.8x)", r.serving_over_alone);
+                println!("eight clients / no server         {:.2}x", r.eight_clients_over_alone);
             })
         }
     }

@@ -41,9 +41,9 @@ mod observation;
 mod reset;
 
 pub use controller::Controller;
+use controller::{ACTUATOR_KEYS, CONTROLLER_KEYS, RawController};
 pub use observation::{MAX_OBSERVATION_BEAMS, OBSERVATION_COMPONENTS, ObservationComponent};
 use observation::{OBSERVATION_KEYS, RawObservation};
-use controller::{ACTUATOR_KEYS, CONTROLLER_KEYS, RawController};
 use reset::{BODY_RESET_KEYS, RESET_KEYS, RawReset};
 pub use reset::{BodyReset, ResetConfig};
 use thiserror::Error;
@@ -354,12 +354,8 @@ impl Manifest {
         }
         let controller = raw.controller.controller(path)?;
         let reset = raw.reset.config(path)?;
-        let observation = raw
-            .observation
-            .iter()
-            .enumerate()
-            .map(|(i, o)| o.component(path, i))
-            .collect::<Result<Vec<_>, _>>()?;
+        let observation =
+            raw.observation.iter().enumerate().map(|(i, o)| o.component(path, i)).collect::<Result<Vec<_>, _>>()?;
         let materials = raw
             .materials
             .iter()

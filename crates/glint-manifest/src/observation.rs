@@ -113,11 +113,13 @@ impl RawObservation {
                 Ok(ObservationComponent::LidarRanges { beams, sensor, material })
             }
             other => {
-                let hint = nearest_name(other, OBSERVATION_COMPONENTS.iter().copied())
-                    .map_or_else(|| format!("use one of {}", OBSERVATION_COMPONENTS.join(", ")), |n| {
-                        format!("did you mean `{n}`?")
-                    });
-                Err(value(format!("[[observation]] {index} names component `{other}`, which glint does not know; {hint}")))
+                let hint = nearest_name(other, OBSERVATION_COMPONENTS.iter().copied()).map_or_else(
+                    || format!("use one of {}", OBSERVATION_COMPONENTS.join(", ")),
+                    |n| format!("did you mean `{n}`?"),
+                );
+                Err(value(format!(
+                    "[[observation]] {index} names component `{other}`, which glint does not know; {hint}"
+                )))
             }
         }
     }

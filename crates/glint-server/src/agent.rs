@@ -33,7 +33,11 @@ impl Agents {
     fn world(&self, name: &str) -> Result<usize, String> {
         let nworld = self.engine.info().nworld;
         let known = || {
-            if nworld == 1 { "agent_0 (or an empty name)".to_string() } else { format!("agent_0 to agent_{}", nworld - 1) }
+            if nworld == 1 {
+                "agent_0 (or an empty name)".to_string()
+            } else {
+                format!("agent_0 to agent_{}", nworld - 1)
+            }
         };
         if name.is_empty() {
             return Ok(0);
@@ -76,7 +80,11 @@ fn compose_actions(actions: &[f32], groups: &[ActionGroupEntry], current: &[f64]
         }
         for (&a, &i) in group.actions.iter().zip(&group.action_indices) {
             let slot = usize::try_from(i).ok().filter(|&i| i < nu).ok_or_else(|| {
-                format!("action group '{}' writes index {i}, outside the {nu} actuators (0 to {})", group.group_name, nu.saturating_sub(1))
+                format!(
+                    "action group '{}' writes index {i}, outside the {nu} actuators (0 to {})",
+                    group.group_name,
+                    nu.saturating_sub(1)
+                )
             })?;
             out[slot] = a as f64;
         }
@@ -167,9 +175,12 @@ impl AgentService for Agents {
             Err(message) => return Ok(Response::new(ResetAgentResponse { success: false, message })),
         };
         let ignored = r.simulation_contract.as_ref().map(contract_fields).unwrap_or_default();
-        let answer = self.engine.call(move |core| core.sim.reset(Worlds::One(world), None).map_err(|e| e.to_string())).await?;
+        let answer =
+            self.engine.call(move |core| core.sim.reset(Worlds::One(world), None).map_err(|e| e.to_string())).await?;
         let response = match answer {
-            Ok(()) if ignored.is_empty() => ResetAgentResponse { success: true, message: format!("agent_{world} reset") },
+            Ok(()) if ignored.is_empty() => {
+                ResetAgentResponse { success: true, message: format!("agent_{world} reset") }
+            }
             Ok(()) => ResetAgentResponse {
                 success: true,
                 message: format!(
@@ -186,7 +197,8 @@ impl AgentService for Agents {
     async fn step(&self, request: Request<StepRequest>) -> Result<Response<StepResponse>, Status> {
         let r = request.into_inner();
         let info = self.engine.info();
-        let fail = |message: String| Ok(Response::new(StepResponse { success: false, message, ..StepResponse::default() }));
+        let fail =
+            |message: String| Ok(Response::new(StepResponse { success: false, message, ..StepResponse::default() }));
         if info.pace != Pace::Lockstep {
             return fail(format!(
                 "glint serve runs with --pace {}: the simulation advances on its own clock and Step does not move it; \

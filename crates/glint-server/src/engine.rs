@@ -68,7 +68,7 @@ pub struct SensorSnapshot {
 }
 
 /// The return model's per-beam channels of one scan.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct ReturnChannels {
     /// Measured range of the strongest echo.
     pub range: Vec<f32>,
@@ -122,6 +122,8 @@ pub struct Core {
     pub client_live: bool,
     tick: u64,
     cell: Arc<RwLock<Arc<Snapshot>>>,
+    /// The snapshot before the current one, refilled by the next publish when unshared.
+    spare: Option<Arc<Snapshot>>,
     stop: bool,
     last_error: Option<String>,
 }
@@ -193,7 +195,9 @@ impl Engine {
             let _ = tx.send(answer);
         });
         self.jobs.send(job).map_err(|_| tonic::Status::unavailable("the simulation loop has stopped"))?;
-        rx.await.map_err(|_| tonic::Status::internal("the request failed inside the simulation loop (see the server's log)"))
+        rx.await.map_err(|_| {
+            tonic::Status::internal("the request failed inside the simulation loop (see the server's log)")
+        })
     }
 
     /// Asks the loop to stop after the job in hand.
@@ -225,14 +229,28 @@ impl Core {
             pace: options.pace,
             nq: sim.joint_positions(0)?.len(),
             nv: sim.joint_velocities(0)?.len(),
-            joint_names: sim.model().joints().into_iter().enumerate().map(|(j, joint)| name_or(joint.name, "joint", j)).collect(),
+            joint_names: sim
+                .model()
+                .joints()
+                .into_iter()
+                .enumerate()
+                .map(|(j, joint)| name_or(joint.name, "joint", j))
+                .collect(),
             actuators: sim.actuators(),
             observation_names: sim.observation().names().to_vec(),
             tick_seconds: sim.runner().dt,
         };
-        let empty = Arc::new(Snapshot { tick: 0, sensors: Vec::new(), params: sim.return_params(), bake: sim.bake_status() });
-        let mut core =
-            Core { sim, client_live: false, tick: 0, cell: Arc::new(RwLock::new(empty)), stop: false, last_error: None };
+        let empty =
+            Arc::new(Snapshot { tick: 0, sensors: Vec::new(), params: sim.return_params(), bake: sim.bake_status() });
+        let mut core = Core {
+            sim,
+            client_live: false,
+            tick: 0,
+            cell: Arc::new(RwLock::new(empty)),
+            spare: None,
+            stop: false,
+            last_error: None,
+        };
         core.sync_live();
         core.publish(true);
         Ok((core, info))
@@ -256,32 +274,58 @@ impl Core {
     }
 
     /// Publishes world 0's scans and the settings in force; `settings` also refreshes the bake
-    /// status (a tick does not change it).
+    /// status (a tick does not change it). The snapshot two publishes back is refilled in
+    /// place when no reader holds it any more, so a tick neither allocates nor faults in
+    /// fresh pages for its copy.
     pub fn publish(&mut self, settings: bool) {
         let previous = self.snapshot();
-        let sensors = (0..self.sim.lidar_count())
-            .filter_map(|s| self.sim.lidar(s).ok())
-            .map(|lidar| {
-                let scan = lidar.scan(0).ok();
-                SensorSnapshot {
+        let bake = if settings { self.sim.bake_status() } else { previous.bake.clone() };
+        let mut next =
+            self.spare.take().and_then(|mut s| Arc::get_mut(&mut s).is_some().then_some(s)).unwrap_or_else(|| {
+                Arc::new(Snapshot {
+                    tick: 0,
+                    sensors: Vec::new(),
+                    params: previous.params,
+                    bake: previous.bake.clone(),
+                })
+            });
+        let fill = Arc::get_mut(&mut next).expect("a fresh or unshared snapshot");
+        fill.tick = self.tick;
+        fill.params = self.sim.return_params();
+        fill.bake = bake;
+        let count = self.sim.lidar_count();
+        fill.sensors.truncate(count);
+        for s in 0..count {
+            let Ok(lidar) = self.sim.lidar(s) else { continue };
+            if fill.sensors.len() <= s {
+                fill.sensors.push(SensorSnapshot {
                     config: lidar.config(),
                     capture: lidar.secondary_capture(),
-                    ranges: scan.map(|s| s.range.clone()).unwrap_or_default(),
-                    returns: scan.and_then(|s| s.returns.as_ref()).map(|r| ReturnChannels {
-                        range: r.range.clone(),
-                        secondary: r.secondary_range.clone(),
-                        intensity: r.intensity.clone(),
-                        reflectivity: r.reflectivity.clone(),
-                    }),
+                    ranges: Vec::new(),
+                    returns: None,
+                });
+            }
+            let out = &mut fill.sensors[s];
+            out.config = lidar.config();
+            out.capture = lidar.secondary_capture();
+            let scan = lidar.scan(0).ok();
+            copy_into(&mut out.ranges, scan.map_or(&[][..], |s| &s.range));
+            match scan.and_then(|s| s.returns.as_ref()) {
+                Some(r) => {
+                    let channels = out.returns.get_or_insert_with(ReturnChannels::default);
+                    copy_into(&mut channels.range, &r.range);
+                    copy_into(&mut channels.secondary, &r.secondary_range);
+                    copy_into(&mut channels.intensity, &r.intensity);
+                    copy_into(&mut channels.reflectivity, &r.reflectivity);
                 }
-            })
-            .collect();
-        let bake = if settings { self.sim.bake_status() } else { previous.bake.clone() };
-        let snapshot = Arc::new(Snapshot { tick: self.tick, sensors, params: self.sim.return_params(), bake });
-        match self.cell.write() {
-            Ok(mut slot) => *slot = snapshot,
-            Err(poisoned) => *poisoned.into_inner() = snapshot,
+                None => out.returns = None,
+            }
         }
+        let old = match self.cell.write() {
+            Ok(mut slot) => std::mem::replace(&mut *slot, next),
+            Err(poisoned) => std::mem::replace(&mut *poisoned.into_inner(), next),
+        };
+        self.spare = Some(old);
     }
 
     fn snapshot(&self) -> Arc<Snapshot> {
@@ -380,6 +424,12 @@ impl Core {
         self.print_warnings();
         summary
     }
+}
+
+/// `out` made a copy of `src`, reusing its allocation.
+fn copy_into(out: &mut Vec<f32>, src: &[f32]) {
+    out.clear();
+    out.extend_from_slice(src);
 }
 
 fn name_or(name: String, kind: &str, index: usize) -> String {

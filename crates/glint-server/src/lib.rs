@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 mod agent;
+pub mod bench;
 mod engine;
 mod error;
 mod lidar;

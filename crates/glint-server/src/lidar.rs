@@ -3,16 +3,18 @@
 //! changes run on the loop thread between ticks. Every request field is checked as the
 //! manifest's is, and a refusal is an `ok = false` naming the field, the value and the range.
 
-use glint_lidar::{BakeRequest, ReturnParams, ReturnPreset, ScanPattern, SecondaryCapture, SecondaryScope, SelfIgnore, Spelled};
+use glint_lidar::{
+    BakeRequest, ReturnParams, ReturnPreset, ScanPattern, SecondaryCapture, SecondaryScope, SelfIgnore, Spelled,
+};
 use tonic::{Request, Response, Status};
 
 use crate::engine::{Engine, SensorSnapshot};
 use crate::proto::lidar_service_server::LidarService;
 use crate::proto::{
     BakeLidarMaterialRequest, GetLidarReturnParamsRequest, GetLidarScanRequest, LidarAck, LidarBakeStatusResponse,
-    LidarBeamAnglesResponse, LidarBeamCountResponse, LidarConfigResponse, LidarReturnParamsResponse,
-    LidarScanResponse, LidarSensorRequest, LoadLidarBakeRequest, SaveLidarBakeRequest, SetLidarConfigRequest,
-    SetLidarLiveRequest, SetLidarPresetRequest, SetLidarReturnParamsRequest, SetLidarSecondaryCaptureRequest,
+    LidarBeamAnglesResponse, LidarBeamCountResponse, LidarConfigResponse, LidarReturnParamsResponse, LidarScanResponse,
+    LidarSensorRequest, LoadLidarBakeRequest, SaveLidarBakeRequest, SetLidarConfigRequest, SetLidarLiveRequest,
+    SetLidarPresetRequest, SetLidarReturnParamsRequest, SetLidarSecondaryCaptureRequest,
 };
 
 /// The metadata key carrying the loop tick a scan was taken at.
@@ -143,7 +145,13 @@ fn scan_response(s: &SensorSnapshot, r: &GetLidarScanRequest, max_returns: u32) 
         (true, Some(m)) => (m.intensity.clone(), m.reflectivity.clone()),
         (true, None) => (unresolved(n), unresolved(n)),
     };
-    LidarScanResponse { beams: s.config.beam_count() as u32, ranges, secondary_ranges, intensity, reflectivity_calibrated }
+    LidarScanResponse {
+        beams: s.config.beam_count() as u32,
+        ranges,
+        secondary_ranges,
+        intensity,
+        reflectivity_calibrated,
+    }
 }
 
 #[tonic::async_trait]
@@ -335,7 +343,10 @@ impl LidarService for Lidar {
         Ok(answer.map_or_else(|e| refused(e), |path| ack(true, format!("saved the bake to {}", path.display()))))
     }
 
-    async fn get_lidar_scan(&self, request: Request<GetLidarScanRequest>) -> Result<Response<LidarScanResponse>, Status> {
+    async fn get_lidar_scan(
+        &self,
+        request: Request<GetLidarScanRequest>,
+    ) -> Result<Response<LidarScanResponse>, Status> {
         let r = request.into_inner();
         let snapshot = self.engine.snapshot();
         let Some(sensor) = snapshot.sensors.get(r.sensor as usize) else {

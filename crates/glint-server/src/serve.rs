@@ -24,6 +24,12 @@ pub const DEFAULT_ADDR: &str = "127.0.0.1:50051";
 /// keeps.
 pub const DEFAULT_MAX_MESSAGE: usize = 4 * 1024 * 1024;
 
+/// HTTP/2 flow-control window of a stream, bytes.
+pub(crate) const WINDOW: u32 = 8 * 1024 * 1024;
+
+/// Largest HTTP/2 frame either side accepts, bytes (HTTP/2's default is 16 KiB).
+pub(crate) const FRAME: u32 = 1024 * 1024;
+
 /// How `glint serve` runs.
 #[derive(Clone, Debug)]
 pub struct ServeOptions {
@@ -54,10 +60,18 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|e| ServerError::Bind { addr: options.addr.to_string(), reason: e.to_string() })?;
-    let local = listener.local_addr().map_err(|e| ServerError::Bind { addr: options.addr.to_string(), reason: e.to_string() })?;
-    let mut builder = Server::builder();
+    let local = listener
+        .local_addr()
+        .map_err(|e| ServerError::Bind { addr: options.addr.to_string(), reason: e.to_string() })?;
+    // A scan is up to a few MiB: HTTP/2's default 64 KiB windows would make each one wait for
+    // dozens of window updates.
+    let mut builder = Server::builder()
+        .initial_stream_window_size(Some(WINDOW))
+        .initial_connection_window_size(Some(2 * WINDOW))
+        .max_frame_size(Some(FRAME));
     if let Some((cert, key)) = &options.tls {
-        let read = |p: &PathBuf| std::fs::read(p).map_err(|e| ServerError::Tls(format!("cannot read '{}': {e}", p.display())));
+        let read =
+            |p: &PathBuf| std::fs::read(p).map_err(|e| ServerError::Tls(format!("cannot read '{}': {e}", p.display())));
         let identity = Identity::from_pem(read(cert)?, read(key)?);
         builder = builder
             .tls_config(ServerTlsConfig::new().identity(identity))
@@ -81,7 +95,8 @@ pub async fn serve(
         .add_service(AgentServiceServer::new(agents.clone()))
         .add_service(MujocoServiceServer::new(agents));
     on_listen(local);
-    let served = router.serve_with_incoming_shutdown(TcpIncoming::from(listener), shutdown).await;
+    let served =
+        router.serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), shutdown).await;
     engine.request_stop();
     drop(engine);
     let recording = tokio::task::spawn_blocking(move || thread.join()).await.unwrap_or(None);

@@ -1,0 +1,262 @@
+//! `glint bench serve`: the server measured against its references in one process. A
+//! `GetLidarScan` round trip with all four arrays against encoding and decoding the same
+//! message in-process; scans per second for one and for eight clients; and the loop's tick
+//! rate while eight clients poll against the same loop stepped with no server at all.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use glint_sim::{SimOptions, Simulation};
+use prost::Message;
+use serde::Serialize;
+use tokio::sync::oneshot;
+use tonic::transport::Channel;
+
+use crate::engine::{EngineOptions, Pace};
+use crate::proto::agent_service_client::AgentServiceClient;
+use crate::proto::lidar_service_client::LidarServiceClient;
+use crate::proto::{GetLidarScanRequest, LidarScanResponse, SetLidarLiveRequest, StepRequest};
+use crate::serve::{DEFAULT_MAX_MESSAGE, FRAME, ServeOptions, WINDOW, serve};
+use crate::{ServerError, TICK_METADATA};
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct ServeBench {
+    /// The scene manifest; its sensor 0 is scanned.
+    pub manifest: PathBuf,
+    /// Scans per client per measurement (the round trip is their mean).
+    pub calls: u32,
+    /// Wall-clock seconds each loop-rate measurement runs.
+    pub seconds: f64,
+}
+
+/// The figures, each a ratio against its reference measured in the same run.
+#[derive(Clone, Debug, Serialize)]
+pub struct ServeReport {
+    /// The manifest.
+    pub manifest: String,
+    /// Beams of sensor 0.
+    pub beams: usize,
+    /// Bytes of one scan message with all four arrays.
+    pub message_bytes: usize,
+    /// Mean `GetLidarScan` round trip, seconds (one client, one call at a time).
+    pub round_trip_s: f64,
+    /// Mean in-process encode plus decode of the same message, seconds.
+    pub codec_s: f64,
+    /// Round trip over codec (target: at most 3).
+    pub round_trip_over_codec: f64,
+    /// Scans per second, one client.
+    pub scans_per_s_one_client: f64,
+    /// Scans per second, eight clients together.
+    pub scans_per_s_eight_clients: f64,
+    /// Loop ticks per second while one client polls scans back to back (free pace).
+    pub ticks_per_s_serving: f64,
+    /// Loop ticks per second with the server up and no client.
+    pub ticks_per_s_serving_idle: f64,
+    /// Loop ticks per second while eight clients poll back to back.
+    pub ticks_per_s_eight_clients: f64,
+    /// Ticks per second of the same loop with no server.
+    pub ticks_per_s_alone: f64,
+    /// Serving one client over alone (target: at least 0.8).
+    pub serving_over_alone: f64,
+    /// Eight clients over alone (on a machine with fewer cores than clients, the clients'
+    /// own work competes with the loop).
+    pub eight_clients_over_alone: f64,
+}
+
+fn err(what: &str, e: impl std::fmt::Display) -> ServerError {
+    ServerError::Transport(format!("{what}: {e}"))
+}
+
+/// Starts a server for `manifest` at `pace` on a free loopback port; the sender stops it.
+async fn start(
+    manifest: &PathBuf,
+    pace: Pace,
+) -> Result<(SocketAddr, oneshot::Sender<()>, tokio::task::JoinHandle<Result<(), ServerError>>), ServerError> {
+    let options = ServeOptions {
+        engine: EngineOptions { manifest: manifest.clone(), nworld: 1, pace, record: None, seed: None },
+        addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+        tls: None,
+        max_message: DEFAULT_MAX_MESSAGE * 16,
+    };
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let (addr_tx, addr_rx) = oneshot::channel();
+    let task = tokio::spawn(async move {
+        let shutdown = async {
+            let _ = stop_rx.await;
+        };
+        serve(options, shutdown, move |a| {
+            let _ = addr_tx.send(a);
+        })
+        .await
+        .map(|_| ())
+    });
+    match addr_rx.await {
+        Ok(addr) => Ok((addr, stop_tx, task)),
+        Err(_) => Err(task
+            .await
+            .map_err(|e| err("the server task", e))?
+            .err()
+            .unwrap_or_else(|| err("the server", "stopped"))),
+    }
+}
+
+async fn channel(addr: SocketAddr) -> Result<Channel, ServerError> {
+    Channel::from_shared(format!("http://{addr}"))
+        .map_err(|e| err("address", e))?
+        .initial_stream_window_size(WINDOW)
+        .initial_connection_window_size(2 * WINDOW)
+        .max_frame_size(FRAME)
+        .tcp_nodelay(true)
+        .connect()
+        .await
+        .map_err(|e| err("connect", e))
+}
+
+async fn client(addr: SocketAddr) -> Result<LidarServiceClient<Channel>, ServerError> {
+    Ok(LidarServiceClient::new(channel(addr).await?).max_decoding_message_size(DEFAULT_MAX_MESSAGE * 16))
+}
+
+const ALL_ARRAYS: GetLidarScanRequest =
+    GetLidarScanRequest { sensor: 0, material: true, want_secondary: true, want_intensity: true };
+
+/// `calls` scans from `clients` clients at once; scans per second and the last tick seen.
+async fn poll(addr: SocketAddr, clients: usize, calls: u32) -> Result<f64, ServerError> {
+    let mut lidars = Vec::new();
+    for _ in 0..clients {
+        lidars.push(client(addr).await?);
+    }
+    let started = Instant::now();
+    let tasks: Vec<_> = lidars
+        .into_iter()
+        .map(|mut c| {
+            tokio::spawn(async move {
+                for _ in 0..calls {
+                    c.get_lidar_scan(ALL_ARRAYS).await.map_err(|e| err("GetLidarScan", e))?;
+                }
+                Ok::<(), ServerError>(())
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.map_err(|e| err("a client", e))??;
+    }
+    Ok((clients as u64 * calls as u64) as f64 / started.elapsed().as_secs_f64())
+}
+
+/// The loop tick a scan was taken at.
+fn tick_of(response: &tonic::Response<LidarScanResponse>) -> u64 {
+    response.metadata().get(TICK_METADATA).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+/// Ticks per second of the manifest's loop with no server, lidars live.
+fn alone_rate(manifest: &PathBuf, seconds: f64) -> Result<f64, ServerError> {
+    let mut sim = Simulation::from_manifest(manifest, SimOptions::default())?;
+    sim.set_lidar_live(true);
+    sim.step(None)?;
+    let started = Instant::now();
+    let mut ticks = 0u64;
+    while started.elapsed().as_secs_f64() < seconds {
+        sim.step(None)?;
+        ticks += 1;
+    }
+    Ok(ticks as f64 / started.elapsed().as_secs_f64())
+}
+
+/// Runs the benchmark (on its own runtime).
+pub fn serve_bench(options: &ServeBench) -> Result<ServeReport, ServerError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| err("the benchmark's runtime", e))?;
+    runtime.block_on(run(options))
+}
+
+async fn run(options: &ServeBench) -> Result<ServeReport, ServerError> {
+    let calls = options.calls.max(1);
+    // Round trips against a lockstep server, so the loop is idle while the scans are served.
+    let (addr, stop, task) = start(&options.manifest, Pace::Lockstep).await?;
+    let mut lidar = client(addr).await?;
+    lidar.set_lidar_live(SetLidarLiveRequest { live: true }).await.map_err(|e| err("SetLidarLive", e))?;
+    let mut agent = AgentServiceClient::new(channel(addr).await?);
+    let nu = agent
+        .get_agent_schema(crate::proto::GetAgentSchemaRequest::default())
+        .await
+        .map_err(|e| err("GetAgentSchema", e))?
+        .into_inner()
+        .schema
+        .map_or(0, |s| s.action_size);
+    let step = StepRequest { actions: vec![0.0; nu as usize], ..StepRequest::default() };
+    let stepped = agent.step(step).await.map_err(|e| err("Step", e))?.into_inner();
+    if !stepped.success {
+        return Err(err("Step", stepped.message));
+    }
+    let scan = lidar.get_lidar_scan(ALL_ARRAYS).await.map_err(|e| err("GetLidarScan", e))?.into_inner();
+    let started = Instant::now();
+    for _ in 0..calls {
+        lidar.get_lidar_scan(ALL_ARRAYS).await.map_err(|e| err("GetLidarScan", e))?;
+    }
+    let round_trip_s = started.elapsed().as_secs_f64() / calls as f64;
+    let started = Instant::now();
+    let mut bytes = 0;
+    for _ in 0..calls {
+        let encoded = scan.encode_to_vec();
+        bytes = encoded.len();
+        let decoded = LidarScanResponse::decode(encoded.as_slice()).map_err(|e| err("decode", e))?;
+        std::hint::black_box(decoded);
+    }
+    let codec_s = started.elapsed().as_secs_f64() / calls as f64;
+    let scans_per_s_one_client = poll(addr, 1, calls).await?;
+    let scans_per_s_eight_clients = poll(addr, 8, calls).await?;
+    let _ = stop.send(());
+    task.await.map_err(|e| err("the server task", e))??;
+
+    // The loop's rate in free pace, with 0, 1 and 8 clients polling, against the bare loop.
+    let ticks_per_s_alone = tokio::task::block_in_place(|| alone_rate(&options.manifest, options.seconds))?;
+    let (addr, stop, task) = start(&options.manifest, Pace::Free).await?;
+    let mut lidar = client(addr).await?;
+    lidar.set_lidar_live(SetLidarLiveRequest { live: true }).await.map_err(|e| err("SetLidarLive", e))?;
+    let mut rates = [0.0; 3];
+    for (rate, clients) in rates.iter_mut().zip([0usize, 1, 8]) {
+        let first = tick_of(&lidar.get_lidar_scan(ALL_ARRAYS).await.map_err(|e| err("GetLidarScan", e))?);
+        let started = Instant::now();
+        let deadline = started + Duration::from_secs_f64(options.seconds);
+        let pollers: Vec<_> = (0..clients)
+            .map(|_| {
+                tokio::spawn(async move {
+                    let mut c = client(addr).await?;
+                    while Instant::now() < deadline {
+                        c.get_lidar_scan(ALL_ARRAYS).await.map_err(|e| err("GetLidarScan", e))?;
+                    }
+                    Ok::<(), ServerError>(())
+                })
+            })
+            .collect();
+        for p in pollers {
+            p.await.map_err(|e| err("a client", e))??;
+        }
+        tokio::time::sleep_until(deadline.into()).await;
+        let last = tick_of(&lidar.get_lidar_scan(ALL_ARRAYS).await.map_err(|e| err("GetLidarScan", e))?);
+        *rate = last.saturating_sub(first) as f64 / started.elapsed().as_secs_f64();
+    }
+    let _ = stop.send(());
+    task.await.map_err(|e| err("the server task", e))??;
+
+    Ok(ServeReport {
+        manifest: options.manifest.display().to_string(),
+        beams: scan.ranges.len(),
+        message_bytes: bytes,
+        round_trip_s,
+        codec_s,
+        round_trip_over_codec: round_trip_s / codec_s,
+        scans_per_s_one_client,
+        scans_per_s_eight_clients,
+        ticks_per_s_serving: rates[1],
+        ticks_per_s_serving_idle: rates[0],
+        ticks_per_s_eight_clients: rates[2],
+        ticks_per_s_alone,
+        serving_over_alone: rates[1] / ticks_per_s_alone,
+        eight_clients_over_alone: rates[2] / ticks_per_s_alone,
+    })
+}
