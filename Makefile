@@ -29,9 +29,14 @@ build: deps
 demo: build
 	@$(GLINT) run examples/showroom/showroom.toml --seconds 10 --out out/sessions
 
-# Every test; benchmarks run in their short mode (see `make bench` for the full runs).
+# Every test; benchmarks run in their short mode (see `make bench` for the full runs). The
+# Python tests drive `glint serve` through LuckyEngine's own client (luckyrobots), each
+# starting the server on a free loopback port.
 test: deps pydeps
 	LD_LIBRARY_PATH=$(CURDIR)/.deps/mujoco/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} $(CARGO) test --release --workspace
+	$(CARGO) build --release -p glint-cli
+	GLINT_BIN=$(CURDIR)/$(GLINT) LD_LIBRARY_PATH=$(CURDIR)/.deps/mujoco/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} \
+		.deps/venv/bin/python -m pytest tests/python -q
 
 # Full benchmarks: every example scene with every pattern, and the lidar API against the bare
 # core, as JSON lines in out/bench.jsonl.
@@ -46,6 +51,7 @@ bench: build
 	done
 	@$(GLINT) bench returns examples/showroom/showroom.toml --repeats 11 --json | tee -a out/bench.jsonl
 	@$(GLINT) bench record examples/showroom/showroom.toml --seconds 10 --repeats 5 --json | tee -a out/bench.jsonl
+	@$(GLINT) bench serve examples/showroom/showroom.toml --calls 500 --seconds 5 --json | tee -a out/bench.jsonl
 
 lint: deps
 	$(CARGO) fmt --all --check
