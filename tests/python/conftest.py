@@ -80,6 +80,7 @@ def showroom_manifest(
     return_preset: str = "generic",
     bake_name: str = "scenebake",
     cell_size: float = 0.1,
+    bake_extra: str = "",
 ) -> str:
     """A manifest over the showroom scene (by absolute path) with small lidars."""
     if lidars is None:
@@ -94,7 +95,7 @@ def showroom_manifest(
     text += "\n".join(lidars) + "\n"
     text += "[recorder]\nlidar_runner_hz = 50.0\n\n"
     text += f'[return_model]\npreset = "{return_preset}"\nseed = 7\n\n'
-    text += f'[bake]\nname = "{bake_name}"\ncell_size = {cell_size}\n\n'
+    text += f'[bake]\nname = "{bake_name}"\ncell_size = {cell_size}\n{bake_extra}\n'
     text += materials + "\n"
     for obs in observations or []:
         text += "[[observation]]\n"

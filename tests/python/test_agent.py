@@ -137,6 +137,19 @@ def test_schema_info_and_action_clamping(serve, connect):
         r1 = step(c, (-1.0, 0.0, 0.0), agent_name="agent_1")
     assert r.observation.observations[0] > 0.0 > r1.observation.observations[0]
 
+    # An empty name is agent_0.
+    r = c.mujoco.GetMujocoInfo(c.pb.mujoco.GetMujocoInfoRequest(robot_name=""), timeout=T)
+    assert r.success and r.nu == 3
+    r = c.agent.ResetAgent(c.pb.agent.ResetAgentRequest(agent_name=""), timeout=T)
+    assert r.success and "agent_0" in r.message
+    # A simulation contract is accepted, and the reset says which of its fields it ignores.
+    contract = c.pb.agent.SimulationContract(friction_range=[0.5, 1.0], joint_position_noise=0.01)
+    r = c.agent.ResetAgent(c.pb.agent.ResetAgentRequest(agent_name="agent_0", simulation_contract=contract), timeout=T)
+    assert r.success, r.message
+    assert "friction_range" in r.message and "joint_position_noise" in r.message
+    for _ in range(20):
+        r = step(c, (1.0, 0.0, 0.0))
+
     # ResetAgent resets only its own world.
     ack = c.reset_agent(agent_name="agent_1")
     assert ack.success, ack.message

@@ -306,11 +306,20 @@ def test_client_that_disconnects_mid_call(serve, connect):
     client = connect(server)
     pb = client.pb.lidar
 
-    # A deadline that expires while the server bakes.
-    with pytest.raises(grpc.RpcError) as e:
-        client.lidar.BakeLidarMaterial(pb.BakeLidarMaterialRequest(cell_size=0.01, max_dim=1024), timeout=1e-4)
-    assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-    assert_serving(client)
+    # Deadlines that expire before the answer: one before the request is even out, one while
+    # the server bakes a fine grid (the client gives up; the server must not care).
+    gave_up = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED)
+    for timeout in (1e-4, 0.05):
+        try:
+            ack = client.lidar.BakeLidarMaterial(
+                pb.BakeLidarMaterialRequest(cell_size=0.02, max_dim=1024), timeout=timeout
+            )
+        except grpc.RpcError as e:
+            assert e.code() in gave_up, (e.code(), e.details())
+        else:  # a machine fast enough to bake within the deadline
+            assert ack.ok, ack.message
+        assert_serving(client)
+    step(client)  # the loop got past the abandoned bakes
 
     # Calls in flight when the client closes its channel.
     from luckyrobots.grpc.generated import agent_pb2, agent_pb2_grpc, lidar_pb2, lidar_pb2_grpc
@@ -319,7 +328,7 @@ def test_client_that_disconnects_mid_call(serve, connect):
     lidar = lidar_pb2_grpc.LidarServiceStub(channel)
     agent = agent_pb2_grpc.AgentServiceStub(channel)
     futures = [
-        lidar.BakeLidarMaterial.future(lidar_pb2.BakeLidarMaterialRequest(cell_size=0.02, max_dim=1024)),
+        lidar.BakeLidarMaterial.future(lidar_pb2.BakeLidarMaterialRequest(cell_size=0.05, max_dim=512)),
         agent.Step.future(agent_pb2.StepRequest(actions=[0.0, 0.0, 0.0])),
         lidar.GetLidarScan.future(lidar_pb2.GetLidarScanRequest(sensor=0, want_secondary=True, want_intensity=True)),
     ]
@@ -367,3 +376,19 @@ def test_manifest_the_server_refuses(tmp_path, observation, named):
     assert err.startswith("error: "), err
     for n in named:
         assert n in err, err
+
+
+def test_address_in_use_is_a_startup_error(tmp_path, serve):
+    first = serve(showroom_manifest())
+    manifest = tmp_path / "second.toml"
+    manifest.write_text(showroom_manifest())
+    proc = launch(["serve", str(manifest), "--addr", first.target, "--pace", "lockstep"])
+    try:
+        out, err = proc.communicate(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise AssertionError("a second server on a port in use did not exit")
+    assert proc.returncode == 1, (proc.returncode, out, err)
+    assert err.startswith("error: ") and str(first.port) in err, err
+    assert first.alive()

@@ -427,6 +427,24 @@ def test_secondaries_full_length_for_both_presets(serve, connect):
     assert np.all((sec == -1.0) | (sec > 0))
 
 
+def test_bake_fields_at_zero_take_the_scene_settings(serve, connect):
+    server = serve(showroom_manifest(cell_size=0.05, bake_extra="max_dim = 64\nsplat_radius = 3\n"))
+    c = connect(server)
+    assert c.bake_lidar_material().ok
+    st = c.get_lidar_bake_status()
+    assert st.valid and st.splat_radius == 3
+    assert max(st.dim_x, st.dim_y, st.dim_z) == 64, "max_dim caps the cells per axis"
+    assert st.cell_size_m > 0.05, "the cell grew to fit max_dim"
+    # Explicit fields win over the scene's; -1 is an explicit radius of 0.
+    assert c.bake_lidar_material(max_dim=32, splat_radius=-1).ok
+    st = c.get_lidar_bake_status()
+    assert st.splat_radius == 0 and max(st.dim_x, st.dim_y, st.dim_z) == 32
+    assert c.bake_lidar_material(cell_size=0.5, max_dim=1024, splat_radius=5).ok
+    st = c.get_lidar_bake_status()
+    assert st.splat_radius == 5 and st.cell_size_m == pytest.approx(0.5)
+    assert max(st.dim_x, st.dim_y, st.dim_z) < 64
+
+
 def test_stale_bake_loads_without_saying_so(tmp_path, serve, connect):
     """A bake saved before the manifest's materials changed loads with ok=true, the ack does
     not mention staleness, and GetLidarBakeStatus reports stale=true."""
@@ -555,29 +573,35 @@ def test_bad_sensor_index(serve, connect, bad):
     assert_serving(c, 1, SECOND_CHANNELS * SECOND_BINS)
 
 
-def test_65535_beam_scan_fits_the_default_message_limit(serve, connect):
+RING_CONFIG = dict(
+    sensor=0,
+    scan_pattern=0,
+    channels=1,
+    azimuth_bins=65535,
+    vfov_min_deg=0.0,
+    vfov_max_deg=0.0,
+    min_range=0.1,
+    max_range=100.0,
+    rotation_hz=10.0,
+    geom_group_mask=255,
+    self_ignore=2,
+)
+RING_MANIFEST_LIDAR = lidar_table(
+    "ring", channels=1, azimuth_bins=65535, extra="vfov_min_deg = 0.0\nvfov_max_deg = 0.0\nmin_range = 0.1"
+)
+
+
+@pytest.mark.parametrize("via", ["SetLidarConfig", "manifest"])
+def test_65535_beam_scan_fits_the_default_message_limit(serve, connect, via):
     """One channel of 65 535 bins with all four arrays: about 1 MiB, inside the 4 MiB a
     client accepts by default; every array is full length."""
-    server = serve(showroom_manifest())
+    lidars = [RING_MANIFEST_LIDAR] if via == "manifest" else None
+    server = serve(showroom_manifest(lidars=lidars))
     c = connect(server)  # LuckyEngineClient keeps gRPC's default receive limit
     L, pb = c.lidar, c.pb.lidar
-    ack = L.SetLidarConfig(
-        pb.SetLidarConfigRequest(
-            sensor=0,
-            scan_pattern=0,
-            channels=1,
-            azimuth_bins=65535,
-            vfov_min_deg=0.0,
-            vfov_max_deg=0.0,
-            min_range=0.1,
-            max_range=100.0,
-            rotation_hz=10.0,
-            geom_group_mask=255,
-            self_ignore=2,
-        ),
-        timeout=T,
-    )
-    assert ack.ok, ack.message
+    if via == "SetLidarConfig":
+        ack = L.SetLidarConfig(pb.SetLidarConfigRequest(**RING_CONFIG), timeout=T)
+        assert ack.ok, ack.message
     assert c.get_lidar_beam_count() == 65535
     assert c.set_lidar_live(True).ok
     assert c.bake_lidar_material().ok
@@ -597,3 +621,21 @@ def test_65535_beam_scan_fits_the_default_message_limit(serve, connect):
     assert np.count_nonzero(np.asarray(s.intensity) >= 0) > 0
     angles = L.GetLidarBeamAngles(pb.LidarSensorRequest(sensor=0), timeout=T)
     assert angles.beams == 65535 and len(angles.azimuth) == len(angles.elevation) == 65535
+
+
+def test_a_scan_above_max_message_is_refused_with_a_reason(serve, connect):
+    """With --max-message-mib 1, ranges alone (256 KiB) are served, all four arrays (1 MiB
+    and more) are refused with RESOURCE_EXHAUSTED saying why, and the server goes on."""
+    import grpc
+
+    server = serve(showroom_manifest(lidars=[RING_MANIFEST_LIDAR]), extra=["--max-message-mib", "1"])
+    c = connect(server)
+    assert c.set_lidar_live(True).ok
+    for _ in range(5):
+        step(c)
+    assert len(c.get_lidar_scan().ranges) == 65535
+    with pytest.raises(grpc.RpcError) as e:
+        c.get_lidar_scan(material=True, want_secondary=True, want_intensity=True)
+    assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "65535" in e.value.details()
+    assert_serving(c, 0, 65535)

@@ -308,7 +308,7 @@ mod tests {
     #[test]
     fn groups_write_over_the_base_vector() {
         let group = ActionGroupEntry { group_name: "arm".into(), actions: vec![5.0], action_indices: vec![1] };
-        assert_eq!(compose_actions(&[1.0, 2.0], &[group.clone()], &[0.0, 0.0]).unwrap(), vec![1.0, 5.0]);
+        assert_eq!(compose_actions(&[1.0, 2.0], std::slice::from_ref(&group), &[0.0, 0.0]).unwrap(), vec![1.0, 5.0]);
         assert_eq!(compose_actions(&[], &[group], &[7.0, 8.0]).unwrap(), vec![7.0, 5.0]);
     }
 

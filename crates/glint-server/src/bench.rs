@@ -4,7 +4,7 @@
 //! rate while eight clients poll against the same loop stepped with no server at all.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use glint_sim::{SimOptions, Simulation};
@@ -71,11 +71,11 @@ fn err(what: &str, e: impl std::fmt::Display) -> ServerError {
 
 /// Starts a server for `manifest` at `pace` on a free loopback port; the sender stops it.
 async fn start(
-    manifest: &PathBuf,
+    manifest: &Path,
     pace: Pace,
 ) -> Result<(SocketAddr, oneshot::Sender<()>, tokio::task::JoinHandle<Result<(), ServerError>>), ServerError> {
     let options = ServeOptions {
-        engine: EngineOptions { manifest: manifest.clone(), nworld: 1, pace, record: None, seed: None },
+        engine: EngineOptions { manifest: manifest.to_path_buf(), nworld: 1, pace, record: None, seed: None },
         addr: SocketAddr::from(([127, 0, 0, 1], 0)),
         tls: None,
         max_message: DEFAULT_MAX_MESSAGE * 16,
@@ -151,7 +151,7 @@ fn tick_of(response: &tonic::Response<LidarScanResponse>) -> u64 {
 }
 
 /// Ticks per second of the manifest's loop with no server, lidars live.
-fn alone_rate(manifest: &PathBuf, seconds: f64) -> Result<f64, ServerError> {
+fn alone_rate(manifest: &Path, seconds: f64) -> Result<f64, ServerError> {
     let mut sim = Simulation::from_manifest(manifest, SimOptions::default())?;
     sim.set_lidar_live(true);
     sim.step(None)?;

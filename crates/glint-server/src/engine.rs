@@ -279,15 +279,10 @@ impl Core {
     /// fresh pages for its copy.
     pub fn publish(&mut self, settings: bool) {
         let previous = self.snapshot();
-        let bake = if settings { self.sim.bake_status() } else { previous.bake.clone() };
+        let bake = if settings { self.sim.bake_status() } else { previous.bake };
         let mut next =
             self.spare.take().and_then(|mut s| Arc::get_mut(&mut s).is_some().then_some(s)).unwrap_or_else(|| {
-                Arc::new(Snapshot {
-                    tick: 0,
-                    sensors: Vec::new(),
-                    params: previous.params,
-                    bake: previous.bake.clone(),
-                })
+                Arc::new(Snapshot { tick: 0, sensors: Vec::new(), params: previous.params, bake: previous.bake })
             });
         let fill = Arc::get_mut(&mut next).expect("a fresh or unshared snapshot");
         fill.tick = self.tick;

@@ -194,7 +194,7 @@ impl LidarService for Lidar {
                 Ok(message)
             })
             .await?;
-        Ok(answer.map_or_else(|e| refused(e), |m| ack(true, m)))
+        Ok(answer.map_or_else(refused, |m| ack(true, m)))
     }
 
     async fn get_lidar_config(
@@ -219,7 +219,7 @@ impl LidarService for Lidar {
                 core.sim.set_return_params_ex(params).map_err(|e| e.to_string())
             })
             .await?;
-        Ok(answer.map_or_else(|e| refused(e), |()| ack(true, "return parameters set")))
+        Ok(answer.map_or_else(refused, |()| ack(true, "return parameters set")))
     }
 
     async fn get_lidar_return_params(
@@ -267,7 +267,7 @@ impl LidarService for Lidar {
                 })
             })
             .await?;
-        Ok(answer.map_or_else(|e| refused(e), |m| ack(true, m)))
+        Ok(answer.map_or_else(refused, |m| ack(true, m)))
     }
 
     async fn bake_lidar_material(
@@ -297,7 +297,7 @@ impl LidarService for Lidar {
                 ))
             })
             .await?;
-        Ok(answer.map_or_else(|e| refused(e), |m| ack(true, m)))
+        Ok(answer.map_or_else(refused, |m| ack(true, m)))
     }
 
     async fn get_lidar_bake_status(
@@ -305,7 +305,7 @@ impl LidarService for Lidar {
         _request: Request<LidarSensorRequest>,
     ) -> Result<Response<LidarBakeStatusResponse>, Status> {
         // The bake is the scene's, shared by every sensor.
-        let s = self.engine.snapshot().bake.clone();
+        let s = self.engine.snapshot().bake;
         Ok(Response::new(LidarBakeStatusResponse {
             valid: s.valid,
             format_version: s.format_version,
@@ -331,7 +331,7 @@ impl LidarService for Lidar {
                 core.sim.load_bake(name).map(|_| core.sim.loaded_bake().unwrap_or_default().to_string())
             })
             .await?;
-        Ok(answer.map_or_else(|e| refused(e), |name| ack(true, format!("loaded bake '{name}'"))))
+        Ok(answer.map_or_else(refused, |name| ack(true, format!("loaded bake '{name}'"))))
     }
 
     async fn save_lidar_bake(&self, request: Request<SaveLidarBakeRequest>) -> Result<Response<LidarAck>, Status> {
@@ -340,7 +340,7 @@ impl LidarService for Lidar {
             .engine
             .call(move |core| core.sim.save_bake(if name.is_empty() { None } else { Some(name.as_str()) }))
             .await?;
-        Ok(answer.map_or_else(|e| refused(e), |path| ack(true, format!("saved the bake to {}", path.display()))))
+        Ok(answer.map_or_else(refused, |path| ack(true, format!("saved the bake to {}", path.display()))))
     }
 
     async fn get_lidar_scan(
