@@ -137,6 +137,30 @@ def test_schema_info_and_action_clamping(serve, connect):
         r1 = step(c, (-1.0, 0.0, 0.0), agent_name="agent_1")
     assert r.observation.observations[0] > 0.0 > r1.observation.observations[0]
 
+    # Inline action groups are written over the action vector at their indices; with no
+    # action vector they start from the controls in force.
+    g = c.pb.agent.ActionGroupEntry
+    r = c.agent.Step(
+        c.pb.agent.StepRequest(
+            actions=[0.1, 0.2, 0.3], action_groups=[g(group_name="turn", actions=[1.5, -9.0], action_indices=[2, 0])]
+        ),
+        timeout=T,
+    )
+    assert r.success, r.message
+    assert list(r.observation.actions) == pytest.approx([-2.0, 0.2, 1.5])
+    r = c.agent.Step(
+        c.pb.agent.StepRequest(actions=[], action_groups=[g(group_name="side", actions=[0.7], action_indices=[1])]),
+        timeout=T,
+    )
+    assert r.success, r.message
+    assert list(r.observation.actions) == pytest.approx([-2.0, 0.7, 1.5])
+
+    # Camera requests are answered, with no frames and a message saying so.
+    cam = c.pb.agent.GetCameraFrameRequest(name="front", width=64, height=48)
+    r = c.agent.Step(c.pb.agent.StepRequest(actions=[0.0] * 3, camera_requests=[cam]), timeout=T)
+    assert r.success, r.message
+    assert len(r.camera_frames) == 0 and "camera" in r.message.lower()
+
     # An empty name is agent_0.
     r = c.mujoco.GetMujocoInfo(c.pb.mujoco.GetMujocoInfoRequest(robot_name=""), timeout=T)
     assert r.success and r.nu == 3

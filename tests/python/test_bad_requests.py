@@ -250,7 +250,7 @@ AGENT_CASES = {
     "too-few-actions": (dict(actions=[0.0, 0.0]), ["2", "3"]),
     "too-many-actions": (dict(actions=[0.0] * 4), ["4", "3"]),
     "no-actions": (dict(actions=[]), ["0", "3"]),
-    "nan-action": (dict(actions=[0.0, NAN, 0.0]), []),
+    "nan-action": (dict(actions=[0.0, NAN, 0.0]), ["vy"]),
     "unknown-agent": (dict(agent_name="agent_5", actions=[0.0] * 3), ["agent_5"]),
     "unknown-agent-name": (dict(agent_name="robot", actions=[0.0] * 3), ["robot"]),
     "group-index-past-end": (

@@ -4,7 +4,8 @@
 //! manifest's is, and a refusal is an `ok = false` naming the field, the value and the range.
 
 use glint_lidar::{
-    BakeRequest, ReturnParams, ReturnPreset, ScanPattern, SecondaryCapture, SecondaryScope, SelfIgnore, Spelled,
+    BakeRequest, RETURN_PARAMS, ReturnParams, ReturnPreset, ScanPattern, SecondaryCapture, SecondaryScope, SelfIgnore,
+    Spelled,
 };
 use tonic::{Request, Response, Status};
 
@@ -81,6 +82,16 @@ fn merged_params(r: &SetLidarReturnParamsRequest, current: ReturnParams) -> [f64
         }
     }
     v
+}
+
+/// `message` with each return parameter's seed name followed by its field name on the wire:
+/// "maxRangeAtRef (max_range_at_ref)".
+fn wire_names(message: &str) -> String {
+    let mut out = message.to_string();
+    for p in RETURN_PARAMS.iter().filter(|p| p.name != p.key) {
+        out = out.replace(p.name, &format!("{} ({})", p.name, p.key));
+    }
+    out
 }
 
 fn params_response(p: &ReturnParams) -> LidarReturnParamsResponse {
@@ -215,8 +226,8 @@ impl LidarService for Lidar {
             .engine
             .call(move |core| -> Result<(), String> {
                 let values = merged_params(&r, core.sim.return_params());
-                let params = ReturnParams::from_array(values).map_err(|e| e.to_string())?;
-                core.sim.set_return_params_ex(params).map_err(|e| e.to_string())
+                let params = ReturnParams::from_array(values).map_err(|e| wire_names(&e.to_string()))?;
+                core.sim.set_return_params_ex(params).map_err(|e| wire_names(&e.to_string()))
             })
             .await?;
         Ok(answer.map_or_else(refused, |()| ack(true, "return parameters set")))
