@@ -82,11 +82,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         tls: args.tls_cert.zip(args.tls_key),
         max_message: args.max_message_mib as usize * MIB,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("glint-grpc")
-        .build()
-        .context("cannot start the server's runtime")?;
+    let runtime = glint_server::server_runtime().context("cannot start the server's runtime")?;
     let summary = runtime.block_on(async move {
         let shutdown = async {
             let signal = stop_signal().await;

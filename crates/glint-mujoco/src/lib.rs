@@ -33,10 +33,12 @@ mod batch;
 mod error;
 mod malloc;
 mod model;
+mod priority;
 mod reference;
 
 pub use batch::WorldBatch;
 pub use error::MujocoError;
 pub use malloc::settle_malloc;
 pub use model::{Joint, JointKind, Model};
+pub use priority::lower_thread_priority;
 pub use reference::MujocoRays;

@@ -9,6 +9,7 @@
 
 mod agent;
 pub mod bench;
+mod codec;
 mod engine;
 mod error;
 mod lidar;
@@ -27,5 +28,5 @@ pub mod proto {
 pub use engine::{Engine, EngineOptions, Pace, Snapshot};
 pub use error::ServerError;
 pub use lidar::TICK_METADATA;
-pub use serve::{DEFAULT_ADDR, DEFAULT_MAX_MESSAGE, ServeOptions, ServeSummary, serve};
+pub use serve::{DEFAULT_ADDR, DEFAULT_MAX_MESSAGE, SERVER_NICE, ServeOptions, ServeSummary, serve, server_runtime};
 pub use unserved::{served_paths, served_summary};

@@ -17,6 +17,21 @@ use crate::proto::mujoco_service_server::MujocoServiceServer;
 use crate::unserved::UnservedLayer;
 use crate::{ServerError, proto};
 
+/// How far the server's threads are lowered below the simulation loop (nice steps).
+pub const SERVER_NICE: i32 = 10;
+
+/// A runtime for the server whose threads yield to the simulation loop: a client polling
+/// hard may wait for a core, the loop should not (see [`glint_sim::lower_thread_priority`]).
+pub fn server_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("glint-grpc")
+        .on_thread_start(|| {
+            glint_sim::lower_thread_priority(SERVER_NICE);
+        })
+        .build()
+}
+
 /// The default address: loopback only.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:50051";
 

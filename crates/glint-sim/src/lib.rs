@@ -52,7 +52,7 @@ pub struct ReadmeExamples;
 
 pub use error::SimError;
 pub use glint_manifest::{Manifest, ObservationComponent};
-pub use glint_mujoco::settle_malloc;
+pub use glint_mujoco::{lower_thread_priority, settle_malloc};
 pub use lidar::{Lidar, LidarMut};
 pub use materials::SavedBake;
 pub use observation::ObservationLayout;
