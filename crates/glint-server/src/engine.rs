@@ -218,11 +218,11 @@ impl Core {
         let sim_options = SimOptions { nworld: options.nworld, seed: options.seed, ..SimOptions::default() };
         let mut sim = Simulation::from_manifest(&options.manifest, sim_options)?;
         for w in sim.take_warnings() {
-            eprintln!("warning: {w}");
+            crate::say!("warning: {w}");
         }
         if let Some(dir) = &options.record {
-            let dir = sim.arm_recording(&RecordingOptions { out: Some(dir.clone()), episodes: 1 })?;
-            eprintln!("glint serve: recording episodes (delimited by ResetAgent) into {}", dir.display());
+            let dir = sim.arm_recording(&RecordingOptions { out: Some(dir.clone()), episodes: 0 })?;
+            crate::say!("glint serve: recording episodes (delimited by ResetAgent) into {}", dir.display());
         }
         let info = StaticInfo {
             nworld: sim.nworld(),
@@ -330,13 +330,13 @@ impl Core {
     /// Prints what the simulation had to warn about.
     pub fn print_warnings(&mut self) {
         for w in self.sim.take_warnings() {
-            eprintln!("warning: {w}");
+            crate::say!("warning: {w}");
         }
     }
 
     fn run_job(&mut self, job: Job) {
         if catch_unwind(AssertUnwindSafe(|| job(self))).is_err() {
-            eprintln!("error: a request panicked inside the simulation loop; the loop goes on");
+            crate::say!("error: a request panicked inside the simulation loop; the loop goes on");
             self.publish(true);
         }
     }
@@ -351,7 +351,7 @@ impl Core {
             Err(e) => {
                 let text = e.to_string();
                 if self.last_error.as_deref() != Some(text.as_str()) {
-                    eprintln!("error: the simulation loop could not step: {text}");
+                    crate::say!("error: the simulation loop could not step: {text}");
                 }
                 self.last_error = Some(text);
             }
@@ -412,7 +412,7 @@ impl Core {
         let summary = match self.sim.stop_recording(EpisodeStatus::Interrupted) {
             Ok(summary) => Some(summary),
             Err(e) => {
-                eprintln!("error: the recording could not be closed: {e}");
+                crate::say!("error: the recording could not be closed: {e}");
                 None
             }
         };

@@ -7,6 +7,16 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+/// Writes one line to standard error, and never panics (`eprintln!` does when standard error
+/// is closed, which would stop the simulation loop).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+pub(crate) use say;
+
 mod agent;
 pub mod bench;
 mod codec;
