@@ -48,6 +48,22 @@ SMALL_BINS = 360
 SMALL_BEAMS = SMALL_CHANNELS * SMALL_BINS
 
 
+# A valid SetLidarConfig request for sensor 0 (8 x 100 beams); tests override fields of it.
+GOOD_CONFIG = dict(
+    sensor=0,
+    scan_pattern=0,
+    channels=8,
+    azimuth_bins=100,
+    vfov_min_deg=-10.0,
+    vfov_max_deg=10.0,
+    min_range=0.5,
+    max_range=50.0,
+    rotation_hz=10.0,
+    geom_group_mask=63,
+    self_ignore=1,
+)
+
+
 def server_env() -> dict:
     env = dict(os.environ)
     lib = str(MUJOCO_LIB)

@@ -15,6 +15,7 @@ import grpc
 import pytest
 
 from conftest import (
+    GOOD_CONFIG,
     RPC_TIMEOUT_S,
     SMALL_BEAMS,
     STOP_TIMEOUT_S,
@@ -28,19 +29,6 @@ from conftest import (
 T = RPC_TIMEOUT_S
 NAN = float("nan")
 
-GOOD_CONFIG = dict(
-    sensor=0,
-    scan_pattern=0,
-    channels=8,
-    azimuth_bins=100,
-    vfov_min_deg=-10.0,
-    vfov_max_deg=10.0,
-    min_range=0.5,
-    max_range=50.0,
-    rotation_hz=10.0,
-    geom_group_mask=63,
-    self_ignore=1,
-)
 
 
 def words(text: str) -> str:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import (
+    GOOD_CONFIG,
     RPC_TIMEOUT_S,
     SMALL_BEAMS,
     SMALL_BINS,
@@ -533,18 +534,7 @@ def test_bad_sensor_index(serve, connect, bad):
     expected = f"no lidar sensor at index {bad}"
 
     ack = L.SetLidarConfig(
-        pb.SetLidarConfigRequest(
-            sensor=bad,
-            channels=8,
-            azimuth_bins=100,
-            vfov_min_deg=-10,
-            vfov_max_deg=10,
-            min_range=0.5,
-            max_range=50,
-            rotation_hz=10,
-            geom_group_mask=63,
-            self_ignore=1,
-        ),
+        pb.SetLidarConfigRequest(**{**GOOD_CONFIG, "sensor": bad}),
         timeout=T,
     )
     assert not ack.ok

@@ -11,7 +11,7 @@ import signal
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import RPC_TIMEOUT_S, SMALL_BEAMS, assert_serving, showroom_manifest, step
+from conftest import GOOD_CONFIG, RPC_TIMEOUT_S, SMALL_BEAMS, assert_serving, showroom_manifest, step
 
 T = RPC_TIMEOUT_S
 TICK_BEAMS = SMALL_BEAMS // 5  # 10 Hz on the 50 Hz runner: a fifth of a revolution per tick
@@ -26,18 +26,7 @@ def test_record_episodes_per_reset(tmp_path, serve, connect, sig):
 
     before = c.lidar.GetLidarConfig(pb.LidarSensorRequest(sensor=0), timeout=T)
     ack = L.SetLidarConfig(
-        pb.SetLidarConfigRequest(
-            sensor=0,
-            channels=4,
-            azimuth_bins=100,
-            vfov_min_deg=-10,
-            vfov_max_deg=10,
-            min_range=0.5,
-            max_range=50,
-            rotation_hz=10,
-            geom_group_mask=63,
-            self_ignore=1,
-        ),
+        pb.SetLidarConfigRequest(**{**GOOD_CONFIG, "channels": 4}),
         timeout=T,
     )
     assert not ack.ok
