@@ -39,6 +39,7 @@ use serde::Deserialize;
 mod controller;
 mod observation;
 mod reset;
+mod task;
 
 pub use controller::Controller;
 use controller::{ACTUATOR_KEYS, CONTROLLER_KEYS, RawController};
@@ -46,6 +47,8 @@ pub use observation::{MAX_OBSERVATION_BEAMS, OBSERVATION_COMPONENTS, Observation
 use observation::{OBSERVATION_KEYS, RawObservation};
 use reset::{BODY_RESET_KEYS, RESET_KEYS, RawReset};
 pub use reset::{BodyReset, ResetConfig};
+pub use task::Task;
+use task::{RawTask, TASK_KEYS};
 use thiserror::Error;
 
 /// Why a manifest was rejected.
@@ -137,7 +140,7 @@ pub enum ManifestError {
 }
 
 const TOP_KEYS: &[&str] =
-    &["scene", "lidar", "recorder", "materials", "bake", "return_model", "controller", "reset", "observation"];
+    &["scene", "lidar", "recorder", "materials", "bake", "return_model", "controller", "reset", "observation", "task"];
 const MATERIAL_KEYS: &[&str] = &[
     "preset",
     "reflectivity",
@@ -184,6 +187,7 @@ struct RawManifest {
     reset: RawReset,
     #[serde(default)]
     observation: Vec<RawObservation>,
+    task: Option<RawTask>,
 }
 
 #[derive(Deserialize, Default)]
@@ -307,6 +311,8 @@ pub struct Manifest {
     /// The task contract's observation vector (`[[observation]]`), in order; empty when the
     /// manifest declares none. Sensor indices are checked when the simulation is built.
     pub observation: Vec<ObservationComponent>,
+    /// The built-in task of the RL environments (`[task]`), if any.
+    pub task: Option<Task>,
 }
 
 /// "; did you mean `x`?" for the nearest valid key, or the whole list when none is close.
@@ -356,6 +362,7 @@ impl Manifest {
         let reset = raw.reset.config(path)?;
         let observation =
             raw.observation.iter().enumerate().map(|(i, o)| o.component(path, i)).collect::<Result<Vec<_>, _>>()?;
+        let task = raw.task.as_ref().map(|t| t.task(path)).transpose()?;
         let materials = raw
             .materials
             .iter()
@@ -375,6 +382,7 @@ impl Manifest {
             controller,
             reset,
             observation,
+            task,
         })
     }
 
@@ -405,6 +413,31 @@ impl Manifest {
         }
         Ok(table)
     }
+}
+
+/// The lidar bindings of `tables`, each with the keys of a `[[lidar]]` table, checked as a
+/// manifest's are (errors name `source` and the table's index): how a program that builds a
+/// simulation from an MJCF scene binds its lidars.
+pub fn lidar_bindings(tables: &[toml::Table], source: &Path) -> Result<Vec<LidarBinding>, ManifestError> {
+    let valid: Vec<&str> = BINDING_KEYS.iter().copied().chain(ScanFields::KEYS).collect();
+    tables
+        .iter()
+        .enumerate()
+        .map(|(index, table)| {
+            if let Some(key) = table.keys().find(|k| !valid.contains(&k.as_str())) {
+                return Err(ManifestError::UnknownKey {
+                    path: source.to_path_buf(),
+                    table: format!("[[lidar]] {index}"),
+                    key: key.clone(),
+                    hint: hint(key, &valid),
+                });
+            }
+            let raw: RawLidar = toml::Value::Table(table.clone()).try_into().map_err(|e: toml::de::Error| {
+                ManifestError::Parse { path: source.to_path_buf(), message: format!("[[lidar]] {index}: {e}") }
+            })?;
+            raw.binding(source, index)
+        })
+        .collect()
 }
 
 impl RawMaterial {
@@ -580,6 +613,11 @@ fn check_keys(table: &toml::Table, path: &Path) -> Result<(), ManifestError> {
                 return Err(unknown(format!("[[observation]] {i}"), key, OBSERVATION_KEYS));
             }
         }
+    }
+    if let Some(toml::Value::Table(t)) = table.get("task")
+        && let Some(key) = t.keys().find(|k| !TASK_KEYS.contains(&k.as_str()))
+    {
+        return Err(unknown("[task]".into(), key, TASK_KEYS));
     }
     if let Some(toml::Value::Table(t)) = table.get("bake")
         && let Some(key) = t.keys().find(|k| !BAKE_KEYS.contains(&k.as_str()))

@@ -319,6 +319,20 @@ impl WorldBatch {
         unsafe { std::slice::from_raw_parts(d.qvel, nv) }
     }
 
+    /// The geom pairs in contact in world `w` after the last step (MuJoCo's `contact[i].geom`,
+    /// contacts excluded by the solver left out), into `out`.
+    pub fn contacts_into(&self, w: usize, out: &mut Vec<[i32; 2]>) {
+        out.clear();
+        let d = self.data[w].ffi();
+        let ncon = d.ncon.max(0) as usize;
+        if ncon == 0 || d.contact.is_null() {
+            return;
+        }
+        // SAFETY: contact is an mjData array of at least ncon contacts, alive as long as `self`.
+        let contacts = unsafe { std::slice::from_raw_parts(d.contact, ncon) };
+        out.extend(contacts.iter().filter(|c| c.exclude == 0).map(|c| c.geom));
+    }
+
     /// The controls of world `w` as last set (MuJoCo's `ctrl`, length `nu`).
     pub fn ctrl(&self, w: usize) -> &[f64] {
         let (d, nu) = (self.data[w].ffi(), self.model.nu());

@@ -131,6 +131,7 @@ struct Stepped {
     frame: u64,
     status: WorldStatus,
     seconds: f64,
+    task: Option<glint_sim::TaskOutcome>,
 }
 
 fn step_world(sim: &mut Simulation, world: usize, actions: &[f64]) -> Result<Stepped, String> {
@@ -146,6 +147,7 @@ fn step_world(sim: &mut Simulation, world: usize, actions: &[f64]) -> Result<Ste
         frame: sim.episode_tick(world).map_err(|e| e.to_string())?,
         status: report.status[world],
         seconds,
+        task: report.task.get(world).copied(),
     })
 }
 
@@ -226,6 +228,27 @@ impl AgentService for Agents {
             Err(message) => return fail(message),
         };
         let unstable = stepped.status == WorldStatus::Unstable;
+        let reached = stepped.task.is_some_and(|t| t.reached);
+        // The manifest's [task], as raw signals: the reward, and its terms unweighted.
+        let (reward_signals, info) = match stepped.task {
+            Some(t) => (
+                HashMap::from([
+                    ("reward".to_string(), t.reward as f32),
+                    ("progress".to_string(), t.progress as f32),
+                    ("goal_reached".to_string(), t.reached as u8 as f32),
+                    ("collision".to_string(), t.collided as u8 as f32),
+                ]),
+                HashMap::from([("distance".to_string(), t.distance as f32)]),
+            ),
+            None => (HashMap::new(), HashMap::new()),
+        };
+        let mut termination_flags = HashMap::new();
+        if unstable {
+            termination_flags.insert("unstable".to_string(), true);
+        }
+        if reached {
+            termination_flags.insert("goal_reached".to_string(), true);
+        }
         let mut message = String::new();
         if cameras > 0 {
             message = format!(
@@ -246,11 +269,11 @@ impl AgentService for Agents {
             }),
             physics_step_duration_us: (stepped.seconds * 1e6) as u64,
             camera_frames: Vec::new(),
-            reward_signals: HashMap::new(),
-            terminated: unstable,
+            reward_signals,
+            terminated: unstable || reached,
             truncated: stepped.status == WorldStatus::Ended,
-            info: HashMap::new(),
-            termination_flags: if unstable { HashMap::from([("unstable".to_string(), true)]) } else { HashMap::new() },
+            info,
+            termination_flags,
         }))
     }
 }

@@ -43,6 +43,7 @@ mod recording;
 mod reset;
 mod run;
 mod sim;
+mod task;
 mod warning;
 
 /// The root `README.md`, compiled so its Rust examples build as doctests.
@@ -51,7 +52,7 @@ mod warning;
 pub struct ReadmeExamples;
 
 pub use error::SimError;
-pub use glint_manifest::{Manifest, ObservationComponent};
+pub use glint_manifest::{Manifest, ObservationComponent, Task};
 pub use glint_mujoco::{lower_thread_priority, settle_malloc};
 pub use lidar::{Lidar, LidarMut};
 pub use materials::SavedBake;
@@ -59,4 +60,5 @@ pub use observation::ObservationLayout;
 pub use recording::{RecordingOptions, RecordingSummary, SensorTotals};
 pub use run::{Quiet, RunObserver, RunOutcome};
 pub use sim::{LidarStats, SimOptions, Simulation, StepReport, WorldStatus, Worlds};
+pub use task::TaskOutcome;
 pub use warning::Warning;

@@ -39,6 +39,21 @@ impl ObservationLayout {
         self.terms.iter().map(|t| &t.component)
     }
 
+    /// The components in order as `(name, offset, length)`: where each sits in the vector.
+    pub fn parts(&self) -> Vec<(String, usize, usize)> {
+        self.terms
+            .iter()
+            .map(|t| {
+                let name = match t.component {
+                    ObservationComponent::JointPositions => "joint_positions".to_string(),
+                    ObservationComponent::JointVelocities => "joint_velocities".to_string(),
+                    ObservationComponent::LidarRanges { sensor, .. } => format!("lidar_ranges/{sensor}"),
+                };
+                (name, t.offset, t.len)
+            })
+            .collect()
+    }
+
     /// Whether a component reads a lidar (so the lidars must fire on every step).
     pub fn reads_lidar(&self) -> bool {
         self.terms.iter().any(|t| matches!(t.component, ObservationComponent::LidarRanges { beams: Some(_), .. }))

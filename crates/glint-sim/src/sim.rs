@@ -18,6 +18,7 @@ use crate::materials::LoadedBake;
 use crate::observation::ObservationLayout;
 use crate::recording::{Recording, RecordingOptions, RecordingSummary, SensorTick};
 use crate::reset::Randomizer;
+use crate::task::{TaskOutcome, TaskState};
 use crate::{SimError, Warning};
 
 /// How a simulation is set up beyond its scene.
@@ -77,6 +78,8 @@ pub struct StepReport {
     pub time: Vec<f64>,
     /// Wall-clock seconds the lidar tick took (every sensor, every world).
     pub lidar_seconds: f64,
+    /// Per world, what the manifest's `[task]` made of the step (empty without one).
+    pub task: Vec<TaskOutcome>,
 }
 
 /// Beams a sensor has cast and how many of them hit, over every world since the simulation was
@@ -111,6 +114,24 @@ pub(crate) struct Setup {
     pub(crate) project_dir: PathBuf,
 }
 
+impl Setup {
+    /// The defaults of a scene without a manifest: zero control, the default recorder with its
+    /// sessions under `project_dir`, no materials, no `[reset]`.
+    fn bare(scene: Option<PathBuf>, project_dir: PathBuf) -> Setup {
+        let recorder = Recorder::default();
+        Setup {
+            manifest: None,
+            scene,
+            recorder: Recorder { output_dir: project_dir.join(&recorder.output_dir), ..recorder },
+            bake: BakeConfig::default(),
+            table: MaterialTable::default(),
+            controller: Controller::Zero,
+            reset: ResetConfig::default(),
+            project_dir,
+        }
+    }
+}
+
 /// One simulated scene over a batch of worlds, with every sensor on it (`spec/sim.md`).
 pub struct Simulation {
     pub(crate) model: Model,
@@ -143,6 +164,8 @@ pub struct Simulation {
     beams: Vec<u32>,
     /// The task contract's observation vector (`[[observation]]`).
     pub(crate) observation: ObservationLayout,
+    /// The built-in task (`[task]`), with each world's state.
+    task: Option<TaskState>,
 }
 
 impl std::fmt::Debug for Simulation {
@@ -178,8 +201,18 @@ impl Simulation {
             project_dir: options.project_dir.clone().unwrap_or_else(|| dir.to_path_buf()),
         };
         let calibration = (manifest.return_params, options.seed.unwrap_or(manifest.seed));
+        // The task's time limit is the episode length, unless the caller gives one.
+        let task_seconds = manifest.task.as_ref().and_then(|t| t.episode_seconds);
+        let options = SimOptions { episode_seconds: options.episode_seconds.or(task_seconds), ..options };
         let mut sim = Simulation::build(model, manifest.lidar, setup, calibration, &options)?;
         sim.set_observation(&manifest.observation)?;
+        if let Some(task) = &manifest.task {
+            let mut state = TaskState::new(task, &sim.scene, sim.nworld())?;
+            for w in 0..sim.nworld() {
+                state.restart(&sim, w);
+            }
+            sim.task = Some(state);
+        }
         Ok(sim)
     }
 
@@ -187,19 +220,24 @@ impl Simulation {
     /// and the default recorder, over `options.nworld` worlds.
     pub fn from_xml(xml: &str, bindings: Vec<LidarBinding>, options: SimOptions) -> Result<Simulation, SimError> {
         let model = Model::from_xml_str(xml)?;
-        let recorder = Recorder::default();
         let project_dir = options.project_dir.clone().unwrap_or_else(|| PathBuf::from("."));
-        let setup = Setup {
-            manifest: None,
-            scene: None,
-            recorder: Recorder { output_dir: project_dir.join(&recorder.output_dir), ..recorder },
-            bake: BakeConfig::default(),
-            table: MaterialTable::default(),
-            controller: Controller::Zero,
-            reset: ResetConfig::default(),
-            project_dir,
-        };
         let calibration = (ReturnParams::default(), options.seed.unwrap_or(0));
+        Simulation::build(model, bindings, Setup::bare(None, project_dir), calibration, &options)
+    }
+
+    /// [`Simulation::from_xml`] of the MJCF file at `path` (its includes, meshes and textures
+    /// resolve from it; bakes and recordings go beside it unless `options` says otherwise).
+    pub fn from_xml_file(
+        path: impl AsRef<Path>,
+        bindings: Vec<LidarBinding>,
+        options: SimOptions,
+    ) -> Result<Simulation, SimError> {
+        let path = path.as_ref();
+        let model = Model::from_xml_file(path)?;
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let project_dir = options.project_dir.clone().unwrap_or_else(|| dir.to_path_buf());
+        let calibration = (ReturnParams::default(), options.seed.unwrap_or(0));
+        let setup = Setup::bare(Some(path.to_path_buf()), project_dir);
         Simulation::build(model, bindings, setup, calibration, &options)
     }
 
@@ -256,6 +294,7 @@ impl Simulation {
             warnings,
             beams: Vec::new(),
             observation: ObservationLayout::default(),
+            task: None,
         })
     }
 
@@ -408,6 +447,12 @@ impl Simulation {
             self.lidars.reset_world(w)?;
             self.clocks[w].ticks = 0;
         }
+        if let Some(mut task) = self.task.take() {
+            for &w in &list {
+                task.restart(self, w);
+            }
+            self.task = Some(task);
+        }
         Ok(())
     }
 
@@ -489,7 +534,15 @@ impl Simulation {
             self.count_and_record(&times)?;
         }
         let status = (0..nworld).map(|w| self.status(w)).collect();
-        Ok(StepReport { status, time: times, lidar_seconds })
+        let task = match self.task.take() {
+            Some(mut state) => {
+                let outcomes = (0..nworld).map(|w| state.evaluate(self, w)).collect();
+                self.task = Some(state);
+                outcomes
+            }
+            None => Vec::new(),
+        };
+        Ok(StepReport { status, time: times, lidar_seconds, task })
     }
 
     fn apply_controls(&mut self, actions: Option<&[f64]>) -> Result<(), SimError> {
@@ -543,6 +596,11 @@ impl Simulation {
         } else {
             WorldStatus::Ok
         }
+    }
+
+    /// The manifest's `[task]`, if it has one.
+    pub fn task(&self) -> Option<&glint_manifest::Task> {
+        self.task.as_ref().map(TaskState::task)
     }
 
     /// Lidar ticks world `w` has run in its episode.

@@ -1,0 +1,24 @@
+//! glint-py: the Python module `glint` (its compiled part, `glint._glint`). Python types stay
+//! here: the classes translate numpy arrays and Python values into calls on
+//! [`glint_sim::Simulation`] and back, and errors into the exceptions of `glint.errors` with
+//! the CLI's messages.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod convert;
+mod errors;
+mod lidar;
+mod sim;
+
+use pyo3::prelude::*;
+
+/// The compiled part of the `glint` package.
+#[pymodule]
+fn _glint(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<sim::Simulation>()?;
+    m.add_class::<sim::StepReport>()?;
+    m.add_class::<sim::Recording>()?;
+    m.add_class::<lidar::Lidar>()?;
+    m.add_class::<lidar::Scan>()?;
+    Ok(())
+}

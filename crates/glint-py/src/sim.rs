@@ -1,0 +1,537 @@
+//! `glint.Simulation`: one scene over a batch of worlds, with its lidars, as numpy arrays.
+
+use std::path::PathBuf;
+
+use glam::DVec3;
+use glint_core::{RayBatch, RayFilter};
+use glint_lidar::{BakeRequest, BakeStatus, ReturnParams, ReturnPreset, Spelled};
+use glint_record::EpisodeStatus;
+use glint_sim::{RecordingOptions, SimOptions, WorldStatus, Worlds};
+use numpy::ndarray::Array2;
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::convert::{params_dict, params_from, toml_table};
+use crate::errors::{IntoPy, raise};
+use crate::lidar::Lidar;
+
+/// One MuJoCo scene simulated over `nworld` worlds side by side, with every lidar on it.
+///
+/// Build it with `Simulation.from_manifest(path)` or `Simulation.from_xml(xml, lidars=[...])`;
+/// `step()` advances every world by one lidar tick (controls, physics, ray caster refit,
+/// lidar scans, recording), releasing the GIL while it runs.
+// Unsendable: the simulation holds an armed recording's writers, which are not Sync; one
+// Python thread drives it (the GIL is still released while it steps).
+#[pyclass(module = "glint._glint", unsendable)]
+pub struct Simulation {
+    pub(crate) sim: glint_sim::Simulation,
+}
+
+/// What a call to `Simulation.step` did, per world.
+#[pyclass(module = "glint._glint", get_all)]
+pub struct StepReport {
+    /// Simulated seconds since each world's episode began, shape `(nworld,)`.
+    pub time: Py<PyArray1<f64>>,
+    /// Each world's episode status: "ok", "unstable" or "ended".
+    pub status: Vec<String>,
+    /// The manifest's `[task]` reward of each world, summed over the steps taken, shape
+    /// `(nworld,)` (zeros without a task).
+    pub reward: Py<PyArray1<f64>>,
+    /// Whether each world reached the task's goal during the steps.
+    pub reached: Py<PyArray1<bool>>,
+    /// Whether each world's task body touched another body during the steps.
+    pub collided: Py<PyArray1<bool>>,
+    /// Each world's task body's distance to its goal after the steps, metres (NaN without a
+    /// task).
+    pub distance: Py<PyArray1<f64>>,
+}
+
+/// An armed recording; use it as a context manager (`with sim.record("out") as rec:`), or
+/// call `stop()`.
+#[pyclass(module = "glint._glint", unsendable)]
+pub struct Recording {
+    sim: Py<Simulation>,
+    /// The session folder.
+    #[pyo3(get)]
+    path: String,
+    stopped: bool,
+}
+
+fn status_name(s: WorldStatus) -> &'static str {
+    match s {
+        WorldStatus::Ok => "ok",
+        WorldStatus::Unstable => "unstable",
+        _ => "ended",
+    }
+}
+
+fn bake_dict<'py>(py: Python<'py>, s: &BakeStatus) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("valid", s.valid)?;
+    d.set_item("format_version", s.format_version)?;
+    d.set_item("cell_size", s.cell_size)?;
+    d.set_item("splat_radius", s.splat_radius)?;
+    d.set_item("dims", s.dims.to_vec())?;
+    d.set_item("filled_cells", s.filled_cells)?;
+    d.set_item("geom_materials", s.geom_materials)?;
+    d.set_item("material_fingerprint", s.material_fingerprint)?;
+    d.set_item("stale", s.stale)?;
+    d.set_item("matches_scene", s.matches_scene)?;
+    Ok(d)
+}
+
+impl Simulation {
+    /// Passes the simulation's warnings to Python's `warnings` (category `glint.GlintWarning`).
+    pub(crate) fn flush_warnings(&mut self, py: Python<'_>) -> PyResult<()> {
+        let warnings = self.sim.take_warnings();
+        if warnings.is_empty() {
+            return Ok(());
+        }
+        let category = py.import("glint.errors")?.getattr("GlintWarning")?;
+        let warn = py.import("warnings")?.getattr("warn")?;
+        for w in warnings {
+            warn.call1((w.to_string(), &category, 2))?;
+        }
+        Ok(())
+    }
+
+    fn wrap(py: Python<'_>, sim: glint_sim::Simulation) -> PyResult<Py<Simulation>> {
+        let mut sim = Simulation { sim };
+        sim.flush_warnings(py)?;
+        Py::new(py, sim)
+    }
+
+    fn worlds_of(&self, worlds: Option<Vec<usize>>) -> Vec<usize> {
+        worlds.unwrap_or_else(|| (0..self.sim.nworld()).collect())
+    }
+}
+
+#[pymethods]
+impl Simulation {
+    /// The scene of the manifest at `path` (its MJCF, lidars, materials, bake settings, return
+    /// model, controller, `[[observation]]` and `[task]`) over `nworld` worlds; `seed` is the
+    /// run seed (default: the manifest's).
+    #[staticmethod]
+    #[pyo3(signature = (path, nworld = 1, seed = None))]
+    fn from_manifest(py: Python<'_>, path: PathBuf, nworld: usize, seed: Option<u64>) -> PyResult<Py<Simulation>> {
+        let options = SimOptions { nworld, seed, ..SimOptions::default() };
+        let sim = py.detach(|| glint_sim::Simulation::from_manifest(&path, options)).py()?;
+        Simulation::wrap(py, sim)
+    }
+
+    /// An MJCF scene (the XML text, or the path of an `.xml` file) over `nworld` worlds, with
+    /// `lidars`: one dict per sensor with the keys of a manifest's `[[lidar]]` table, e.g.
+    /// `{"attach_site": "lidar", "preset": "velodyne-vlp16"}`.
+    #[staticmethod]
+    #[pyo3(signature = (xml, nworld = 1, lidars = None, seed = None))]
+    fn from_xml(
+        py: Python<'_>,
+        xml: &str,
+        nworld: usize,
+        lidars: Option<Vec<Bound<'_, PyDict>>>,
+        seed: Option<u64>,
+    ) -> PyResult<Py<Simulation>> {
+        let tables = lidars
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+            .map(|(i, d)| toml_table(d, &format!("lidars[{i}]")))
+            .collect::<PyResult<Vec<_>>>()?;
+        let is_path = !xml.trim_start().starts_with('<');
+        let source = if is_path { PathBuf::from(xml) } else { PathBuf::from("<xml>") };
+        let bindings =
+            glint_manifest::lidar_bindings(&tables, &source).map_err(|e| raise("ManifestError", e.to_string()))?;
+        let options = SimOptions { nworld, seed, ..SimOptions::default() };
+        let sim = py
+            .detach(|| {
+                if is_path {
+                    glint_sim::Simulation::from_xml_file(&source, bindings, options)
+                } else {
+                    glint_sim::Simulation::from_xml(xml, bindings, options)
+                }
+            })
+            .py()?;
+        Simulation::wrap(py, sim)
+    }
+
+    /// Number of worlds.
+    #[getter]
+    fn nworld(&self) -> usize {
+        self.sim.nworld()
+    }
+
+    /// Number of actuators (MuJoCo's `nu`): the length of one world's action vector.
+    #[getter]
+    fn nu(&self) -> usize {
+        self.sim.actuators().len()
+    }
+
+    /// Actuator names, in action-vector order.
+    #[getter]
+    fn actuator_names(&self) -> Vec<String> {
+        self.sim.actuators().into_iter().map(|(n, _)| n).collect()
+    }
+
+    /// Each actuator's control range, shape `(nu, 2)`; `-inf, inf` where it is not limited.
+    #[getter]
+    fn ctrlrange<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        let rows: Vec<[f64; 2]> =
+            self.sim.actuators().into_iter().map(|(_, r)| r.unwrap_or([f64::NEG_INFINITY, f64::INFINITY])).collect();
+        let flat: Vec<f64> = rows.iter().flatten().copied().collect();
+        Array2::from_shape_vec((rows.len(), 2), flat).expect("two columns").into_pyarray(py)
+    }
+
+    /// The lidars, in binding order.
+    #[getter]
+    fn lidars(slf: &Bound<'_, Self>) -> PyResult<Vec<Lidar>> {
+        let count = slf.borrow().sim.lidar_count();
+        Ok((0..count).map(|index| Lidar { sim: slf.clone().unbind(), index }).collect())
+    }
+
+    /// Each world's simulated seconds since its episode began, shape `(nworld,)`.
+    #[getter]
+    fn time<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        (0..self.sim.nworld())
+            .map(|w| self.sim.episode_tick(w).unwrap_or(0) as f64 * self.sim.runner().dt)
+            .collect::<Vec<_>>()
+            .into_pyarray(py)
+    }
+
+    /// Simulated seconds one `step()` advances (one lidar tick).
+    #[getter]
+    fn dt(&self) -> f64 {
+        self.sim.runner().dt
+    }
+
+    /// Whether the lidars fire on every step (`True`), or only while recording or when the
+    /// observation reads them (`False`, the default).
+    #[getter]
+    fn get_lidar_live(&self) -> bool {
+        self.sim.lidar_live()
+    }
+
+    #[setter]
+    fn set_lidar_live(&mut self, live: bool) {
+        self.sim.set_lidar_live(live);
+    }
+
+    /// Advances every world by `n` agent steps. `actions` is `(nworld, nu)` (or `(nu,)` for
+    /// every world), float64, clamped by MuJoCo to each actuator's `ctrlrange`; `None` lets
+    /// the manifest's controller drive. The GIL is released while the worlds step.
+    #[pyo3(signature = (actions = None, n = 1))]
+    fn step(&mut self, py: Python<'_>, actions: Option<PyReadonlyArrayDyn<'_, f64>>, n: usize) -> PyResult<StepReport> {
+        let (nworld, nu) = (self.sim.nworld(), self.sim.actuators().len());
+        let actions: Option<Vec<f64>> = match actions {
+            None => None,
+            Some(a) => {
+                let shape = a.shape().to_vec();
+                let values: Vec<f64> = a.as_array().iter().copied().collect();
+                if shape == [nu] {
+                    Some((0..nworld).flat_map(|_| values.iter().copied()).collect())
+                } else if shape == [nworld, nu] {
+                    Some(values)
+                } else {
+                    return Err(raise(
+                        "ShapeError",
+                        format!(
+                            "actions have shape {shape:?}: give ({nworld}, {nu}) (nworld, nu), or ({nu},) for every world"
+                        ),
+                    ));
+                }
+            }
+        };
+        if n == 0 {
+            return Err(PyValueError::new_err("n = 0: give the number of steps to take, 1 or more"));
+        }
+        let sim = &mut self.sim;
+        let reports = py.detach(|| (0..n).map(|_| sim.step(actions.as_deref())).collect::<Result<Vec<_>, _>>()).py()?;
+        self.flush_warnings(py)?;
+        let last = reports.last().expect("n >= 1 steps");
+        let mut reward = vec![0.0; nworld];
+        let (mut reached, mut collided) = (vec![false; nworld], vec![false; nworld]);
+        for r in &reports {
+            for (w, t) in r.task.iter().enumerate() {
+                reward[w] += t.reward;
+                reached[w] |= t.reached;
+                collided[w] |= t.collided;
+            }
+        }
+        let distance: Vec<f64> =
+            if last.task.is_empty() { vec![f64::NAN; nworld] } else { last.task.iter().map(|t| t.distance).collect() };
+        Ok(StepReport {
+            time: last.time.clone().into_pyarray(py).unbind(),
+            status: last.status.iter().map(|s| status_name(*s).to_string()).collect(),
+            reward: reward.into_pyarray(py).unbind(),
+            reached: reached.into_pyarray(py).unbind(),
+            collided: collided.into_pyarray(py).unbind(),
+            distance: distance.into_pyarray(py).unbind(),
+        })
+    }
+
+    /// Starts new episodes in `worlds` (default: all): MuJoCo's reset, the manifest's `[reset]`
+    /// draws, controllers and lidar patterns restarted. With `seed`, the run seed becomes
+    /// `seed` and the episodes are numbered from 0 again: the same seed gives the same
+    /// episodes.
+    #[pyo3(signature = (seed = None, worlds = None))]
+    fn reset(&mut self, py: Python<'_>, seed: Option<u64>, worlds: Option<Vec<usize>>) -> PyResult<()> {
+        let list = self.worlds_of(worlds);
+        let sim = &mut self.sim;
+        py.detach(|| sim.reset(Worlds::These(&list), seed)).py()?;
+        self.flush_warnings(py)
+    }
+
+    /// Names of the observation vector's values (the manifest's `[[observation]]`).
+    #[getter]
+    fn observation_names(&self) -> Vec<String> {
+        self.sim.observation().names().to_vec()
+    }
+
+    /// The observation's components in order: `(name, offset, length)`.
+    #[getter]
+    fn observation_components(&self) -> Vec<(String, usize, usize)> {
+        self.sim.observation().parts()
+    }
+
+    /// Every world's observation, shape `(nworld, size)` float32, written into `out` when
+    /// given (zero copy) and returned.
+    #[pyo3(signature = (out = None))]
+    fn observe<'py>(
+        &self,
+        py: Python<'py>,
+        out: Option<Bound<'py, PyArray2<f32>>>,
+    ) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        let (nworld, size) = (self.sim.nworld(), self.sim.observation().size());
+        let out = match out {
+            Some(out) => {
+                if out.shape() != [nworld, size] {
+                    return Err(raise(
+                        "ShapeError",
+                        format!("out has shape {:?}, and the observation is ({nworld}, {size})", out.shape()),
+                    ));
+                }
+                out
+            }
+            None => PyArray2::zeros(py, [nworld, size], false),
+        };
+        {
+            let mut view = out.try_readwrite()?;
+            let values = view.as_slice_mut().map_err(|_| raise("ShapeError", "out must be C-contiguous".into()))?;
+            for w in 0..nworld {
+                self.sim.observe(w, &mut values[w * size..(w + 1) * size]).py()?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The manifest's `[task]` as a dict, or `None`.
+    #[getter]
+    fn task<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(t) = self.sim.task() else { return Ok(None) };
+        let d = PyDict::new(py);
+        d.set_item("body", &t.body)?;
+        d.set_item("goal", t.goal.clone())?;
+        d.set_item("goal_tolerance", t.goal_tolerance)?;
+        d.set_item("episode_seconds", t.episode_seconds)?;
+        d.set_item("progress_weight", t.progress_weight)?;
+        d.set_item("goal_reward", t.goal_reward)?;
+        d.set_item("collision_penalty", t.collision_penalty)?;
+        Ok(Some(d))
+    }
+
+    /// Casts rays through every world with MuJoCo's `mj_multiRay` semantics: `pnt` is one
+    /// origin `(3,)`, one per ray `(nray, 3)`, or one per world and ray `(nworld, nray, 3)`;
+    /// `vec` is `(nray, 3)` or `(nworld, nray, 3)`. Returns `(dist, geomid, normal)` shaped
+    /// `(nworld, nray)`, `(nworld, nray)` and `(nworld, nray, 3)`; `-1` on a miss.
+    #[pyo3(signature = (pnt, vec, geomgroup = None, flg_static = true, bodyexclude = -1))]
+    #[allow(clippy::type_complexity)]
+    fn rays<'py>(
+        &mut self,
+        py: Python<'py>,
+        pnt: PyReadonlyArrayDyn<'py, f64>,
+        vec: PyReadonlyArrayDyn<'py, f64>,
+        geomgroup: Option<Vec<u8>>,
+        flg_static: bool,
+        bodyexclude: i32,
+    ) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<i32>>, Bound<'py, PyArray3<f64>>)> {
+        let nworld = self.sim.nworld();
+        let vshape = vec.shape().to_vec();
+        let nray = match vshape.as_slice() {
+            [n, 3] => *n,
+            [w, n, 3] if *w == nworld => *n,
+            _ => {
+                return Err(raise(
+                    "ShapeError",
+                    format!("vec has shape {vshape:?}: give (nray, 3) or (nworld, nray, 3) with nworld = {nworld}"),
+                ));
+            }
+        };
+        let pshape = pnt.shape().to_vec();
+        let points = |a: &PyReadonlyArrayDyn<'py, f64>| -> Vec<DVec3> {
+            a.as_array().iter().copied().collect::<Vec<_>>().chunks_exact(3).map(DVec3::from_slice).collect()
+        };
+        let pnt_ok = matches!(pshape.as_slice(), [3]) || pshape == [nray, 3] || pshape == [nworld, nray, 3];
+        if !pnt_ok {
+            return Err(raise(
+                "ShapeError",
+                format!("pnt has shape {pshape:?}: give (3,), (nray, 3) or (nworld, nray, 3) with nray = {nray}"),
+            ));
+        }
+        let (pnt, vec) = (points(&pnt), points(&vec));
+        let geomgroup = match geomgroup {
+            None => None,
+            Some(g) if g.len() == 6 => Some(std::array::from_fn(|i| g[i] != 0)),
+            Some(g) => {
+                return Err(raise(
+                    "ShapeError",
+                    format!("geomgroup has {} entries: give 6 (one per geom group)", g.len()),
+                ));
+            }
+        };
+        let filter = RayFilter { geomgroup, flg_static, exclude_tree: -1 };
+        let exclude = [bodyexclude];
+        let batch = RayBatch { nray, pnt: &pnt, vec: &vec, bodyexclude: &exclude };
+        // A unique borrow crosses into the released-GIL closure: the simulation is Send, not Sync.
+        let (sim, batch, filter) = (&mut self.sim, &batch, &filter);
+        let hits = py.detach(move || sim.rays(batch, filter)).py()?;
+        let dist = Array2::from_shape_vec((nworld, nray), hits.dist).expect("nworld x nray").into_pyarray(py);
+        let geomid = Array2::from_shape_vec((nworld, nray), hits.geomid).expect("nworld x nray").into_pyarray(py);
+        let normal: Vec<f64> = hits.normal.iter().flat_map(|n| n.to_array()).collect();
+        let normal = numpy::ndarray::Array3::from_shape_vec((nworld, nray, 3), normal)
+            .expect("nworld x nray x 3")
+            .into_pyarray(py);
+        Ok((dist, geomid, normal))
+    }
+
+    /// The return model's seventeen parameters, by key (one set for the scene).
+    #[getter]
+    fn return_params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        params_dict(py, &self.sim.return_params())
+    }
+
+    /// Writes the nine base return parameters (all nine required; the seed's
+    /// `SetLidarReturnParams`), keeping the optics parameters.
+    fn set_return_params(&mut self, params: Bound<'_, PyDict>) -> PyResult<()> {
+        let values = params_from(&params, self.sim.return_params(), true)?;
+        let base: [f64; 9] = std::array::from_fn(|i| values[i]);
+        self.sim.set_return_params(base).py()
+    }
+
+    /// Writes any of the seventeen return parameters, keeping the others (`SetLidarReturnParamsEx`).
+    fn set_return_params_ex(&mut self, params: Bound<'_, PyDict>) -> PyResult<()> {
+        let values = params_from(&params, self.sim.return_params(), false)?;
+        let params = ReturnParams::from_array(values).map_err(|e| raise("LidarError", e.to_string()))?;
+        self.sim.set_return_params_ex(params).py()
+    }
+
+    /// Applies a return-model preset by name ("generic", "unitree-l1", "livox-mid360",
+    /// "ouster-os1") or by the seed's index (0 to 3).
+    fn set_return_preset(&mut self, preset: Bound<'_, PyAny>) -> PyResult<()> {
+        let preset = match preset.extract::<i64>() {
+            Ok(i) => ReturnPreset::from_index(i),
+            Err(_) => ReturnPreset::from_name(&preset.extract::<String>()?),
+        }
+        .map_err(|e| raise("LidarError", e.to_string()))?;
+        self.sim.set_return_preset(preset);
+        Ok(())
+    }
+
+    /// Bakes the scene's NIR materials and loads the bake; each argument at 0 falls back to
+    /// the manifest's `[bake]` setting (`splat_radius=-1` asks for an explicit 0;
+    /// `include_hidden` 1 includes, 2 excludes hidden geoms). Returns the bake's status.
+    #[pyo3(signature = (cell_size = 0.0, max_dim = 0, splat_radius = 0, include_hidden = 0))]
+    fn bake<'py>(
+        &mut self,
+        py: Python<'py>,
+        cell_size: f64,
+        max_dim: i32,
+        splat_radius: i32,
+        include_hidden: i32,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let request = BakeRequest { cell_size, max_dim, splat_radius, include_hidden };
+        let settings = request.resolve(&self.sim.bake_settings()).map_err(|e| raise("BakeError", e.to_string()))?;
+        let sim = &mut self.sim;
+        let status = py.detach(|| sim.bake(settings)).py()?;
+        bake_dict(py, &status)
+    }
+
+    /// Saves the loaded bake as `MaterialBakes/<name>.lvxb` in the project folder (default:
+    /// the manifest's bake name); returns the file's path.
+    #[pyo3(signature = (name = None))]
+    fn save_bake(&self, name: Option<&str>) -> PyResult<String> {
+        Ok(self.sim.save_bake(name).py()?.display().to_string())
+    }
+
+    /// Loads a saved bake (default: the manifest's bake name), stale or not (a stale one
+    /// warns); returns its status.
+    #[pyo3(signature = (name = None))]
+    fn load_bake<'py>(&mut self, py: Python<'py>, name: Option<&str>) -> PyResult<Bound<'py, PyDict>> {
+        let status = self.sim.load_bake(name).py()?;
+        self.flush_warnings(py)?;
+        bake_dict(py, &status)
+    }
+
+    /// The loaded bake's status (`valid` is False when none is loaded).
+    fn bake_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        bake_dict(py, &self.sim.bake_status())
+    }
+
+    /// Arms a recording of every lidar of every world into a new session under `out` (default:
+    /// the manifest's `[recorder] output_dir`): each world's episode from its next step to its
+    /// next reset. Use the result as a context manager, or call its `stop()`.
+    #[pyo3(signature = (out = None))]
+    fn record(slf: &Bound<'_, Self>, out: Option<PathBuf>) -> PyResult<Recording> {
+        let path = {
+            let mut this = slf.borrow_mut();
+            let path = this.sim.arm_recording(&RecordingOptions { out, episodes: 0 }).py()?;
+            this.flush_warnings(slf.py())?;
+            path
+        };
+        Ok(Recording { sim: slf.clone().unbind(), path: path.display().to_string(), stopped: false })
+    }
+
+    /// Whether a recording is armed.
+    #[getter]
+    fn recording(&self) -> bool {
+        self.sim.recording()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<glint.Simulation: {} worlds, {} lidars>", self.sim.nworld(), self.sim.lidar_count())
+    }
+}
+
+#[pymethods]
+impl Recording {
+    /// Stops the recording: open episodes are finished (as interrupted when `interrupted`).
+    /// Returns the number of episodes written. A second call does nothing and returns 0.
+    #[pyo3(signature = (interrupted = false))]
+    fn stop(&mut self, py: Python<'_>, interrupted: bool) -> PyResult<u32> {
+        if self.stopped {
+            return Ok(0);
+        }
+        self.stopped = true;
+        let mut sim = self.sim.bind(py).borrow_mut();
+        let status = if interrupted { EpisodeStatus::Interrupted } else { EpisodeStatus::Complete };
+        let summary = sim.sim.stop_recording(status).py()?;
+        sim.flush_warnings(py)?;
+        Ok(summary.episodes)
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (exc_type = None, _exc = None, _tb = None))]
+    fn __exit__(
+        &mut self,
+        py: Python<'_>,
+        exc_type: Option<Bound<'_, PyAny>>,
+        _exc: Option<Bound<'_, PyAny>>,
+        _tb: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        self.stop(py, exc_type.is_some_and(|t| !t.is_none()))?;
+        Ok(false)
+    }
+}
