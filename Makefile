@@ -6,7 +6,7 @@ MUJOCO_LIB := .deps/mujoco/lib/libmujoco.so
 GLINT := target/release/glint
 SCENES := primitives crowded meshes
 
-.PHONY: all deps pydeps build demo test bench lint clean
+.PHONY: all deps pydeps python build demo test bench lint clean
 
 all: build
 
@@ -20,6 +20,10 @@ $(MUJOCO_LIB): scripts/fetch-mujoco.sh
 pydeps:
 	@bash scripts/python-deps.sh
 
+# glint's Python module, built into .deps/venv (editable: the Python sources are used in place).
+python: deps pydeps
+	@bash scripts/python-module.sh
+
 build: deps
 	$(CARGO) build --release -p glint-cli
 
@@ -31,8 +35,9 @@ demo: build
 
 # Every test; benchmarks run in their short mode (see `make bench` for the full runs). The
 # Python tests drive `glint serve` through LuckyEngine's own client (luckyrobots), each
-# starting the server on a free loopback port.
-test: deps pydeps
+# starting the server on a free loopback port, and the `glint` Python module built by
+# `make python`.
+test: deps pydeps python
 	LD_LIBRARY_PATH=$(CURDIR)/.deps/mujoco/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} $(CARGO) test --release --workspace
 	$(CARGO) build --release -p glint-cli
 	GLINT_BIN=$(CURDIR)/$(GLINT) LD_LIBRARY_PATH=$(CURDIR)/.deps/mujoco/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} \
@@ -40,7 +45,7 @@ test: deps pydeps
 
 # Full benchmarks: every example scene with every pattern, and the lidar API against the bare
 # core, as JSON lines in out/bench.jsonl.
-bench: build
+bench: build python
 	@mkdir -p out
 	@rm -f out/bench.jsonl
 	@for s in $(SCENES); do for p in os1-64 vlp16 mid360; do \
@@ -52,6 +57,7 @@ bench: build
 	@$(GLINT) bench returns examples/showroom/showroom.toml --repeats 11 --json | tee -a out/bench.jsonl
 	@$(GLINT) bench record examples/showroom/showroom.toml --seconds 10 --repeats 5 --json | tee -a out/bench.jsonl
 	@$(GLINT) bench serve examples/showroom/showroom.toml --calls 500 --seconds 5 --json | tee -a out/bench.jsonl
+	@.deps/venv/bin/python -m glint.bench gym --json | tee -a out/bench.jsonl
 
 lint: deps
 	$(CARGO) fmt --all --check

@@ -344,7 +344,10 @@ impl Simulation {
     /// origin `(3,)`, one per ray `(nray, 3)`, or one per world and ray `(nworld, nray, 3)`;
     /// `vec` is `(nray, 3)` or `(nworld, nray, 3)`. Returns `(dist, geomid, normal)` shaped
     /// `(nworld, nray)`, `(nworld, nray)` and `(nworld, nray, 3)`; `-1` on a miss.
-    #[pyo3(signature = (pnt, vec, geomgroup = None, flg_static = true, bodyexclude = -1))]
+    #[pyo3(
+        signature = (pnt, vec, geomgroup = None, flg_static = true, bodyexclude = -1),
+        text_signature = "(self, /, pnt, vec, geomgroup=None, flg_static=True, bodyexclude=-1)"
+    )]
     #[allow(clippy::type_complexity)]
     fn rays<'py>(
         &mut self,
@@ -534,4 +537,52 @@ impl Recording {
         self.stop(py, exc_type.is_some_and(|t| !t.is_none()))?;
         Ok(false)
     }
+}
+
+/// The loop `glint.gym.VectorEnv` runs, driven from Rust: `steps` agent steps of `nworld`
+/// worlds of the manifest at `path`, each with uniform random actions within the actuators'
+/// control ranges (±1 where unlimited), the observation of every world gathered, and the worlds
+/// whose episodes ended reset. Returns environment steps per second (`nworld` per loop step),
+/// for `python -m glint.bench gym`'s Python-against-Rust figure.
+#[pyfunction]
+#[pyo3(signature = (path, nworld = 16, steps = 200, seed = 0))]
+pub fn bench_vector_loop(py: Python<'_>, path: PathBuf, nworld: usize, steps: usize, seed: u64) -> PyResult<f64> {
+    let options = SimOptions { nworld, seed: Some(seed), ..SimOptions::default() };
+    let mut sim = py.detach(|| glint_sim::Simulation::from_manifest(&path, options)).py()?;
+    sim.take_warnings();
+    let result = py.detach(move || -> Result<f64, glint_sim::SimError> {
+        let ranges: Vec<[f64; 2]> = sim.actuators().into_iter().map(|(_, r)| r.unwrap_or([-1.0, 1.0])).collect();
+        let (nu, size) = (ranges.len(), sim.observation().size());
+        let mut actions = vec![0.0; nworld * nu];
+        let mut observations = vec![0.0f32; nworld * size];
+        // A small counter-based generator: the figure measures the loop, not the RNG.
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut uniform = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        sim.reset(Worlds::All, Some(seed))?;
+        let started = std::time::Instant::now();
+        for _ in 0..steps {
+            for (i, a) in actions.iter_mut().enumerate() {
+                let [lo, hi] = ranges[i % nu];
+                *a = lo + (hi - lo) * uniform();
+            }
+            let report = sim.step(Some(&actions))?;
+            for w in 0..nworld {
+                sim.observe(w, &mut observations[w * size..(w + 1) * size])?;
+            }
+            let done: Vec<usize> = (0..nworld)
+                .filter(|&w| report.status[w] != WorldStatus::Ok || report.task.get(w).is_some_and(|t| t.reached))
+                .collect();
+            if !done.is_empty() {
+                sim.reset(Worlds::These(&done), None)?;
+            }
+            std::hint::black_box(&observations);
+        }
+        Ok((steps * nworld) as f64 / started.elapsed().as_secs_f64())
+    });
+    result.py()
 }
