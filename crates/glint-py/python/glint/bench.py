@@ -1,0 +1,208 @@
+"""Benchmarks of glint's Python module: ``python -m glint.bench gym [--manifest M] [--steps N]
+[--envs 16] [--repeats R] [--json]``.
+
+``gym`` times environment steps per second (worlds × steps / wall seconds) of
+:class:`glint.gym.VectorEnv` against a reference environment written with the ``mujoco``
+Python package (:mod:`glint._reference`: ``num_envs`` ``MjData`` over the same MJCF, the same
+physics steps per environment step, the same lidar rays cast with ``mujoco.mj_multiRay`` from
+the sensor site's pose, the same observation), in one process, with the same actions. The
+default manifest is ``examples/python/showroom_vlp16.toml``: the showroom with a VLP-16
+(28 800 beams, a fifth of them cast per step) in its ``lidar_ranges`` observation. Each figure
+is the median of ``--repeats`` timed runs of ``--steps`` steps, after a warm-up in which the
+two environments' observations are compared (reported as ``agreement``).
+
+When the compiled module has ``bench_vector_loop(manifest, nworld, steps)`` (the same
+vector-environment loop driven from Rust, returning environment steps per second), the report
+adds it and the ratio of the Python-driven loop's time to the Rust-driven one's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+__all__ = ["bench_gym", "main"]
+
+TARGET_SPEEDUP = 10.0
+TARGET_PYTHON_OVER_RUST = 1.1
+
+
+def _default_manifest() -> str:
+    """examples/python/showroom_vlp16.toml of the checkout this module sits in, else of the
+    working directory."""
+    here = Path(__file__).resolve()
+    for root in [*here.parents, Path.cwd()]:
+        candidate = root / "examples" / "python" / "showroom_vlp16.toml"
+        if candidate.is_file():
+            return str(candidate)
+    return str(Path("examples") / "python" / "showroom_vlp16.toml")
+
+
+def _rate(step, actions: np.ndarray, steps: int, envs: int) -> float:
+    """Environment steps per second of `steps` calls of `step(actions)`."""
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step(actions)
+    return envs * steps / (time.perf_counter() - t0)
+
+
+def _rust_loop(manifest: str, envs: int, steps: int) -> tuple[Optional[float], str]:
+    """The Rust-driven loop's environment steps per second, or None and why not."""
+    import glint
+
+    fn = getattr(glint._glint, "bench_vector_loop", None)
+    if fn is None:
+        return None, "unavailable: glint._glint has no bench_vector_loop"
+    result = fn(manifest, envs, steps)
+    if isinstance(result, dict):
+        result = result.get("env_steps_per_second", result.get("steps_per_second"))
+    try:
+        rate = float(result)
+    except (TypeError, ValueError):
+        return None, f"unavailable: bench_vector_loop returned {result!r}"
+    return rate, "glint._glint.bench_vector_loop"
+
+
+def bench_gym(manifest: Optional[str] = None, steps: int = 100, envs: int = 16, repeats: int = 5, warmup: int = 10) -> dict:
+    """Runs the ``gym`` benchmark and returns its report as a dict (see the module docstring)."""
+    import glint
+    import glint.gym
+    from glint._reference import ReferenceVectorEnv
+
+    if steps < 1 or envs < 1 or repeats < 1:
+        raise ValueError("--steps, --envs and --repeats must be 1 or more")
+    manifest = os.fspath(manifest or _default_manifest())
+    env = glint.gym.VectorEnv(manifest, num_envs=envs, seed=0)
+    ref = ReferenceVectorEnv.from_glint(manifest, envs)
+    beams = {c.key: c.length for c in env._core.components if c.sensor is not None}
+
+    rng = np.random.default_rng(0)
+    low, high = env.single_action_space.low, env.single_action_space.high
+    low = np.where(np.isfinite(low), low, -1.0)
+    high = np.where(np.isfinite(high), high, 1.0)
+    actions = rng.uniform(low, high, size=(envs, env.sim.nu))
+
+    # Warm-up, both from their initial state with the same actions: compare observations.
+    env.reset(seed=0)
+    ref.reset()
+    mismatches, max_range_diff, max_joint_diff = 0, 0.0, 0.0
+    for _ in range(max(warmup, 1)):
+        a, _, _, _, _ = env.step(actions)
+        b, _, _, _ = ref.step(actions)
+        for key, x in a.items():
+            y = b[key]
+            if key.startswith("lidar_ranges"):
+                hx, hy = x != -1, y != -1
+                mismatches += int(np.count_nonzero(hx != hy))
+                both = hx & hy
+                if both.any():
+                    max_range_diff = max(max_range_diff, float(np.abs(x[both] - y[both]).max()))
+            else:
+                max_joint_diff = max(max_joint_diff, float(np.abs(x - y).max()))
+
+    glint_rates, ref_rates = [], []
+    for _ in range(repeats):
+        glint_rates.append(_rate(env.step, actions, steps, envs))
+        ref_rates.append(_rate(ref.step, actions, steps, envs))
+    glint_rate, ref_rate = statistics.median(glint_rates), statistics.median(ref_rates)
+
+    rust_rate, rust_note = _rust_loop(manifest, envs, steps)
+    if rust_rate is not None:
+        rust_rates = [rust_rate] + [_rust_loop(manifest, envs, steps)[0] for _ in range(repeats - 1)]
+        rust_rate = statistics.median(r for r in rust_rates if r is not None)
+    return {
+        "bench": "gym",
+        "manifest": manifest,
+        "envs": envs,
+        "steps": steps,
+        "repeats": repeats,
+        "physics_steps_per_env_step": ref.nsub,
+        "lidar_beams": beams,
+        "rays_per_env_step": int(ref.beams * min(ref.lidar.rotation_hz * ref.dt, 1.0))
+        if ref.lidar.rotation_hz > 0
+        else ref.beams,
+        "glint_env_steps_per_s": glint_rate,
+        "reference_env_steps_per_s": ref_rate,
+        "speedup": glint_rate / ref_rate,
+        "target_speedup": TARGET_SPEEDUP,
+        "rust_env_steps_per_s": rust_rate,
+        "python_over_rust": None if rust_rate is None else rust_rate / glint_rate,
+        "target_python_over_rust": TARGET_PYTHON_OVER_RUST,
+        "rust_loop": rust_note,
+        "agreement": {
+            "steps": max(warmup, 1),
+            "lidar_hit_mismatches": mismatches,
+            "max_range_diff_m": max_range_diff,
+            "max_joint_diff": max_joint_diff,
+        },
+        "threads": os.cpu_count(),
+    }
+
+
+def _print_report(r: dict) -> None:
+    beams = ", ".join(f"{k} {v}" for k, v in r["lidar_beams"].items())
+    print(
+        f"glint bench gym: {r['manifest']}\n"
+        f"  {r['envs']} worlds, {r['physics_steps_per_env_step']} physics steps and {r['rays_per_env_step']} rays "
+        f"per world per step ({beams} beams); median of {r['repeats']} runs of {r['steps']} steps"
+    )
+    print(f"  {'':46}env steps/s")
+    print(f"  {'glint.gym.VectorEnv':46}{r['glint_env_steps_per_s']:11.0f}")
+    print(f"  {'mujoco + mj_multiRay reference (Python)':46}{r['reference_env_steps_per_s']:11.0f}")
+    print(f"  {'speed-up over the reference':46}{r['speedup']:10.2f}x   (target >= {r['target_speedup']:g}x)")
+    if r["rust_env_steps_per_s"] is None:
+        print(f"  {'same loop driven from Rust':46}{r['rust_loop']}")
+    else:
+        print(f"  {'same loop driven from Rust':46}{r['rust_env_steps_per_s']:11.0f}")
+        print(
+            f"  {'driven from Python / driven from Rust (time)':46}{r['python_over_rust']:10.2f}x   "
+            f"(target <= {r['target_python_over_rust']:g}x)"
+        )
+    a = r["agreement"]
+    print(
+        f"  agreement over {a['steps']} steps: {a['lidar_hit_mismatches']} lidar hit/miss mismatches, "
+        f"max |range difference| {a['max_range_diff_m']:.3g} m, max |joint difference| {a['max_joint_diff']:.3g}"
+    )
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """The command line (``python -m glint.bench``)."""
+    parser = argparse.ArgumentParser(prog="python -m glint.bench", description="Benchmarks of glint's Python module.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    gym = sub.add_parser(
+        "gym",
+        help="glint.gym.VectorEnv against a mujoco + mj_multiRay reference environment",
+        description=(
+            "Environment steps per second of glint.gym.VectorEnv against a reference environment "
+            "written with the mujoco package (same physics, same lidar rays, same observation)."
+        ),
+    )
+    gym.add_argument("--manifest", default=None, help="scene manifest (default: examples/python/showroom_vlp16.toml)")
+    gym.add_argument("--steps", type=int, default=100, help="environment steps per timed run (default 100)")
+    gym.add_argument("--envs", type=int, default=16, help="worlds (default 16)")
+    gym.add_argument("--repeats", type=int, default=5, help="timed runs; the median is reported (default 5)")
+    gym.add_argument("--warmup", type=int, default=10, help="warm-up steps, compared between the two (default 10)")
+    gym.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    try:
+        report = bench_gym(args.manifest, steps=args.steps, envs=args.envs, repeats=args.repeats, warmup=args.warmup)
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report))
+    else:
+        _print_report(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
