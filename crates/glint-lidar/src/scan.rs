@@ -109,6 +109,22 @@ impl Scan {
         }
     }
 
+    /// Every beam back to a miss never cast, keeping the layout.
+    pub(crate) fn clear(&mut self) {
+        let beams = self.len();
+        self.range.fill(-1.0);
+        self.geomid.fill(-1);
+        self.point.fill([0.0; 3]);
+        self.normal.fill([0.0; 3]);
+        self.time.fill(-1.0);
+        if let Some(r) = &mut self.returns {
+            *r = Returns::new(beams);
+        }
+        for hits in [&mut self.pass_through, &mut self.reflected].into_iter().flatten() {
+            *hits = SecondaryHits::new(beams);
+        }
+    }
+
     /// Adds or drops the optional parts (new parts start as misses).
     pub(crate) fn set_layout(&mut self, returns: bool, pass_through: bool, reflected: bool) {
         let beams = self.len();

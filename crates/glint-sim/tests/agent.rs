@@ -125,3 +125,22 @@ fn a_task_naming_what_the_model_lacks_is_refused() {
     let e = Simulation::from_manifest(&m, SimOptions::default()).unwrap_err().to_string();
     assert!(e.contains("[task] goal"), "{e}");
 }
+
+#[test]
+fn a_reset_world_sees_nothing_of_its_last_episode() {
+    let m = manifest("resetclear", "");
+    let mut sim = sim(&m, 2);
+    sim.set_lidar_live(true);
+    for _ in 0..5 {
+        sim.step(None).unwrap();
+    }
+    let lidar_hits = |sim: &Simulation, w: usize| {
+        let mut scan = vec![0.0; 360];
+        sim.lidar(0).unwrap().scan_into(w, &mut scan, false).unwrap();
+        scan.iter().filter(|&&r| r >= 0.0).count()
+    };
+    assert!(lidar_hits(&sim, 0) > 0 && lidar_hits(&sim, 1) > 0);
+    sim.reset(glint_sim::Worlds::One(0), None).unwrap();
+    assert_eq!(lidar_hits(&sim, 0), 0, "every beam reads -1 until the new episode casts it");
+    assert!(lidar_hits(&sim, 1) > 0, "the other world keeps its scan");
+}

@@ -612,12 +612,14 @@ impl Lidars {
         Ok(self.sensor(index)?.clocks[world].ticks)
     }
 
-    /// Restarts the pattern of every sensor in world `world` (an episode start); the live
-    /// scans keep their values until overwritten.
+    /// Restarts the pattern of every sensor in world `world` (an episode start) and clears
+    /// its live scans: a beam reads `-1` (no return) until the new episode casts it, so
+    /// nothing of the previous episode is seen in this one.
     pub fn reset_world(&mut self, world: usize) -> Result<(), LidarError> {
         self.check_world(world)?;
         for s in &mut self.sensors {
             s.clocks[world] = PatternClock::default();
+            s.scans[world].clear();
         }
         Ok(())
     }

@@ -130,7 +130,7 @@ class ReferenceVectorEnv:
         self._revolutions = np.zeros(num_envs)
         self._emitted = np.zeros(num_envs, dtype=np.int64)
         self._ticks = np.zeros(num_envs, dtype=np.int64)
-        self._autoreset = np.zeros(num_envs, dtype=np.bool_)
+        self._autoreset: np.ndarray = np.zeros(num_envs, dtype=np.bool_)
         # The task.
         self.task = task
         if task is not None:
@@ -233,6 +233,7 @@ class ReferenceVectorEnv:
             ta, tb = self.in_tree_geom[a], self.in_tree_geom[b]
             ok_a, ok_b = self.touch_ok_geom[a], self.touch_ok_geom[b]
             collided = bool(np.any((ta & ~tb & ~ok_b) | (tb & ~ta & ~ok_a)))
+        assert t is not None
         reached = distance <= t.get("goal_tolerance", 0.25)
         reward = (
             t.get("progress_weight", 1.0) * progress
@@ -244,7 +245,7 @@ class ReferenceVectorEnv:
     # -- the batch ---------------------------------------------------------------------------
 
     def _obs(self) -> dict:
-        out = {}
+        out: dict[str, np.ndarray] = {}
         for key, length in self.observation:
             if key == "joint_positions":
                 out[key] = np.array([d.qpos for d in self.data], dtype=np.float32).reshape(self.num_envs, length)

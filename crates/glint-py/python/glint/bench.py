@@ -5,15 +5,18 @@
 :class:`glint.gym.VectorEnv` against a reference environment written with the ``mujoco``
 Python package (:mod:`glint._reference`: ``num_envs`` ``MjData`` over the same MJCF, the same
 physics steps per environment step, the same lidar rays cast with ``mujoco.mj_multiRay`` from
-the sensor site's pose, the same observation), in one process, with the same actions. The
-default manifest is ``examples/python/showroom_vlp16.toml``: the showroom with a VLP-16
-(28 800 beams, a fifth of them cast per step) in its ``lidar_ranges`` observation. Each figure
-is the median of ``--repeats`` timed runs of ``--steps`` steps, after a warm-up in which the
-two environments' observations are compared (reported as ``agreement``).
+the sensor site's pose, the same observation), in one process, with the same actions: a new
+batch of uniform random actions within the actuators' ranges each step. The default manifest
+is ``examples/python/showroom_vlp16.toml``: the showroom with a VLP-16 (28 800 beams, a fifth
+of them cast per step) in its ``lidar_ranges`` observation. Each figure is the median of
+``--repeats`` timed runs of ``--steps`` steps, each from a reset to the same initial state,
+the environments' runs alternating, after a warm-up in which the two environments' observations are compared (reported as
+``agreement``).
 
 When the compiled module has ``bench_vector_loop(manifest, nworld, steps)`` (the same
-vector-environment loop driven from Rust, returning environment steps per second), the report
-adds it and the ratio of the Python-driven loop's time to the Rust-driven one's.
+vector-environment loop driven from Rust, returning environment steps per second), each
+repeat also runs it, and the report adds its median and the ratio of the Python-driven loop's
+time to the Rust-driven one's (``python_over_rust``: the Rust rate over the Python rate).
 """
 
 from __future__ import annotations
@@ -46,12 +49,12 @@ def _default_manifest() -> str:
     return str(Path("examples") / "python" / "showroom_vlp16.toml")
 
 
-def _rate(step, actions: np.ndarray, steps: int, envs: int) -> float:
-    """Environment steps per second of `steps` calls of `step(actions)`."""
+def _rate(step, actions: list[np.ndarray], envs: int) -> float:
+    """Environment steps per second of one call of `step(a)` per action batch `a`."""
     t0 = time.perf_counter()
-    for _ in range(steps):
-        step(actions)
-    return envs * steps / (time.perf_counter() - t0)
+    for a in actions:
+        step(a)
+    return envs * len(actions) / (time.perf_counter() - t0)
 
 
 def _rust_loop(manifest: str, envs: int, steps: int) -> tuple[Optional[float], str]:
@@ -73,6 +76,8 @@ def _rust_loop(manifest: str, envs: int, steps: int) -> tuple[Optional[float], s
 
 def bench_gym(manifest: Optional[str] = None, steps: int = 100, envs: int = 16, repeats: int = 5, warmup: int = 10) -> dict:
     """Runs the ``gym`` benchmark and returns its report as a dict (see the module docstring)."""
+    import gymnasium
+
     import glint
     import glint.gym
     from glint._reference import ReferenceVectorEnv
@@ -85,18 +90,22 @@ def bench_gym(manifest: Optional[str] = None, steps: int = 100, envs: int = 16, 
     beams = {c.key: c.length for c in env._core.components if c.sensor is not None}
 
     rng = np.random.default_rng(0)
-    low, high = env.single_action_space.low, env.single_action_space.high
+    space = env.single_action_space
+    assert isinstance(space, gymnasium.spaces.Box)
+    low, high = space.low, space.high
     low = np.where(np.isfinite(low), low, -1.0)
     high = np.where(np.isfinite(high), high, 1.0)
-    actions = rng.uniform(low, high, size=(envs, env.sim.nu))
+    # Uniform random actions, a new batch each step (as the Rust-driven loop draws them), the
+    # same for both environments.
+    actions = [rng.uniform(low, high, size=(envs, env.sim.nu)) for _ in range(steps)]
 
     # Warm-up, both from their initial state with the same actions: compare observations.
     env.reset(seed=0)
     ref.reset()
     mismatches, max_range_diff, max_joint_diff = 0, 0.0, 0.0
-    for _ in range(max(warmup, 1)):
-        a, _, _, _, _ = env.step(actions)
-        b, _, _, _ = ref.step(actions)
+    for k in range(max(warmup, 1)):
+        a, _, _, _, _ = env.step(actions[k % steps])
+        b, _, _, _ = ref.step(actions[k % steps])
         for key, x in a.items():
             y = b[key]
             if key.startswith("lidar_ranges"):
@@ -108,16 +117,21 @@ def bench_gym(manifest: Optional[str] = None, steps: int = 100, envs: int = 16, 
             else:
                 max_joint_diff = max(max_joint_diff, float(np.abs(x - y).max()))
 
-    glint_rates, ref_rates = [], []
+    # Every run starts a new episode from the same state (as the Rust-driven loop does: where
+    # the robots drive changes what the rays cost), and the runs alternate, so that the
+    # machine's changing load weighs on every figure alike.
+    glint_rates, ref_rates, rust_rates = [], [], []
+    rust_note = ""
     for _ in range(repeats):
-        glint_rates.append(_rate(env.step, actions, steps, envs))
-        ref_rates.append(_rate(ref.step, actions, steps, envs))
+        env.reset(seed=0)
+        glint_rates.append(_rate(env.step, actions, envs))
+        ref.reset()
+        ref_rates.append(_rate(ref.step, actions, envs))
+        rate, rust_note = _rust_loop(manifest, envs, steps)
+        if rate is not None:
+            rust_rates.append(rate)
     glint_rate, ref_rate = statistics.median(glint_rates), statistics.median(ref_rates)
-
-    rust_rate, rust_note = _rust_loop(manifest, envs, steps)
-    if rust_rate is not None:
-        rust_rates = [rust_rate] + [_rust_loop(manifest, envs, steps)[0] for _ in range(repeats - 1)]
-        rust_rate = statistics.median(r for r in rust_rates if r is not None)
+    rust_rate = statistics.median(rust_rates) if rust_rates else None
     return {
         "bench": "gym",
         "manifest": manifest,

@@ -34,7 +34,7 @@ episode has run ``episode_seconds``. Without a ``[task]`` the reward is 0 and ep
 when the world goes unstable (wrap :class:`Env` in ``gymnasium.wrappers.TimeLimit`` for a time
 limit). Either way a ``reward_fn`` replaces the reward: ``reward_fn(obs, action, info)``, where
 ``info["task_reward"]`` holds the built-in reward. The step's ``info`` has ``distance`` (metres
-from the task body to the goal, NaN without a task), ``collided``, ``reached``, ``time``
+from the task body to the goal; left out without a task), ``collided``, ``reached``, ``time``
 (simulated seconds since the episode began) and ``task_reward``.
 
 **Seeds.** ``reset(seed=s)`` makes ``s`` the simulation's run seed and numbers the episodes from
@@ -50,16 +50,19 @@ capsules; torch and JAX take them without a copy (glint itself needs neither)::
 
 The arrays of one observation are views into one ``(num_envs, size)`` float32 buffer that
 :meth:`glint.Simulation.observe` fills in place (``"lidar_ranges"`` is a strided view of it: its
-rows are ``size`` floats apart). :class:`VectorEnv` fills a new buffer each step by default, so
-an observation you keep stays as it was; with ``copy=False`` it fills the same buffer every
-step (no allocation), and each step overwrites the arrays it returned before, as it does the
-tensors made from them by DLPack.
+rows are ``size`` floats apart). By default each step fills a buffer that no array you still
+hold refers to (a new one, or one of the last few whose arrays have all been dropped), so an
+observation you keep, or a tensor made from it, stays as it was. :class:`VectorEnv` with
+``copy=False`` fills the same buffer every step instead, and each step overwrites the arrays
+it returned before, and the tensors made from them by DLPack.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import platform
+import sys
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -85,8 +88,8 @@ ones (arrays with a leading ``num_envs`` axis) and expects ``num_envs`` rewards.
 
 _UNSTABLE = "unstable"
 _ENDED = "ended"
-# A world's tick count once its sensors have cast every beam of their patterns this episode.
-_SETTLED = 1 << 62
+# Whether reference counts say when a buffer is free to reuse (CPython), see _Core.fresh_buffer.
+_REFCOUNTS = platform.python_implementation() == "CPython"
 
 
 def _manifest_observations(manifest: str | os.PathLike) -> Optional[list]:
@@ -120,12 +123,9 @@ class _Component:
 
 class _Core:
     """What :class:`Env` and :class:`VectorEnv` share: the simulation, the observation layout
-    and spaces, the action space, and the observation buffer's views.
-
-    It also keeps, per world, the lidar ticks since the episode began, so that beams a world's
-    sensors have not cast yet in this episode read ``-1`` in the observation (as on a freshly
-    built simulation) rather than the last episode's ranges: that makes seeded resets
-    reproduce their observations exactly.
+    and spaces, the action space, and the observation buffer's views. (A reset world's lidar
+    beams read ``-1`` until its new episode casts them, so seeded resets reproduce their
+    observations exactly.)
     """
 
     def __init__(self, manifest: str | os.PathLike, nworld: int, seed: Optional[int]):
@@ -166,69 +166,38 @@ class _Core:
             low=ctrl[:, 0].astype(np.float32), high=ctrl[:, 1].astype(np.float32), shape=(self.nu,), dtype=np.float32
         )
         self.has_task = self.sim.task is not None
-        # Per world, lidar ticks since its episode began (see the class docstring).
-        self.ticks = np.zeros(nworld, dtype=np.int64)
-        self._fresh_tables: dict[int, np.ndarray] = {}
         self.buffer = np.empty((nworld, self.size), dtype=np.float32)
+        self._pool: list[np.ndarray] = []
 
     # -- observations -------------------------------------------------------------------------
 
-    def _fresh_beams(self, sensor: int, ticks: int) -> int:
-        """Beams of `sensor` cast in the first `ticks` ticks of an episode: the pattern clock
-        of glint's lidars (each tick advances ``rotation_hz * dt`` revolutions, at most one,
-        and casts the whole units up to there)."""
-        table = self._fresh_tables.get(sensor)
-        if table is None:
-            config = self.sim.lidars[sensor].config
-            beams = self.sim.lidars[sensor].beam_count
-            units = max(int(config["azimuth_bins"]), 1)
-            per_unit = beams // units
-            hz = float(config.get("rotation_hz", 0.0))
-            counts = [0]
-            if hz <= 0.0:
-                counts.append(beams)
-            else:
-                step = min(hz * self.sim.dt, 1.0)
-                revolutions = 0.0
-                while counts[-1] < beams:
-                    revolutions += step
-                    target = math.floor(revolutions * units + 1e-6)
-                    counts.append(min(target, units) * per_unit)
-            table = np.asarray(counts, dtype=np.int64)
-            self._fresh_tables[sensor] = table
-        return int(table[min(ticks, len(table) - 1)])
-
-    def _mask_unscanned(self, buf: np.ndarray) -> None:
-        """Writes -1 over the beams each world has not cast yet in its episode."""
-        for w in np.flatnonzero(self.ticks < _SETTLED):
-            t = int(self.ticks[w])
-            settled = True
-            for c in self.components:
-                if c.sensor is None:
-                    continue
-                fresh = self._fresh_beams(c.sensor, t)
-                if fresh < c.length:
-                    buf[w, c.offset + fresh : c.offset + c.length] = -1.0
-                    settled = settled and fresh >= self.sim.lidars[c.sensor].beam_count
-            if settled:
-                self.ticks[w] = _SETTLED  # every beam cast: nothing to mask until its next reset
+    def fresh_buffer(self) -> np.ndarray:
+        """An observation buffer no array outside this object refers to: one of the last few
+        handed out that every view of has since been dropped (CPython's reference counts
+        tell), else a new one. Observations a caller keeps are never written again."""
+        for buf in reversed(self._pool):  # the newest first: the likeliest to be in cache
+            # Three references: the pool's, the loop's and getrefcount's argument. Every view
+            # of a buffer (and every DLPack export of a view) holds one more.
+            if sys.getrefcount(buf) <= 3:
+                return buf
+        buf = np.empty((self.nworld, self.size), dtype=np.float32)
+        if _REFCOUNTS:
+            self._pool.append(buf)
+            if len(self._pool) > 3:
+                self._pool.pop(0)
+        return buf
 
     def observe(self, out: Optional[np.ndarray] = None) -> np.ndarray:
-        """Every world's observation vector, written into `out` (a new buffer when None)."""
+        """Every world's observation vector, written into `out` (a fresh buffer when None)."""
         if out is None:
-            out = np.empty((self.nworld, self.size), dtype=np.float32)
+            out = self.fresh_buffer()
         self.sim.observe(out=out)
-        self._mask_unscanned(out)
         return out
 
     def split(self, buf: np.ndarray) -> dict:
         """The observation dict of `buf` (views, no copy): one ``(nworld, length)`` array per
         component."""
         return {c.key: buf[:, c.offset : c.offset + c.length] for c in self.components}
-
-    def stepped(self) -> None:
-        """Counts a tick for every world."""
-        self.ticks[self.ticks < _SETTLED] += 1
 
     def reset(self, seed: Optional[int], worlds: Optional[Sequence[int]]) -> None:
         """Starts new episodes in `worlds` (None: all)."""
@@ -238,12 +207,8 @@ class _Core:
                 raise ValueError(f"seed = {seed}: give a seed of 0 or more")
         if worlds is None:
             self.sim.reset(seed=seed)
-            self.ticks[:] = 0
         else:
-            worlds = [int(w) for w in worlds]
-            self.sim.reset(seed=seed, worlds=worlds)
-            self.ticks[worlds] = 0
-        self._fresh_tables.clear()  # the lidar configuration may have changed
+            self.sim.reset(seed=seed, worlds=[int(w) for w in worlds])
 
 
 def _status_arrays(report) -> tuple[np.ndarray, np.ndarray]:
@@ -318,7 +283,6 @@ class Env(gymnasium.Env):
             )
         self._action[0] = a.reshape(-1)
         report = self._core.sim.step(self._action)
-        self._core.stepped()
         obs = self._obs()
         status = report.status[0]
         reached = bool(report.reached[0])
@@ -332,6 +296,8 @@ class Env(gymnasium.Env):
             "time": float(report.time[0]),
             "task_reward": task_reward,
         }
+        if not self._core.has_task:
+            del info["distance"]  # NaN, which no two infos would agree on
         reward = float(self.reward_fn(obs, a, info)) if self.reward_fn is not None else task_reward
         return obs, reward, terminated, truncated, info
 
@@ -366,9 +332,9 @@ class VectorEnv(gymnasium.vector.VectorEnv):
             ``info["_final_obs"]``, ``info["_final_info"]``) carry the last one's. ``DISABLED``:
             nothing resets by itself; reset ended worlds with
             ``reset(options={"reset_mask": mask})`` before stepping again.
-        copy: True (the default): each step's observation arrays are new (views into a new
-            buffer), so observations kept stay valid. False: every step writes the same buffer
-            and returns views into it, overwritten by the next step.
+        copy: True (the default): each step's observation arrays are views into a buffer no
+            array still held refers to, so observations kept stay valid. False: every step
+            writes the same buffer and returns views into it, overwritten by the next step.
 
     ``envs.sim`` is the underlying :class:`glint.Simulation` (``num_envs`` worlds).
     """
@@ -398,6 +364,7 @@ class VectorEnv(gymnasium.vector.VectorEnv):
         self._actions = np.zeros((self.num_envs, self._core.nu), dtype=np.float64)
         self._autoreset = np.zeros(self.num_envs, dtype=np.bool_)
         self._all = np.ones(self.num_envs, dtype=np.bool_)
+        self._step_keys = ("distance",) * self._core.has_task + ("collided", "reached", "time", "task_reward")
 
     @property
     def sim(self) -> "glint.Simulation":
@@ -417,6 +384,8 @@ class VectorEnv(gymnasium.vector.VectorEnv):
             "time": np.asarray(self._core.sim.time, dtype=np.float64),
             "task_reward": task_reward.copy(),
         }
+        if not self._core.has_task:
+            del info["distance"]
         for key in list(info):
             info["_" + key] = self._all.copy()
         return info
@@ -433,6 +402,7 @@ class VectorEnv(gymnasium.vector.VectorEnv):
         mask}`` (a bool array of ``num_envs``) resets only the worlds marked; the others keep
         their episodes, and their observations are returned as they are.
         """
+        run_seed: Optional[int] = None
         if isinstance(seed, (list, tuple, np.ndarray)):
             if len(seed) != self.num_envs:
                 raise ValueError(f"{len(seed)} seeds given for {self.num_envs} worlds")
@@ -441,9 +411,11 @@ class VectorEnv(gymnasium.vector.VectorEnv):
                     "the worlds of a glint.gym.VectorEnv share one run seed: give reset(seed=<int>) "
                     "(each world's episodes derive from it), or a list of None"
                 )
-            seed = None
-        if seed is not None:
-            super().reset(seed=int(seed))
+        elif seed is not None:
+            if not isinstance(seed, (int, np.integer)):
+                raise TypeError(f"seed = {seed!r}: give an int (or None)")
+            run_seed = int(seed)
+            super().reset(seed=run_seed)
         mask = None if options is None else options.get("reset_mask")
         if mask is not None:
             mask = np.asarray(mask)
@@ -454,10 +426,10 @@ class VectorEnv(gymnasium.vector.VectorEnv):
                 )
             worlds = np.flatnonzero(mask).tolist()
             if worlds:
-                self._core.reset(seed, worlds)
+                self._core.reset(run_seed, worlds)
             self._autoreset[mask] = False
         else:
-            self._core.reset(seed, None)
+            self._core.reset(run_seed, None)
             self._autoreset[:] = False
         return self._observe(), {}
 
@@ -483,7 +455,6 @@ class VectorEnv(gymnasium.vector.VectorEnv):
         np.copyto(self._actions, a)
         core = self._core
         report = core.sim.step(self._actions)
-        core.stepped()
         unstable, ended = _status_arrays(report)
         reached = np.asarray(report.reached, dtype=np.bool_)
         terminated = reached | unstable
@@ -499,7 +470,9 @@ class VectorEnv(gymnasium.vector.VectorEnv):
             core.reset(None, restart)
             terminated[restart] = False
             truncated[restart] = False
-            for key in ("distance", "collided", "reached", "task_reward"):
+            for key in self._step_keys:
+                if key == "time":
+                    continue
                 info[key][restart] = 0
                 info["_" + key][restart] = False
             info["time"] = np.asarray(core.sim.time, dtype=np.float64)
@@ -518,7 +491,7 @@ class VectorEnv(gymnasium.vector.VectorEnv):
             for w in final:
                 final_obs[w] = {key: np.array(value[w]) for key, value in obs.items()}
             final_info: dict[str, Any] = {}
-            for key in ("distance", "collided", "reached", "time", "task_reward"):
+            for key in self._step_keys:
                 kept = np.zeros_like(info[key])
                 kept[done] = info[key][done]
                 final_info[key], final_info["_" + key] = kept, done.copy()

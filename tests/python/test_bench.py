@@ -1,0 +1,93 @@
+"""`python -m glint.bench gym` runs and reports finite figures, and its reference environment
+(glint._reference, the mujoco package with mj_multiRay) builds the observation glint's
+VectorEnv builds: the comparison is between two environments that do the same work."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import glint
+import glint.gym
+from glint._reference import ReferenceVectorEnv, physics_steps_per_tick, read_manifest
+
+REPO = Path(__file__).resolve().parents[2]
+VLP16_TOML = REPO / "examples" / "python" / "showroom_vlp16.toml"
+
+
+def bench(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    lib = str(REPO / ".deps" / "mujoco" / "lib")
+    env["LD_LIBRARY_PATH"] = lib + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    return subprocess.run(
+        [sys.executable, "-m", "glint.bench", *args], cwd=REPO, capture_output=True, text=True, env=env, timeout=600
+    )
+
+
+def test_bench_gym_json_reports_finite_positive_figures():
+    done = bench("gym", "--steps", "3", "--repeats", "1", "--warmup", "4", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["bench"] == "gym" and report["envs"] == 16 and report["steps"] == 3
+    assert Path(report["manifest"]) == VLP16_TOML
+    assert report["lidar_beams"] == {"lidar_ranges": 28800}
+    assert report["physics_steps_per_env_step"] == 10  # 2 ms steps, 50 Hz lidar runner
+    assert report["rays_per_env_step"] == 5760  # a fifth of the 10 Hz revolution per step
+    for key in ("glint_env_steps_per_s", "reference_env_steps_per_s", "speedup"):
+        assert math.isfinite(report[key]) and report[key] > 0, key
+    assert report["speedup"] == report["glint_env_steps_per_s"] / report["reference_env_steps_per_s"]
+    if hasattr(glint._glint, "bench_vector_loop"):
+        assert math.isfinite(report["rust_env_steps_per_s"]) and report["rust_env_steps_per_s"] > 0
+        assert math.isfinite(report["python_over_rust"]) and report["python_over_rust"] > 0
+    else:
+        assert report["rust_env_steps_per_s"] is None and "unavailable" in report["rust_loop"]
+    agreement = report["agreement"]
+    assert agreement["steps"] == 4 and agreement["max_joint_diff"] == 0.0
+    assert agreement["lidar_hit_mismatches"] <= 4 * 16 * 5760 // 10000
+    assert agreement["max_range_diff_m"] < 1e-3
+
+
+def test_bench_gym_text_report_and_bad_arguments():
+    done = bench("gym", "--steps", "2", "--repeats", "1", "--warmup", "1", "--envs", "2")
+    assert done.returncode == 0, done.stderr
+    assert "glint.gym.VectorEnv" in done.stdout and "mj_multiRay reference" in done.stdout
+    assert "speed-up over the reference" in done.stdout and "same loop driven from Rust" in done.stdout
+    done = bench("gym", "--steps", "0")
+    assert done.returncode == 2 and "error:" in done.stderr
+    done = bench("gym", "--manifest", str(REPO / "nonexistent.toml"), "--steps", "1")
+    assert done.returncode == 2 and "cannot read manifest" in done.stderr
+
+
+def test_reference_environment_matches_glints():
+    n = 3
+    envs = glint.gym.VectorEnv(VLP16_TOML, num_envs=n)
+    ref = ReferenceVectorEnv.from_glint(VLP16_TOML, n)
+    table = read_manifest(VLP16_TOML)
+    assert ref.nsub == physics_steps_per_tick(0.002, table["lidar_runner_hz"]) == 10
+    a, _ = envs.reset(seed=0)
+    b = ref.reset()
+    assert set(a) == set(b)
+    for key in a:
+        assert np.array_equal(a[key], b[key])
+    rng = np.random.default_rng(4)
+    compared = mismatched = 0
+    for step in range(12):
+        actions = rng.uniform(-2, 2, size=(n, 3))
+        a, ra, ta, ua, _ = envs.step(actions)
+        b, rb, tb, ub = ref.step(actions)
+        assert np.array_equal(a["joint_positions"], b["joint_positions"]), step
+        assert np.array_equal(a["joint_velocities"], b["joint_velocities"]), step
+        x, y = a["lidar_ranges"], b["lidar_ranges"]
+        both = (x != -1) & (y != -1)
+        mismatched += int(np.count_nonzero((x != -1) != (y != -1)))
+        compared += x.size
+        assert np.max(np.abs(x[both] - y[both]), initial=0.0) < 1e-4
+        assert np.allclose(ra, rb, atol=1e-9) and np.array_equal(ta, tb) and np.array_equal(ua, ub)
+    assert mismatched <= compared // 100000
+    assert np.count_nonzero(x != -1) > 0.8 * x.size  # a whole revolution cast, the room closed
