@@ -77,9 +77,9 @@ def test_from_manifest_exposes_the_scene():
     assert lidar.name == "roof" and lidar.beam_count == 64 * 1024 and lidar.index == 0
     assert "3 worlds" in repr(sim) and "65536 beams" in repr(lidar)
     assert sim.observation_components == [
-        ("joint_positions", 0, 3),
-        ("joint_velocities", 3, 3),
-        ("lidar_ranges/0", 6, 65536),
+        ("joint_positions", 0, 3, False),
+        ("joint_velocities", 3, 3, False),
+        ("lidar_ranges/0", 6, 65536, False),
     ]
     names = sim.observation_names
     assert len(names) == 6 + 65536

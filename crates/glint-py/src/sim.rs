@@ -288,9 +288,10 @@ impl Simulation {
         self.sim.observation().names().to_vec()
     }
 
-    /// The observation's components in order: `(name, offset, length)`.
+    /// The observation's components in order: `(name, offset, length, material)`, `material`
+    /// telling whether a lidar component reads the return model's ranges.
     #[getter]
-    fn observation_components(&self) -> Vec<(String, usize, usize)> {
+    fn observation_components(&self) -> Vec<(String, usize, usize, bool)> {
         self.sim.observation().parts()
     }
 

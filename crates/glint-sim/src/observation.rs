@@ -39,17 +39,20 @@ impl ObservationLayout {
         self.terms.iter().map(|t| &t.component)
     }
 
-    /// The components in order as `(name, offset, length)`: where each sits in the vector.
-    pub fn parts(&self) -> Vec<(String, usize, usize)> {
+    /// The components in order as `(name, offset, length, material)`: where each sits in the
+    /// vector, and whether a lidar component reads the return model's ranges.
+    pub fn parts(&self) -> Vec<(String, usize, usize, bool)> {
         self.terms
             .iter()
             .map(|t| {
-                let name = match t.component {
-                    ObservationComponent::JointPositions => "joint_positions".to_string(),
-                    ObservationComponent::JointVelocities => "joint_velocities".to_string(),
-                    ObservationComponent::LidarRanges { sensor, .. } => format!("lidar_ranges/{sensor}"),
+                let (name, material) = match t.component {
+                    ObservationComponent::JointPositions => ("joint_positions".to_string(), false),
+                    ObservationComponent::JointVelocities => ("joint_velocities".to_string(), false),
+                    ObservationComponent::LidarRanges { sensor, material, .. } => {
+                        (format!("lidar_ranges/{sensor}"), material)
+                    }
                 };
-                (name, t.offset, t.len)
+                (name, t.offset, t.len, material)
             })
             .collect()
     }

@@ -172,7 +172,7 @@ class ReferenceVectorEnv:
             elevation=el,
         )
         observation = []
-        for name, _, length in sim.observation_components:
+        for name, _, length, _material in sim.observation_components:
             if length:
                 observation.append(("lidar_ranges" if name == "lidar_ranges/0" else name, length))
         return cls(manifest, num_envs, lidar, observation, sim.task)

@@ -92,21 +92,6 @@ _ENDED = "ended"
 _REFCOUNTS = platform.python_implementation() == "CPython"
 
 
-def _manifest_observations(manifest: str | os.PathLike) -> Optional[list]:
-    """The manifest's ``[[observation]]`` tables, or None when they cannot be read here
-    (Python without ``tomllib``, or a file the simulation read but this parser cannot)."""
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        return None
-    try:
-        with open(manifest, "rb") as f:
-            tables = tomllib.load(f).get("observation")
-    except (OSError, ValueError):
-        return None
-    return tables if isinstance(tables, list) else None
-
-
 class _Component:
     """One observation component: its key in the observation dict, where its values sit in
     the observation vector, its space, and for lidar components the sensor it reads."""
@@ -134,19 +119,16 @@ class _Core:
         self.sim = glint.Simulation.from_manifest(manifest, nworld=nworld, seed=seed)
         self.nworld = nworld
         self.size = len(self.sim.observation_names)
-        tables = _manifest_observations(manifest)
         components: list[_Component] = []
         used: set[str] = set()
-        for index, (name, offset, length) in enumerate(self.sim.observation_components):
+        for index, (name, offset, length, material) in enumerate(self.sim.observation_components):
             if length == 0:
                 continue  # a lidar_ranges component without beams emits nothing
             sensor: Optional[int] = None
             if name.startswith("lidar_ranges/"):
                 sensor = int(name.split("/", 1)[1])
                 key = "lidar_ranges" if sensor == 0 else f"lidar_ranges_{sensor}"
-                material = True  # unknown: unbounded above, as the return model's noise may be
-                if tables is not None and index < len(tables) and isinstance(tables[index], dict):
-                    material = tables[index].get("material", False) in (True, 1)
+                # The return model's noise may carry a range past max_range.
                 high = math.inf if material else float(self.sim.lidars[sensor].config["max_range"])
                 space = spaces.Box(low=-1.0, high=high, shape=(length,), dtype=np.float32)
             else:
