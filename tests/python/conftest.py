@@ -48,6 +48,20 @@ SMALL_BINS = 360
 SMALL_BEAMS = SMALL_CHANNELS * SMALL_BINS
 
 
+# The nine base fields of SetLidarReturnParams, in the seed's order.
+BASE_FIELDS = [
+    "max_range_at_ref",
+    "ref_reflectivity",
+    "range_exp",
+    "noise_sigma0",
+    "grazing_cos_cutoff",
+    "intensity_ref_range",
+    "detect_floor",
+    "near_range_r0",
+    "noise_slope_per_m",
+]
+
+
 # A valid SetLidarConfig request for sensor 0 (8 x 100 beams); tests override fields of it.
 GOOD_CONFIG = dict(
     sensor=0,

@@ -15,6 +15,7 @@ import grpc
 import pytest
 
 from conftest import (
+    BASE_FIELDS,
     GOOD_CONFIG,
     RPC_TIMEOUT_S,
     SMALL_BEAMS,
@@ -133,17 +134,7 @@ PARAM_CASES = [
 def test_bad_return_params(client, field, value, text):
     pb = client.pb.lidar
     current = client.lidar.GetLidarReturnParams(pb.GetLidarReturnParamsRequest(), timeout=T)
-    base = [
-        "max_range_at_ref",
-        "ref_reflectivity",
-        "range_exp",
-        "noise_sigma0",
-        "grazing_cos_cutoff",
-        "intensity_ref_range",
-        "detect_floor",
-        "near_range_r0",
-        "noise_slope_per_m",
-    ]
+    base = BASE_FIELDS
     request = {f: getattr(current, f) for f in base}
     request[field] = value
     before = params_tuple(client)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import (
+    BASE_FIELDS,
     GOOD_CONFIG,
     RPC_TIMEOUT_S,
     SMALL_BEAMS,
@@ -24,17 +25,6 @@ from conftest import (
 
 T = RPC_TIMEOUT_S
 
-BASE_FIELDS = [
-    "max_range_at_ref",
-    "ref_reflectivity",
-    "range_exp",
-    "noise_sigma0",
-    "grazing_cos_cutoff",
-    "intensity_ref_range",
-    "detect_floor",
-    "near_range_r0",
-    "noise_slope_per_m",
-]
 OPTICS_FIELDS = [
     "spec_slope_floor",
     "spec_peak_max",

@@ -17,21 +17,8 @@ import ctypes
 import glob
 import os
 
-from glint.errors import (
-    BakeError,
-    BakeNotFoundError,
-    GlintError,
-    GlintWarning,
-    IndexOutOfRangeError,
-    LidarError,
-    ManifestError,
-    ManifestNotFoundError,
-    RecordingError,
-    RecordingStateError,
-    SceneError,
-    SettingError,
-    ShapeError,
-)
+from glint import errors
+from glint.errors import *  # noqa: F403 - the exception classes, listed in errors.__all__
 
 MUJOCO_VERSION = "3.17.0"
 _LIBRARY = f"libmujoco.so.{MUJOCO_VERSION}"
@@ -84,24 +71,4 @@ Scan = _glint.Scan
 StepReport = _glint.StepReport
 Recording = _glint.Recording
 
-__all__ = [
-    "Simulation",
-    "Lidar",
-    "Scan",
-    "StepReport",
-    "Recording",
-    "MUJOCO_VERSION",
-    "GlintError",
-    "GlintWarning",
-    "ManifestError",
-    "ManifestNotFoundError",
-    "SceneError",
-    "LidarError",
-    "IndexOutOfRangeError",
-    "BakeError",
-    "BakeNotFoundError",
-    "RecordingError",
-    "RecordingStateError",
-    "ShapeError",
-    "SettingError",
-]
+__all__ = ["Simulation", "Lidar", "Scan", "StepReport", "Recording", "MUJOCO_VERSION", *errors.__all__]
