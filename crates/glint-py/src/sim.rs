@@ -165,7 +165,7 @@ impl Simulation {
     /// Number of actuators (MuJoCo's `nu`): the length of one world's action vector.
     #[getter]
     fn nu(&self) -> usize {
-        self.sim.actuators().len()
+        self.sim.model().nu()
     }
 
     /// Actuator names, in action-vector order.
@@ -222,7 +222,7 @@ impl Simulation {
     /// the manifest's controller drive. The GIL is released while the worlds step.
     #[pyo3(signature = (actions = None, n = 1))]
     fn step(&mut self, py: Python<'_>, actions: Option<PyReadonlyArrayDyn<'_, f64>>, n: usize) -> PyResult<StepReport> {
-        let (nworld, nu) = (self.sim.nworld(), self.sim.actuators().len());
+        let (nworld, nu) = (self.sim.nworld(), self.sim.model().nu());
         let actions: Option<Vec<f64>> = match actions {
             None => None,
             Some(a) => {
@@ -454,9 +454,11 @@ impl Simulation {
         include_hidden: i32,
     ) -> PyResult<Bound<'py, PyDict>> {
         let request = BakeRequest { cell_size, max_dim, splat_radius, include_hidden };
-        let settings = request.resolve(&self.sim.bake_settings()).map_err(|e| raise("BakeError", e.to_string()))?;
         let sim = &mut self.sim;
-        let status = py.detach(|| sim.bake(settings)).py()?;
+        let status = py.detach(|| sim.bake_request(request)).map_err(|e| match e {
+            glint_sim::SimError::Lidar(e) => raise("BakeError", e.to_string()),
+            e => crate::errors::to_py(e),
+        })?;
         bake_dict(py, &status)
     }
 

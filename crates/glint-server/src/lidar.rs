@@ -295,8 +295,7 @@ impl LidarService for Lidar {
         let answer = self
             .engine
             .call(move |core| -> Result<String, String> {
-                let settings = bake.resolve(&core.sim.bake_settings()).map_err(|e| e.to_string())?;
-                let status = core.sim.bake(settings).map_err(|e| e.to_string())?;
+                let status = core.sim.bake_request(bake).map_err(|e| e.to_string())?;
                 Ok(format!(
                     "baked {} cells of {} m ({} x {} x {}), {} filled",
                     status.dims.iter().map(|&d| d as u64).product::<u64>(),

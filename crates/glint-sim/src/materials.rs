@@ -43,14 +43,22 @@ impl Simulation {
     }
 
     /// Bakes the scene's NIR materials as they stand in world 0 with `settings`
-    /// (`BakeLidarMaterialEx`; resolve a request's zeros with [`glint_lidar::BakeRequest`]),
-    /// and loads the bake: material scans use it from the next tick. Returns its status.
+    /// (`BakeLidarMaterialEx`), and loads the bake: material scans use it from the next tick.
+    /// Returns its status.
     pub fn bake(&mut self, settings: BakeSettings) -> Result<BakeStatus, SimError> {
         settings.validate()?;
         let bake = Bake::build(&self.scene, self.worlds.poses(), &self.setup.table, settings)?;
         let name = self.setup.bake.name.clone();
         self.set_bake(Some(LoadedBake { name, bake: Arc::new(bake) }));
         Ok(self.bake_status())
+    }
+
+    /// [`Simulation::bake`] with the seed's request rules (gRPC `BakeLidarMaterial`): each
+    /// field of `request` at 0 falls back to the scene's setting, a splat radius of `-1` asks
+    /// for an explicit 0; errors name the field.
+    pub fn bake_request(&mut self, request: glint_lidar::BakeRequest) -> Result<BakeStatus, SimError> {
+        let settings = request.resolve(&self.bake_settings())?;
+        self.bake(settings)
     }
 
     /// Saves the loaded bake as `MaterialBakes/<name>.lvxb` in the project folder (`None`:

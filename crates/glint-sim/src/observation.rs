@@ -65,11 +65,10 @@ impl ObservationLayout {
 
 /// Per `qpos` (`velocity = false`) or `qvel` entry, `<component>/<joint>` with an index for
 /// joints that take several values.
-fn joint_names(sim: &Simulation, velocity: bool) -> Vec<String> {
+fn joint_value_names(sim: &Simulation, velocity: bool) -> Vec<String> {
     let component = if velocity { "joint_velocities" } else { "joint_positions" };
     let mut names = Vec::new();
-    for (j, joint) in sim.model.joints().iter().enumerate() {
-        let name = if joint.name.is_empty() { format!("joint{j}") } else { joint.name.clone() };
+    for (joint, name) in sim.model.joints().iter().zip(sim.joint_names()) {
         let count = match (joint.kind, velocity) {
             (JointKind::Free, false) => 7,
             (JointKind::Free, true) => 6,
@@ -97,8 +96,8 @@ impl Simulation {
         let mut warnings = Vec::new();
         for (index, component) in components.iter().enumerate() {
             let names = match component {
-                ObservationComponent::JointPositions => joint_names(self, false),
-                ObservationComponent::JointVelocities => joint_names(self, true),
+                ObservationComponent::JointPositions => joint_value_names(self, false),
+                ObservationComponent::JointVelocities => joint_value_names(self, true),
                 ObservationComponent::LidarRanges { beams, sensor, .. } => {
                     let count = self.lidar_count();
                     if *sensor >= count {
@@ -181,6 +180,12 @@ impl Simulation {
     pub fn joint_velocities(&self, world: usize) -> Result<&[f64], SimError> {
         self.world_ok(world)?;
         Ok(self.worlds.qvel(world))
+    }
+
+    /// Each joint's name (`joint<j>` when unnamed), in joint order.
+    pub fn joint_names(&self) -> Vec<String> {
+        let joints = self.model.joints().into_iter().enumerate();
+        joints.map(|(j, joint)| if joint.name.is_empty() { format!("joint{j}") } else { joint.name }).collect()
     }
 
     /// The controls world `world` runs with now (MuJoCo's `ctrl`).

@@ -490,25 +490,23 @@ impl Simulation {
     /// it, and nothing is stepped.
     pub fn step_agent(&mut self, world: usize, actions: &[f64]) -> Result<StepReport, SimError> {
         self.world_ok(world)?;
-        let actuators = self.actuators();
-        if actions.len() != actuators.len() {
+        let ranges = self.model.actuator_ctrlrange();
+        if actions.len() != ranges.len() {
             return Err(SimError::BufferLength {
                 what: "the action vector",
                 len: actions.len(),
-                expected: format!("the model has {} actuators (nu), one action each", actuators.len()),
+                expected: format!("the model has {} actuators (nu), one action each", ranges.len()),
             });
         }
         if let Some(i) = actions.iter().position(|a| !a.is_finite()) {
             return Err(SimError::Setting(format!(
                 "action {i} ({}) is {}: every action must be a finite number",
-                actuators[i].0, actions[i]
+                self.actuators()[i].0,
+                actions[i]
             )));
         }
-        let clamped: Vec<f64> = actions
-            .iter()
-            .zip(&actuators)
-            .map(|(&a, (_, range))| range.map_or(a, |[lo, hi]| a.clamp(lo, hi)))
-            .collect();
+        let clamped: Vec<f64> =
+            actions.iter().zip(&ranges).map(|(&a, range)| range.map_or(a, |[lo, hi]| a.clamp(lo, hi))).collect();
         self.apply_controls(None)?;
         self.worlds.set_ctrl(world, &clamped)?;
         self.advance()
