@@ -216,8 +216,8 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             })
         }
         BenchCommand::Serve(a) => {
-            crate::manifest_with_lidars(&a.manifest)?;
-            let options = glint_server::bench::ServeBench { manifest: a.manifest, calls: a.calls, seconds: a.seconds };
+            let manifest = crate::manifest_with_lidars(&a.manifest)?;
+            let options = glint_server::bench::ServeBench { manifest, calls: a.calls, seconds: a.seconds };
             print(&glint_server::bench::serve_bench(&options)?, a.json, |r| {
                 println!(
                     "{}: sensor 0, {} beams, {} bytes per scan with all four arrays",

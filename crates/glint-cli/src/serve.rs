@@ -56,7 +56,7 @@ enum PaceArg {
 }
 
 pub fn run(args: ServeArgs) -> Result<()> {
-    crate::manifest_with_lidars(&args.manifest)?;
+    let manifest = crate::manifest_with_lidars(&args.manifest)?;
     let pace = match args.pace {
         PaceArg::Realtime => Pace::Realtime,
         PaceArg::Free => Pace::Free,
@@ -72,7 +72,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
     }
     let options = ServeOptions {
         engine: EngineOptions {
-            manifest: args.manifest.clone(),
+            manifest,
             nworld: args.worlds as usize,
             pace,
             record: args.record.clone(),

@@ -6,10 +6,9 @@
 //! with no server at all.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use glint_sim::{SimOptions, Simulation};
+use glint_sim::{Manifest, SimOptions, Simulation};
 use prost::Message;
 use serde::Serialize;
 use tokio::sync::oneshot;
@@ -25,8 +24,8 @@ use crate::{ServerError, TICK_METADATA};
 /// What to measure.
 #[derive(Clone, Debug)]
 pub struct ServeBench {
-    /// The scene manifest; its sensor 0 is scanned.
-    pub manifest: PathBuf,
+    /// The scene manifest, loaded and checked; its sensor 0 is scanned.
+    pub manifest: Manifest,
     /// Scans per client per measurement (the round trip is their mean).
     pub calls: u32,
     /// Wall-clock seconds each loop-rate measurement runs.
@@ -78,11 +77,11 @@ fn err(what: &str, e: impl std::fmt::Display) -> ServerError {
 
 /// Starts a server for `manifest` at `pace` on a free loopback port; the sender stops it.
 async fn start(
-    manifest: &Path,
+    manifest: &Manifest,
     pace: Pace,
 ) -> Result<(SocketAddr, oneshot::Sender<()>, tokio::task::JoinHandle<Result<(), ServerError>>), ServerError> {
     let options = ServeOptions {
-        engine: EngineOptions { manifest: manifest.to_path_buf(), nworld: 1, pace, record: None, seed: None },
+        engine: EngineOptions { manifest: manifest.clone(), nworld: 1, pace, record: None, seed: None },
         addr: SocketAddr::from(([127, 0, 0, 1], 0)),
         tls: None,
         max_message: DEFAULT_MAX_MESSAGE * 16,
@@ -166,8 +165,8 @@ fn tick_of(response: &tonic::Response<LidarScanResponse>) -> u64 {
 }
 
 /// Ticks per second of the manifest's loop with no server, lidars live.
-fn alone_rate(manifest: &Path, seconds: f64) -> Result<f64, ServerError> {
-    let mut sim = Simulation::from_manifest(manifest, SimOptions::default())?;
+fn alone_rate(manifest: &Manifest, seconds: f64) -> Result<f64, ServerError> {
+    let mut sim = Simulation::from_loaded(manifest.clone(), SimOptions::default())?;
     sim.set_lidar_live(true);
     sim.step(None)?;
     let started = Instant::now();
@@ -189,7 +188,8 @@ pub fn serve_bench(options: &ServeBench) -> Result<ServeReport, ServerError> {
 async fn run(options: &ServeBench) -> Result<ServeReport, ServerError> {
     let calls = options.calls.max(1);
     // Round trips against a lockstep server, so the loop is idle while the scans are served.
-    let (addr, stop, task) = start(&options.manifest, Pace::Lockstep).await?;
+    let manifest = &options.manifest;
+    let (addr, stop, task) = start(manifest, Pace::Lockstep).await?;
     let mut lidar = client(addr).await?;
     lidar.set_lidar_live(SetLidarLiveRequest { live: true }).await.map_err(|e| err("SetLidarLive", e))?;
     let mut agent = AgentServiceClient::new(channel(addr).await?);
@@ -231,8 +231,8 @@ async fn run(options: &ServeBench) -> Result<ServeReport, ServerError> {
 
     // The loop's rate in free pace, served with no client, one client at 100 scans per second,
     // one and eight clients back to back, against the bare loop.
-    let ticks_per_s_alone = tokio::task::block_in_place(|| alone_rate(&options.manifest, options.seconds))?;
-    let (addr, stop, task) = start(&options.manifest, Pace::Free).await?;
+    let ticks_per_s_alone = tokio::task::block_in_place(|| alone_rate(manifest, options.seconds))?;
+    let (addr, stop, task) = start(manifest, Pace::Free).await?;
     let mut lidar = client(addr).await?;
     lidar.set_lidar_live(SetLidarLiveRequest { live: true }).await.map_err(|e| err("SetLidarLive", e))?;
     let mut rates = [0.0; 4];
@@ -268,7 +268,7 @@ async fn run(options: &ServeBench) -> Result<ServeReport, ServerError> {
     task.await.map_err(|e| err("the server task", e))??;
 
     Ok(ServeReport {
-        manifest: options.manifest.display().to_string(),
+        manifest: options.manifest.path.display().to_string(),
         beams: scan.ranges.len(),
         message_bytes: bytes,
         round_trip_s,

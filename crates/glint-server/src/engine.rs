@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use glint_lidar::{BakeStatus, ReturnParams, ScanConfig, SecondaryCapture, SecondaryScope};
 use glint_record::EpisodeStatus;
-use glint_sim::{RecordingOptions, RecordingSummary, SimOptions, Simulation};
+use glint_sim::{Manifest, RecordingOptions, RecordingSummary, SimOptions, Simulation};
 use tokio::sync::oneshot;
 
 use crate::ServerError;
@@ -42,8 +42,8 @@ impl Pace {
 /// What the loop is built from.
 #[derive(Clone, Debug)]
 pub struct EngineOptions {
-    /// The scene manifest.
-    pub manifest: PathBuf,
+    /// The scene manifest, loaded and checked.
+    pub manifest: Manifest,
     /// Worlds side by side; agent `agent_N` is world N.
     pub nworld: usize,
     /// How the simulation advances.
@@ -55,7 +55,7 @@ pub struct EngineOptions {
 }
 
 /// One sensor as of the last publish (world 0).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct SensorSnapshot {
     /// Its scan configuration.
     pub config: ScanConfig,
@@ -110,8 +110,6 @@ pub struct StaticInfo {
     pub actuators: Vec<(String, Option<[f64; 2]>)>,
     /// The observation vector's value names.
     pub observation_names: Vec<String>,
-    /// Simulated seconds per tick.
-    pub tick_seconds: f64,
 }
 
 /// The loop's state, handed to each job.
@@ -171,7 +169,7 @@ impl Engine {
 
     /// The latest snapshot (never waits for the loop).
     pub fn snapshot(&self) -> Arc<Snapshot> {
-        self.cell.read().map_or_else(|poisoned| poisoned.into_inner().clone(), |s| s.clone())
+        latest(&self.cell)
     }
 
     /// The layout that does not change.
@@ -216,7 +214,7 @@ impl EngineThread {
 impl Core {
     fn build(options: &EngineOptions) -> Result<(Core, StaticInfo), ServerError> {
         let sim_options = SimOptions { nworld: options.nworld, seed: options.seed, ..SimOptions::default() };
-        let mut sim = Simulation::from_manifest(&options.manifest, sim_options)?;
+        let mut sim = Simulation::from_loaded(options.manifest.clone(), sim_options)?;
         for w in sim.take_warnings() {
             crate::say!("warning: {w}");
         }
@@ -229,16 +227,9 @@ impl Core {
             pace: options.pace,
             nq: sim.joint_positions(0)?.len(),
             nv: sim.joint_velocities(0)?.len(),
-            joint_names: sim
-                .model()
-                .joints()
-                .into_iter()
-                .enumerate()
-                .map(|(j, joint)| name_or(joint.name, "joint", j))
-                .collect(),
+            joint_names: sim.joint_names(),
             actuators: sim.actuators(),
             observation_names: sim.observation().names().to_vec(),
-            tick_seconds: sim.runner().dt,
         };
         let empty =
             Arc::new(Snapshot { tick: 0, sensors: Vec::new(), params: sim.return_params(), bake: sim.bake_status() });
@@ -254,11 +245,6 @@ impl Core {
         core.sync_live();
         core.publish(true);
         Ok((core, info))
-    }
-
-    /// Ticks the loop has completed.
-    pub fn tick(&self) -> u64 {
-        self.tick
     }
 
     /// Fires the lidars on every step when a client asked for it, or when recording (the
@@ -278,7 +264,7 @@ impl Core {
     /// place when no reader holds it any more, so a tick neither allocates nor faults in
     /// fresh pages for its copy.
     pub fn publish(&mut self, settings: bool) {
-        let previous = self.snapshot();
+        let previous = latest(&self.cell);
         let bake = if settings { self.sim.bake_status() } else { previous.bake };
         let mut next =
             self.spare.take().and_then(|mut s| Arc::get_mut(&mut s).is_some().then_some(s)).unwrap_or_else(|| {
@@ -288,19 +274,9 @@ impl Core {
         fill.tick = self.tick;
         fill.params = self.sim.return_params();
         fill.bake = bake;
-        let count = self.sim.lidar_count();
-        fill.sensors.truncate(count);
-        for s in 0..count {
+        fill.sensors.resize_with(self.sim.lidar_count(), SensorSnapshot::default);
+        for (s, out) in fill.sensors.iter_mut().enumerate() {
             let Ok(lidar) = self.sim.lidar(s) else { continue };
-            if fill.sensors.len() <= s {
-                fill.sensors.push(SensorSnapshot {
-                    config: lidar.config(),
-                    capture: lidar.secondary_capture(),
-                    ranges: Vec::new(),
-                    returns: None,
-                });
-            }
-            let out = &mut fill.sensors[s];
             out.config = lidar.config();
             out.capture = lidar.secondary_capture();
             let scan = lidar.scan(0).ok();
@@ -321,10 +297,6 @@ impl Core {
             Err(poisoned) => std::mem::replace(&mut *poisoned.into_inner(), next),
         };
         self.spare = Some(old);
-    }
-
-    fn snapshot(&self) -> Arc<Snapshot> {
-        self.cell.read().map_or_else(|poisoned| poisoned.into_inner().clone(), |s| s.clone())
     }
 
     /// Prints what the simulation had to warn about.
@@ -427,6 +399,7 @@ fn copy_into(out: &mut Vec<f32>, src: &[f32]) {
     out.extend_from_slice(src);
 }
 
-fn name_or(name: String, kind: &str, index: usize) -> String {
-    if name.is_empty() { format!("{kind}{index}") } else { name }
+/// The snapshot in `cell` (a poisoned lock still holds the last one published).
+fn latest(cell: &RwLock<Arc<Snapshot>>) -> Arc<Snapshot> {
+    cell.read().map_or_else(|poisoned| poisoned.into_inner().clone(), |s| s.clone())
 }
