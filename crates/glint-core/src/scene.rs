@@ -87,6 +87,10 @@ pub struct Scene {
     pub light_spot: Vec<[f32; 2]>,
     /// Name, shape `(nlight,)`.
     pub light_name: Vec<String>,
+    /// Position in its body's frame, shape `(nlight,)`.
+    pub light_pos: Vec<DVec3>,
+    /// Direction in its body's frame, shape `(nlight,)`.
+    pub light_dir: Vec<DVec3>,
 
     /// Body the camera is attached to, shape `(ncam,)`.
     pub cam_bodyid: Vec<i32>,

@@ -39,6 +39,9 @@ pub enum MujocoError {
     /// A batch was asked for with no worlds.
     #[error("a world batch needs at least one world (nworld = 0)")]
     NoWorlds,
+    /// The light rig cannot be translated.
+    #[error(transparent)]
+    Lights(#[from] glint_lights::LightsError),
     /// The extracted scene failed glint's checks.
     #[error(transparent)]
     Core(#[from] glint_core::CoreError),

@@ -31,6 +31,7 @@
 
 mod batch;
 mod error;
+mod lights;
 mod malloc;
 mod model;
 mod priority;
@@ -38,7 +39,8 @@ mod reference;
 
 pub use batch::WorldBatch;
 pub use error::MujocoError;
+pub use lights::LitScene;
 pub use malloc::settle_malloc;
-pub use model::{Joint, JointKind, Model};
+pub use model::{Headlight, Joint, JointKind, Model};
 pub use priority::lower_thread_priority;
 pub use reference::MujocoRays;

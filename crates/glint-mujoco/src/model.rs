@@ -29,10 +29,23 @@ impl std::fmt::Debug for Model {
     }
 }
 
+/// MuJoCo's headlight: the light at the camera, whose ambient is the scene's global ambient.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Headlight {
+    /// Whether it is on.
+    pub active: bool,
+    /// Ambient colour (lights every surface evenly).
+    pub ambient: [f32; 3],
+    /// Diffuse colour.
+    pub diffuse: [f32; 3],
+    /// Specular colour.
+    pub specular: [f32; 3],
+}
+
 /// Routes MuJoCo's messages to standard error, once per process, before the first model
 /// loads. MuJoCo's default handler prints to standard output (where `glint ... --json` writes
 /// its answer) and appends to `MUJOCO_LOG.TXT` in the working directory.
-fn route_mujoco_messages() {
+pub(crate) fn route_mujoco_messages() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // SAFETY: runs once, before glint has loaded any model or started any world, so no
@@ -56,11 +69,7 @@ impl Model {
     pub fn from_xml_file(path: impl AsRef<Path>) -> Result<Model, MujocoError> {
         route_mujoco_messages();
         let path = path.as_ref();
-        let unreadable = |reason: String| MujocoError::Unreadable { path: path.to_path_buf(), reason };
-        let meta = std::fs::metadata(path).map_err(|e| unreadable(e.to_string()))?;
-        if !meta.is_file() {
-            return Err(unreadable("it is not a file".into()));
-        }
+        check_readable(path)?;
         let mj = MjModel::from_xml(path).map_err(|e| MujocoError::Load {
             source_name: format!("'{}'", path.display()),
             message: path.to_str().and_then(|p| full_load_error(p, None)).unwrap_or_else(|| load_message(e)),
@@ -85,7 +94,7 @@ impl Model {
         Self::from_mj(mj)
     }
 
-    fn from_mj(mj: MjModel) -> Result<Model, MujocoError> {
+    pub(crate) fn from_mj(mj: MjModel) -> Result<Model, MujocoError> {
         let scene = extract_scene(mj.ffi())?;
         scene.validate()?;
         Ok(Model { mj: Arc::new(mj), scene: Arc::new(scene) })
@@ -94,6 +103,12 @@ impl Model {
     /// The extracted scene.
     pub fn scene(&self) -> &Arc<Scene> {
         &self.scene
+    }
+
+    /// MuJoCo's headlight as compiled (`visual/headlight`).
+    pub fn headlight(&self) -> Headlight {
+        let h = &self.mj.vis().headlight;
+        Headlight { active: h.active != 0, ambient: h.ambient, diffuse: h.diffuse, specular: h.specular }
     }
 
     /// The physics timestep in seconds.
@@ -181,6 +196,24 @@ const STRING_NAME: &str = "model.xml";
 
 /// MuJoCo's whole error text for a model that failed to load (`mujoco-rs` keeps only its
 /// first 100 characters): loads it again with a larger buffer.
+/// An error unless `path` is a readable file.
+pub(crate) fn check_readable(path: &Path) -> Result<(), MujocoError> {
+    let unreadable = |reason: String| MujocoError::Unreadable { path: path.to_path_buf(), reason };
+    let meta = std::fs::metadata(path).map_err(|e| unreadable(e.to_string()))?;
+    if meta.is_file() { Ok(()) } else { Err(unreadable("it is not a file".into())) }
+}
+
+/// MuJoCo's full message for the MJCF file at `path`, which failed to load.
+pub(crate) fn load_error_from_file(path: &Path) -> MujocoError {
+    MujocoError::Load {
+        source_name: format!("'{}'", path.display()),
+        message: path
+            .to_str()
+            .and_then(|p| full_load_error(p, None))
+            .unwrap_or_else(|| "MuJoCo's parser rejected it".into()),
+    }
+}
+
 fn full_load_error(filename: &str, vfs: Option<&MjVfs>) -> Option<String> {
     let name = CString::new(filename).ok()?;
     let mut buf = vec![0 as c_char; 4096];
@@ -308,6 +341,8 @@ fn extract_scene(m: &mjModel) -> Result<Scene, MujocoError> {
             .collect(),
         light_spot: (0..nlight as usize).map(|i| [cutoff[i], exponent[i]]).collect(),
         light_name: names(m, m.name_lightadr, nlight),
+        light_pos: (0..nlight as usize).map(|i| vec3(arr(m.light_pos, 3 * nlight), i)).collect(),
+        light_dir: (0..nlight as usize).map(|i| vec3(arr(m.light_dir, 3 * nlight), i)).collect(),
         cam_bodyid: arr(m.cam_bodyid, ncam).to_vec(),
         cam_fovy: arr(m.cam_fovy, ncam).to_vec(),
         cam_resolution: (0..ncam as usize).map(|i| fixed::<2, i32>(arr(m.cam_resolution, 2 * ncam), i)).collect(),
