@@ -34,6 +34,7 @@ use glint_lidar::{
     RETURN_PARAMS, ReturnParams, ReturnPreset, ScanConfig, ScanFields, ScanPreset, SecondaryCapture, SecondaryScope,
     Spelled, bake_path,
 };
+use glint_lights::{LightsError, RawLight, Rig};
 use serde::Deserialize;
 
 mod controller;
@@ -125,6 +126,14 @@ pub enum ManifestError {
         /// What is wrong with it (in the message, not repeated as a source).
         error: Box<LidarError>,
     },
+    /// The light rig (`[[lights]]` or `lights_file`) is not valid.
+    #[error("manifest '{path}': {error}")]
+    Lights {
+        /// The manifest path.
+        path: PathBuf,
+        /// What is wrong with the rig.
+        error: LightsError,
+    },
     /// A `[materials.NAME]` table names a material the MJCF scene does not define.
     #[error("manifest '{path}': [materials.{name}] names a material that '{scene}' does not define{hint}")]
     UnknownMaterial {
@@ -139,8 +148,21 @@ pub enum ManifestError {
     },
 }
 
-const TOP_KEYS: &[&str] =
-    &["scene", "lidar", "recorder", "materials", "bake", "return_model", "controller", "reset", "observation", "task"];
+const TOP_KEYS: &[&str] = &[
+    "scene",
+    "lidar",
+    "recorder",
+    "materials",
+    "bake",
+    "return_model",
+    "controller",
+    "reset",
+    "observation",
+    "task",
+    "use_scenario_lights",
+    "lights",
+    "lights_file",
+];
 const MATERIAL_KEYS: &[&str] = &[
     "preset",
     "reflectivity",
@@ -188,6 +210,10 @@ struct RawManifest {
     #[serde(default)]
     observation: Vec<RawObservation>,
     task: Option<RawTask>,
+    use_scenario_lights: Option<bool>,
+    #[serde(default)]
+    lights: Vec<RawLight>,
+    lights_file: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -313,6 +339,11 @@ pub struct Manifest {
     pub observation: Vec<ObservationComponent>,
     /// The built-in task of the RL environments (`[task]`), if any.
     pub task: Option<Task>,
+    /// Whether the light rig replaces the scene's lights (`use_scenario_lights`, default
+    /// false: the scene keeps its headlight and its own lights and the rig is ignored).
+    pub use_scenario_lights: bool,
+    /// The light rig: `[[lights]]` tables, or the file `lights_file` names (empty if neither).
+    pub lights: Rig,
 }
 
 /// "; did you mean `x`?" for the nearest valid key, or the whole list when none is close.
@@ -370,6 +401,7 @@ impl Manifest {
             .collect::<Result<Vec<_>, ManifestError>>()?;
         let bake = raw.bake.config(path)?;
         let (return_params, seed) = return_model(&raw.return_model, path)?;
+        let lights = light_rig(&raw, dir, path)?;
         Ok(Manifest {
             path: path.to_path_buf(),
             scene: dir.join(&raw.scene),
@@ -383,6 +415,8 @@ impl Manifest {
             reset,
             observation,
             task,
+            use_scenario_lights: raw.use_scenario_lights.unwrap_or(false),
+            lights,
         })
     }
 
@@ -412,6 +446,19 @@ impl Manifest {
             })?;
         }
         Ok(table)
+    }
+}
+
+/// The rig of `[[lights]]` or of the file `lights_file` names (relative to the manifest).
+fn light_rig(raw: &RawManifest, dir: &Path, path: &Path) -> Result<Rig, ManifestError> {
+    let lights_error = |error: LightsError| ManifestError::Lights { path: path.to_path_buf(), error };
+    match &raw.lights_file {
+        Some(_) if !raw.lights.is_empty() => Err(ManifestError::Value {
+            path: path.to_path_buf(),
+            message: "both [[lights]] tables and lights_file give a light rig: keep one".into(),
+        }),
+        Some(file) => Rig::load(dir.join(file)).map_err(lights_error),
+        None => Rig::from_raw(&raw.lights).map_err(lights_error),
     }
 }
 

@@ -10,10 +10,11 @@ use std::time::Instant;
 use glint_core::{RayBatch, RayCaster, RayFilter, RayHits, Scene};
 use glint_lidar::{LidarBinding, Lidars, MaterialTable, ReturnParams, ReturnPreset, Runner, ScanConfig, episode_seed};
 use glint_manifest::{BakeConfig, Controller, Manifest, Recorder, ResetConfig};
-use glint_mujoco::{Model, WorldBatch};
+use glint_mujoco::{LitScene, Model, WorldBatch};
 use glint_record::{EpisodeStatus, SessionInfo, VideoSettings};
 
 use crate::controller::Drive;
+use crate::lights::LightFields;
 use crate::materials::LoadedBake;
 use crate::observation::ObservationLayout;
 use crate::recording::{Recording, RecordingOptions, RecordingSummary, SensorTick};
@@ -166,6 +167,8 @@ pub struct Simulation {
     pub(crate) observation: ObservationLayout,
     /// The built-in task (`[task]`), with each world's state.
     task: Option<TaskState>,
+    /// Each world's light fields (MuJoCo Warp's batched `light_*`).
+    pub(crate) light_fields: LightFields,
 }
 
 impl std::fmt::Debug for Simulation {
@@ -187,7 +190,7 @@ impl Simulation {
 
     /// [`Simulation::from_manifest`] of a manifest already loaded (and checked by the caller).
     pub fn from_loaded(manifest: Manifest, options: SimOptions) -> Result<Simulation, SimError> {
-        let model = Model::from_xml_file(&manifest.scene)?;
+        let (model, light_warnings) = lit_model(&manifest)?;
         let table = manifest.material_table(model.scene())?;
         let dir = manifest.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let setup = Setup {
@@ -205,6 +208,7 @@ impl Simulation {
         let task_seconds = manifest.task.as_ref().and_then(|t| t.episode_seconds);
         let options = SimOptions { episode_seconds: options.episode_seconds.or(task_seconds), ..options };
         let mut sim = Simulation::build(model, manifest.lidar, setup, calibration, &options)?;
+        sim.warnings.extend(light_warnings);
         sim.set_observation(&manifest.observation)?;
         if let Some(task) = &manifest.task {
             let mut state = TaskState::new(task, &sim.scene, sim.nworld())?;
@@ -272,6 +276,7 @@ impl Simulation {
         let drive = Drive::new(&setup.controller, &model, nworld)?;
         let bindings = (0..lidars.len()).map(|s| lidars.binding(s).cloned()).collect::<Result<_, _>>()?;
         let warnings = lidar_warnings.into_iter().map(|(sensor, warning)| Warning::Lidar { sensor, warning }).collect();
+        let light_fields = LightFields::new(&scene);
         Ok(Simulation {
             stats: vec![LidarStats::default(); lidars.len()],
             model,
@@ -295,6 +300,7 @@ impl Simulation {
             beams: Vec::new(),
             observation: ObservationLayout::default(),
             task: None,
+            light_fields,
         })
     }
 
@@ -808,4 +814,19 @@ fn available_memory() -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
+}
+
+/// The manifest's scene, lit by its rig when `use_scenario_lights` is on (the rig applied
+/// through MuJoCo's model editing before compiling), with what the rig warns about; a rig
+/// without the opt-in is ignored, as the seed says, with a warning.
+fn lit_model(manifest: &Manifest) -> Result<(Model, Vec<Warning>), SimError> {
+    let rig = &manifest.lights;
+    if manifest.use_scenario_lights {
+        let lit = LitScene::from_xml_file(&manifest.scene, rig)?;
+        let warnings = lit.translation.warnings.into_iter().map(Warning::Light).collect();
+        return Ok((lit.model, warnings));
+    }
+    let model = Model::from_xml_file(&manifest.scene)?;
+    let ignored = (!rig.lights.is_empty()).then_some(Warning::RigIgnored { lights: rig.lights.len() });
+    Ok((model, ignored.into_iter().collect()))
 }

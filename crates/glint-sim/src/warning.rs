@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use glint_lidar::LidarWarning;
+use glint_lights::LightWarning;
 use glint_record::RecordWarning;
 
 /// Something the user should know that did not stop the simulation.
@@ -44,6 +45,15 @@ pub enum Warning {
     },
     /// Something beside a recording failed (a video proxy); the recording goes on.
     Recording(RecordWarning),
+    /// The light rig asks for something MuJoCo cannot show as written (a diffuse that clips,
+    /// more lights than the classic renderer draws, a dome texture, a cylinder's shape).
+    Light(LightWarning),
+    /// The manifest has a light rig but not `use_scenario_lights = true`: the scene keeps its
+    /// own lights.
+    RigIgnored {
+        /// The rig's light count.
+        lights: usize,
+    },
     /// A `lidar_ranges` observation component has no positive `beams`: as the seed says, it
     /// emits nothing.
     ObservationBeams {
@@ -72,6 +82,12 @@ impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Warning::Lidar { sensor, warning } => write!(f, "lidar sensor {sensor}: {warning}"),
+            Warning::Light(warning) => write!(f, "light rig: {warning}"),
+            Warning::RigIgnored { lights } => write!(
+                f,
+                "the manifest's light rig ({lights} lights) is ignored: the scene keeps its headlight and its own \
+                 lights; set use_scenario_lights = true to light it with the rig"
+            ),
             Warning::BakeStale { name, path } => write!(
                 f,
                 "the bake '{name}' ('{}') is stale: the scene's materials (or its geoms, or the bake format) changed \
