@@ -6,7 +6,7 @@ MUJOCO_LIB := .deps/mujoco/lib/libmujoco.so
 GLINT := target/release/glint
 SCENES := primitives crowded meshes
 
-.PHONY: all deps pydeps python build demo test bench lint clean
+.PHONY: all deps pydeps osmesa python build demo test bench lights-report lint clean
 
 all: build
 
@@ -19,6 +19,15 @@ $(MUJOCO_LIB): scripts/fetch-mujoco.sh
 # video (imageio-ffmpeg), in .deps/venv.
 pydeps:
 	@bash scripts/python-deps.sh
+
+# Mesa's software OpenGL (Debian's libosmesa6, pinned) in .deps/osmesa: MuJoCo's classic
+# renderer draws headless on the CPU with it (MUJOCO_GL=osmesa) for `glint lights report`.
+osmesa:
+	@bash scripts/osmesa.sh
+
+OSMESA_LIB := $(CURDIR)/.deps/osmesa/usr/lib/$(shell gcc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
+RENDER_ENV := MUJOCO_GL=osmesa GLINT_PYTHON=$(CURDIR)/.deps/venv/bin/python \
+	LD_LIBRARY_PATH=$(CURDIR)/.deps/mujoco/lib:$(OSMESA_LIB)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}
 
 # glint's Python module, built into .deps/venv (editable: the Python sources are used in place).
 python: deps pydeps
@@ -37,11 +46,10 @@ demo: build
 # Python tests drive `glint serve` through LuckyEngine's own client (luckyrobots), each
 # starting the server on a free loopback port, and the `glint` Python module built by
 # `make python`.
-test: deps pydeps python
+test: deps pydeps osmesa python
 	LD_LIBRARY_PATH=$(CURDIR)/.deps/mujoco/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} $(CARGO) test --release --workspace
 	$(CARGO) build --release -p glint-cli
-	GLINT_BIN=$(CURDIR)/$(GLINT) LD_LIBRARY_PATH=$(CURDIR)/.deps/mujoco/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} \
-		.deps/venv/bin/python -m pytest tests/python -q
+	GLINT_BIN=$(CURDIR)/$(GLINT) $(RENDER_ENV) .deps/venv/bin/python -m pytest tests/python -q
 
 # Full benchmarks: every example scene with every pattern, and the lidar API against the bare
 # core, as JSON lines in out/bench.jsonl.
@@ -58,6 +66,12 @@ bench: build python
 	@$(GLINT) bench record examples/showroom/showroom.toml --seconds 10 --repeats 5 --json | tee -a out/bench.jsonl
 	@$(GLINT) bench serve examples/showroom/showroom.toml --calls 500 --seconds 5 --json | tee -a out/bench.jsonl
 	@.deps/venv/bin/python -m glint.bench gym --json | tee -a out/bench.jsonl
+
+# The seed's light-rig measurement: the bundled arm scene with no rig and with each of the
+# seed's five rigs, rendered by MuJoCo's classic renderer on the CPU; the table beside the
+# seed's, and the PNGs in out/lights.
+lights-report: build pydeps osmesa
+	@$(RENDER_ENV) $(GLINT) lights report --out out/lights
 
 lint: deps
 	$(CARGO) fmt --all --check

@@ -15,6 +15,7 @@ macro_rules! eprintln {
 mod bake;
 mod bench;
 mod export;
+mod lights;
 mod output;
 mod points;
 mod recover;
@@ -68,6 +69,11 @@ enum Command {
     /// 14 calls and the agent step loop, for the `luckyrobots` client and any other (see
     /// docs/grpc.md).
     Serve(serve::ServeArgs),
+    /// Light rigs in UsdLux terms: `translate` a rig into MJCF `<light>` elements for a scene,
+    /// or `report` the seed's exposure measurement rendered by MuJoCo's classic renderer
+    /// (see docs/lights.md).
+    #[command(subcommand)]
+    Lights(lights::LightsCommand),
 }
 
 fn main() {
@@ -87,6 +93,7 @@ fn main() {
         Command::Export(args) => export::run(args),
         Command::Points(args) => points::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Lights(cmd) => lights::run(cmd),
     };
     output::report_lost_output();
     if let Err(e) = result {
@@ -102,6 +109,7 @@ impl Command {
         match self {
             Command::Replay(args) => !args.draws(),
             Command::Bench(_) => true,
+            Command::Lights(lights::LightsCommand::Translate(_)) => true,
             Command::Points(args) => args.to_stdout(),
             Command::Bake(args) => args.status_only(),
             _ => false,

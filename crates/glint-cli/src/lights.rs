@@ -1,0 +1,249 @@
+//! `glint lights`: a UsdLux-style rig translated into MJCF `<light>` elements (`translate`),
+//! and the seed's exposure measurement rendered by MuJoCo's own classic renderer (`report`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use glint_lights::{Exposure, Rig, SEED_TABLE, SeedRow, exposure};
+use glint_mujoco::LitScene;
+
+use crate::output::write_error;
+
+/// `glint lights` commands.
+#[derive(Subcommand)]
+pub enum LightsCommand {
+    /// Translates a light rig (TOML `[[lights]]` tables, or JSON) for an MJCF scene: prints the
+    /// `<light>` elements and the headlight, logs each warning with its fix, and with `--out`
+    /// writes the patched MJCF (scene lights off, headlight ambient only, rig lights added).
+    Translate(TranslateArgs),
+    /// Renders the seed's light-rig measurement with MuJoCo's classic renderer (the `mujoco`
+    /// Python package): the bundled arm scene with no rig and with each of the seed's five
+    /// rigs; prints the foreground luminance table beside the seed's MuJoCo and Isaac Sim
+    /// columns and writes the PNGs, the patched MJCFs and report.json.
+    Report(ReportArgs),
+}
+
+/// Arguments of `glint lights translate`.
+#[derive(Args)]
+pub struct TranslateArgs {
+    /// The rig file: TOML with `[[lights]]` tables, or JSON (`.json`).
+    rig: PathBuf,
+    /// The MJCF scene the rig lights (its light names decide `_scenario` suffixes).
+    #[arg(long)]
+    mjcf: PathBuf,
+    /// Write the patched MJCF here (MuJoCo's writer; includes are inlined). Asset paths stay
+    /// as the scene wrote them, so write it beside the scene.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print the translation as one JSON object instead of MJCF lines.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `glint lights report`.
+#[derive(Args)]
+pub struct ReportArgs {
+    /// Output folder for the PNGs, the patched MJCFs and report.json (created if missing).
+    #[arg(long, default_value = "out/lights")]
+    out: PathBuf,
+    /// Python with the `mujoco` package (default: $GLINT_PYTHON, else python3). MuJoCo
+    /// renders headless with MUJOCO_GL=osmesa (set unless MUJOCO_GL is already set).
+    #[arg(long)]
+    python: Option<PathBuf>,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(cmd: LightsCommand) -> Result<()> {
+    match cmd {
+        LightsCommand::Translate(args) => translate(args),
+        LightsCommand::Report(args) => report(args),
+    }
+}
+
+fn translate(args: TranslateArgs) -> Result<()> {
+    let rig = Rig::load(&args.rig)?;
+    let lit = LitScene::from_xml_file(&args.mjcf, &rig)?;
+    for w in &lit.translation.warnings {
+        eprintln!("warning: {w}");
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&lit.translation)?);
+    } else {
+        for l in &lit.translation.lights {
+            println!("{}", l.to_xml());
+        }
+        let h = lit.model.headlight();
+        println!(
+            r#"<headlight ambient="{}" diffuse="0 0 0" specular="0 0 0"/>"#,
+            h.ambient.map(|c| format!("{c:.6}").trim_end_matches('0').trim_end_matches('.').to_string()).join(" ")
+        );
+    }
+    if let Some(out) = &args.out {
+        std::fs::write(out, lit.to_xml()?).map_err(|e| write_error(out, e))?;
+        eprintln!("wrote {}", out.display());
+    }
+    Ok(())
+}
+
+/// The bundled measurement scene and the seed's rigs.
+const SCENE: &str = include_str!("../../../examples/lights/scene.xml");
+const RIGS: [(&str, &str); 5] = [
+    ("distant", include_str!("../../../examples/lights/rigs/distant.toml")),
+    ("sphere", include_str!("../../../examples/lights/rigs/sphere.toml")),
+    ("disk_down", include_str!("../../../examples/lights/rigs/disk_down.toml")),
+    ("disk_side", include_str!("../../../examples/lights/rigs/disk_side.toml")),
+    ("dome", include_str!("../../../examples/lights/rigs/dome.toml")),
+];
+const RENDER_SCRIPT: &str = include_str!("lights/mujoco_render.py");
+const CAMERA: &str = "view";
+const SIDE: usize = 256;
+
+/// One rendered row of the report.
+#[derive(serde::Serialize)]
+struct Row {
+    rig: &'static str,
+    label: &'static str,
+    mujoco: Exposure,
+    seed_mujoco: Exposure,
+    seed_isaac: Option<Exposure>,
+    /// |mujoco.mean − seed| / seed.
+    mean_error: f64,
+    tolerance: f64,
+    png: PathBuf,
+}
+
+fn report(args: ReportArgs) -> Result<()> {
+    let mjcf_dir = args.out.join("mjcf");
+    std::fs::create_dir_all(&mjcf_dir).map_err(|e| write_error(&mjcf_dir, e))?;
+    let scene = mjcf_dir.join("scene.xml");
+    std::fs::write(&scene, SCENE).map_err(|e| write_error(&scene, e))?;
+    let mut jobs = Vec::new();
+    for row in &SEED_TABLE {
+        let mjcf = match RIGS.iter().find(|(name, _)| *name == row.rig) {
+            None => scene.clone(),
+            Some((name, toml)) => {
+                let rig = Rig::from_toml_str(toml).with_context(|| format!("the bundled rig {name}"))?;
+                let lit = LitScene::from_xml_file(&scene, &rig)?;
+                for w in &lit.translation.warnings {
+                    eprintln!("warning: rig {name}: {w}");
+                }
+                let path = mjcf_dir.join(format!("{name}.xml"));
+                std::fs::write(&path, lit.to_xml()?).map_err(|e| write_error(&path, e))?;
+                path
+            }
+        };
+        let raw = args.out.join(format!("{}.rgb", row.rig));
+        jobs.push((row, mjcf, raw));
+    }
+    let version = render_with_mujoco(&args, &jobs)?;
+    let mut rows = Vec::new();
+    for (seed, _, raw) in &jobs {
+        let rgb = std::fs::read(raw).with_context(|| format!("reading MuJoCo's render {}", raw.display()))?;
+        let _ = std::fs::remove_file(raw);
+        let measured = exposure(&rgb, SIDE, SIDE)
+            .with_context(|| format!("MuJoCo's render of {} is not {SIDE}x{SIDE} RGB", seed.rig))?;
+        let png = args.out.join(format!("{}_mujoco.png", seed.rig));
+        image::save_buffer(&png, &rgb, SIDE as u32, SIDE as u32, image::ColorType::Rgb8)
+            .with_context(|| format!("writing {}", png.display()))?;
+        rows.push(row(seed, measured, png));
+    }
+    let summary = serde_json::json!({ "mujoco_version": version, "camera": CAMERA, "size": SIDE, "rows": rows });
+    let json_path = args.out.join("report.json");
+    std::fs::write(&json_path, serde_json::to_string_pretty(&summary)?).map_err(|e| write_error(&json_path, e))?;
+    if args.json {
+        println!("{}", serde_json::to_string(&summary)?);
+    } else {
+        print_table(&rows, &version, &args.out);
+    }
+    Ok(())
+}
+
+fn row(seed: &SeedRow, measured: Exposure, png: PathBuf) -> Row {
+    Row {
+        rig: seed.rig,
+        label: seed.label,
+        mujoco: measured,
+        seed_mujoco: seed.mujoco,
+        seed_isaac: seed.isaac,
+        mean_error: (measured.mean - seed.mujoco.mean).abs() / seed.mujoco.mean,
+        tolerance: seed.tolerance,
+        png,
+    }
+}
+
+fn print_table(rows: &[Row], version: &str, out: &Path) {
+    let cell = |e: Option<&Exposure>| match e {
+        None => "-".to_string(),
+        Some(e) if e.dark.is_nan() => format!("{:.0} / {:.0} / -", e.mean, e.p05),
+        Some(e) => format!("{:.0} / {:.0} / {:.1}%", e.mean, e.p05, e.dark * 100.0),
+    };
+    println!("foreground (central 160x160 of {SIDE}x{SIDE}) luminance: mean / p05 / share below 20");
+    println!(
+        "{:<40} {:>20} {:>20} {:>20} {:>14}",
+        "rig",
+        format!("MuJoCo {version}"),
+        "seed: MuJoCo 3.12",
+        "seed: Isaac Sim 5.0",
+        "mean vs seed"
+    );
+    for r in rows {
+        let verdict = if r.mean_error <= r.tolerance { "ok" } else { "OUT" };
+        println!(
+            "{:<40} {:>20} {:>20} {:>20} {:>7.1}% {:>3} (<= {:.0}%)",
+            r.label,
+            cell(Some(&r.mujoco)),
+            cell(Some(&r.seed_mujoco)),
+            cell(r.seed_isaac.as_ref()),
+            r.mean_error * 100.0,
+            verdict,
+            r.tolerance * 100.0
+        );
+    }
+    println!("PNGs, patched MJCFs and report.json in {}", out.display());
+}
+
+/// Renders every job's MJCF with MuJoCo's classic renderer in a Python process; returns the
+/// `mujoco` package's version.
+fn render_with_mujoco(args: &ReportArgs, jobs: &[(&SeedRow, PathBuf, PathBuf)]) -> Result<String> {
+    let python = args
+        .python
+        .clone()
+        .or_else(|| std::env::var_os("GLINT_PYTHON").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("python3"));
+    let request: Vec<_> = jobs
+        .iter()
+        .map(|(_, mjcf, raw)| {
+            serde_json::json!({ "mjcf": mjcf, "camera": CAMERA, "width": SIDE, "height": SIDE, "out": raw })
+        })
+        .collect();
+    let mut cmd = Command::new(&python);
+    cmd.arg("-c").arg(RENDER_SCRIPT).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    if std::env::var_os("MUJOCO_GL").is_none() {
+        cmd.env("MUJOCO_GL", "osmesa");
+    }
+    let fix = "glint lights report renders with MuJoCo's classic renderer through the `mujoco` Python package \
+               (mujoco==3.17.0): pass --python or set GLINT_PYTHON to a Python that has it; headless, it needs \
+               MUJOCO_GL=osmesa and Mesa's libOSMesa (`make lights-report` sets up both)";
+    let mut child = cmd.spawn().with_context(|| format!("cannot start '{}': {fix}", python.display()))?;
+    let mut stdin = child.stdin.take().context("the renderer's standard input")?;
+    stdin.write_all(serde_json::to_string(&request)?.as_bytes()).context("sending the render jobs")?;
+    drop(stdin);
+    let out = child.wait_with_output().context("waiting for the renderer")?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message");
+        bail!("MuJoCo's renderer ('{}') failed: {last}\n{fix}", python.display());
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let reply: serde_json::Value = stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .with_context(|| format!("the renderer printed no version: {stdout}"))?;
+    Ok(reply["mujoco"].as_str().unwrap_or("?").to_string())
+}
