@@ -17,6 +17,7 @@ mod poses;
 mod primitives;
 mod raycast;
 mod scene;
+mod texture;
 
 pub use crate::{
     bvh::{Aabb, Bvh},
@@ -29,4 +30,5 @@ pub use crate::{
     primitives::intersect_primitive,
     raycast::{Cast, CastOne, HitsMut, NGROUP, Origins, PreparedRays, RayBatch, RayCaster, RayFilter, RayHit, RayHits},
     scene::Scene,
+    texture::{Texture, TextureKind},
 };

@@ -54,6 +54,8 @@ pub struct Scene {
     pub mat_texrepeat: Vec<[f32; 2]>,
     /// Emission, specular, shininess, reflectance, shape `(nmat, 4)`.
     pub mat_shading: Vec<[f32; 4]>,
+    /// Whether the texture repeats per metre rather than per object, shape `(nmat,)`.
+    pub mat_texuniform: Vec<bool>,
     /// Name, shape `(nmat,)`.
     pub mat_name: Vec<String>,
 
@@ -98,6 +100,15 @@ pub struct Scene {
     pub cam_fovy: Vec<f64>,
     /// Resolution in pixels (width, height), shape `(ncam, 2)`.
     pub cam_resolution: Vec<[i32; 2]>,
+    /// Projection: 0 perspective, 1 orthographic (`fovy` is then a height in metres), shape
+    /// `(ncam,)`.
+    pub cam_projection: Vec<i32>,
+    /// Sensor size in metres (width, height); zero when the camera is given by `fovy`, shape
+    /// `(ncam, 2)`.
+    pub cam_sensorsize: Vec<[f32; 2]>,
+    /// Focal length (x, y) and principal point (x, y) in metres, used with a sensor size,
+    /// shape `(ncam, 4)`.
+    pub cam_intrinsic: Vec<[f32; 4]>,
     /// Name, shape `(ncam,)`.
     pub cam_name: Vec<String>,
 

@@ -36,6 +36,18 @@ pub enum MujocoError {
         /// MuJoCo's `mjtGeom` value.
         kind: i32,
     },
+    /// A texture the renderer needs cannot be decoded.
+    #[error(
+        "texture {texture} ('{name}') cannot be loaded: {reason}; check its file (PNG or MuJoCo's custom format) or remove it from the material"
+    )]
+    Texture {
+        /// Texture id.
+        texture: usize,
+        /// Texture name.
+        name: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// A batch was asked for with no worlds.
     #[error("a world batch needs at least one world (nworld = 0)")]
     NoWorlds,

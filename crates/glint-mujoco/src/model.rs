@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Once};
 
 use glam::DVec3;
-use glint_core::{GeomType, Hfield, Mesh, Scene};
+use glint_core::{GeomType, Hfield, Mesh, Scene, Texture, TextureKind};
 use mujoco_rs::logging::set_log_handler;
 use mujoco_rs::mujoco_c::{mj_deleteModel, mj_loadXML, mjModel};
 use mujoco_rs::prelude::MjModel;
@@ -103,6 +103,33 @@ impl Model {
     /// The extracted scene.
     pub fn scene(&self) -> &Arc<Scene> {
         &self.scene
+    }
+
+    /// Every texture's pixels, decoded (textures the model refers to by file are read now).
+    /// Fails naming the texture that cannot be decoded.
+    pub fn textures(&self) -> Result<Vec<Texture>, MujocoError> {
+        let mj = &*self.mj;
+        let m = mj.ffi();
+        let ntex = m.ntex as usize;
+        let (kinds, widths, heights, channels) =
+            (arr(m.tex_type, m.ntex), arr(m.tex_width, m.ntex), arr(m.tex_height, m.ntex), arr(m.tex_nchannel, m.ntex));
+        (0..ntex)
+            .map(|t| {
+                let name = &self.scene.tex_name[t];
+                let bad = |reason: String| MujocoError::Texture { texture: t, name: name.clone(), reason };
+                let data = mj.load_texture(t).map_err(|e| bad(e.to_string()))?;
+                let kind = TextureKind::from_mujoco(kinds[t])
+                    .ok_or_else(|| bad(format!("its type {} is not 2d, cube or skybox", kinds[t])))?;
+                let (width, height, nchannel) = (widths[t] as usize, heights[t] as usize, channels[t] as usize);
+                if data.len() != width * height * nchannel || !(1..=4).contains(&nchannel) {
+                    return Err(bad(format!(
+                        "it decoded to {} bytes, not {width} x {height} x {nchannel}",
+                        data.len()
+                    )));
+                }
+                Ok(Texture { kind, width, height, nchannel, data: data.into_owned() })
+            })
+            .collect()
     }
 
     /// MuJoCo's headlight as compiled (`visual/headlight`).
@@ -323,6 +350,7 @@ fn extract_scene(m: &mjModel) -> Result<Scene, MujocoError> {
         mat_rgba: (0..nmat as usize).map(|i| fixed::<4, f32>(mat_rgba, i)).collect(),
         mat_texid: (0..nmat as usize).map(|i| mat_texid_all[ntexrole as usize * i + 1]).collect(),
         mat_texrepeat: (0..nmat as usize).map(|i| fixed::<2, f32>(arr(m.mat_texrepeat, 2 * nmat), i)).collect(),
+        mat_texuniform: arr(m.mat_texuniform, nmat).to_vec(),
         mat_shading: (0..nmat as usize).map(|i| [emission[i], specular[i], shininess[i], reflectance[i]]).collect(),
         mat_name: names(m, m.name_matadr, nmat),
         tex_type: arr(m.tex_type, ntex).to_vec(),
@@ -346,6 +374,9 @@ fn extract_scene(m: &mjModel) -> Result<Scene, MujocoError> {
         cam_bodyid: arr(m.cam_bodyid, ncam).to_vec(),
         cam_fovy: arr(m.cam_fovy, ncam).to_vec(),
         cam_resolution: (0..ncam as usize).map(|i| fixed::<2, i32>(arr(m.cam_resolution, 2 * ncam), i)).collect(),
+        cam_projection: arr(m.cam_projection, ncam).to_vec(),
+        cam_sensorsize: (0..ncam as usize).map(|i| fixed::<2, f32>(arr(m.cam_sensorsize, 2 * ncam), i)).collect(),
+        cam_intrinsic: (0..ncam as usize).map(|i| fixed::<4, f32>(arr(m.cam_intrinsic, 4 * ncam), i)).collect(),
         cam_name: names(m, m.name_camadr, ncam),
         site_bodyid: arr(m.site_bodyid, m.nsite).to_vec(),
         site_name: names(m, m.name_siteadr, m.nsite),

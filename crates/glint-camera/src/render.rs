@@ -1,0 +1,419 @@
+//! The batch renderer: every active camera of every world, cast through the same BVHs the
+//! lidar uses, into the caller's buffers.
+
+use glam::{DMat3, DVec3, Vec3};
+use glint_core::{
+    Cast, GeomType, HitsMut, Origins, Poses, PreparedRays, RayCaster, RayFilter, Scene, Texture, TextureKind,
+};
+use rayon::prelude::*;
+
+use crate::CameraError;
+use crate::camera::{CameraModel, CameraOptions, Layout};
+use crate::shade::{Light, MAX_LIGHTS, NO_LIGHT_AMBIENT, Surface};
+use crate::texture::Sampler;
+
+/// Rows of one camera image cast together (one parallel job).
+const BAND_ROWS: usize = 8;
+/// Pixels per packet tile: 8 columns × 4 rows (the core's 32-ray packets).
+const TILE: (usize, usize) = (8, 4);
+/// How far a shadow ray starts off its surface, metres (against self-shadowing).
+const SHADOW_OFFSET: f64 = 1e-4;
+/// MuJoCo's default geom colour: a geom with a material and this colour takes the material's.
+const DEFAULT_RGBA: [f32; 4] = [0.5, 0.5, 0.5, 1.0];
+
+/// MuJoCo's headlight (`visual/headlight`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Headlight {
+    /// Whether it is on.
+    pub active: bool,
+    /// Ambient colour.
+    pub ambient: Vec3,
+    /// Diffuse colour.
+    pub diffuse: Vec3,
+    /// Specular colour.
+    pub specular: Vec3,
+}
+
+/// What a render reads of the simulation.
+#[derive(Clone, Copy)]
+pub struct Inputs<'a> {
+    /// The scene.
+    pub scene: &'a Scene,
+    /// Every world's poses.
+    pub poses: &'a Poses,
+    /// The ray caster, refitted to `poses`.
+    pub caster: &'a RayCaster,
+    /// Per world, its active lights in the world frame.
+    pub lights: &'a [Vec<Light>],
+    /// MuJoCo's headlight.
+    pub headlight: Headlight,
+}
+
+/// The caller's output buffers, each `nworld × pixels_per_world` long (× 3 bytes for RGB),
+/// laid out as [`Layout`] says; an output not asked for may be `None`.
+pub struct Frames<'a> {
+    /// 8-bit RGB.
+    pub rgb: Option<&'a mut [u8]>,
+    /// Depth along the optical axis, metres; 0 where nothing is hit.
+    pub depth: Option<&'a mut [f32]>,
+    /// Geom id, −1 for background.
+    pub seg: Option<&'a mut [i32]>,
+}
+
+/// Textures and everything else a render reads that does not change between frames.
+pub struct Renderer {
+    samplers: Vec<Sampler>,
+    skybox: Option<usize>,
+}
+
+/// One band of rows of one camera in one world, and where its pixels go.
+struct Job<'a> {
+    world: usize,
+    slot: usize,
+    rows: (usize, usize),
+    rgb: Option<&'a mut [u8]>,
+    depth: Option<&'a mut [f32]>,
+    seg: Option<&'a mut [i32]>,
+}
+
+/// What one render shares between its jobs.
+struct Shared<'a> {
+    scene: &'a Scene,
+    poses: &'a Poses,
+    layout: &'a Layout,
+    prepared: Vec<PreparedRays<'a>>,
+    lights: &'a [Vec<Light>],
+    headlight: Headlight,
+}
+
+impl Renderer {
+    /// A renderer for a scene with `textures` (the model's, in texture-id order).
+    pub fn new(textures: &[Texture]) -> Renderer {
+        let samplers: Vec<Sampler> = textures.iter().map(Sampler::new).collect();
+        let skybox = samplers.iter().position(|s| s.kind() == TextureKind::Skybox);
+        Renderer { samplers, skybox }
+    }
+
+    /// Renders every active camera of `layout` in every world of `input.poses` into
+    /// `frames`.
+    pub fn render(&self, input: Inputs, layout: &Layout, frames: Frames) -> Result<(), CameraError> {
+        let Inputs { scene, poses, caster, lights, headlight } = input;
+        let nworld = poses.nworld;
+        let pixels = nworld * layout.pixels_per_world;
+        check(&frames.rgb, pixels * 3, "rgb")?;
+        check(&frames.depth, pixels, "depth")?;
+        check(&frames.seg, pixels, "seg")?;
+        if lights.len() != nworld {
+            return Err(CameraError::Buffer { what: "lights", len: lights.len(), expected: nworld });
+        }
+        let prepared = layout
+            .cameras
+            .iter()
+            .map(|(_, o)| caster.prepare(scene, poses, &filter(o)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let shared = Shared { scene, poses, layout, prepared, lights, headlight };
+        let jobs = jobs(layout, nworld, frames);
+        jobs.into_par_iter().for_each(|job| self.band(&shared, job));
+        Ok(())
+    }
+
+    /// Casts and shades one band of rows.
+    fn band(&self, s: &Shared, job: Job) {
+        let (model, options) = &s.layout.cameras[job.slot];
+        let w = job.world;
+        let cam_pos = s.poses.cam_xpos[w * s.scene.ncam() + model.camera];
+        let cam_mat = s.poses.cam_xmat[w * s.scene.ncam() + model.camera];
+        let (pixel, origins, dirs) = band_rays(model, cam_pos, &cam_mat, job.rows);
+        let n = dirs.len();
+        let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
+        let cast = Cast {
+            world: w,
+            origins: match &origins {
+                Some(o) => Origins::Each(o),
+                None => Origins::Shared(cam_pos),
+            },
+            dirs: &dirs,
+            exclude_body: -1,
+            skip_geom: -1,
+            trusted: true,
+        };
+        let prepared = &s.prepared[job.slot];
+        let hits = HitsMut { dist: &mut dist, geomid: &mut geomid, normal: &mut normal };
+        if prepared.cast(cast, hits).is_err() {
+            return; // unreachable: the arrays are the rays' length and the world exists
+        }
+        let mut depth = job.depth;
+        let mut seg = job.seg;
+        for r in 0..n {
+            let hit = geomid[r] >= 0;
+            if let Some(d) = depth.as_deref_mut() {
+                d[pixel[r]] = if hit { dist[r] as f32 } else { 0.0 };
+            }
+            if let Some(g) = seg.as_deref_mut() {
+                g[pixel[r]] = geomid[r];
+            }
+        }
+        let Some(rgb) = job.rgb else { return };
+        let origin = |r: usize| origins.as_ref().map_or(cam_pos, |o| o[r]);
+        let points: Vec<DVec3> = (0..n).map(|r| origin(r) + dirs[r] * dist[r]).collect();
+        let forward = cam_mat * DVec3::NEG_Z;
+        let lights = scene_lights(s, w, cam_pos, forward);
+        let shadowed = self.shadows(s, job.slot, w, &lights, options, &points, &geomid, &normal);
+        let (footprint, ortho) = model.pixel_footprint();
+        for r in 0..n {
+            let color = if geomid[r] < 0 {
+                self.background(dirs[r])
+            } else {
+                let view = (origin(r) - points[r]).normalize_or_zero();
+                let spread = if ortho { footprint } else { footprint * (dirs[r] * dist[r]).length() };
+                let hit = Hit { geom: geomid[r] as usize, point: points[r], normal: normal[r], view, spread };
+                self.shade(s, w, &hit, &lights, options, |l| shadowed[l].get(r).copied().unwrap_or(false))
+            };
+            let at = pixel[r] * 3;
+            rgb[at..at + 3].copy_from_slice(&color.to_array().map(|c| (c.clamp(0.0, 1.0) * 255.0).round() as u8));
+        }
+    }
+
+    /// For each light, which rays' surfaces are in its shadow (empty for lights that cast
+    /// none): a ray from each lit surface toward the light, blocked by any geom before it.
+    #[allow(clippy::too_many_arguments)]
+    fn shadows(
+        &self,
+        s: &Shared,
+        slot: usize,
+        w: usize,
+        lights: &[Light],
+        options: &CameraOptions,
+        points: &[DVec3],
+        geomid: &[i32],
+        normal: &[DVec3],
+    ) -> Vec<Vec<bool>> {
+        let n = points.len();
+        lights
+            .iter()
+            .map(|light| {
+                if !(options.use_shadows && light.castshadow && light.lights()) {
+                    return Vec::new();
+                }
+                let mut origins = Vec::with_capacity(n);
+                let mut dirs = Vec::with_capacity(n);
+                let mut reach = Vec::with_capacity(n);
+                for r in 0..n {
+                    let (l, d) = light.toward(points[r]);
+                    // Surfaces facing away from the light, and misses, cast a ray that is never
+                    // read; it starts where it is harmless.
+                    let facing = geomid[r] >= 0 && normal[r].dot(l) > 0.0;
+                    origins.push(if facing { points[r] + normal[r] * SHADOW_OFFSET } else { points[r] });
+                    dirs.push(l);
+                    reach.push(if facing { d } else { 0.0 });
+                }
+                let (mut dist, mut geom, mut norm) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
+                let cast = Cast {
+                    world: w,
+                    origins: Origins::Each(&origins),
+                    dirs: &dirs,
+                    exclude_body: -1,
+                    skip_geom: -1,
+                    trusted: false,
+                };
+                let hits = HitsMut { dist: &mut dist, geomid: &mut geom, normal: &mut norm };
+                if s.prepared[slot].cast(cast, hits).is_err() {
+                    return vec![false; n];
+                }
+                (0..n).map(|r| reach[r] > 0.0 && geom[r] >= 0 && dist[r] < reach[r]).collect()
+            })
+            .collect()
+    }
+
+    /// The colour of a surface hit, as the classic renderer draws it: a first pass with the
+    /// lights that cast no shadow (and emission), one added pass per shadow-casting light
+    /// where its shadow is not, each clamped and modulated by the texture.
+    fn shade(
+        &self,
+        s: &Shared,
+        w: usize,
+        hit: &Hit,
+        lights: &[Light],
+        options: &CameraOptions,
+        in_shadow: impl Fn(usize) -> bool,
+    ) -> Vec3 {
+        let surface = surface(s.scene, hit.geom);
+        let texture = if options.use_textures { self.texture(s, w, hit) } else { Vec3::ONE };
+        let global = if lights.is_empty() { Vec3::splat(NO_LIGHT_AMBIENT) * surface.color } else { Vec3::ZERO };
+        let mut base = surface.color * surface.emission + global;
+        let mut passes = Vec3::ZERO;
+        for (l, light) in lights.iter().enumerate() {
+            let c = light.contribution(hit.point, hit.normal, hit.view, &surface);
+            if options.use_shadows && light.castshadow {
+                if !in_shadow(l) {
+                    passes += c.clamp(Vec3::ZERO, Vec3::ONE) * texture;
+                }
+            } else {
+                base += c;
+            }
+        }
+        base.clamp(Vec3::ZERO, Vec3::ONE) * texture + passes
+    }
+
+    /// The material texture's colour at a hit (white when there is none).
+    fn texture(&self, s: &Shared, w: usize, hit: &Hit) -> Vec3 {
+        let scene = s.scene;
+        let g = hit.geom;
+        let matid = scene.geom_matid[g];
+        if matid < 0 {
+            return Vec3::ONE;
+        }
+        let m = matid as usize;
+        let texid = scene.mat_texid[m];
+        let Some(sampler) = usize::try_from(texid).ok().and_then(|t| self.samplers.get(t)) else {
+            return Vec3::ONE;
+        };
+        let (xpos, xmat) = s.poses.geoms(w);
+        let local = xmat[g].transpose() * (hit.point - xpos[g]);
+        let size = object_size(scene, g);
+        let object = DVec3::new(local.x / size.x, local.y / size.y, local.z / size.z);
+        let uniform = scene.mat_texuniform[m];
+        match sampler.kind() {
+            TextureKind::TwoD => {
+                let repeat = scene.mat_texrepeat[m].map(f64::from);
+                let scl = [0, 1].map(|a| if uniform && size[a] > 0.0 { repeat[a] * size[a] } else { repeat[a] });
+                let (st, tt) = (0.5 * scl[0] * object.x - 0.5, -0.5 * scl[1] * object.y - 0.5);
+                // Texture units per metre along the surface, for the mip level.
+                let per_metre = 0.5 * (scl[0] / size.x).abs().max((scl[1] / size.y).abs());
+                let grazing = hit.normal.dot(hit.view).abs().max(0.02);
+                sampler.sample_2d(st, tt, hit.spread / grazing * per_metre)
+            }
+            _ => {
+                let r = if uniform { object * size } else { object };
+                sampler.sample_cube(r)
+            }
+        }
+    }
+
+    /// What a ray that hits nothing sees: the skybox (MuJoCo maps it rotated 90° about X),
+    /// else black.
+    fn background(&self, dir: DVec3) -> Vec3 {
+        match self.skybox {
+            Some(t) => self.samplers[t].sample_cube(DVec3::new(dir.x, dir.z, -dir.y)),
+            None => Vec3::ZERO,
+        }
+    }
+}
+
+/// A surface a camera ray met.
+struct Hit {
+    geom: usize,
+    point: DVec3,
+    normal: DVec3,
+    /// Unit direction back toward the camera.
+    view: DVec3,
+    /// How far apart neighbouring pixels' rays land here, metres.
+    spread: f64,
+}
+
+fn check<T>(buffer: &Option<&mut [T]>, expected: usize, what: &'static str) -> Result<(), CameraError> {
+    match buffer {
+        Some(b) if b.len() != expected => Err(CameraError::Buffer { what, len: b.len(), expected }),
+        _ => Ok(()),
+    }
+}
+
+/// The geoms a camera draws: its enabled groups (static geoms included, as the renderer
+/// draws them).
+fn filter(options: &CameraOptions) -> RayFilter {
+    RayFilter { geomgroup: Some(options.enabled_geom_groups), flg_static: true, exclude_tree: -1 }
+}
+
+/// Every band of every camera of every world, each owning its slices of the buffers.
+fn jobs<'a>(layout: &Layout, nworld: usize, frames: Frames<'a>) -> Vec<Job<'a>> {
+    let mut jobs = Vec::new();
+    let mut rgb = frames.rgb;
+    let mut depth = frames.depth;
+    let mut seg = frames.seg;
+    for world in 0..nworld {
+        for (slot, (model, options)) in layout.cameras.iter().enumerate() {
+            for r0 in (0..model.height).step_by(BAND_ROWS) {
+                let r1 = (r0 + BAND_ROWS).min(model.height);
+                let len = (r1 - r0) * model.width;
+                let rgb_part = take(&mut rgb, len * 3).filter(|_| options.render_rgb);
+                let depth_part = take(&mut depth, len).filter(|_| options.render_depth);
+                let seg_part = take(&mut seg, len).filter(|_| options.render_seg);
+                jobs.push(Job { world, slot, rows: (r0, r1), rgb: rgb_part, depth: depth_part, seg: seg_part });
+            }
+        }
+    }
+    jobs
+}
+
+/// The first `len` values of `buffer`, leaving the rest in it.
+fn take<'a, T>(buffer: &mut Option<&'a mut [T]>, len: usize) -> Option<&'a mut [T]> {
+    let b = buffer.take()?;
+    let (head, tail) = b.split_at_mut(len);
+    *buffer = Some(tail);
+    Some(head)
+}
+
+/// The rays of rows `[r0, r1)` in 8 × 4 tiles: each ray's pixel within the band, origins
+/// (orthographic cameras only) and world-frame directions.
+fn band_rays(
+    model: &CameraModel,
+    cam_pos: DVec3,
+    cam_mat: &DMat3,
+    (r0, r1): (usize, usize),
+) -> (Vec<usize>, Option<Vec<DVec3>>, Vec<DVec3>) {
+    let n = (r1 - r0) * model.width;
+    let (mut pixel, mut origins, mut dirs) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut ortho = false;
+    for tr in (r0..r1).step_by(TILE.1) {
+        for tc in (0..model.width).step_by(TILE.0) {
+            for row in tr..(tr + TILE.1).min(r1) {
+                for col in tc..(tc + TILE.0).min(model.width) {
+                    let (o, d) = model.pixel_ray(col, row);
+                    ortho |= o != DVec3::ZERO;
+                    pixel.push((row - r0) * model.width + col);
+                    origins.push(cam_pos + *cam_mat * o);
+                    dirs.push(*cam_mat * d);
+                }
+            }
+        }
+    }
+    let ortho = ortho || matches!(model.projection, crate::camera::Projection::Orthographic { .. });
+    (pixel, ortho.then_some(origins), dirs)
+}
+
+/// World `w`'s lights as the classic renderer takes them: the headlight first, then the
+/// scene's lights, at most eight.
+fn scene_lights(s: &Shared, w: usize, cam_pos: DVec3, forward: DVec3) -> Vec<Light> {
+    let h = s.headlight;
+    let head = h.active.then(|| Light::headlight(cam_pos, forward, h.ambient, h.diffuse, h.specular));
+    head.into_iter().chain(s.lights[w].iter().copied()).take(MAX_LIGHTS).collect()
+}
+
+/// The colour and material of geom `g`, as `mjv_updateScene` resolves them.
+fn surface(scene: &Scene, g: usize) -> Surface {
+    let matid = scene.geom_matid[g];
+    let rgba = scene.geom_rgba[g];
+    match usize::try_from(matid).ok().filter(|&m| m < scene.mat_rgba.len()) {
+        Some(m) => {
+            let color = if rgba == DEFAULT_RGBA { scene.mat_rgba[m] } else { rgba };
+            let [emission, specular, shininess, _] = scene.mat_shading[m];
+            Surface { color: Vec3::new(color[0], color[1], color[2]), specular, shininess: shininess * 128.0, emission }
+        }
+        // MuJoCo's default material: specular 0.5, shininess 0.5, no emission.
+        None => Surface { color: Vec3::new(rgba[0], rgba[1], rgba[2]), specular: 0.5, shininess: 64.0, emission: 0.0 },
+    }
+}
+
+/// The scale from a geom's local frame to the object coordinates of the unit shape MuJoCo
+/// draws for it (texture coordinates are taken there).
+fn object_size(scene: &Scene, g: usize) -> DVec3 {
+    let size = scene.geom_size[g];
+    let positive = |v: f64| if v > 0.0 { v } else { 1.0 };
+    match scene.geom_type[g] {
+        GeomType::Plane => DVec3::new(positive(size.x), positive(size.y), 1.0),
+        GeomType::Sphere => DVec3::splat(positive(size.x)),
+        GeomType::Capsule | GeomType::Cylinder => DVec3::new(positive(size.x), positive(size.x), positive(size.y)),
+        GeomType::Box | GeomType::Ellipsoid => DVec3::new(positive(size.x), positive(size.y), positive(size.z)),
+        _ => DVec3::ONE,
+    }
+}

@@ -1,0 +1,165 @@
+//! MuJoCo's classic lighting: OpenGL's fixed-function model as `mjr_render` sets it up
+//! (colour material for ambient and diffuse, a local viewer, no two-sided lighting, global
+//! ambient only when the scene has no light at all), evaluated per pixel.
+
+use glam::{DVec3, Vec3};
+
+/// The classic renderer draws at most this many lights, the headlight included.
+pub const MAX_LIGHTS: usize = 8;
+/// The global ambient OpenGL gets when a scene has no light at all.
+pub const NO_LIGHT_AMBIENT: f32 = 0.3;
+
+/// A light as the renderer sees it, in the world frame.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Light {
+    /// MuJoCo's `mjtLightType`: 0 spot, 1 directional; others (point, image) give no light in
+    /// the classic renderer.
+    pub light_type: i32,
+    /// Position.
+    pub pos: DVec3,
+    /// Unit direction it shines along.
+    pub dir: DVec3,
+    /// Ambient colour.
+    pub ambient: Vec3,
+    /// Diffuse colour.
+    pub diffuse: Vec3,
+    /// Specular colour.
+    pub specular: Vec3,
+    /// Constant, linear and quadratic attenuation (spots).
+    pub attenuation: [f32; 3],
+    /// Spot cutoff, degrees.
+    pub cutoff: f32,
+    /// Spot exponent.
+    pub exponent: f32,
+    /// Whether it casts shadows.
+    pub castshadow: bool,
+}
+
+/// What a surface is made of, from its geom and material.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Surface {
+    /// Colour (ambient and diffuse reflectance).
+    pub color: Vec3,
+    /// Specular reflectance (grey).
+    pub specular: f32,
+    /// Phong exponent (MuJoCo's shininess × 128).
+    pub shininess: f32,
+    /// Emission, as a share of the colour.
+    pub emission: f32,
+}
+
+impl Light {
+    /// MuJoCo's headlight: a directional light at the camera along its view.
+    pub fn headlight(pos: DVec3, forward: DVec3, ambient: Vec3, diffuse: Vec3, specular: Vec3) -> Light {
+        Light {
+            light_type: 1,
+            pos,
+            dir: forward,
+            ambient,
+            diffuse,
+            specular,
+            attenuation: [1.0, 0.0, 0.0],
+            cutoff: 180.0,
+            exponent: 0.0,
+            castshadow: false,
+        }
+    }
+
+    /// Whether the classic renderer lights with it at all.
+    pub fn lights(&self) -> bool {
+        matches!(self.light_type, 0 | 1)
+    }
+
+    /// The unit direction from `p` toward the light, and how far the light is (infinite for
+    /// a directional light).
+    #[inline]
+    pub fn toward(&self, p: DVec3) -> (DVec3, f64) {
+        if self.light_type == 1 {
+            (-self.dir, f64::INFINITY)
+        } else {
+            let d = self.pos - p;
+            let len = d.length();
+            (if len > 0.0 { d / len } else { -self.dir }, len)
+        }
+    }
+
+    /// The light's contribution at `p` (unit normal `n`, unit direction to the viewer `v`)
+    /// on `surface`, before texturing: OpenGL's attenuation × spot × (ambient + diffuse +
+    /// specular).
+    #[inline]
+    pub fn contribution(&self, p: DVec3, n: DVec3, v: DVec3, surface: &Surface) -> Vec3 {
+        if !self.lights() {
+            return Vec3::ZERO;
+        }
+        let (l, dist) = self.toward(p);
+        let mut scale = 1.0f32;
+        if self.light_type == 0 {
+            let [c, lin, q] = self.attenuation.map(f64::from);
+            let att = c + lin * dist + q * dist * dist;
+            scale = if att > 0.0 { (1.0 / att) as f32 } else { 1.0 };
+            if self.cutoff < 180.0 {
+                let cos = (-l).dot(self.dir.normalize_or_zero());
+                if cos < f64::from(self.cutoff).to_radians().cos() {
+                    return Vec3::ZERO;
+                }
+                scale *= (cos.max(0.0) as f32).powf(self.exponent);
+            }
+        }
+        let ndl = n.dot(l);
+        let mut c = self.ambient * surface.color;
+        if ndl > 0.0 {
+            c += self.diffuse * surface.color * ndl as f32;
+            let h = (l + v).normalize_or_zero();
+            let ndh = n.dot(h).max(0.0) as f32;
+            if surface.specular > 0.0 && ndh > 0.0 {
+                c += self.specular * surface.specular * ndh.powf(surface.shininess);
+            }
+        }
+        c * scale
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn white() -> Surface {
+        Surface { color: Vec3::ONE, specular: 0.0, shininess: 0.0, emission: 0.0 }
+    }
+
+    #[test]
+    fn directional_light_is_lambertian() {
+        let l = Light::headlight(DVec3::ZERO, DVec3::NEG_Z, Vec3::ZERO, Vec3::splat(0.8), Vec3::ZERO);
+        let up = l.contribution(DVec3::ZERO, DVec3::Z, DVec3::Z, &white());
+        assert!((up.x - 0.8).abs() < 1e-6);
+        let tilted = l.contribution(DVec3::ZERO, DVec3::new(0.0, 0.6, 0.8), DVec3::Z, &white());
+        assert!((tilted.x - 0.64).abs() < 1e-6);
+        let away = l.contribution(DVec3::ZERO, DVec3::NEG_Z, DVec3::Z, &white());
+        assert_eq!(away, Vec3::ZERO);
+    }
+
+    #[test]
+    fn spot_cutoff_exponent_and_attenuation() {
+        let spot = Light {
+            light_type: 0,
+            pos: DVec3::new(0.0, 0.0, 2.0),
+            dir: DVec3::NEG_Z,
+            ambient: Vec3::ZERO,
+            diffuse: Vec3::ONE,
+            specular: Vec3::ZERO,
+            attenuation: [1.0, 0.0, 0.25],
+            cutoff: 45.0,
+            exponent: 2.0,
+            castshadow: true,
+        };
+        // Straight below: 1 / (1 + 0.25·4) = 0.5.
+        let below = spot.contribution(DVec3::ZERO, DVec3::Z, DVec3::Z, &white());
+        assert!((below.x - 0.5).abs() < 1e-6, "{below}");
+        // Outside the 45° cone: nothing, not even ambient.
+        let outside = spot.contribution(DVec3::new(3.0, 0.0, 0.0), DVec3::Z, DVec3::Z, &white());
+        assert_eq!(outside, Vec3::ZERO);
+        // A point light is not drawn by the classic renderer.
+        let point = Light { light_type: 2, ..spot };
+        assert_eq!(point.contribution(DVec3::ZERO, DVec3::Z, DVec3::Z, &white()), Vec3::ZERO);
+    }
+}

@@ -1,0 +1,134 @@
+//! Texture lookups as OpenGL does them for MuJoCo's classic renderer: 2D textures repeat and
+//! are filtered through a mipmap chosen by the pixel's footprint (so a distant checker floor
+//! greys out as it does there); cube and skybox textures pick a face by the major axis.
+
+use glam::{DVec3, Vec3};
+use glint_core::{Texture, TextureKind};
+
+/// A texture ready for lookups: linear RGB in 0–1, and for 2D textures its mip levels.
+#[derive(Clone, Debug)]
+pub struct Sampler {
+    kind: TextureKind,
+    /// Level 0 first; each level half the size of the one before (at least 1 × 1).
+    levels: Vec<Level>,
+}
+
+#[derive(Clone, Debug)]
+struct Level {
+    width: usize,
+    height: usize,
+    texels: Vec<Vec3>,
+}
+
+impl Level {
+    #[inline]
+    fn at(&self, x: usize, y: usize) -> Vec3 {
+        self.texels[y * self.width + x]
+    }
+
+    /// Bilinear lookup at (s, t) in texel units, wrapping (2D) or clamping (cube faces).
+    fn bilinear(&self, s: f64, t: f64, wrap: bool) -> Vec3 {
+        bilinear(&self.texels, self.width, self.height, s, t, wrap)
+    }
+
+    fn half(&self) -> Level {
+        let (w, h) = ((self.width / 2).max(1), (self.height / 2).max(1));
+        let mut texels = Vec::with_capacity(w * h);
+        for y in 0..h {
+            for x in 0..w {
+                let (x0, y0) = ((2 * x).min(self.width - 1), (2 * y).min(self.height - 1));
+                let (x1, y1) = ((2 * x + 1).min(self.width - 1), (2 * y + 1).min(self.height - 1));
+                texels.push((self.at(x0, y0) + self.at(x1, y0) + self.at(x0, y1) + self.at(x1, y1)) * 0.25);
+            }
+        }
+        Level { width: w, height: h, texels }
+    }
+}
+
+/// Bilinear lookup at (s, t) in texel units in a `width` × `height` image.
+fn bilinear(texels: &[Vec3], width: usize, height: usize, s: f64, t: f64, wrap: bool) -> Vec3 {
+    let (x, y) = (s - 0.5, t - 0.5);
+    let (x0, y0) = (x.floor(), y.floor());
+    let (fx, fy) = ((x - x0) as f32, (y - y0) as f32);
+    let index = |i: f64, n: usize| -> usize {
+        let i = i as i64;
+        if wrap { i.rem_euclid(n as i64) as usize } else { i.clamp(0, n as i64 - 1) as usize }
+    };
+    let (xa, xb) = (index(x0, width), index(x0 + 1.0, width));
+    let (ya, yb) = (index(y0, height), index(y0 + 1.0, height));
+    let at = |x: usize, y: usize| texels[y * width + x];
+    let top = at(xa, ya).lerp(at(xb, ya), fx);
+    let bottom = at(xa, yb).lerp(at(xb, yb), fx);
+    top.lerp(bottom, fy)
+}
+
+impl Sampler {
+    /// The sampler of `texture` (grey-scale textures lit as grey; alpha is not used).
+    pub fn new(texture: &Texture) -> Sampler {
+        let n = texture.nchannel.max(1);
+        let texels = texture
+            .data
+            .chunks_exact(n)
+            .map(|p| {
+                let c = |i: usize| p[i.min(n - 1).min(if n >= 3 { 2 } else { 0 })] as f32 / 255.0;
+                Vec3::new(c(0), c(1), c(2))
+            })
+            .collect();
+        let base = Level { width: texture.width.max(1), height: texture.height.max(1), texels };
+        let mut levels = vec![base];
+        if texture.kind == TextureKind::TwoD {
+            while levels.last().is_some_and(|l| l.width > 1 || l.height > 1) {
+                let next = levels.last().map(Level::half).expect("a level");
+                levels.push(next);
+            }
+        }
+        Sampler { kind: texture.kind, levels }
+    }
+
+    /// How the texture is mapped.
+    pub fn kind(&self) -> TextureKind {
+        self.kind
+    }
+
+    /// A 2D lookup at texture coordinates (s, t) (one repeat per unit), for a pixel whose
+    /// footprint spans `footprint` texture units: trilinear between the two nearest levels.
+    pub fn sample_2d(&self, s: f64, t: f64, footprint: f64) -> Vec3 {
+        let base = &self.levels[0];
+        let texels = footprint * base.width.max(base.height) as f64;
+        let lod = if texels > 1.0 { texels.log2().min((self.levels.len() - 1) as f64) } else { 0.0 };
+        let (l0, frac) = (lod.floor() as usize, (lod - lod.floor()) as f32);
+        let at = |l: &Level| l.bilinear(s * l.width as f64, t * l.height as f64, true);
+        let a = at(&self.levels[l0]);
+        if frac > 0.0 && l0 + 1 < self.levels.len() { a.lerp(at(&self.levels[l0 + 1]), frac) } else { a }
+    }
+
+    /// A cube-map lookup along `r` (OpenGL's face selection; faces stacked +X, −X, +Y, −Y,
+    /// +Z, −Z, each `width` × `width`).
+    pub fn sample_cube(&self, r: DVec3) -> Vec3 {
+        let (ax, ay, az) = (r.x.abs(), r.y.abs(), r.z.abs());
+        let (face, sc, tc, ma) = if ax >= ay && ax >= az {
+            if r.x >= 0.0 { (0, -r.z, -r.y, ax) } else { (1, r.z, -r.y, ax) }
+        } else if ay >= az {
+            if r.y >= 0.0 { (2, r.x, r.z, ay) } else { (3, r.x, -r.z, ay) }
+        } else if r.z >= 0.0 {
+            (4, r.x, -r.y, az)
+        } else {
+            (5, -r.x, -r.y, az)
+        };
+        if ma <= 0.0 {
+            return Vec3::ZERO;
+        }
+        let level = &self.levels[0];
+        let side = level.width;
+        if level.height < 6 * side {
+            // A cube texture given as one image: all faces show it.
+            return level.bilinear(
+                (sc / ma + 1.0) / 2.0 * side as f64,
+                (tc / ma + 1.0) / 2.0 * level.height as f64,
+                false,
+            );
+        }
+        let (s, t) = ((sc / ma + 1.0) / 2.0 * side as f64, (tc / ma + 1.0) / 2.0 * side as f64);
+        bilinear(&level.texels[face * side * side..(face + 1) * side * side], side, side, s, t, false)
+    }
+}
