@@ -119,6 +119,24 @@ def bound_radius(gtype, size):
     raise ValueError(gtype)
 
 
+def look_at(pos, target):
+    """MJCF xyaxes of a camera at pos looking at target with +Z up."""
+    f = [t - p for t, p in zip(target, pos)]
+    n = math.sqrt(sum(c * c for c in f))
+    f = [c / n for c in f]
+    x = [f[1], -f[0], 0.0]
+    n = math.sqrt(sum(c * c for c in x))
+    x = [c / n for c in x]
+    y = [x[1] * f[2] - x[2] * f[1], x[2] * f[0] - x[0] * f[2], x[0] * f[1] - x[1] * f[0]]
+    return fvec(x + y)
+
+
+def camera(x, name, pos, target, fovy=60, resolution=(320, 240)):
+    """A fixed overview camera for glint's renderer and its tests."""
+    x.leaf("camera", ("name", name), ("pos", fvec(pos)), ("xyaxes", look_at(pos, target)),
+           ("fovy", str(fovy)), ("resolution", "%d %d" % resolution))
+
+
 def color(rng, base, jitter=0.12):
     return tuple(min(1.0, max(0.0, c + rng.uniform(-jitter, jitter))) for c in base) + (1.0,)
 
@@ -360,6 +378,7 @@ def gen_primitives():
     x.leaf("site", ("name", "lidar"), ("pos", "0 0 1.2"), ("size", "0.05"),
            ("rgba", "1 0 0 1"))
     x.close("body")
+    camera(x, "overview", (7, -7, 5.5), (0, 0, 0.5))
 
     for p in prims:
         gtype, size, pos = p["gtype"], p["size"], p["pos"]
@@ -437,6 +456,7 @@ def gen_crowded():
     x.geom("ground", "plane", size=(HX, HY, 0.1), rgba=(0.55, 0.55, 0.52, 1))
     x.leaf("site", ("name", "lidar"), ("pos", fvec(lidar)), ("size", "0.05"),
            ("rgba", "1 0 0 1"))
+    camera(x, "overview", (lidar[0] - 6, lidar[1] - 6, lidar[2] + 4), tuple(lidar))
 
     x.comment("walls")
     wall_rgba = (0.75, 0.72, 0.65, 1)
@@ -912,6 +932,7 @@ def gen_meshes():
     x.open("body", ("name", "sensor_mount"), ("pos", "0 0 1"))
     x.leaf("site", ("name", "lidar"), ("pos", "0 0 0.5"), ("size", "0.05"), ("rgba", "1 0 0 1"))
     x.close("body")
+    camera(x, "overview", (9, -9, 7), (0, 0, 1))
     mesh_colors = {"sphere": (0.8, 0.3, 0.3), "torus": (0.9, 0.7, 0.2), "rock": (0.5, 0.47, 0.42),
                    "twisted": (0.85, 0.85, 0.8), "blob": (0.75, 0.6, 0.5)}
     for gname, asset, pos, q in geoms:

@@ -37,11 +37,14 @@ use glint_lidar::{
 use glint_lights::{LightsError, RawLight, Rig};
 use serde::Deserialize;
 
+mod camera;
 mod controller;
 mod observation;
 mod reset;
 mod task;
 
+use camera::{CAMERA_KEYS, RawCamera};
+pub use camera::{CAMERA_OUTPUTS, CameraBinding};
 pub use controller::Controller;
 use controller::{ACTUATOR_KEYS, CONTROLLER_KEYS, RawController};
 pub use observation::{MAX_OBSERVATION_BEAMS, OBSERVATION_COMPONENTS, ObservationComponent};
@@ -162,6 +165,7 @@ const TOP_KEYS: &[&str] = &[
     "use_scenario_lights",
     "lights",
     "lights_file",
+    "camera",
 ];
 const MATERIAL_KEYS: &[&str] = &[
     "preset",
@@ -214,6 +218,8 @@ struct RawManifest {
     #[serde(default)]
     lights: Vec<RawLight>,
     lights_file: Option<String>,
+    #[serde(default)]
+    camera: Vec<RawCamera>,
 }
 
 #[derive(Deserialize, Default)]
@@ -344,6 +350,8 @@ pub struct Manifest {
     pub use_scenario_lights: bool,
     /// The light rig: `[[lights]]` tables, or the file `lights_file` names (empty if neither).
     pub lights: Rig,
+    /// Cameras bound for rendering (`[[camera]]`), in order.
+    pub cameras: Vec<CameraBinding>,
 }
 
 /// "; did you mean `x`?" for the nearest valid key, or the whole list when none is close.
@@ -402,6 +410,7 @@ impl Manifest {
         let bake = raw.bake.config(path)?;
         let (return_params, seed) = return_model(&raw.return_model, path)?;
         let lights = light_rig(&raw, dir, path)?;
+        let cameras = raw.camera.iter().enumerate().map(|(i, c)| c.binding(path, i)).collect::<Result<Vec<_>, _>>()?;
         Ok(Manifest {
             path: path.to_path_buf(),
             scene: dir.join(&raw.scene),
@@ -417,6 +426,7 @@ impl Manifest {
             task,
             use_scenario_lights: raw.use_scenario_lights.unwrap_or(false),
             lights,
+            cameras,
         })
     }
 
@@ -649,6 +659,15 @@ fn check_keys(table: &toml::Table, path: &Path) -> Result<(), ManifestError> {
                 {
                     return Err(unknown(format!("[reset.bodies.{name}]"), key, BODY_RESET_KEYS));
                 }
+            }
+        }
+    }
+    if let Some(toml::Value::Array(list)) = table.get("camera") {
+        for (i, c) in list.iter().enumerate() {
+            if let toml::Value::Table(c) = c
+                && let Some(key) = c.keys().find(|k| !CAMERA_KEYS.contains(&k.as_str()))
+            {
+                return Err(unknown(format!("[[camera]] {i}"), key, CAMERA_KEYS));
             }
         }
     }

@@ -18,6 +18,9 @@ pub enum SimError {
     /// A lidar binding, configuration, calibration or bake was rejected.
     #[error(transparent)]
     Lidar(#[from] glint_lidar::LidarError),
+    /// A camera could not be set up or rendered.
+    #[error(transparent)]
+    Camera(#[from] glint_camera::CameraError),
     /// The ray core rejected a query.
     #[error(transparent)]
     Rays(#[from] glint_core::CoreError),

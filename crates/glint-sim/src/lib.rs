@@ -34,6 +34,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bench;
+mod camera;
 mod controller;
 mod error;
 mod lidar;
@@ -52,7 +53,9 @@ mod warning;
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeExamples;
 
+pub use camera::CameraFrames;
 pub use error::SimError;
+pub use glint_camera::{CameraOptions, Frames, Layout};
 pub use glint_manifest::{Manifest, ObservationComponent, Task};
 pub use glint_mujoco::{lower_thread_priority, settle_malloc};
 pub use lidar::{Lidar, LidarMut};

@@ -13,6 +13,7 @@ use glint_manifest::{BakeConfig, Controller, Manifest, Recorder, ResetConfig};
 use glint_mujoco::{LitScene, Model, WorldBatch};
 use glint_record::{EpisodeStatus, SessionInfo, VideoSettings};
 
+use crate::camera::Cameras;
 use crate::controller::Drive;
 use crate::lights::LightFields;
 use crate::materials::LoadedBake;
@@ -169,6 +170,8 @@ pub struct Simulation {
     task: Option<TaskState>,
     /// Each world's light fields (MuJoCo Warp's batched `light_*`).
     pub(crate) light_fields: LightFields,
+    /// The cameras that render, once set.
+    pub(crate) cameras: Option<Cameras>,
 }
 
 impl std::fmt::Debug for Simulation {
@@ -209,6 +212,10 @@ impl Simulation {
         let options = SimOptions { episode_seconds: options.episode_seconds.or(task_seconds), ..options };
         let mut sim = Simulation::build(model, manifest.lidar, setup, calibration, &options)?;
         sim.warnings.extend(light_warnings);
+        if !manifest.cameras.is_empty() {
+            let options = manifest.cameras.iter().map(|c| sim.camera_options(c)).collect::<Result<Vec<_>, _>>()?;
+            sim.set_cameras(options)?;
+        }
         sim.set_observation(&manifest.observation)?;
         if let Some(task) = &manifest.task {
             let mut state = TaskState::new(task, &sim.scene, sim.nworld())?;
@@ -301,6 +308,7 @@ impl Simulation {
             observation: ObservationLayout::default(),
             task: None,
             light_fields,
+            cameras: None,
         })
     }
 

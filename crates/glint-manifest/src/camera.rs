@@ -1,0 +1,102 @@
+//! `[[camera]]`: an MJCF camera bound for rendering, with its resolution and outputs.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::ManifestError;
+
+/// The keys of a `[[camera]]` table.
+pub(crate) const CAMERA_KEYS: &[&str] =
+    &["camera", "width", "height", "outputs", "use_textures", "use_shadows", "geom_groups"];
+/// The outputs a camera can render.
+pub const CAMERA_OUTPUTS: [&str; 3] = ["rgb", "depth", "seg"];
+
+/// One camera binding.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CameraBinding {
+    /// The MJCF camera's name (checked against the scene when the simulation is built).
+    pub camera: String,
+    /// Width and height in pixels; `None`: the MJCF camera's `resolution`.
+    pub resolution: Option<(usize, usize)>,
+    /// Render colour.
+    pub rgb: bool,
+    /// Render depth.
+    pub depth: bool,
+    /// Render segmentation.
+    pub seg: bool,
+    /// Apply textures (default true).
+    pub use_textures: bool,
+    /// Shadows (default true).
+    pub use_shadows: bool,
+    /// MuJoCo geom groups drawn (default 0, 1, 2).
+    pub geom_groups: [bool; 6],
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCamera {
+    camera: Option<String>,
+    width: Option<i64>,
+    height: Option<i64>,
+    outputs: Option<Vec<String>>,
+    use_textures: Option<bool>,
+    use_shadows: Option<bool>,
+    geom_groups: Option<Vec<i64>>,
+}
+
+impl RawCamera {
+    pub(crate) fn binding(&self, path: &Path, index: usize) -> Result<CameraBinding, ManifestError> {
+        let bad = |message: String| ManifestError::Value {
+            path: path.to_path_buf(),
+            message: format!("[[camera]] {index}: {message}"),
+        };
+        let camera =
+            self.camera.clone().ok_or_else(|| bad("has no `camera`: name the MJCF camera to render".into()))?;
+        let side = |v: Option<i64>, key: &str| -> Result<Option<usize>, ManifestError> {
+            match v {
+                None => Ok(None),
+                Some(n) if (1..=glint_side_max()).contains(&n) => Ok(Some(n as usize)),
+                Some(n) => Err(bad(format!("{key} = {n} is out of range; use 1 to {} pixels", glint_side_max()))),
+            }
+        };
+        let resolution = match (side(self.width, "width")?, side(self.height, "height")?) {
+            (Some(w), Some(h)) => Some((w, h)),
+            (None, None) => None,
+            _ => return Err(bad("give both width and height, or neither (the MJCF camera's resolution)".into())),
+        };
+        let outputs = self.outputs.clone().unwrap_or_else(|| CAMERA_OUTPUTS.iter().map(|s| s.to_string()).collect());
+        if outputs.is_empty() {
+            return Err(bad(format!("outputs is empty; list one or more of {}", CAMERA_OUTPUTS.join(", "))));
+        }
+        if let Some(o) = outputs.iter().find(|o| !CAMERA_OUTPUTS.contains(&o.as_str())) {
+            return Err(bad(format!("outputs has \"{o}\"; use {}", CAMERA_OUTPUTS.join(", "))));
+        }
+        let mut geom_groups = [true, true, true, false, false, false];
+        if let Some(groups) = &self.geom_groups {
+            geom_groups = [false; 6];
+            for &g in groups {
+                if !(0..6).contains(&g) {
+                    return Err(bad(format!("geom_groups has {g}; MuJoCo's groups are 0 to 5")));
+                }
+                geom_groups[g as usize] = true;
+            }
+        }
+        let has = |o: &str| outputs.iter().any(|x| x == o);
+        Ok(CameraBinding {
+            camera,
+            resolution,
+            rgb: has("rgb"),
+            depth: has("depth"),
+            seg: has("seg"),
+            use_textures: self.use_textures.unwrap_or(true),
+            use_shadows: self.use_shadows.unwrap_or(true),
+            geom_groups,
+        })
+    }
+}
+
+/// The largest image side (the camera renderer's bound).
+const fn glint_side_max() -> i64 {
+    8192
+}

@@ -1,0 +1,150 @@
+//! The simulation's cameras: which MJCF cameras render and how ([`CameraOptions`], from the
+//! manifest's `[[camera]]` or set by the caller), the renderer with the model's textures, and
+//! each world's lights from its light fields.
+
+use glam::Vec3;
+use glint_camera::{CameraOptions, Frames, Headlight, Inputs, Layout, Light, Renderer};
+use glint_manifest::CameraBinding;
+
+use crate::{SimError, Simulation};
+
+/// The cameras a simulation renders, and the renderer with the model's textures.
+pub(crate) struct Cameras {
+    pub(crate) layout: Layout,
+    renderer: Renderer,
+}
+
+/// Every active camera's images of every world, as [`Layout`] stacks them.
+#[derive(Clone, Debug)]
+pub struct CameraFrames {
+    /// Where each camera's pixels are.
+    pub layout: Layout,
+    /// Worlds.
+    pub nworld: usize,
+    /// 8-bit RGB, `nworld × pixels_per_world × 3`.
+    pub rgb: Vec<u8>,
+    /// Depth along the optical axis (metres; 0: nothing hit), `nworld × pixels_per_world`.
+    pub depth: Vec<f32>,
+    /// Geom id (−1: background), `nworld × pixels_per_world`.
+    pub seg: Vec<i32>,
+}
+
+impl CameraFrames {
+    /// Camera `slot`'s (position in the layout) image in world `world`: RGB, depth and
+    /// segmentation slices with its width and height.
+    pub fn image(&self, world: usize, slot: usize) -> (&[u8], &[f32], &[i32], usize, usize) {
+        let (model, _) = &self.layout.cameras[slot];
+        let (w, h) = (model.width, model.height);
+        let start = world * self.layout.pixels_per_world + self.layout.offsets[slot];
+        (
+            &self.rgb[start * 3..(start + w * h) * 3],
+            &self.depth[start..start + w * h],
+            &self.seg[start..start + w * h],
+            w,
+            h,
+        )
+    }
+}
+
+impl Simulation {
+    /// Sets which MJCF cameras render and how (exactly those given, in that order). Loads the
+    /// model's textures the first time; a texture that cannot be decoded is an error naming
+    /// it.
+    pub fn set_cameras(&mut self, options: Vec<CameraOptions>) -> Result<(), SimError> {
+        let layout = Layout::new(&self.scene, &options)?;
+        let renderer = match self.cameras.take() {
+            Some(c) => c.renderer,
+            None => Renderer::new(&self.model.textures()?),
+        };
+        self.cameras = Some(Cameras { layout, renderer });
+        Ok(())
+    }
+
+    /// The layout of the cameras set, if any.
+    pub fn camera_layout(&self) -> Option<&Layout> {
+        self.cameras.as_ref().map(|c| &c.layout)
+    }
+
+    /// The render options of a manifest's `[[camera]]` binding.
+    pub fn camera_options(&self, binding: &CameraBinding) -> Result<CameraOptions, SimError> {
+        Ok(CameraOptions {
+            resolution: binding.resolution,
+            render_rgb: binding.rgb,
+            render_depth: binding.depth,
+            render_seg: binding.seg,
+            use_textures: binding.use_textures,
+            use_shadows: binding.use_shadows,
+            enabled_geom_groups: binding.geom_groups,
+            ..CameraOptions::new(self.camera_index(&binding.camera)?)
+        })
+    }
+
+    /// MJCF camera `name`'s index, or an error naming the cameras there are.
+    pub fn camera_index(&self, name: &str) -> Result<usize, SimError> {
+        let names = &self.scene.cam_name;
+        names.iter().position(|n| n == name).ok_or_else(|| {
+            let hint = match glint_core::nearest_name(name, names.iter().map(String::as_str)) {
+                Some(n) => format!("did you mean `{n}`?"),
+                None if names.is_empty() => "the scene has no cameras".into(),
+                None => format!("its cameras are {}", names.join(", ")),
+            };
+            SimError::Setting(format!("the scene has no camera named `{name}`: {hint}"))
+        })
+    }
+
+    /// Renders every camera set by [`Simulation::set_cameras`] in every world into the
+    /// caller's buffers (laid out as [`Simulation::camera_layout`] says).
+    pub fn render_into(&mut self, frames: Frames) -> Result<(), SimError> {
+        let Some(cameras) = &self.cameras else {
+            return Err(SimError::Setting(
+                "no cameras are set: bind them with [[camera]] in the manifest or Simulation::set_cameras".into(),
+            ));
+        };
+        let lights: Vec<Vec<Light>> = (0..self.nworld()).map(|w| self.world_lights(w)).collect();
+        let h = self.model.headlight();
+        let headlight = Headlight {
+            active: h.active,
+            ambient: Vec3::from_array(h.ambient),
+            diffuse: Vec3::from_array(h.diffuse),
+            specular: Vec3::from_array(h.specular),
+        };
+        let poses = self.worlds.poses();
+        let input = Inputs { scene: &self.scene, poses, caster: &self.rays, lights: &lights, headlight };
+        cameras.renderer.render(input, &cameras.layout, frames)?;
+        Ok(())
+    }
+
+    /// Renders every camera set in every world into new buffers.
+    pub fn render(&mut self) -> Result<CameraFrames, SimError> {
+        let layout = self.camera_layout().cloned().ok_or_else(|| {
+            SimError::Setting(
+                "no cameras are set: bind them with [[camera]] in the manifest or Simulation::set_cameras".into(),
+            )
+        })?;
+        let n = self.nworld() * layout.pixels_per_world;
+        let (mut rgb, mut depth, mut seg) = (vec![0u8; n * 3], vec![0f32; n], vec![-1i32; n]);
+        self.render_into(Frames { rgb: Some(&mut rgb), depth: Some(&mut depth), seg: Some(&mut seg) })?;
+        Ok(CameraFrames { layout, nworld: self.nworld(), rgb, depth, seg })
+    }
+
+    /// World `w`'s active lights, with its light fields, as the renderer takes them.
+    fn world_lights(&self, w: usize) -> Vec<Light> {
+        let scene = &self.scene;
+        (0..scene.nlight())
+            .map(|i| (i, self.light_fields.light(scene, self.worlds.poses(), w, i)))
+            .filter(|(_, state)| state.active)
+            .map(|(i, state)| Light {
+                light_type: state.light_type,
+                pos: state.xpos,
+                dir: state.xdir,
+                ambient: Vec3::from_array(scene.light_ambient[i]),
+                diffuse: Vec3::from_array(state.diffuse),
+                specular: Vec3::from_array(scene.light_specular[i]),
+                attenuation: scene.light_attenuation[i],
+                cutoff: scene.light_spot[i][0],
+                exponent: scene.light_spot[i][1],
+                castshadow: state.castshadow,
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,214 @@
+//! Cameras against MuJoCo: every pixel's depth and segmentation equal `mj_ray` along that
+//! pixel's ray (same geom, distance within 1e-5 relative) on the example scenes and on a
+//! random scene with every geom type; batched worlds render as single worlds do; bad camera
+//! requests are errors.
+
+use std::path::{Path, PathBuf};
+
+use glint_core::RayFilter;
+use glint_mujoco::{MujocoRays, WorldBatch};
+use glint_sim::{CameraOptions, SimOptions, Simulation};
+
+fn example(parts: &[&str]) -> PathBuf {
+    let mut p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "..", "examples"].iter().collect();
+    p.extend(parts);
+    p
+}
+
+fn sim_of(path: &Path, nworld: usize) -> Simulation {
+    Simulation::from_xml_file(path, Vec::new(), SimOptions { nworld, ..SimOptions::default() }).unwrap()
+}
+
+/// Renders camera `name` of the scene at `path` at `w` × `h` and checks every pixel against
+/// `mj_ray` from the camera along the pixel's ray.
+fn check_against_mj_ray(path: &Path, name: &str, (w, h): (usize, usize)) {
+    let mut sim = sim_of(path, 1);
+    let cam = sim.camera_index(name).unwrap();
+    sim.set_cameras(vec![CameraOptions { resolution: Some((w, h)), ..CameraOptions::new(cam) }]).unwrap();
+    let frames = sim.render().unwrap();
+    let (model, options) = &frames.layout.cameras[0];
+    let reference = WorldBatch::new(sim.model(), 1).unwrap();
+    let poses = sim.poses();
+    let (pos, mat) = (poses.cam_xpos[cam], poses.cam_xmat[cam]);
+    let filter = RayFilter { geomgroup: Some(options.enabled_geom_groups), flg_static: true, exclude_tree: -1 };
+    let (mut hits, mut worst) = (0, 0.0f64);
+    for row in 0..h {
+        for col in 0..w {
+            let (o, d) = model.pixel_ray(col, row);
+            let mj = reference.mj_ray(0, pos + mat * o, mat * d, &filter, -1);
+            let i = row * w + col;
+            let where_ = format!("{}: pixel ({col}, {row})", path.display());
+            assert_eq!(frames.seg[i], mj.geomid, "{where_}: segmentation");
+            if mj.geomid < 0 {
+                assert_eq!(frames.depth[i], 0.0, "{where_}: no hit reads 0");
+                continue;
+            }
+            hits += 1;
+            let err = (f64::from(frames.depth[i]) - mj.dist).abs() / mj.dist;
+            worst = worst.max(err);
+            assert!(err <= 1e-5, "{where_}: depth {} against mj_ray {}", frames.depth[i], mj.dist);
+        }
+    }
+    assert!(hits > w * h / 4, "{}: the camera sees little ({hits} hits)", path.display());
+    eprintln!("{}: {hits} hits, worst relative depth difference {worst:.2e}", path.display());
+}
+
+#[test]
+fn depth_and_segmentation_equal_mj_ray_on_the_example_scenes() {
+    for (scene, camera) in [
+        (example(&["primitives.xml"]), "overview"),
+        (example(&["crowded.xml"]), "overview"),
+        (example(&["meshes.xml"]), "overview"),
+        (example(&["showroom", "showroom.xml"]), "overview"),
+        (example(&["lights", "scene.xml"]), "view"),
+    ] {
+        check_against_mj_ray(&scene, camera, (64, 48));
+    }
+}
+
+/// A scene of every geom type MuJoCo ray-casts (plane, height field, sphere, capsule,
+/// ellipsoid, cylinder, box, mesh) at seeded random poses, seen by one camera.
+fn every_geom_type_scene(seed: u64) -> String {
+    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut rand = move || {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut geoms = String::new();
+    let kinds = ["sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh"];
+    for i in 0..24 {
+        let kind = kinds[i % kinds.len()];
+        let (x, y, z) = (rand() * 4.0 - 2.0, rand() * 4.0 - 2.0, rand() * 1.0 + 0.2);
+        let (a, b, c) = (rand() * 180.0, rand() * 180.0, rand() * 180.0);
+        let (s1, s2, s3) = (0.1 + rand() * 0.3, 0.1 + rand() * 0.3, 0.1 + rand() * 0.3);
+        let size = match kind {
+            "sphere" => format!("{s1}"),
+            "capsule" | "cylinder" => format!("{s1} {s2}"),
+            "mesh" => String::new(),
+            _ => format!("{s1} {s2} {s3}"),
+        };
+        let shape = if kind == "mesh" { r#"mesh="tetra""#.to_string() } else { format!(r#"size="{size}""#) };
+        geoms += &format!(
+            r#"<geom name="g{i}" type="{kind}" {shape} pos="{x} {y} {z}" euler="{a} {b} {c}" rgba="{} {} {} 1"/>"#,
+            rand(),
+            rand(),
+            rand()
+        );
+    }
+    format!(
+        r#"<mujoco><compiler angle="degree"/>
+        <asset>
+          <mesh name="tetra" vertex="0 0 0  0.4 0 0  0 0.4 0  0 0 0.4"/>
+          <hfield name="bumps" nrow="4" ncol="4" size="1.5 1.5 0.3 0.05"
+                  elevation="0 1 0 1  1 0 1 0  0 1 1 0  1 0 0 1"/>
+        </asset>
+        <worldbody>
+          <geom name="floor" type="plane" size="6 6 0.1"/>
+          <geom name="terrain" type="hfield" hfield="bumps" pos="2.5 2.5 0"/>
+          {geoms}
+          <camera name="cam" pos="5 -5 4" xyaxes="0.7071 0.7071 0 -0.4 0.4 0.8246"/>
+        </worldbody></mujoco>"#
+    )
+}
+
+#[test]
+fn depth_and_segmentation_equal_mj_ray_on_random_scenes_of_every_geom_type() {
+    let dir = std::env::temp_dir().join(format!("glint-camera-random-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for seed in 0..3 {
+        let path = dir.join(format!("scene{seed}.xml"));
+        std::fs::write(&path, every_geom_type_scene(seed)).unwrap();
+        check_against_mj_ray(&path, "cam", (80, 60));
+    }
+}
+
+#[test]
+fn batched_worlds_render_as_single_worlds() {
+    let scene = example(&["lights", "scene.xml"]);
+    let options = |sim: &Simulation| {
+        let cam = sim.camera_index("view").unwrap();
+        vec![CameraOptions { resolution: Some((48, 40)), ..CameraOptions::new(cam) }]
+    };
+    // Three worlds whose lights differ by the light fields (rows of w % 2).
+    let mut batch = sim_of(&scene, 3);
+    let nlight = batch.scene().nlight();
+    let mut diffuse = vec![0.0; 2 * nlight * 3];
+    for i in 0..nlight {
+        diffuse[i * 3..][..3].copy_from_slice(&[0.2, 0.2, 0.2]);
+        diffuse[(nlight + i) * 3..][..3].copy_from_slice(&[0.9, 0.5, 0.1]);
+    }
+    batch.set_light_field("light_diffuse", &diffuse, &[2, nlight, 3]).unwrap();
+    batch.set_cameras(options(&batch)).unwrap();
+    let all = batch.render().unwrap();
+    for (world, row) in [(0usize, 0usize), (1, 1), (2, 0)] {
+        let mut single = sim_of(&scene, 1);
+        single.set_light_field("light_diffuse", &diffuse[row * nlight * 3..][..nlight * 3], &[1, nlight, 3]).unwrap();
+        single.set_cameras(options(&single)).unwrap();
+        let one = single.render().unwrap();
+        let (rgb, depth, seg, _, _) = all.image(world, 0);
+        assert_eq!(rgb, &one.rgb[..], "world {world}: colour");
+        assert_eq!(depth, &one.depth[..], "world {world}: depth");
+        assert_eq!(seg, &one.seg[..], "world {world}: segmentation");
+    }
+    assert_ne!(all.image(0, 0).0, all.image(1, 0).0, "the light fields change the picture");
+}
+
+#[test]
+fn shadows_and_textures_change_the_picture_and_can_be_turned_off() {
+    let scene = example(&["lights", "scene.xml"]);
+    let mut sim = sim_of(&scene, 1);
+    let cam = sim.camera_index("view").unwrap();
+    let render = |sim: &mut Simulation, shadows: bool, textures: bool| {
+        let o = CameraOptions {
+            resolution: Some((64, 64)),
+            use_shadows: shadows,
+            use_textures: textures,
+            ..CameraOptions::new(cam)
+        };
+        sim.set_cameras(vec![o]).unwrap();
+        sim.render().unwrap().rgb
+    };
+    let full = render(&mut sim, true, true);
+    let total = |rgb: &[u8]| rgb.iter().map(|&v| u64::from(v)).sum::<u64>();
+    assert!(total(&render(&mut sim, false, true)) > total(&full), "without shadows the floor is brighter");
+    assert_ne!(render(&mut sim, true, false), full, "the checker texture shows");
+}
+
+#[test]
+fn bad_camera_requests_are_errors() {
+    let scene = example(&["lights", "scene.xml"]);
+    let mut sim = sim_of(&scene, 1);
+    let err = sim.camera_index("veiw").unwrap_err().to_string();
+    assert!(err.contains("did you mean `view`"), "{err}");
+    let err = sim.render().unwrap_err().to_string();
+    assert!(err.contains("no cameras are set"), "{err}");
+    for (resolution, want) in [((0, 10), "out of range"), ((100_000, 10), "1 to 8192")] {
+        let o = CameraOptions { resolution: Some(resolution), ..CameraOptions::new(0) };
+        let err = sim.set_cameras(vec![o]).unwrap_err().to_string();
+        assert!(err.contains(want), "{resolution:?}: {err}");
+    }
+    let err = sim.set_cameras(vec![CameraOptions::new(7)]).unwrap_err().to_string();
+    assert!(err.contains("camera 7 does not exist"), "{err}");
+    // An inactive camera takes no place in the layout; asking for its slot says so.
+    sim.set_cameras(vec![CameraOptions { cam_active: false, ..CameraOptions::new(0) }]).unwrap();
+    let err = sim.camera_layout().unwrap().slot(sim.scene(), 0).unwrap_err().to_string();
+    assert!(err.contains("not active"), "{err}");
+    let dir = std::env::temp_dir().join(format!("glint-camera-badtex-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let xml = dir.join("badtex.xml");
+    std::fs::write(&dir.join("broken.png"), b"not a png").unwrap();
+    std::fs::write(
+        &xml,
+        r#"<mujoco><asset><texture name="t" type="2d" file="broken.png"/><material name="m" texture="t"/></asset>
+           <worldbody><geom type="box" size="1 1 1" material="m"/><camera name="c" pos="0 -5 0" xyaxes="1 0 0 0 0 1"/></worldbody></mujoco>"#,
+    )
+    .unwrap();
+    // MuJoCo itself may refuse the file when compiling; either way the message names it.
+    match Simulation::from_xml_file(&xml, Vec::new(), SimOptions::default()) {
+        Err(e) => assert!(e.to_string().contains("broken.png"), "{e}"),
+        Ok(mut sim) => {
+            let err = sim.set_cameras(vec![CameraOptions::new(0)]).unwrap_err().to_string();
+            assert!(err.contains("texture 0 ('t') cannot be loaded"), "{err}");
+        }
+    }
+}
