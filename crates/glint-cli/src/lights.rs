@@ -7,8 +7,9 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
-use glint_lights::{Exposure, Rig, SEED_TABLE, SeedRow, exposure};
+use glint_lights::{Exposure, Rig, SEED_TABLE, SeedRow, exposure, ssim};
 use glint_mujoco::LitScene;
+use glint_sim::{CameraOptions, SimOptions, Simulation};
 
 use crate::output::write_error;
 
@@ -101,6 +102,10 @@ const RIGS: [(&str, &str); 5] = [
 ];
 const RENDER_SCRIPT: &str = include_str!("lights/mujoco_render.py");
 const CAMERA: &str = "view";
+/// How far glint's foreground mean may be from MuJoCo's.
+const GLINT_TOLERANCE: f64 = 0.10;
+/// The SSIM glint's render should reach against MuJoCo's.
+const SSIM_TARGET: f64 = 0.85;
 const SIDE: usize = 256;
 
 /// One rendered row of the report.
@@ -109,6 +114,11 @@ struct Row {
     rig: &'static str,
     label: &'static str,
     mujoco: Exposure,
+    glint: Exposure,
+    /// |glint.mean − mujoco.mean| / mujoco.mean.
+    glint_mean_error: f64,
+    /// SSIM of glint's render against MuJoCo's.
+    ssim: f64,
     seed_mujoco: Exposure,
     seed_isaac: Option<Exposure>,
     /// |mujoco.mean − seed| / seed.
@@ -142,15 +152,19 @@ fn report(args: ReportArgs) -> Result<()> {
     }
     let version = render_with_mujoco(&args, &jobs)?;
     let mut rows = Vec::new();
-    for (seed, _, raw) in &jobs {
+    for (seed, mjcf, raw) in &jobs {
         let rgb = std::fs::read(raw).with_context(|| format!("reading MuJoCo's render {}", raw.display()))?;
         let _ = std::fs::remove_file(raw);
         let measured = exposure(&rgb, SIDE, SIDE)
             .with_context(|| format!("MuJoCo's render of {} is not {SIDE}x{SIDE} RGB", seed.rig))?;
         let png = args.out.join(format!("{}_mujoco.png", seed.rig));
-        image::save_buffer(&png, &rgb, SIDE as u32, SIDE as u32, image::ColorType::Rgb8)
-            .with_context(|| format!("writing {}", png.display()))?;
-        rows.push(row(seed, measured, png));
+        save_rgb(&png, &rgb, SIDE, SIDE)?;
+        let ours = render_with_glint(mjcf)?;
+        save_rgb(&args.out.join(format!("{}_glint.png", seed.rig)), &ours, SIDE, SIDE)?;
+        save_rgb(&args.out.join(format!("{}_side_by_side.png", seed.rig)), &side_by_side(&rgb, &ours), 2 * SIDE, SIDE)?;
+        let glint = exposure(&ours, SIDE, SIDE).context("glint's render")?;
+        let similarity = ssim(&rgb, &ours, SIDE, SIDE).context("glint's render")?;
+        rows.push(row(seed, measured, (glint, similarity), png));
     }
     let summary = serde_json::json!({ "mujoco_version": version, "camera": CAMERA, "size": SIDE, "rows": rows });
     let json_path = args.out.join("report.json");
@@ -163,11 +177,14 @@ fn report(args: ReportArgs) -> Result<()> {
     Ok(())
 }
 
-fn row(seed: &SeedRow, measured: Exposure, png: PathBuf) -> Row {
+fn row(seed: &SeedRow, measured: Exposure, (glint, ssim): (Exposure, f64), png: PathBuf) -> Row {
     Row {
         rig: seed.rig,
         label: seed.label,
         mujoco: measured,
+        glint,
+        glint_mean_error: (glint.mean - measured.mean).abs() / measured.mean,
+        ssim,
         seed_mujoco: seed.mujoco,
         seed_isaac: seed.isaac,
         mean_error: (measured.mean - seed.mujoco.mean).abs() / seed.mujoco.mean,
@@ -184,27 +201,56 @@ fn print_table(rows: &[Row], version: &str, out: &Path) {
     };
     println!("foreground (central 160x160 of {SIDE}x{SIDE}) luminance: mean / p05 / share below 20");
     println!(
-        "{:<40} {:>20} {:>20} {:>20} {:>14}",
+        "{:<40} {:>18} {:>18} {:>18} {:>18} {:>12} {:>16} {:>6}",
         "rig",
         format!("MuJoCo {version}"),
-        "seed: MuJoCo 3.12",
-        "seed: Isaac Sim 5.0",
-        "mean vs seed"
+        "seed MuJoCo 3.12",
+        "seed Isaac Sim 5.0",
+        "glint",
+        "MuJoCo/seed",
+        "glint/MuJoCo",
+        "SSIM"
     );
     for r in rows {
-        let verdict = if r.mean_error <= r.tolerance { "ok" } else { "OUT" };
+        let verdict = |ok: bool| if ok { "ok" } else { "OUT" };
         println!(
-            "{:<40} {:>20} {:>20} {:>20} {:>7.1}% {:>3} (<= {:.0}%)",
+            "{:<40} {:>18} {:>18} {:>18} {:>18} {:>8.1}% {:>3} {:>12.1}% {:>3} {:>6.3}",
             r.label,
             cell(Some(&r.mujoco)),
             cell(Some(&r.seed_mujoco)),
             cell(r.seed_isaac.as_ref()),
+            cell(Some(&r.glint)),
             r.mean_error * 100.0,
-            verdict,
-            r.tolerance * 100.0
+            verdict(r.mean_error <= r.tolerance),
+            r.glint_mean_error * 100.0,
+            verdict(r.glint_mean_error <= GLINT_TOLERANCE),
+            r.ssim
         );
     }
-    println!("PNGs, patched MJCFs and report.json in {}", out.display());
+    println!(
+        "targets: MuJoCo within 10% of the seed (15% for the sideways disk); glint within {:.0}% of MuJoCo, SSIM >= {SSIM_TARGET}",
+        GLINT_TOLERANCE * 100.0
+    );
+    println!("PNGs (MuJoCo, glint, side by side), patched MJCFs and report.json in {}", out.display());
+}
+
+/// glint's render of the measurement camera of the MJCF at `path`, 256 × 256 RGB.
+fn render_with_glint(path: &Path) -> Result<Vec<u8>> {
+    let mut sim = Simulation::from_xml_file(path, Vec::new(), SimOptions::default())?;
+    let camera = sim.camera_index(CAMERA)?;
+    sim.set_cameras(vec![CameraOptions { resolution: Some((SIDE, SIDE)), ..CameraOptions::new(camera) }])?;
+    Ok(sim.render()?.rgb)
+}
+
+fn save_rgb(path: &Path, rgb: &[u8], width: usize, height: usize) -> Result<()> {
+    image::save_buffer(path, rgb, width as u32, height as u32, image::ColorType::Rgb8)
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// Two `SIDE`-square images side by side.
+fn side_by_side(left: &[u8], right: &[u8]) -> Vec<u8> {
+    let row = SIDE * 3;
+    left.chunks_exact(row).zip(right.chunks_exact(row)).flat_map(|(l, r)| l.iter().chain(r).copied()).collect()
 }
 
 /// Renders every job's MJCF with MuJoCo's classic renderer in a Python process; returns the

@@ -19,6 +19,7 @@ mod lights;
 mod output;
 mod points;
 mod recover;
+mod render;
 mod replay;
 mod run;
 mod scan;
@@ -74,6 +75,10 @@ enum Command {
     /// (see docs/lights.md).
     #[command(subcommand)]
     Lights(lights::LightsCommand),
+    /// Renders one frame of a manifest's `[[camera]]` bindings (or every camera of an MJCF
+    /// scene) in one world: RGB PNG, depth as 16-bit millimetre PNG and float32 `.npy`,
+    /// segmentation as a colour PNG and int32 `.npy` (see docs/cameras.md).
+    Render(render::RenderArgs),
 }
 
 fn main() {
@@ -94,6 +99,7 @@ fn main() {
         Command::Points(args) => points::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Lights(cmd) => lights::run(cmd),
+        Command::Render(args) => render::run(args),
     };
     output::report_lost_output();
     if let Err(e) = result {

@@ -49,6 +49,44 @@ pub fn exposure(rgb: &[u8], width: usize, height: usize) -> Option<Exposure> {
     Some(Exposure { mean, p05: lum[rank - 1], dark })
 }
 
+/// The structural similarity (SSIM, Wang et al. 2004) of two `width` × `height` RGB images'
+/// luma: an 11 × 11 Gaussian window (σ = 1.5), K1 = 0.01, K2 = 0.03, averaged over every
+/// window inside the image. 1 for identical images. `None` when a buffer is not that size
+/// or the image is smaller than the window.
+pub fn ssim(a: &[u8], b: &[u8], width: usize, height: usize) -> Option<f64> {
+    const R: usize = 5;
+    if a.len() != width * height * 3 || b.len() != a.len() || width < 2 * R + 1 || height < 2 * R + 1 {
+        return None;
+    }
+    let luma = |img: &[u8]| -> Vec<f64> { img.chunks_exact(3).map(|p| luminance([p[0], p[1], p[2]])).collect() };
+    let (x, y) = (luma(a), luma(b));
+    let g: Vec<f64> = (0..=2 * R).map(|i| (-((i as f64 - R as f64).powi(2)) / (2.0 * 1.5 * 1.5)).exp()).collect();
+    let norm: f64 = g.iter().sum::<f64>().powi(2);
+    let (c1, c2) = ((0.01f64 * 255.0).powi(2), (0.03f64 * 255.0).powi(2));
+    let mut total = 0.0;
+    let mut count = 0usize;
+    for cy in R..height - R {
+        for cx in R..width - R {
+            let (mut mx, mut my, mut xx, mut yy, mut xy) = (0.0, 0.0, 0.0, 0.0, 0.0);
+            for (j, gj) in g.iter().enumerate() {
+                for (i, gi) in g.iter().enumerate() {
+                    let k = (cy + j - R) * width + cx + i - R;
+                    let wgt = gi * gj / norm;
+                    mx += wgt * x[k];
+                    my += wgt * y[k];
+                    xx += wgt * x[k] * x[k];
+                    yy += wgt * y[k] * y[k];
+                    xy += wgt * x[k] * y[k];
+                }
+            }
+            let (vx, vy, cov) = (xx - mx * mx, yy - my * my, xy - mx * my);
+            total += ((2.0 * mx * my + c1) * (2.0 * cov + c2)) / ((mx * mx + my * my + c1) * (vx + vy + c2));
+            count += 1;
+        }
+    }
+    Some(total / count as f64)
+}
+
 /// One row of the seed's measurement table.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct SeedRow {
@@ -136,6 +174,18 @@ mod tests {
         }
         let e = exposure(&rgb, 256, 256).unwrap();
         assert!((e.dark - 1.0 / 160.0).abs() < 1e-12, "{e:?}");
+    }
+
+    #[test]
+    fn ssim_is_one_for_equal_images_and_drops_with_structure() {
+        let a: Vec<u8> = (0..32 * 32 * 3).map(|i| ((i / 3) % 32 * 8) as u8).collect();
+        assert!((ssim(&a, &a, 32, 32).unwrap() - 1.0).abs() < 1e-12);
+        let flat = vec![128u8; a.len()];
+        let s = ssim(&a, &flat, 32, 32).unwrap();
+        assert!(s < 0.5, "{s}");
+        let brighter: Vec<u8> = a.iter().map(|&v| v.saturating_add(10)).collect();
+        assert!(ssim(&a, &brighter, 32, 32).unwrap() > 0.9);
+        assert!(ssim(&a, &a, 8, 8).is_none());
     }
 
     #[test]

@@ -25,7 +25,7 @@ mod rig;
 mod translate;
 
 pub use error::LightsError;
-pub use exposure::{DARK_BELOW, Exposure, FOREGROUND, SEED_TABLE, SeedRow, exposure, luminance};
+pub use exposure::{DARK_BELOW, Exposure, FOREGROUND, SEED_TABLE, SeedRow, exposure, luminance, ssim};
 pub use rig::{LIGHT_TYPES, Light, LightKind, RawLight, Rig};
 pub use translate::{
     AMBIENT_RATIO, DISTANT_STANDOFF, Headlight, LightWarning, MAX_RIG_LIGHTS, MjcfLight, MjcfLightType, Translation,

@@ -1,0 +1,189 @@
+//! `glint render`: one frame of every bound camera of one world, as PNG and NumPy files.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use glint_sim::{CameraFrames, CameraOptions, SimOptions, Simulation};
+
+use crate::output::write_error;
+use crate::print_warnings;
+
+/// Arguments of `glint render`.
+#[derive(Args)]
+pub struct RenderArgs {
+    /// A scene manifest (its `[[camera]]` bindings, else every camera of its scene) or an
+    /// MJCF file (every camera).
+    scene: PathBuf,
+    /// Render only these MJCF cameras (repeat for several).
+    #[arg(long = "camera")]
+    cameras: Vec<String>,
+    /// Which world to write (0-based).
+    #[arg(long, default_value_t = 0)]
+    world: usize,
+    /// Worlds to simulate (all are rendered; `--world` is written).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    worlds: u32,
+    /// Simulation steps before the frame (each one tick of the manifest's runner, its
+    /// controller driving; 10 ms by default).
+    #[arg(long, default_value_t = 0)]
+    steps: u32,
+    /// Override the width and height of every camera, pixels.
+    #[arg(long, num_args = 2, value_names = ["WIDTH", "HEIGHT"])]
+    size: Option<Vec<usize>>,
+    /// Render without shadows.
+    #[arg(long)]
+    no_shadows: bool,
+    /// Render without textures.
+    #[arg(long)]
+    no_textures: bool,
+    /// Output folder (created if missing).
+    #[arg(long, default_value = "out/render")]
+    out: PathBuf,
+}
+
+pub fn run(args: RenderArgs) -> Result<()> {
+    let options = SimOptions { nworld: args.worlds as usize, ..SimOptions::default() };
+    let is_manifest = args.scene.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
+    let mut sim = if is_manifest {
+        Simulation::from_manifest(&args.scene, options)?
+    } else {
+        Simulation::from_xml_file(&args.scene, Vec::new(), options)?
+    };
+    print_warnings(&mut sim);
+    if args.world >= sim.nworld() {
+        bail!(
+            "world {} does not exist (--worlds {}): pick one from 0 to {}",
+            args.world,
+            sim.nworld(),
+            sim.nworld() - 1
+        );
+    }
+    let mut cameras: Vec<CameraOptions> = match (&args.cameras[..], sim.camera_layout()) {
+        ([], Some(layout)) => layout.cameras.iter().map(|(_, o)| o.clone()).collect(),
+        ([], None) => (0..sim.scene().ncam()).map(CameraOptions::new).collect(),
+        (names, _) => names.iter().map(|n| Ok(CameraOptions::new(sim.camera_index(n)?))).collect::<Result<_>>()?,
+    };
+    if cameras.is_empty() {
+        bail!(
+            "'{}' has no cameras: add a <camera> to the MJCF (and a [[camera]] binding to the manifest)",
+            args.scene.display()
+        );
+    }
+    for c in &mut cameras {
+        if let Some(size) = &args.size {
+            c.resolution = Some((size[0], size[1]));
+        }
+        c.use_shadows &= !args.no_shadows;
+        c.use_textures &= !args.no_textures;
+    }
+    sim.set_cameras(cameras)?;
+    for _ in 0..args.steps {
+        sim.step(None)?;
+    }
+    let frames = sim.render()?;
+    std::fs::create_dir_all(&args.out).map_err(|e| write_error(&args.out, e))?;
+    for slot in 0..frames.layout.cameras.len() {
+        write_camera(&frames, args.world, slot, &args.out)?;
+    }
+    Ok(())
+}
+
+/// Writes one camera's outputs: `NAME_rgb.png`, `NAME_depth.png` (16-bit millimetres),
+/// `NAME_depth.npy`, `NAME_seg.png` (a colour per geom) and `NAME_seg.npy`.
+fn write_camera(frames: &CameraFrames, world: usize, slot: usize, out: &Path) -> Result<()> {
+    let (model, options) = &frames.layout.cameras[slot];
+    let (rgb, depth, seg, w, h) = frames.image(world, slot);
+    let stem = model.name.replace(|c: char| !c.is_ascii_alphanumeric() && c != '_' && c != '-', "_");
+    let path = |suffix: &str| out.join(format!("{stem}_{suffix}"));
+    let mut written = Vec::new();
+    if options.render_rgb {
+        let p = path("rgb.png");
+        image::save_buffer(&p, rgb, w as u32, h as u32, image::ColorType::Rgb8)
+            .with_context(|| format!("writing {}", p.display()))?;
+        written.push(p);
+    }
+    if options.render_depth {
+        let mm: Vec<u16> = depth.iter().map(|&d| (d as f64 * 1000.0).round().clamp(0.0, 65535.0) as u16).collect();
+        let p = path("depth.png");
+        let img = image::ImageBuffer::<image::Luma<u16>, Vec<u16>>::from_raw(w as u32, h as u32, mm)
+            .context("depth image")?;
+        img.save(&p).with_context(|| format!("writing {}", p.display()))?;
+        written.push(p);
+        let p = path("depth.npy");
+        write_npy(&p, "<f4", h, w, &depth.iter().flat_map(|d| d.to_le_bytes()).collect::<Vec<u8>>())?;
+        written.push(p);
+    }
+    if options.render_seg {
+        let colours: Vec<u8> = seg.iter().flat_map(|&g| seg_colour(g)).collect();
+        let p = path("seg.png");
+        image::save_buffer(&p, &colours, w as u32, h as u32, image::ColorType::Rgb8)
+            .with_context(|| format!("writing {}", p.display()))?;
+        written.push(p);
+        let p = path("seg.npy");
+        write_npy(&p, "<i4", h, w, &seg.iter().flat_map(|g| g.to_le_bytes()).collect::<Vec<u8>>())?;
+        written.push(p);
+    }
+    for p in written {
+        println!("wrote {}", p.display());
+    }
+    Ok(())
+}
+
+/// A distinct colour per geom id (black for the background), as MuJoCo's segmentation
+/// rendering picks them: Halton points of bases 2, 3 and 5.
+fn seg_colour(g: i32) -> [u8; 3] {
+    if g < 0 {
+        return [0; 3];
+    }
+    let halton = |mut i: u32, base: u32| {
+        let (mut f, mut r) = (1.0f64, 0.0f64);
+        while i > 0 {
+            f /= base as f64;
+            r += f * (i % base) as f64;
+            i /= base;
+        }
+        r
+    };
+    let i = g as u32 + 10;
+    [2, 3, 5].map(|b| ((0.1 + 0.8 * halton(i, b)) * 255.0).round() as u8)
+}
+
+/// A NumPy `.npy` file (format 1.0) of a C-ordered `rows × cols` array of `dtype`.
+fn write_npy(path: &Path, dtype: &str, rows: usize, cols: usize, data: &[u8]) -> Result<()> {
+    let mut header = format!("{{'descr': '{dtype}', 'fortran_order': False, 'shape': ({rows}, {cols}), }}");
+    // The magic, version and length take 10 bytes; the header ends in a newline, padded so
+    // the data starts on a multiple of 64.
+    let total = (10 + header.len() + 1).div_ceil(64) * 64;
+    header.push_str(&" ".repeat(total - 10 - header.len() - 1));
+    header.push('\n');
+    let mut file = std::fs::File::create(path).map_err(|e| write_error(path, e))?;
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(data);
+    file.write_all(&bytes).map_err(|e| write_error(path, e))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn npy_header_is_aligned_and_says_the_shape() {
+        let dir = std::env::temp_dir().join(format!("glint-npy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("a.npy");
+        write_npy(&p, "<f4", 2, 3, &[0u8; 24]).unwrap();
+        let bytes = std::fs::read(&p).unwrap();
+        let len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+        assert_eq!((10 + len) % 64, 0);
+        let header = std::str::from_utf8(&bytes[10..10 + len]).unwrap();
+        assert!(header.contains("'shape': (2, 3)") && header.ends_with('\n'));
+        assert_eq!(bytes.len(), 10 + len + 24);
+        assert_eq!(seg_colour(-1), [0, 0, 0]);
+        assert_ne!(seg_colour(0), seg_colour(1));
+    }
+}
