@@ -196,7 +196,7 @@ fn bad_camera_requests_are_errors() {
     let dir = std::env::temp_dir().join(format!("glint-camera-badtex-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let xml = dir.join("badtex.xml");
-    std::fs::write(&dir.join("broken.png"), b"not a png").unwrap();
+    std::fs::write(dir.join("broken.png"), b"not a png").unwrap();
     std::fs::write(
         &xml,
         r#"<mujoco><asset><texture name="t" type="2d" file="broken.png"/><material name="m" texture="t"/></asset>
