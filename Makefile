@@ -53,7 +53,7 @@ test: deps pydeps osmesa python
 
 # Full benchmarks: every example scene with every pattern, and the lidar API against the bare
 # core, as JSON lines in out/bench.jsonl.
-bench: build python
+bench: build python osmesa
 	@mkdir -p out
 	@rm -f out/bench.jsonl
 	@for s in $(SCENES); do for p in os1-64 vlp16 mid360; do \
@@ -66,6 +66,9 @@ bench: build python
 	@$(GLINT) bench record examples/showroom/showroom.toml --seconds 10 --repeats 5 --json | tee -a out/bench.jsonl
 	@$(GLINT) bench serve examples/showroom/showroom.toml --calls 500 --seconds 5 --json | tee -a out/bench.jsonl
 	@.deps/venv/bin/python -m glint.bench gym --json | tee -a out/bench.jsonl
+	@for s in lights/scene primitives meshes; do \
+		$(RENDER_ENV) $(GLINT) bench render examples/$$s.xml --res 256 --shadows --json | tee -a out/bench.jsonl || exit 1; \
+	done
 
 # The seed's light-rig measurement: the bundled arm scene with no rig and with each of the
 # seed's five rigs, rendered by MuJoCo's classic renderer on the CPU; the table beside the

@@ -61,6 +61,17 @@ def test_mujoco_means_are_within_the_seed_tolerance(report):
         assert 0.0 <= row["mujoco"]["dark"] <= 1.0
 
 
+def test_glint_renders_as_mujoco_does(report):
+    """The camera issue's acceptance: glint's foreground mean within 10 % of MuJoCo's render
+    for every rig and the baseline, and SSIM at least 0.85."""
+    summary, out = report
+    for row in summary["rows"]:
+        assert abs(row["glint"]["mean"] - row["mujoco"]["mean"]) <= 0.10 * row["mujoco"]["mean"], row["rig"]
+        assert row["ssim"] >= 0.85, (row["rig"], row["ssim"])
+        assert _png_size(out / f"{row['rig']}_glint.png") == (256, 256)
+        assert _png_size(out / f"{row['rig']}_side_by_side.png") == (512, 256)
+
+
 def test_the_rigs_change_the_picture(report):
     """A rig that were ignored would render as the baseline: the seed's distant and dome rigs
     are far brighter than it, and the bulbs darker."""
@@ -104,3 +115,21 @@ def test_python_light_fields_follow_w_mod_rows(tmp_path):
         sim.set_light_field("light_diffuse", np.zeros((2, nlight)))
     with pytest.raises(ValueError, match="did you mean `light_dir`"):
         sim.set_light_field("light_dri", np.zeros((1, nlight, 3)))
+
+
+def test_bench_render_reports_well_formed_figures():
+    """`glint bench render` in its short mode: it runs both renderers and reports positive
+    rates and their ratios (the figures themselves are for `make bench`)."""
+    proc = subprocess.run(
+        [str(GLINT_BIN), "bench", "render", str(REPO / "examples" / "lights" / "scene.xml"), "--shadows",
+         "--frames", "2", "--res", "64", "--json", "--python", sys.executable],
+        capture_output=True,
+        text=True,
+        timeout=RENDER_TIMEOUT_S,
+    )
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert r["camera"] == "view" and r["res"] == 64 and r["shadows"] is True
+    for key in ["glint_one_thread_fps", "glint_all_threads_fps", "mujoco_fps", "speedup_one_thread"]:
+        assert r[key] > 0, key
+    assert r["glint_one_thread_mpix_s"] == pytest.approx(r["glint_one_thread_fps"] * 64 * 64 / 1e6)

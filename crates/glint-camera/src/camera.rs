@@ -174,6 +174,12 @@ impl Layout {
         let mut pixels = 0;
         for o in options.iter().filter(|o| o.cam_active) {
             let model = CameraModel::new(scene, o)?;
+            if cameras.iter().any(|(m, _): &(CameraModel, CameraOptions)| m.camera == o.camera) {
+                return Err(CameraError::Projection {
+                    camera: model.name,
+                    message: "is bound twice; bind each camera once".into(),
+                });
+            }
             offsets.push(pixels);
             pixels += model.width * model.height;
             cameras.push((model, o.clone()));

@@ -170,7 +170,7 @@ impl Renderer {
                 self.shade(s, w, &hit, &lights, options, |l| shadowed[l].get(r).copied().unwrap_or(false))
             };
             let at = pixel[r] * 3;
-            rgb[at..at + 3].copy_from_slice(&color.to_array().map(|c| (c.clamp(0.0, 1.0) * 255.0).round() as u8));
+            rgb[at..at + 3].copy_from_slice(&color.to_array().map(|c| (c.clamp(0.0, 1.0) * 255.0 + 0.5) as u8));
         }
     }
 
@@ -195,19 +195,23 @@ impl Renderer {
                 if !(options.use_shadows && light.castshadow && light.lights()) {
                     return Vec::new();
                 }
+                // Only surfaces that face the light can be in its shadow; the others (and
+                // background pixels) cast nothing.
+                let mut which = Vec::with_capacity(n);
                 let mut origins = Vec::with_capacity(n);
                 let mut dirs = Vec::with_capacity(n);
                 let mut reach = Vec::with_capacity(n);
                 for r in 0..n {
                     let (l, d) = light.toward(points[r]);
-                    // Surfaces facing away from the light, and misses, cast a ray that is never
-                    // read; it starts where it is harmless.
-                    let facing = geomid[r] >= 0 && normal[r].dot(l) > 0.0;
-                    origins.push(if facing { points[r] + normal[r] * SHADOW_OFFSET } else { points[r] });
-                    dirs.push(l);
-                    reach.push(if facing { d } else { 0.0 });
+                    if geomid[r] >= 0 && normal[r].dot(l) > 0.0 {
+                        which.push(r);
+                        origins.push(points[r] + normal[r] * SHADOW_OFFSET);
+                        dirs.push(l);
+                        reach.push(d);
+                    }
                 }
-                let (mut dist, mut geom, mut norm) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
+                let m = which.len();
+                let (mut dist, mut geom, mut norm) = (vec![0.0; m], vec![0; m], vec![DVec3::ZERO; m]);
                 let cast = Cast {
                     world: w,
                     origins: Origins::Each(&origins),
@@ -217,10 +221,13 @@ impl Renderer {
                     trusted: false,
                 };
                 let hits = HitsMut { dist: &mut dist, geomid: &mut geom, normal: &mut norm };
-                if s.prepared[slot].cast(cast, hits).is_err() {
-                    return vec![false; n];
+                let mut shadowed = vec![false; n];
+                if s.prepared[slot].cast(cast, hits).is_ok() {
+                    for (k, &r) in which.iter().enumerate() {
+                        shadowed[r] = geom[k] >= 0 && dist[k] < reach[k];
+                    }
                 }
-                (0..n).map(|r| reach[r] > 0.0 && geom[r] >= 0 && dist[r] < reach[r]).collect()
+                shadowed
             })
             .collect()
     }

@@ -99,23 +99,39 @@ impl Light {
             scale = if att > 0.0 { (1.0 / att) as f32 } else { 1.0 };
             if self.cutoff < 180.0 {
                 let cos = (-l).dot(self.dir.normalize_or_zero());
-                if cos < f64::from(self.cutoff).to_radians().cos() {
+                if (cos as f32) < self.cutoff.to_radians().cos() {
                     return Vec3::ZERO;
                 }
-                scale *= (cos.max(0.0) as f32).powf(self.exponent);
+                scale *= power(cos.max(0.0) as f32, self.exponent);
             }
         }
         let ndl = n.dot(l);
         let mut c = self.ambient * surface.color;
         if ndl > 0.0 {
             c += self.diffuse * surface.color * ndl as f32;
-            let h = (l + v).normalize_or_zero();
-            let ndh = n.dot(h).max(0.0) as f32;
-            if surface.specular > 0.0 && ndh > 0.0 {
-                c += self.specular * surface.specular * ndh.powf(surface.shininess);
+            if surface.specular > 0.0 && self.specular != Vec3::ZERO {
+                let ndh = n.dot((l + v).normalize_or_zero()).max(0.0) as f32;
+                // Below 1 − 7 / shininess the highlight is under e⁻⁷ of the light's specular:
+                // less than a unit of 8-bit colour, so the power is not worth taking.
+                if ndh > 0.0 && ndh >= 1.0 - 7.0 / surface.shininess.max(7.0) {
+                    c += self.specular * surface.specular * power(ndh, surface.shininess);
+                }
             }
         }
         c * scale
+    }
+}
+
+/// `x^y` for `x` in [0, 1]: by multiplications when `y` is a small whole number (MJCF's
+/// spot exponents usually are), else `powf`.
+#[inline]
+fn power(x: f32, y: f32) -> f32 {
+    if y == 0.0 {
+        1.0
+    } else if y.fract() == 0.0 && (1.0..=64.0).contains(&y) {
+        x.powi(y as i32)
+    } else {
+        x.powf(y)
     }
 }
 

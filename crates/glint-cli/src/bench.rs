@@ -31,6 +31,10 @@ pub enum BenchCommand {
     /// and eight clients, and the loop's tick rate while served (no client, one client at 100
     /// scans per second, one and eight clients flat out) against the same loop with no server.
     Serve(ServeArgs),
+    /// Renders one camera with glint (one thread and all threads) and with MuJoCo's classic
+    /// renderer (the `mujoco` Python package, OSMesa held to one thread) in the same run, and
+    /// prints frames and megapixels per second and the ratios.
+    Render(crate::render_bench::RenderBenchArgs),
 }
 
 /// Arguments of `glint bench serve`.
@@ -215,6 +219,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                 println!("on / off                   {:.2}x", r.on_over_off);
             })
         }
+        BenchCommand::Render(a) => crate::render_bench::run(a),
         BenchCommand::Serve(a) => {
             let manifest = crate::manifest_with_lidars(&a.manifest)?;
             let options = glint_server::bench::ServeBench { manifest, calls: a.calls, seconds: a.seconds };

@@ -1,16 +1,15 @@
 //! `glint lights`: a UsdLux-style rig translated into MJCF `<light>` elements (`translate`),
 //! and the seed's exposure measurement rendered by MuJoCo's own classic renderer (`report`).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use glint_lights::{Exposure, Rig, SEED_TABLE, SeedRow, exposure, ssim};
 use glint_mujoco::LitScene;
 use glint_sim::{CameraOptions, SimOptions, Simulation};
 
+use crate::classic::{self, ClassicJob};
 use crate::output::write_error;
 
 /// `glint lights` commands.
@@ -100,7 +99,6 @@ const RIGS: [(&str, &str); 5] = [
     ("disk_side", include_str!("../../../examples/lights/rigs/disk_side.toml")),
     ("dome", include_str!("../../../examples/lights/rigs/dome.toml")),
 ];
-const RENDER_SCRIPT: &str = include_str!("lights/mujoco_render.py");
 const CAMERA: &str = "view";
 /// How far glint's foreground mean may be from MuJoCo's.
 const GLINT_TOLERANCE: f64 = 0.10;
@@ -150,7 +148,17 @@ fn report(args: ReportArgs) -> Result<()> {
         let raw = args.out.join(format!("{}.rgb", row.rig));
         jobs.push((row, mjcf, raw));
     }
-    let version = render_with_mujoco(&args, &jobs)?;
+    let classic: Vec<ClassicJob> = jobs
+        .iter()
+        .map(|(_, mjcf, raw)| ClassicJob {
+            mjcf: mjcf.clone(),
+            camera: CAMERA.into(),
+            size: (SIDE, SIDE),
+            out: raw.clone(),
+            frames: 0,
+        })
+        .collect();
+    let version = classic::render(&classic::python(args.python.clone()), &classic, false)?.version;
     let mut rows = Vec::new();
     for (seed, mjcf, raw) in &jobs {
         let rgb = std::fs::read(raw).with_context(|| format!("reading MuJoCo's render {}", raw.display()))?;
@@ -251,45 +259,4 @@ fn save_rgb(path: &Path, rgb: &[u8], width: usize, height: usize) -> Result<()> 
 fn side_by_side(left: &[u8], right: &[u8]) -> Vec<u8> {
     let row = SIDE * 3;
     left.chunks_exact(row).zip(right.chunks_exact(row)).flat_map(|(l, r)| l.iter().chain(r).copied()).collect()
-}
-
-/// Renders every job's MJCF with MuJoCo's classic renderer in a Python process; returns the
-/// `mujoco` package's version.
-fn render_with_mujoco(args: &ReportArgs, jobs: &[(&SeedRow, PathBuf, PathBuf)]) -> Result<String> {
-    let python = args
-        .python
-        .clone()
-        .or_else(|| std::env::var_os("GLINT_PYTHON").map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from("python3"));
-    let request: Vec<_> = jobs
-        .iter()
-        .map(|(_, mjcf, raw)| {
-            serde_json::json!({ "mjcf": mjcf, "camera": CAMERA, "width": SIDE, "height": SIDE, "out": raw })
-        })
-        .collect();
-    let mut cmd = Command::new(&python);
-    cmd.arg("-c").arg(RENDER_SCRIPT).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    if std::env::var_os("MUJOCO_GL").is_none() {
-        cmd.env("MUJOCO_GL", "osmesa");
-    }
-    let fix = "glint lights report renders with MuJoCo's classic renderer through the `mujoco` Python package \
-               (mujoco==3.17.0): pass --python or set GLINT_PYTHON to a Python that has it; headless, it needs \
-               MUJOCO_GL=osmesa and Mesa's libOSMesa (`make lights-report` sets up both)";
-    let mut child = cmd.spawn().with_context(|| format!("cannot start '{}': {fix}", python.display()))?;
-    let mut stdin = child.stdin.take().context("the renderer's standard input")?;
-    stdin.write_all(serde_json::to_string(&request)?.as_bytes()).context("sending the render jobs")?;
-    drop(stdin);
-    let out = child.wait_with_output().context("waiting for the renderer")?;
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message");
-        bail!("MuJoCo's renderer ('{}') failed: {last}\n{fix}", python.display());
-    }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let reply: serde_json::Value = stdout
-        .lines()
-        .rev()
-        .find_map(|l| serde_json::from_str(l).ok())
-        .with_context(|| format!("the renderer printed no version: {stdout}"))?;
-    Ok(reply["mujoco"].as_str().unwrap_or("?").to_string())
 }

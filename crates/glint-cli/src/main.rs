@@ -14,12 +14,14 @@ macro_rules! eprintln {
 
 mod bake;
 mod bench;
+mod classic;
 mod export;
 mod lights;
 mod output;
 mod points;
 mod recover;
 mod render;
+mod render_bench;
 mod replay;
 mod run;
 mod scan;

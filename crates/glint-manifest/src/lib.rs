@@ -497,6 +497,29 @@ pub fn lidar_bindings(tables: &[toml::Table], source: &Path) -> Result<Vec<Lidar
         .collect()
 }
 
+/// The camera bindings of `tables`, each with the keys of a `[[camera]]` table, checked as a
+/// manifest's are (errors name `source` and the table's index).
+pub fn camera_bindings(tables: &[toml::Table], source: &Path) -> Result<Vec<CameraBinding>, ManifestError> {
+    tables
+        .iter()
+        .enumerate()
+        .map(|(index, table)| {
+            if let Some(key) = table.keys().find(|k| !CAMERA_KEYS.contains(&k.as_str())) {
+                return Err(ManifestError::UnknownKey {
+                    path: source.to_path_buf(),
+                    table: format!("[[camera]] {index}"),
+                    key: key.clone(),
+                    hint: hint(key, CAMERA_KEYS),
+                });
+            }
+            let raw: RawCamera = toml::Value::Table(table.clone()).try_into().map_err(|e: toml::de::Error| {
+                ManifestError::Parse { path: source.to_path_buf(), message: format!("[[camera]] {index}: {e}") }
+            })?;
+            raw.binding(source, index)
+        })
+        .collect()
+}
+
 impl RawMaterial {
     /// The preset, then the metal, then each channel given; checked.
     fn material(&self, path: &Path, name: &str) -> Result<NirMaterial, ManifestError> {

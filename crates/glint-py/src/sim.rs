@@ -408,6 +408,69 @@ impl Simulation {
         Ok((dist, geomid, normal))
     }
 
+    /// Sets the cameras that render: each a camera name, or a dict with the keys of a
+    /// manifest's `[[camera]]` table (`camera`, `width`, `height`, `outputs`, `use_textures`,
+    /// `use_shadows`, `geom_groups`). Replaces the manifest's bindings.
+    fn set_cameras(&mut self, py: Python<'_>, cameras: Vec<Bound<'_, PyAny>>) -> PyResult<()> {
+        let mut tables = Vec::with_capacity(cameras.len());
+        for (i, c) in cameras.iter().enumerate() {
+            let table = match c.cast::<PyDict>() {
+                Ok(d) => toml_table(d, &format!("cameras[{i}]"))?,
+                Err(_) => {
+                    let name: String = c.extract().map_err(|_| {
+                        raise(
+                            "SettingError",
+                            format!("cameras[{i}] is neither a camera name nor a dict of [[camera]] keys"),
+                        )
+                    })?;
+                    toml::Table::from_iter([("camera".to_string(), toml::Value::String(name))])
+                }
+            };
+            tables.push(table);
+        }
+        let bindings = glint_manifest::camera_bindings(&tables, std::path::Path::new("set_cameras"))
+            .map_err(|e| raise("ManifestError", e.to_string()))?;
+        let options = bindings.iter().map(|b| self.sim.camera_options(b)).collect::<Result<Vec<_>, _>>().py()?;
+        py.detach(|| self.sim.set_cameras(options)).py()
+    }
+
+    /// Renders every camera set (by the manifest's `[[camera]]` or `set_cameras`) in every
+    /// world. Returns a dict from camera name to a dict of its outputs: `rgb` `(nworld, H, W,
+    /// 3)` uint8, `depth` `(nworld, H, W)` float32 metres along the optical axis (0: nothing
+    /// hit), `seg` `(nworld, H, W)` int32 geom ids (−1: background).
+    fn render<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let frames = py.detach(|| self.sim.render()).py()?;
+        let out = PyDict::new(py);
+        let nworld = frames.nworld;
+        for (slot, (model, options)) in frames.layout.cameras.iter().enumerate() {
+            let (w, h) = (model.width, model.height);
+            let mut rgb = Vec::with_capacity(nworld * w * h * 3);
+            let mut depth = Vec::with_capacity(nworld * w * h);
+            let mut seg = Vec::with_capacity(nworld * w * h);
+            for world in 0..nworld {
+                let (c, d, g, _, _) = frames.image(world, slot);
+                rgb.extend_from_slice(c);
+                depth.extend_from_slice(d);
+                seg.extend_from_slice(g);
+            }
+            let camera = PyDict::new(py);
+            if options.render_rgb {
+                let a = numpy::ndarray::Array4::from_shape_vec((nworld, h, w, 3), rgb).expect("nworld x h x w x 3");
+                camera.set_item("rgb", a.into_pyarray(py))?;
+            }
+            if options.render_depth {
+                let a = numpy::ndarray::Array3::from_shape_vec((nworld, h, w), depth).expect("nworld x h x w");
+                camera.set_item("depth", a.into_pyarray(py))?;
+            }
+            if options.render_seg {
+                let a = numpy::ndarray::Array3::from_shape_vec((nworld, h, w), seg).expect("nworld x h x w");
+                camera.set_item("seg", a.into_pyarray(py))?;
+            }
+            out.set_item(&model.name, camera)?;
+        }
+        Ok(out)
+    }
+
     /// The names of the light fields that can differ per world (MuJoCo Warp's names).
     #[staticmethod]
     fn light_field_names() -> Vec<&'static str> {

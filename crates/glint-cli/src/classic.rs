@@ -1,0 +1,81 @@
+//! MuJoCo's own classic renderer (`mujoco.Renderer`, the `mujoco` Python package) in a child
+//! process: the reference `glint lights report` and `glint bench render` compare against.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+const RENDER_SCRIPT: &str = include_str!("mujoco_render.py");
+
+/// One image for MuJoCo to draw.
+pub struct ClassicJob {
+    /// The MJCF file.
+    pub mjcf: PathBuf,
+    /// The MJCF camera.
+    pub camera: String,
+    /// Width and height, pixels.
+    pub size: (usize, usize),
+    /// Where the raw RGB bytes go.
+    pub out: PathBuf,
+    /// Frames to time after a warm-up (0: draw once, untimed).
+    pub frames: u32,
+}
+
+/// What the renderer said.
+pub struct ClassicReply {
+    /// The `mujoco` package's version.
+    pub version: String,
+    /// Per job, its seconds per frame when timed.
+    pub seconds_per_frame: Vec<Option<f64>>,
+}
+
+/// The Python to run: `python`, else $GLINT_PYTHON, else python3.
+pub fn python(python: Option<PathBuf>) -> PathBuf {
+    python.or_else(|| std::env::var_os("GLINT_PYTHON").map(PathBuf::from)).unwrap_or_else(|| PathBuf::from("python3"))
+}
+
+/// Draws every job with MuJoCo's classic renderer; with `one_thread`, Mesa's software
+/// rasterizer (llvmpipe, under OSMesa) is held to one thread.
+pub fn render(python: &PathBuf, jobs: &[ClassicJob], one_thread: bool) -> Result<ClassicReply> {
+    let request: Vec<_> = jobs
+        .iter()
+        .map(|j| {
+            serde_json::json!({ "mjcf": j.mjcf, "camera": j.camera, "width": j.size.0, "height": j.size.1,
+                                "out": j.out, "frames": j.frames })
+        })
+        .collect();
+    let mut cmd = Command::new(python);
+    cmd.arg("-c").arg(RENDER_SCRIPT).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    if std::env::var_os("MUJOCO_GL").is_none() {
+        cmd.env("MUJOCO_GL", "osmesa");
+    }
+    if one_thread {
+        cmd.env("LP_NUM_THREADS", "1");
+    }
+    let fix = "MuJoCo's classic renderer is reached through the `mujoco` Python package (mujoco==3.17.0): pass \
+               --python or set GLINT_PYTHON to a Python that has it; headless, it needs MUJOCO_GL=osmesa and \
+               Mesa's libOSMesa on the library path (`make lights-report` and `make bench` set up both)";
+    let mut child = cmd.spawn().with_context(|| format!("cannot start '{}': {fix}", python.display()))?;
+    let mut stdin = child.stdin.take().context("the renderer's standard input")?;
+    stdin.write_all(serde_json::to_string(&request)?.as_bytes()).context("sending the render jobs")?;
+    drop(stdin);
+    let out = child.wait_with_output().context("waiting for the renderer")?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message");
+        bail!("MuJoCo's renderer ('{}') failed: {last}\n{fix}", python.display());
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let reply: serde_json::Value = stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .with_context(|| format!("the renderer printed no version: {stdout}"))?;
+    let seconds_per_frame = reply["seconds_per_frame"]
+        .as_array()
+        .map(|a| a.iter().map(serde_json::Value::as_f64).collect())
+        .unwrap_or_else(|| vec![None; jobs.len()]);
+    Ok(ClassicReply { version: reply["mujoco"].as_str().unwrap_or("?").to_string(), seconds_per_frame })
+}

@@ -1,0 +1,204 @@
+//! `glint bench render`: glint's cameras against MuJoCo's classic renderer drawing the same
+//! camera of the same scene, in one run.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use glint_mujoco::LitScene;
+use glint_sim::{CameraOptions, Manifest, SimOptions, Simulation};
+use serde::Serialize;
+
+use crate::classic::{self, ClassicJob};
+use crate::output::write_error;
+
+/// Arguments of `glint bench render`.
+#[derive(Args)]
+pub struct RenderBenchArgs {
+    /// An MJCF scene or a manifest (its light rig applied when `use_scenario_lights` is on).
+    scene: PathBuf,
+    /// The MJCF camera (default: the first).
+    #[arg(long)]
+    camera: Option<String>,
+    /// Image side, pixels (square images).
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    res: u32,
+    /// Worlds glint renders per call (MuJoCo draws one).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    worlds: u32,
+    /// Shadows on, in both renderers.
+    #[arg(long)]
+    shadows: bool,
+    /// Frames timed per measurement (after one warm-up).
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    frames: u32,
+    /// Python with the `mujoco` package (default: $GLINT_PYTHON, else python3).
+    #[arg(long)]
+    python: Option<PathBuf>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The report.
+#[derive(Serialize)]
+struct Report {
+    scene: PathBuf,
+    camera: String,
+    res: u32,
+    worlds: u32,
+    shadows: bool,
+    frames: u32,
+    /// glint on one thread: frames per second (worlds × calls / seconds) and megapixels/s.
+    glint_one_thread_fps: f64,
+    glint_one_thread_mpix_s: f64,
+    /// glint on every thread.
+    glint_all_threads_fps: f64,
+    glint_all_threads_mpix_s: f64,
+    threads: usize,
+    /// MuJoCo's classic renderer, Mesa's llvmpipe held to one thread.
+    mujoco_fps: f64,
+    mujoco_mpix_s: f64,
+    mujoco_version: String,
+    /// glint one thread / MuJoCo.
+    speedup_one_thread: f64,
+    /// glint all threads / MuJoCo.
+    speedup_all_threads: f64,
+}
+
+pub fn run(args: RenderBenchArgs) -> Result<()> {
+    let out = std::env::temp_dir().join(format!("glint-bench-render-{}", std::process::id()));
+    std::fs::create_dir_all(&out).map_err(|e| write_error(&out, e))?;
+    let result = bench(&args, &out);
+    let _ = std::fs::remove_dir_all(&out);
+    let report = result?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print(&report);
+    }
+    Ok(())
+}
+
+fn bench(args: &RenderBenchArgs, out: &Path) -> Result<Report> {
+    let is_manifest = args.scene.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
+    let options = SimOptions { nworld: args.worlds as usize, ..SimOptions::default() };
+    let (mut sim, mjcf) = if is_manifest {
+        let manifest = Manifest::load(&args.scene)?;
+        let mjcf = if manifest.use_scenario_lights {
+            let lit = LitScene::from_xml_file(&manifest.scene, &manifest.lights)?;
+            let path = manifest.scene.with_file_name(format!(".glint-bench-lit-{}.xml", std::process::id()));
+            std::fs::write(&path, lit.to_xml()?).map_err(|e| write_error(&path, e))?;
+            path
+        } else {
+            manifest.scene.clone()
+        };
+        (Simulation::from_loaded(manifest, options)?, mjcf)
+    } else {
+        (Simulation::from_xml_file(&args.scene, Vec::new(), options)?, args.scene.clone())
+    };
+    let result = measure(args, &mut sim, &mjcf, out);
+    if mjcf != args.scene && mjcf.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".glint-bench-lit-")) {
+        let _ = std::fs::remove_file(&mjcf);
+    }
+    result
+}
+
+fn measure(args: &RenderBenchArgs, sim: &mut Simulation, mjcf: &Path, out: &Path) -> Result<Report> {
+    let camera = match &args.camera {
+        Some(name) => sim.camera_index(name)?,
+        None if sim.scene().ncam() > 0 => 0,
+        None => bail!("'{}' has no camera: add a <camera> to the MJCF or pass --camera", args.scene.display()),
+    };
+    let name = sim.scene().cam_name[camera].clone();
+    if name.is_empty() {
+        bail!("camera {camera} has no name, and MuJoCo's renderer is given the camera by name: name it in the MJCF");
+    }
+    let side = args.res as usize;
+    let options = CameraOptions {
+        resolution: Some((side, side)),
+        use_shadows: args.shadows,
+        render_depth: false,
+        render_seg: false,
+        ..CameraOptions::new(camera)
+    };
+    sim.set_cameras(vec![options])?;
+    let pixels = sim.camera_layout().map_or(0, |l| l.pixels_per_world) * sim.nworld();
+    let mut rgb = vec![0u8; pixels * 3];
+    let mut time = |sim: &mut Simulation, threads: usize| -> Result<f64> {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().context("a thread pool")?;
+        pool.install(|| -> Result<f64> {
+            let frames = glint_sim::Frames { rgb: Some(&mut rgb), depth: None, seg: None };
+            sim.render_into(frames)?;
+            let t0 = Instant::now();
+            for _ in 0..args.frames {
+                sim.render_into(glint_sim::Frames { rgb: Some(&mut rgb), depth: None, seg: None })?;
+            }
+            Ok(f64::from(args.frames) * f64::from(args.worlds) / t0.elapsed().as_secs_f64())
+        })
+    };
+    let threads = rayon::current_num_threads();
+    let one = time(sim, 1)?;
+    let all = time(sim, threads)?;
+    let job = ClassicJob {
+        mjcf: mjcf.to_path_buf(),
+        camera: name.clone(),
+        size: (side, side),
+        out: out.join("mujoco.rgb"),
+        frames: args.frames,
+    };
+    let reply = classic::render(&classic::python(args.python.clone()), &[job], true)?;
+    let seconds = reply.seconds_per_frame.first().copied().flatten().context("MuJoCo's renderer reported no timing")?;
+    let mujoco = 1.0 / seconds;
+    let mpix = |fps: f64| fps * (side * side) as f64 / 1e6;
+    Ok(Report {
+        scene: args.scene.clone(),
+        camera: name,
+        res: args.res,
+        worlds: args.worlds,
+        shadows: args.shadows,
+        frames: args.frames,
+        glint_one_thread_fps: one,
+        glint_one_thread_mpix_s: mpix(one),
+        glint_all_threads_fps: all,
+        glint_all_threads_mpix_s: mpix(all),
+        threads,
+        mujoco_fps: mujoco,
+        mujoco_mpix_s: mpix(mujoco),
+        mujoco_version: reply.version,
+        speedup_one_thread: one / mujoco,
+        speedup_all_threads: all / mujoco,
+    })
+}
+
+fn print(r: &Report) {
+    println!(
+        "scene    {} camera '{}', {}x{}, {} world(s), shadows {}",
+        r.scene.display(),
+        r.camera,
+        r.res,
+        r.res,
+        r.worlds,
+        if r.shadows { "on" } else { "off" }
+    );
+    println!("{:<48} {:>12} {:>12}", "", "frames/s", "Mpixel/s");
+    println!("{:<48} {:>12.1} {:>12.2}", "glint, 1 thread", r.glint_one_thread_fps, r.glint_one_thread_mpix_s);
+    println!(
+        "{:<48} {:>12.1} {:>12.2}",
+        format!("glint, {} threads", r.threads),
+        r.glint_all_threads_fps,
+        r.glint_all_threads_mpix_s
+    );
+    println!(
+        "{:<48} {:>12.1} {:>12.2}",
+        format!("MuJoCo {} classic renderer (OSMesa, 1 thread)", r.mujoco_version),
+        r.mujoco_fps,
+        r.mujoco_mpix_s
+    );
+    println!(
+        "speed-up over MuJoCo, 1 thread            {:.2}x   (target >= 10x at 256x256 with shadows)",
+        r.speedup_one_thread
+    );
+    println!("speed-up over MuJoCo, {} threads           {:.2}x", r.threads, r.speedup_all_threads);
+}
