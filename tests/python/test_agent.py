@@ -155,11 +155,14 @@ def test_schema_info_and_action_clamping(serve, connect):
     assert r.success, r.message
     assert list(r.observation.actions) == pytest.approx([-2.0, 0.7, 1.5])
 
-    # Camera requests are answered, with no frames and a message saying so.
+    # Camera requests are answered with frames (tests/python/test_cameras_grpc.py); one naming
+    # a camera the scene lacks is refused, naming the cameras it has.
     cam = c.pb.agent.GetCameraFrameRequest(name="front", width=64, height=48)
     r = c.agent.Step(c.pb.agent.StepRequest(actions=[0.0] * 3, camera_requests=[cam]), timeout=T)
-    assert r.success, r.message
-    assert len(r.camera_frames) == 0 and "camera" in r.message.lower()
+    assert not r.success and "overview" in r.message, r.message
+    cam = c.pb.agent.GetCameraFrameRequest(name="overview", width=64, height=48)
+    r = c.agent.Step(c.pb.agent.StepRequest(actions=[0.0] * 3, camera_requests=[cam]), timeout=T)
+    assert r.success and len(r.camera_frames) == 1, r.message
 
     # An empty name is agent_0.
     r = c.mujoco.GetMujocoInfo(c.pb.mujoco.GetMujocoInfoRequest(robot_name=""), timeout=T)

@@ -8,12 +8,13 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use glint_sim::{Simulation, WorldStatus, Worlds};
 use tonic::{Request, Response, Status};
 
+use crate::camera;
 use crate::engine::{Engine, Pace};
 use crate::proto::agent_service_server::AgentService;
 use crate::proto::mujoco_service_server::MujocoService;
 use crate::proto::{
     ActionGroupEntry, AgentFrame, AgentSchema, GetAgentSchemaRequest, GetAgentSchemaResponse, GetJointStateRequest,
-    GetJointStateResponse, GetMujocoInfoRequest, GetMujocoInfoResponse, JointState, ResetAgentRequest,
+    GetJointStateResponse, GetMujocoInfoRequest, GetMujocoInfoResponse, JointState, NamedImageFrame, ResetAgentRequest,
     ResetAgentResponse, SimulationContract, StepRequest, StepResponse,
 };
 
@@ -212,18 +213,21 @@ impl AgentService for Agents {
             Ok(w) => w,
             Err(message) => return fail(message),
         };
-        let cameras = r.camera_requests.len();
         let answer = self
             .engine
-            .call(move |core| -> Result<Stepped, String> {
+            .call(move |core| -> Result<(Stepped, Vec<NamedImageFrame>), String> {
+                // Camera requests are checked before the step, so a bad one moves nothing.
+                let requests = camera::resolve(&core.sim, &r.camera_requests)?;
                 let current = core.sim.controls(world).map_err(|e| e.to_string())?.to_vec();
                 let actions = compose_actions(&r.actions, &r.action_groups, &current)?;
                 let stepped = step_world(&mut core.sim, world, &actions)?;
                 core.ticked();
-                Ok(stepped)
+                let number = stepped.frame.min(u32::MAX as u64) as u32;
+                let frames = camera::frames(&mut core.sim, world, &requests, number, milliseconds_now())?;
+                Ok((stepped, frames))
             })
             .await?;
-        let stepped = match answer {
+        let (stepped, camera_frames) = match answer {
             Ok(s) => s,
             Err(message) => return fail(message),
         };
@@ -249,16 +253,9 @@ impl AgentService for Agents {
         if reached {
             termination_flags.insert("goal_reached".to_string(), true);
         }
-        let mut message = String::new();
-        if cameras > 0 {
-            message = format!(
-                "{cameras} camera requests answered with no frames: glint has no camera renderer yet (lidar scans \
-                 come from LidarService.GetLidarScan)"
-            );
-        }
         Ok(Response::new(StepResponse {
             success: true,
-            message,
+            message: String::new(),
             observation: Some(AgentFrame {
                 timestamp_ms: milliseconds_now(),
                 frame_number: stepped.frame.min(u32::MAX as u64) as u32,
@@ -268,7 +265,7 @@ impl AgentService for Agents {
                 target_fps: 0,
             }),
             physics_step_duration_us: (stepped.seconds * 1e6) as u64,
-            camera_frames: Vec::new(),
+            camera_frames,
             reward_signals,
             terminated: unstable || reached,
             truncated: stepped.status == WorldStatus::Ended,

@@ -19,6 +19,7 @@ pub(crate) use say;
 
 mod agent;
 pub mod bench;
+mod camera;
 mod codec;
 mod engine;
 mod error;

@@ -9,9 +9,11 @@ use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 
 use crate::agent::Agents;
+use crate::camera::Cameras;
 use crate::engine::{Engine, EngineOptions};
 use crate::lidar::Lidar;
 use crate::proto::agent_service_server::AgentServiceServer;
+use crate::proto::camera_service_server::CameraServiceServer;
 use crate::proto::lidar_service_server::LidarServiceServer;
 use crate::proto::mujoco_service_server::MujocoServiceServer;
 use crate::unserved::UnservedLayer;
@@ -108,7 +110,8 @@ pub async fn serve(
         .add_service(reflection_v1alpha)
         .add_service(LidarServiceServer::new(Lidar::new(engine.clone(), options.max_message)))
         .add_service(AgentServiceServer::new(agents.clone()))
-        .add_service(MujocoServiceServer::new(agents));
+        .add_service(MujocoServiceServer::new(agents))
+        .add_service(CameraServiceServer::new(Cameras::new(engine.clone())));
     on_listen(local);
     let served =
         router.serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), shutdown).await;

@@ -1,0 +1,234 @@
+//! Cameras over gRPC: `CameraService.ListCameras` and `GetCameraConfig`, and the frames that
+//! `AgentService.Step` answers its `camera_requests` with (RGBA bytes for colour, gray16le
+//! depth with `depth_scale` metres per code), as the `luckyrobots` client reads them.
+
+use glint_sim::{CameraOptions, Simulation};
+use tonic::{Request, Response, Status};
+
+use crate::engine::Engine;
+use crate::proto::camera_service_server::CameraService;
+use crate::proto::get_camera_config_request::Identifier as ConfigId;
+use crate::proto::get_camera_frame_request::Identifier as FrameId;
+use crate::proto::{
+    CameraConfig, CameraConfigResponse, CameraInfo, CameraStreamKind, EntityId, GetCameraConfigRequest,
+    GetCameraFrameRequest, ImageFrame, ListCamerasRequest, ListCamerasResponse, NamedImageFrame,
+};
+
+/// Metres per uint16 depth code: millimetres, up to 65.535 m.
+pub const DEPTH_SCALE: f32 = 0.001;
+
+/// `CameraService` over the engine's simulation.
+#[derive(Clone)]
+pub struct Cameras {
+    engine: Engine,
+}
+
+impl Cameras {
+    /// The service over `engine`.
+    pub fn new(engine: Engine) -> Cameras {
+        Cameras { engine }
+    }
+}
+
+/// A camera's native resolution: its MJCF `resolution`, or 256 × 256 for MuJoCo's default.
+fn native(sim: &Simulation, cam: usize) -> (usize, usize) {
+    let [w, h] = sim.scene().cam_resolution[cam];
+    if w <= 1 && h <= 1 { (256, 256) } else { (w.max(1) as usize, h.max(1) as usize) }
+}
+
+#[tonic::async_trait]
+impl CameraService for Cameras {
+    async fn list_cameras(&self, _: Request<ListCamerasRequest>) -> Result<Response<ListCamerasResponse>, Status> {
+        let cameras = self
+            .engine
+            .call(|core| {
+                (0..core.sim.scene().ncam())
+                    .map(|c| CameraInfo { id: Some(EntityId { id: c as u64 }), name: camera_name(&core.sim, c) })
+                    .collect()
+            })
+            .await?;
+        Ok(Response::new(ListCamerasResponse { cameras }))
+    }
+
+    async fn get_camera_config(
+        &self,
+        request: Request<GetCameraConfigRequest>,
+    ) -> Result<Response<CameraConfigResponse>, Status> {
+        let id = request.into_inner().identifier;
+        let response = self
+            .engine
+            .call(move |core| {
+                let cam = match &id {
+                    Some(ConfigId::Name(name)) => core.sim.camera_index(name).ok(),
+                    Some(ConfigId::Id(e)) => Some(e.id as usize).filter(|&c| c < core.sim.scene().ncam()),
+                    None => None,
+                };
+                match cam {
+                    None => CameraConfigResponse { found: false, config: None },
+                    Some(c) => {
+                        let (width, height) = native(&core.sim, c);
+                        CameraConfigResponse {
+                            found: true,
+                            config: Some(CameraConfig {
+                                width: width as u32,
+                                height: height as u32,
+                                record_mask: true,
+                                record_depth: true,
+                                enabled: true,
+                                sensor_model: 0,
+                                depth_scale: DEPTH_SCALE,
+                                max_range: DEPTH_SCALE * f32::from(u16::MAX),
+                                ..CameraConfig::default()
+                            }),
+                        }
+                    }
+                }
+            })
+            .await?;
+        Ok(Response::new(response))
+    }
+}
+
+/// The name clients know camera `c` by (MuJoCo's, or `camera_<c>` for an unnamed one).
+fn camera_name(sim: &Simulation, c: usize) -> String {
+    let name = &sim.scene().cam_name[c];
+    if name.is_empty() { format!("camera_{c}") } else { name.clone() }
+}
+
+/// A `camera_requests` entry resolved against the scene.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FrameRequest {
+    /// The name the frame is answered under (as asked).
+    name: String,
+    camera: usize,
+    size: (usize, usize),
+    depth: bool,
+}
+
+/// Resolves `requests` (by name or camera id; width and height 0 for the native size), or
+/// says which one cannot be answered.
+pub fn resolve(sim: &Simulation, requests: &[GetCameraFrameRequest]) -> Result<Vec<FrameRequest>, String> {
+    requests
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let (name, camera) = match &r.identifier {
+                Some(FrameId::Name(n)) => {
+                    let c = (0..sim.scene().ncam()).find(|&c| camera_name(sim, c) == *n);
+                    let c = c.ok_or_else(|| format!("camera_requests[{i}]: {}", sim.camera_index(n).unwrap_err()))?;
+                    (n.clone(), c)
+                }
+                Some(FrameId::Id(e)) if (e.id as usize) < sim.scene().ncam() => (camera_name(sim, e.id as usize), e.id as usize),
+                Some(FrameId::Id(e)) => {
+                    return Err(format!(
+                        "camera_requests[{i}]: camera id {} does not exist (the scene has {} cameras; ListCameras names them)",
+                        e.id,
+                        sim.scene().ncam()
+                    ));
+                }
+                None => return Err(format!("camera_requests[{i}] names no camera: set its name or id")),
+            };
+            let (nw, nh) = native(sim, camera);
+            let size = match (r.width as usize, r.height as usize) {
+                (0, 0) => (nw, nh),
+                (w, h) if (1..=glint_camera_max()).contains(&w) && (1..=glint_camera_max()).contains(&h) => (w, h),
+                (w, h) => {
+                    return Err(format!(
+                        "camera_requests[{i}] asks for {w}x{h}: give both sides from 1 to {} pixels, or 0 and 0 for the \
+                         camera's own {nw}x{nh}",
+                        glint_camera_max()
+                    ));
+                }
+            };
+            let depth = r.kind == CameraStreamKind::CameraStreamDepth as i32;
+            Ok(FrameRequest { name, camera, size, depth })
+        })
+        .collect()
+}
+
+fn glint_camera_max() -> usize {
+    glint_sim::MAX_CAMERA_SIDE
+}
+
+/// Renders world `world` for `requests` and answers each with its frame.
+pub fn frames(
+    sim: &mut Simulation,
+    world: usize,
+    requests: &[FrameRequest],
+    frame_number: u32,
+    timestamp_ms: u64,
+) -> Result<Vec<NamedImageFrame>, String> {
+    if requests.is_empty() {
+        return Ok(Vec::new());
+    }
+    // One binding per camera and size, with colour and depth as the requests ask.
+    let mut options: Vec<CameraOptions> = Vec::new();
+    let mut slot_of = Vec::with_capacity(requests.len());
+    for r in requests {
+        let found = options.iter().position(|o| o.camera == r.camera && o.resolution == Some(r.size));
+        let slot = found.unwrap_or_else(|| {
+            options.push(CameraOptions {
+                resolution: Some(r.size),
+                render_rgb: false,
+                render_depth: false,
+                render_seg: false,
+                ..CameraOptions::new(r.camera)
+            });
+            options.len() - 1
+        });
+        options[slot].render_rgb |= !r.depth;
+        options[slot].render_depth |= r.depth;
+        slot_of.push(slot);
+    }
+    // The same camera at two sizes renders as two cameras: bind the extra sizes in later passes.
+    let mut answers: Vec<Option<NamedImageFrame>> = vec![None; requests.len()];
+    let mut pending: Vec<usize> = (0..options.len()).collect();
+    while !pending.is_empty() {
+        let mut batch: Vec<usize> = Vec::new();
+        for &s in &pending {
+            if !batch.iter().any(|&b| options[b].camera == options[s].camera) {
+                batch.push(s);
+            }
+        }
+        pending.retain(|s| !batch.contains(s));
+        sim.set_cameras(batch.iter().map(|&s| options[s].clone()).collect()).map_err(|e| e.to_string())?;
+        let rendered = sim.render().map_err(|e| e.to_string())?;
+        for (k, &s) in batch.iter().enumerate() {
+            let (rgb, depth, _, w, h) = rendered.image(world, k);
+            for (i, r) in requests.iter().enumerate().filter(|(i, _)| slot_of[*i] == s) {
+                let frame = if r.depth {
+                    let data: Vec<u8> = depth
+                        .iter()
+                        .flat_map(|&d| ((d / DEPTH_SCALE).round().clamp(0.0, f32::from(u16::MAX)) as u16).to_le_bytes())
+                        .collect();
+                    image_frame(data, (w, h, 1), "gray16le", DEPTH_SCALE, frame_number, timestamp_ms)
+                } else {
+                    let data: Vec<u8> = rgb.chunks_exact(3).flat_map(|p| [p[0], p[1], p[2], 255]).collect();
+                    image_frame(data, (w, h, 4), "rgba", 0.0, frame_number, timestamp_ms)
+                };
+                answers[i] = Some(NamedImageFrame { name: r.name.clone(), frame: Some(frame) });
+            }
+        }
+    }
+    Ok(answers.into_iter().flatten().collect())
+}
+
+fn image_frame(
+    data: Vec<u8>,
+    (width, height, channels): (usize, usize, u32),
+    format: &str,
+    depth_scale: f32,
+    frame_number: u32,
+    timestamp_ms: u64,
+) -> ImageFrame {
+    ImageFrame {
+        data,
+        width: width as u32,
+        height: height as u32,
+        channels,
+        format: format.into(),
+        timestamp_ms,
+        frame_number,
+        depth_scale,
+    }
+}
