@@ -8,7 +8,9 @@ use crate::ManifestError;
 
 /// The keys of a `[[camera]]` table.
 pub(crate) const CAMERA_KEYS: &[&str] =
-    &["camera", "width", "height", "outputs", "use_textures", "use_shadows", "geom_groups"];
+    &["camera", "width", "height", "outputs", "use_textures", "use_shadows", "geom_groups", "rate_hz"];
+/// Frames per second a recording takes of a camera when its binding does not say.
+pub const DEFAULT_RATE_HZ: f64 = 10.0;
 /// The outputs a camera can render.
 pub const CAMERA_OUTPUTS: [&str; 3] = ["rgb", "depth", "seg"];
 
@@ -31,6 +33,9 @@ pub struct CameraBinding {
     pub use_shadows: bool,
     /// MuJoCo geom groups drawn (default 0, 1, 2).
     pub geom_groups: [bool; 6],
+    /// Frames per second of simulated time a recording takes (default 10; a whole fraction
+    /// of the runner's ticks per second, checked when the simulation is built).
+    pub rate_hz: f64,
 }
 
 #[derive(Deserialize, Default)]
@@ -43,6 +48,7 @@ pub(crate) struct RawCamera {
     use_textures: Option<bool>,
     use_shadows: Option<bool>,
     geom_groups: Option<Vec<i64>>,
+    rate_hz: Option<f64>,
 }
 
 impl RawCamera {
@@ -82,6 +88,10 @@ impl RawCamera {
                 geom_groups[g as usize] = true;
             }
         }
+        let rate_hz = self.rate_hz.unwrap_or(DEFAULT_RATE_HZ);
+        if !(rate_hz.is_finite() && rate_hz > 0.0 && rate_hz <= 1000.0) {
+            return Err(bad(format!("rate_hz = {rate_hz} is out of range; use (0, 1000] frames per second")));
+        }
         let has = |o: &str| outputs.iter().any(|x| x == o);
         Ok(CameraBinding {
             camera,
@@ -92,6 +102,7 @@ impl RawCamera {
             use_textures: self.use_textures.unwrap_or(true),
             use_shadows: self.use_shadows.unwrap_or(true),
             geom_groups,
+            rate_hz,
         })
     }
 }

@@ -44,7 +44,7 @@ mod reset;
 mod task;
 
 use camera::{CAMERA_KEYS, RawCamera};
-pub use camera::{CAMERA_OUTPUTS, CameraBinding};
+pub use camera::{CAMERA_OUTPUTS, CameraBinding, DEFAULT_RATE_HZ};
 pub use controller::Controller;
 use controller::{ACTUATOR_KEYS, CONTROLLER_KEYS, RawController};
 pub use observation::{MAX_OBSERVATION_BEAMS, OBSERVATION_COMPONENTS, ObservationComponent};

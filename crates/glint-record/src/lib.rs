@@ -76,6 +76,7 @@
 #![forbid(unsafe_code)]
 
 mod beams;
+mod camera;
 mod draw;
 mod error;
 mod export;
@@ -99,6 +100,7 @@ mod writer;
 pub struct RecordingGuide;
 
 pub use beams::{BeamTable, BeamsDone, CycleCounter, beam_path, cycles_recorded, read_beam_file};
+pub use camera::{CameraStream, CameraStreamInfo, DEPTH_PNG_SCALE, FramePose, camera_file_name, camera_video_file};
 pub use draw::{MaterialRead, Point, range_image_by_png, range_image_png, top_down_png};
 pub use error::RecordError;
 pub use export::{

@@ -464,6 +464,7 @@ fn log_episode(dir: &Path, meta: &SessionMeta, index: u32) -> Result<(), RecordE
         status: EpisodeStatus::Recovered.name(),
         seed,
         files,
+        camera_files: Vec::new(),
     };
     line.append(dir)
 }

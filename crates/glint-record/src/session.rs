@@ -144,6 +144,8 @@ pub struct Episode {
     video: Option<(VideoSettings, u64)>,
     warnings: Vec<RecordWarning>,
     started: Instant,
+    /// Camera streams' files, relative to the session folder, for `episodes.jsonl`.
+    camera_files: Vec<String>,
 }
 
 impl std::fmt::Debug for Episode {
@@ -365,6 +367,7 @@ impl Session {
             video: self.video.as_ref().map(|(settings, _)| (*settings, every)),
             warnings,
             started: Instant::now(),
+            camera_files: Vec::new(),
         })
     }
 }
@@ -381,6 +384,9 @@ pub(crate) struct EpisodeLine<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) seed: Option<u64>,
     pub(crate) files: Vec<String>,
+    /// The episode's camera streams (videos, their sidecars, depth folders).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) camera_files: Vec<String>,
 }
 
 impl EpisodeLine<'_> {
@@ -440,6 +446,12 @@ impl Episode {
         }
     }
 
+    /// Lists camera stream files (relative to the session folder) under the episode's
+    /// `camera_files` in `episodes.jsonl`.
+    pub fn attach_camera_files(&mut self, files: &[PathBuf]) {
+        self.camera_files.extend(files.iter().map(|f| f.to_string_lossy().replace('\\', "/")));
+    }
+
     /// What went wrong beside the recording (video proxies) since the last call.
     pub fn take_warnings(&mut self) -> Vec<RecordWarning> {
         std::mem::take(&mut self.warnings)
@@ -478,6 +490,7 @@ impl Episode {
             proxies,
             mut warnings,
             started,
+            camera_files,
             ..
         } = self;
         warnings.extend(proxies.into_iter().flatten().filter_map(|proxy| proxy.finish().err()));
@@ -545,6 +558,7 @@ impl Episode {
             status: status.name(),
             seed: Some(seed),
             files,
+            camera_files,
         };
         line.append(&dir)?;
         Ok(EpisodeSummary { index, status, ticks, sensors: summaries, warnings })

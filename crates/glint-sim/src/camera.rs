@@ -3,15 +3,19 @@
 //! each world's lights from its light fields.
 
 use glam::Vec3;
-use glint_camera::{CameraOptions, Frames, Headlight, Inputs, Layout, Light, Renderer};
-use glint_manifest::CameraBinding;
+use glint_camera::{CameraOptions, Frames, Headlight, Inputs, Layout, Light, Projection, Renderer};
+use glint_manifest::{CameraBinding, DEFAULT_RATE_HZ};
+use glint_record::CameraStreamInfo;
 
+use crate::sim::RecordedCamera;
 use crate::{SimError, Simulation};
 
 /// The cameras a simulation renders, and the renderer with the model's textures.
 pub(crate) struct Cameras {
     pub(crate) layout: Layout,
     renderer: Renderer,
+    /// Per camera of the layout, how many lidar ticks apart a recording takes its frames.
+    pub(crate) record_every: Vec<u64>,
 }
 
 /// Every active camera's images of every world, as [`Layout`] stacks them.
@@ -49,15 +53,46 @@ impl CameraFrames {
 impl Simulation {
     /// Sets which MJCF cameras render and how (exactly those given, in that order). Loads the
     /// model's textures the first time; a texture that cannot be decoded is an error naming
-    /// it.
+    /// it. Refused while a recording that takes camera frames is armed.
     pub fn set_cameras(&mut self, options: Vec<CameraOptions>) -> Result<(), SimError> {
+        if self.recording.as_ref().is_some_and(|r| !r.cameras().is_empty()) {
+            return Err(SimError::Recording { what: "changing the cameras" });
+        }
         let layout = Layout::new(&self.scene, &options)?;
         let renderer = match self.cameras.take() {
             Some(c) => c.renderer,
             None => Renderer::new(&self.model.textures()?),
         };
-        self.cameras = Some(Cameras { layout, renderer });
+        let every = self.camera_every(DEFAULT_RATE_HZ)?;
+        let record_every = vec![every; layout.cameras.len()];
+        self.cameras = Some(Cameras { layout, renderer, record_every });
         Ok(())
+    }
+
+    /// Records MJCF camera `camera`'s frames at `rate_hz` frames per second of simulated time
+    /// (a whole fraction of the runner's ticks per second; default 10).
+    pub fn set_camera_rate(&mut self, camera: usize, rate_hz: f64) -> Result<(), SimError> {
+        let every = self.camera_every(rate_hz)?;
+        let cameras = self.cameras.as_mut().ok_or_else(|| SimError::Setting("no cameras are set".into()))?;
+        let slot = cameras.layout.slot(&self.scene, camera)?;
+        cameras.record_every[slot] = every;
+        Ok(())
+    }
+
+    /// Lidar ticks between frames at `rate_hz`, or why that rate cannot be kept exactly.
+    fn camera_every(&self, rate_hz: f64) -> Result<u64, SimError> {
+        let tick_hz = 1.0 / self.runner_dt();
+        let every = (tick_hz / rate_hz).round().max(1.0);
+        if !(rate_hz.is_finite() && rate_hz > 0.0) || ((tick_hz / every) - rate_hz).abs() > 1e-6 * rate_hz {
+            let near =
+                [every - 1.0, every, every + 1.0].into_iter().filter(|&e| e >= 1.0).map(|e| format!("{}", tick_hz / e));
+            return Err(SimError::Rate(format!(
+                "a camera rate of {rate_hz} frames per second is not a whole fraction of the runner's {tick_hz} ticks \
+                 per second; use one of {} (or change [recorder] lidar_runner_hz)",
+                near.collect::<Vec<_>>().join(", ")
+            )));
+        }
+        Ok(every as u64)
     }
 
     /// The layout of the cameras set, if any.
@@ -125,6 +160,67 @@ impl Simulation {
         let (mut rgb, mut depth, mut seg) = (vec![0u8; n * 3], vec![0f32; n], vec![-1i32; n]);
         self.render_into(Frames { rgb: Some(&mut rgb), depth: Some(&mut depth), seg: Some(&mut seg) })?;
         Ok(CameraFrames { layout, nworld: self.nworld(), rgb, depth, seg })
+    }
+
+    /// The cameras a new recording takes frames of: every camera set, with its rate.
+    pub(crate) fn recorded_cameras(&self) -> Vec<RecordedCamera> {
+        let Some(cameras) = &self.cameras else { return Vec::new() };
+        let tick_hz = 1.0 / self.runner_dt();
+        cameras
+            .layout
+            .cameras
+            .iter()
+            .enumerate()
+            .map(|(slot, (model, options))| RecordedCamera {
+                info: CameraStreamInfo {
+                    camera: model.name.clone(),
+                    width: model.width,
+                    height: model.height,
+                    fps: tick_hz / cameras.record_every[slot] as f64,
+                    intrinsics: match model.projection {
+                        Projection::Perspective { f, c } => Some([f[0], f[1], c[0], c[1]]),
+                        Projection::Orthographic { .. } => None,
+                    },
+                    rgb: options.render_rgb,
+                    depth: options.render_depth,
+                },
+                slot,
+                every: cameras.record_every[slot],
+            })
+            .collect()
+    }
+
+    /// Renders and records the cameras whose frame is due after this tick (each world's
+    /// first tick of an episode, then every `every` ticks).
+    pub(crate) fn record_cameras(&mut self, times: &[f64]) -> Result<(), SimError> {
+        let Some(recording) = &self.recording else { return Ok(()) };
+        let due: Vec<(usize, usize)> = (0..self.nworld())
+            .flat_map(|w| {
+                let ticks = self.clocks_ticks(w);
+                recording
+                    .cameras()
+                    .iter()
+                    .enumerate()
+                    .filter(move |(_, c)| ticks >= 1 && (ticks - 1).is_multiple_of(c.every))
+                    .map(move |(k, _)| (w, k))
+            })
+            .collect();
+        if due.is_empty() {
+            return Ok(());
+        }
+        let frames = self.render()?;
+        let ncam = self.scene.ncam();
+        for (w, k) in due {
+            let seed = self.world_episode_seed(w);
+            let Some(recording) = &mut self.recording else { break };
+            let slot = recording.cameras()[k].slot;
+            let camera = frames.layout.cameras[slot].0.camera;
+            let (rgb, depth, _, _, _) = frames.image(w, slot);
+            let poses = self.worlds.poses();
+            let pose = (times[w], poses.cam_xpos[w * ncam + camera], poses.cam_xmat[w * ncam + camera]);
+            recording.write_camera((w, k), (rgb, depth), pose, seed, &mut self.warnings)?;
+        }
+        Ok(())
     }
 
     /// World `w`'s active lights, with its light fields, as the renderer takes them.

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use glam::{DMat3, DVec3};
 use glint_lidar::Scan;
-use glint_record::{Episode, EpisodeStatus, Session, SessionInfo, TickData, VideoSettings};
+use glint_record::{
+    CameraStream, CameraStreamInfo, Episode, EpisodeStatus, FramePose, Session, SessionInfo, TickData, VideoSettings,
+};
 
 use crate::{SimError, Warning};
 
@@ -51,10 +53,24 @@ pub(crate) struct SensorTick<'a> {
     pub(crate) episode_seed: u64,
 }
 
+/// A camera a recording takes frames of.
+#[derive(Clone, Debug)]
+pub(crate) struct RecordedCamera {
+    /// What its streams record.
+    pub(crate) info: CameraStreamInfo,
+    /// Its position in the cameras' layout.
+    pub(crate) slot: usize,
+    /// Lidar ticks between frames.
+    pub(crate) every: u64,
+}
+
 pub(crate) struct Recording {
     session: Session,
     /// Per world, the episode being written, if one has begun.
     episodes: Vec<Option<Episode>>,
+    /// Per world, its episode's camera streams (one per recorded camera) once begun.
+    streams: Vec<Vec<CameraStream>>,
+    cameras: Vec<RecordedCamera>,
     next_index: u32,
     totals: Vec<SensorTotals>,
 }
@@ -64,7 +80,7 @@ impl Recording {
     pub(crate) fn create(
         out: &Path,
         info: &SessionInfo,
-        video: VideoSettings,
+        (video, cameras): (VideoSettings, Vec<RecordedCamera>),
         warnings: &mut Vec<Warning>,
     ) -> Result<Recording, SimError> {
         let mut session = Session::create(out, info)?;
@@ -73,9 +89,52 @@ impl Recording {
         Ok(Recording {
             session,
             episodes: (0..info.worlds).map(|_| None).collect(),
+            streams: (0..info.worlds).map(|_| Vec::new()).collect(),
+            cameras,
             next_index: 0,
             totals: vec![SensorTotals::default(); info.sensors.len()],
         })
+    }
+
+    /// The cameras recorded.
+    pub(crate) fn cameras(&self) -> &[RecordedCamera] {
+        &self.cameras
+    }
+
+    /// World `world`'s episode, begun (with its camera streams) if none is open.
+    fn episode(&mut self, world: usize, seed: u64) -> Result<&mut Episode, SimError> {
+        if self.episodes[world].is_none() {
+            let index = self.next_index;
+            let episode = self.session.begin_episode(index, seed)?;
+            self.next_index += 1;
+            let dir = self.session.dir().to_path_buf();
+            self.streams[world] = self
+                .cameras
+                .iter()
+                .map(|c| CameraStream::begin(&dir, index, c.info.clone()))
+                .collect::<Result<_, _>>()?;
+            self.episodes[world] = Some(episode);
+        }
+        Ok(self.episodes[world].as_mut().expect("begun above"))
+    }
+
+    /// Writes camera `k`'s frame of world `world` (RGB and depth as its stream records them).
+    pub(crate) fn write_camera(
+        &mut self,
+        (world, k): (usize, usize),
+        (rgb, depth): (&[u8], &[f32]),
+        pose: (f64, DVec3, DMat3),
+        seed: u64,
+        warnings: &mut Vec<Warning>,
+    ) -> Result<(), SimError> {
+        self.episode(world, seed)?;
+        let stream = &mut self.streams[world][k];
+        let (time, pos, rot) = pose;
+        let q = glam::DQuat::from_mat3(&rot);
+        let frame = FramePose { frame: 0, time, pos: pos.to_array(), quat: [q.w, q.x, q.y, q.z] };
+        stream.write_next(rgb, depth, frame)?;
+        warnings.extend(stream.take_warnings().into_iter().map(Warning::Recording));
+        Ok(())
     }
 
     pub(crate) fn dir(&self) -> &Path {
@@ -89,14 +148,7 @@ impl Recording {
         tick: &SensorTick,
         warnings: &mut Vec<Warning>,
     ) -> Result<(), SimError> {
-        let episode = match &mut self.episodes[world] {
-            Some(episode) => episode,
-            slot => {
-                let episode = self.session.begin_episode(self.next_index, tick.episode_seed)?;
-                self.next_index += 1;
-                slot.insert(episode)
-            }
-        };
+        let episode = self.episode(world, tick.episode_seed)?;
         let (sensor_pos, sensor_rot) = tick.frame;
         let data = TickData { timestamp: tick.time, scan: tick.scan, beams: tick.beams, sensor_rot, sensor_pos };
         episode.write_tick(tick.sensor, &data)?;
@@ -113,7 +165,13 @@ impl Recording {
         length_s: f64,
         warnings: &mut Vec<Warning>,
     ) -> Result<(), SimError> {
-        let Some(episode) = self.episodes[world].take() else { return Ok(()) };
+        let Some(mut episode) = self.episodes[world].take() else { return Ok(()) };
+        let dir = self.session.dir().to_path_buf();
+        for stream in std::mem::take(&mut self.streams[world]) {
+            let (files, stream_warnings) = stream.finish(&dir)?;
+            episode.attach_camera_files(&files);
+            warnings.extend(stream_warnings.into_iter().map(Warning::Recording));
+        }
         let summary = episode.finish(status, length_s)?;
         for (totals, sensor) in self.totals.iter_mut().zip(&summary.sensors) {
             totals.rows += sensor.rows;

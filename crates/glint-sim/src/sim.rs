@@ -18,6 +18,7 @@ use crate::controller::Drive;
 use crate::lights::LightFields;
 use crate::materials::LoadedBake;
 use crate::observation::ObservationLayout;
+pub(crate) use crate::recording::RecordedCamera;
 use crate::recording::{Recording, RecordingOptions, RecordingSummary, SensorTick};
 use crate::reset::Randomizer;
 use crate::task::{TaskOutcome, TaskState};
@@ -156,7 +157,7 @@ pub struct Simulation {
     next_episode: u64,
     /// Lidar ticks per episode, when episodes have a length.
     episode_ticks: Option<u64>,
-    recording: Option<Recording>,
+    pub(crate) recording: Option<Recording>,
     stats: Vec<LidarStats>,
     pub(crate) setup: Setup,
     /// The run seed.
@@ -214,7 +215,12 @@ impl Simulation {
         sim.warnings.extend(light_warnings);
         if !manifest.cameras.is_empty() {
             let options = manifest.cameras.iter().map(|c| sim.camera_options(c)).collect::<Result<Vec<_>, _>>()?;
+            let rates: Vec<(usize, f64)> =
+                options.iter().zip(&manifest.cameras).map(|(o, c)| (o.camera, c.rate_hz)).collect();
             sim.set_cameras(options)?;
+            for (camera, rate) in rates {
+                sim.set_camera_rate(camera, rate)?;
+            }
         }
         sim.set_observation(&manifest.observation)?;
         if let Some(task) = &manifest.task {
@@ -597,7 +603,7 @@ impl Simulation {
             }
         }
         self.beams = beams;
-        Ok(())
+        self.record_cameras(times)
     }
 
     fn status(&self, w: usize) -> WorldStatus {
@@ -660,6 +666,21 @@ impl Simulation {
         self.lidars.return_params()
     }
 
+    /// Ticks world `w` has run in its episode.
+    pub(crate) fn clocks_ticks(&self, w: usize) -> u64 {
+        self.clocks[w].ticks
+    }
+
+    /// The seed of world `w`'s episode.
+    pub(crate) fn world_episode_seed(&self, w: usize) -> u64 {
+        episode_seed(self.seed, self.episodes[w])
+    }
+
+    /// Seconds of simulated time per lidar tick (one agent step).
+    pub fn runner_dt(&self) -> f64 {
+        self.runner.dt
+    }
+
     /// Whether a recording is armed.
     pub fn recording(&self) -> bool {
         self.recording.is_some()
@@ -685,7 +706,8 @@ impl Simulation {
         let info = self.session_info(options.episodes);
         let r = &self.setup.recorder;
         let video = VideoSettings { all_sensors: r.record_video_proxy, colour_by: r.video_colour_by };
-        let recording = Recording::create(&out, &info, video, &mut self.warnings)?;
+        let cameras = self.recorded_cameras();
+        let recording = Recording::create(&out, &info, (video, cameras), &mut self.warnings)?;
         let dir = recording.dir().to_path_buf();
         self.recording = Some(recording);
         Ok(dir)

@@ -212,3 +212,20 @@ fn bad_camera_requests_are_errors() {
         }
     }
 }
+
+#[test]
+fn cameras_cannot_change_while_a_recording_takes_their_frames() {
+    let scene = example(&["lights", "scene.xml"]);
+    let mut sim = sim_of(&scene, 1);
+    let cam = sim.camera_index("view").unwrap();
+    sim.set_cameras(vec![CameraOptions { resolution: Some((16, 16)), ..CameraOptions::new(cam) }]).unwrap();
+    let err = sim.set_camera_rate(cam, 7.0).unwrap_err().to_string();
+    assert!(err.contains("not a whole fraction"), "{err}");
+    let dir = std::env::temp_dir().join(format!("glint-camera-rec-{}", std::process::id()));
+    sim.arm_recording(&glint_sim::RecordingOptions { out: Some(dir.clone()), episodes: 1 }).unwrap();
+    let err = sim.set_cameras(vec![CameraOptions::new(cam)]).unwrap_err().to_string();
+    assert!(err.contains("changing the cameras"), "{err}");
+    sim.step(None).unwrap();
+    sim.stop_recording(glint_record::EpisodeStatus::Complete).unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -1,0 +1,129 @@
+"""Camera streams in a recording (`glint run` with a `[[camera]]` binding): LeRobot's
+`videos/` layout with an H.264 `.mp4` per camera and episode, 16-bit depth PNGs in
+millimetres, and a sidecar with the intrinsics and each frame's time and camera pose."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+import glint
+from conftest import GLINT_BIN, REPO
+
+SCENE = REPO / "examples" / "lights" / "scene.xml"
+RUN_TIMEOUT_S = 600.0  # hang guard
+
+
+def read_png16(path: Path) -> np.ndarray:
+    """A 16-bit grey PNG as written by glint (8-bit filters, one IDAT stream)."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, chunks = 8, {}
+    idat = b""
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        body = data[pos + 8 : pos + 8 + length]
+        if kind == b"IDAT":
+            idat += body
+        else:
+            chunks[kind] = body
+        pos += 12 + length
+    w, h, depth, colour = struct.unpack(">IIBB", chunks[b"IHDR"][:10])
+    assert (depth, colour) == (16, 0), (depth, colour)
+    raw = zlib.decompress(idat)
+    stride = w * 2
+    out = np.zeros((h, stride), np.uint8)
+    prev = np.zeros(stride, np.int32)
+    for y in range(h):
+        f = raw[y * (stride + 1)]
+        line = np.frombuffer(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)], np.uint8).astype(np.int32)
+        cur = np.zeros(stride, np.int32)
+        for x in range(stride):
+            a = cur[x - 2] if x >= 2 else 0
+            b = prev[x]
+            c = prev[x - 2] if x >= 2 else 0
+            if f == 0:
+                p = 0
+            elif f == 1:
+                p = a
+            elif f == 2:
+                p = b
+            elif f == 3:
+                p = (a + b) // 2
+            else:
+                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+                p = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+            cur[x] = (line[x] + p) & 0xFF
+        out[y] = cur
+        prev = cur
+    return out.view(">u2").reshape(h, w).astype(np.uint16)
+
+
+def test_run_records_camera_streams(tmp_path):
+    import imageio_ffmpeg
+
+    manifest = tmp_path / "cam.toml"
+    manifest.write_text(
+        f'scene = "{SCENE}"\n[recorder]\nlidar_runner_hz = 50.0\n'
+        '[[lidar]]\nname = "top"\nattach_body = "link0"\nchannels = 4\nazimuth_bins = 90\n'
+        '[[camera]]\ncamera = "view"\nwidth = 48\nheight = 32\nrate_hz = 10.0\n'
+    )
+    env = dict(os.environ, GLINT_FFMPEG=imageio_ffmpeg.get_ffmpeg_exe())
+    out = tmp_path / "sessions"
+    proc = subprocess.run(
+        [str(GLINT_BIN), "run", str(manifest), "--seconds", "1", "--episodes", "2", "--out", str(out)],
+        capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_S,
+    )
+    assert proc.returncode == 0, proc.stderr
+    session = next(out.glob("session_*"))
+    lines = [json.loads(l) for l in (session / "meta" / "episodes.jsonl").read_text().splitlines()]
+    assert [l["index"] for l in lines] == [0, 1]
+    for line in lines:
+        i = line["index"]
+        video = session / f"videos/chunk-000/observation.images.view/episode_{i:06d}.mp4"
+        sidecar = session / f"videos/chunk-000/observation.images.view/episode_{i:06d}.json"
+        depth_dir = session / f"depth/chunk-000/observation.depth.view/episode_{i:06d}"
+        assert sorted(line["camera_files"]) == sorted(str(p.relative_to(session)) for p in [video, sidecar, depth_dir])
+        meta = json.loads(sidecar.read_text())
+        assert (meta["width"], meta["height"], meta["fps"]) == (48, 32, 10.0)
+        fy = 0.5 / np.tan(np.radians(45) / 2) * 32
+        assert np.allclose(meta["intrinsics"], [fy, fy, 24.0, 16.0])
+        assert [f["frame"] for f in meta["frames"]] == list(range(10))
+        assert np.allclose([f["time"] for f in meta["frames"]], 0.02 + 0.1 * np.arange(10))
+        assert np.allclose(meta["frames"][0]["pos"], [1.5, -1.5, 1.2])
+        reader = imageio_ffmpeg.read_frames(str(video))
+        info = next(reader)
+        assert tuple(info["size"]) == (48, 32)
+        assert sum(1 for _ in reader) == 10
+        pngs = sorted(depth_dir.glob("frame_*.png"))
+        assert len(pngs) == 10
+    # The first depth frame is the camera's depth at the first tick, in millimetres.
+    first = read_png16(session / "depth/chunk-000/observation.depth.view/episode_000000/frame_000000.png")
+    sim = glint.Simulation.from_manifest(str(manifest))
+    sim.set_cameras([{"camera": "view", "width": 48, "height": 32, "outputs": ["depth"]}])
+    sim.step()  # one 20 ms tick, as the run's first frame
+    expected = sim.render()["view"]["depth"][0]
+    assert first.shape == (32, 48)
+    assert np.abs(first * 0.001 - expected).max() <= 0.002
+
+
+def test_camera_rate_must_divide_the_runner(tmp_path):
+    manifest = tmp_path / "bad.toml"
+    manifest.write_text(
+        f'scene = "{SCENE}"\n[recorder]\nlidar_runner_hz = 50.0\n'
+        '[[lidar]]\nname = "top"\nattach_body = "link0"\nchannels = 4\nazimuth_bins = 90\n'
+        '[[camera]]\ncamera = "view"\nrate_hz = 15.0\n'
+    )
+    proc = subprocess.run(
+        [str(GLINT_BIN), "run", str(manifest), "--seconds", "1", "--out", str(tmp_path / "s")],
+        capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+    )
+    assert proc.returncode == 1
+    assert "not a whole fraction of the runner's 50 ticks" in proc.stderr and "16.6" in proc.stderr, proc.stderr
