@@ -3,7 +3,7 @@
 
 use glam::{DMat3, DVec3, Vec3};
 use glint_core::{
-    Cast, GeomType, HitsMut, Origins, Poses, PreparedRays, RayCaster, RayFilter, Scene, Texture, TextureKind,
+    Cast, CastOne, GeomType, HitsMut, Origins, Poses, PreparedRays, RayCaster, RayFilter, Scene, Texture, TextureKind,
 };
 use rayon::prelude::*;
 
@@ -64,7 +64,12 @@ pub struct Frames<'a> {
 pub struct Renderer {
     samplers: Vec<Sampler>,
     skybox: Option<usize>,
+    /// Per geom, whether depth sees through it (its NIR material passes light: glass, water).
+    see_through: Vec<bool>,
 }
+
+/// How many see-through surfaces a depth ray passes before it reports what it meets.
+const MAX_SEE_THROUGH: usize = 8;
 
 /// One band of rows of one camera in one world, and where its pixels go.
 struct Job<'a> {
@@ -91,7 +96,46 @@ impl Renderer {
     pub fn new(textures: &[Texture]) -> Renderer {
         let samplers: Vec<Sampler> = textures.iter().map(Sampler::new).collect();
         let skybox = samplers.iter().position(|s| s.kind() == TextureKind::Skybox);
-        Renderer { samplers, skybox }
+        Renderer { samplers, skybox, see_through: Vec::new() }
+    }
+
+    /// Marks the geoms depth sees through (indexed by geom id; missing ids are opaque): the
+    /// geoms whose NIR material passes the depth camera's light, as it does the lidar's.
+    /// Colour and segmentation still show the surface itself.
+    pub fn set_see_through(&mut self, see_through: Vec<bool>) {
+        self.see_through = see_through;
+    }
+
+    /// Whether geom `g` is see-through for depth.
+    fn passes(&self, g: i32) -> bool {
+        usize::try_from(g).ok().and_then(|g| self.see_through.get(g)).copied().unwrap_or(false)
+    }
+
+    /// The depth (in units of `dir`) of the first surface that is not see-through along the
+    /// ray that first met see-through geom `g` at `t`; 0 when it leaves the scene.
+    fn depth_through(
+        &self,
+        prepared: &PreparedRays,
+        w: usize,
+        origin: DVec3,
+        dir: DVec3,
+        mut t: f64,
+        mut g: i32,
+    ) -> f64 {
+        for _ in 0..MAX_SEE_THROUGH {
+            let ray = CastOne { world: w, origin: origin + dir * t, dir, exclude_body: -1, skip_geom: g };
+            match prepared.cast_one(ray) {
+                Some(hit) => {
+                    t += hit.dist;
+                    g = hit.geomid;
+                    if !self.passes(g) {
+                        return t;
+                    }
+                }
+                None => return 0.0,
+            }
+        }
+        t
     }
 
     /// Renders every active camera of `layout` in every world of `input.poses` into
@@ -147,7 +191,14 @@ impl Renderer {
         for r in 0..n {
             let hit = geomid[r] >= 0;
             if let Some(d) = depth.as_deref_mut() {
-                d[pixel[r]] = if hit { dist[r] as f32 } else { 0.0 };
+                d[pixel[r]] = if !hit {
+                    0.0
+                } else if self.passes(geomid[r]) {
+                    let origin = origins.as_ref().map_or(cam_pos, |o| o[r]);
+                    self.depth_through(prepared, w, origin, dirs[r], dist[r], geomid[r]) as f32
+                } else {
+                    dist[r] as f32
+                };
             }
             if let Some(g) = seg.as_deref_mut() {
                 g[pixel[r]] = geomid[r];

@@ -4,6 +4,7 @@
 
 use glam::Vec3;
 use glint_camera::{CameraOptions, Frames, Headlight, Inputs, Layout, Light, Projection, Renderer};
+use glint_lidar::Continuation;
 use glint_manifest::{CameraBinding, DEFAULT_RATE_HZ};
 use glint_record::CameraStreamInfo;
 
@@ -59,10 +60,11 @@ impl Simulation {
             return Err(SimError::Recording { what: "changing the cameras" });
         }
         let layout = Layout::new(&self.scene, &options)?;
-        let renderer = match self.cameras.take() {
+        let mut renderer = match self.cameras.take() {
             Some(c) => c.renderer,
             None => Renderer::new(&self.model.textures()?),
         };
+        renderer.set_see_through(self.depth_see_through());
         let every = self.camera_every(DEFAULT_RATE_HZ)?;
         let record_every = vec![every; layout.cameras.len()];
         self.cameras = Some(Cameras { layout, renderer, record_every });
@@ -98,6 +100,20 @@ impl Simulation {
     /// The layout of the cameras set, if any.
     pub fn camera_layout(&self) -> Option<&Layout> {
         self.cameras.as_ref().map(|c| &c.layout)
+    }
+
+    /// Per geom, whether depth sees through it: the geoms whose material the manifest
+    /// authors as glass (`continuation = "slab"`) or water (`"medium"`), which pass the depth
+    /// camera's near-infrared light as they pass the lidar's (straight on, unrefracted).
+    fn depth_see_through(&self) -> Vec<bool> {
+        let scene = &self.scene;
+        (0..scene.ngeom())
+            .map(|g| {
+                let m = scene.geom_matid[g];
+                let class = (m >= 0).then(|| self.setup.table.get(&scene.mat_name[m as usize])).flatten();
+                class.is_some_and(|n| matches!(n.continuation, Continuation::Slab | Continuation::Medium))
+            })
+            .collect()
     }
 
     /// The render options of a manifest's `[[camera]]` binding.

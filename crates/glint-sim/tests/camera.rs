@@ -229,3 +229,39 @@ fn cameras_cannot_change_while_a_recording_takes_their_frames() {
     sim.stop_recording(glint_record::EpisodeStatus::Complete).unwrap();
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn depth_sees_through_glass_as_the_lidar_does_and_colour_and_segmentation_show_the_pane() {
+    let dir = std::env::temp_dir().join(format!("glint-camera-glass-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("pane.xml"),
+        r#"<mujoco><asset><material name="glass" rgba="0.8 0.9 1 1"/><material name="paint" rgba="0.5 0.5 0.5 1"/></asset>
+           <worldbody>
+             <geom name="pane" type="box" size="0.01 2 2" pos="1 0 0" material="glass"/>
+             <geom name="wall" type="box" size="0.1 3 3" pos="3.1 0 0" material="paint"/>
+             <camera name="c" pos="0 0 0" xyaxes="0 -1 0 0 0 1"/>
+           </worldbody></mujoco>"#,
+    )
+    .unwrap();
+    let render = |materials: &str| {
+        let manifest = dir.join("pane.toml");
+        std::fs::write(
+            &manifest,
+            format!("scene = \"pane.xml\"\n{materials}[[camera]]\ncamera = \"c\"\nwidth = 8\nheight = 6\n"),
+        )
+        .unwrap();
+        let mut sim = Simulation::from_manifest(&manifest, SimOptions::default()).unwrap();
+        sim.render().unwrap()
+    };
+    let glass = render("[materials.glass]\npreset = \"clear-float-glass\"\n");
+    let plain = render("");
+    for i in 0..48 {
+        assert_eq!(glass.seg[i], 0, "the pane is what the pixel shows");
+        assert_eq!(glass.seg[i], plain.seg[i]);
+        assert_eq!(glass.rgb[i * 3..i * 3 + 3], plain.rgb[i * 3..i * 3 + 3], "colour is the pane's either way");
+        assert!((plain.depth[i] - 0.99).abs() < 1e-5, "unauthored glass is a surface: {}", plain.depth[i]);
+        assert!((glass.depth[i] - 3.0).abs() < 1e-5, "depth passes the pane to the wall: {}", glass.depth[i]);
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
