@@ -104,17 +104,17 @@ def test_python_light_fields_follow_w_mod_rows(tmp_path):
         f'lights_file = "{REPO / "examples" / "lights" / "rigs" / "distant.toml"}"\n'
     )
     sim = glint.Simulation.from_manifest(str(manifest), nworld=4)
-    active = sim.light_field("light_active")
+    active = sim.field("light_active")
     nlight = active.shape[1]
     assert active.shape == (1, nlight) and active.sum() == 1, "only the rig's sun is on"
     diffuse = np.zeros((2, nlight, 3))
     diffuse[1, :, 0] = 0.5
-    sim.set_light_field("light_diffuse", diffuse)
-    np.testing.assert_array_equal(sim.light_field("light_diffuse"), diffuse)
+    sim.set_field("light_diffuse", diffuse)
+    np.testing.assert_array_equal(sim.field("light_diffuse"), diffuse)
     with pytest.raises(glint.errors.SettingError, match=r"takes \(rows, 3, 3\)"):
-        sim.set_light_field("light_diffuse", np.zeros((2, nlight)))
+        sim.set_field("light_diffuse", np.zeros((2, nlight)))
     with pytest.raises(ValueError, match="did you mean `light_dir`"):
-        sim.set_light_field("light_dri", np.zeros((1, nlight, 3)))
+        sim.set_field("light_dri", np.zeros((1, nlight, 3)))
 
 
 def test_bench_render_reports_well_formed_figures():

@@ -47,6 +47,41 @@ pub struct Inputs<'a> {
     pub lights: &'a [Vec<Light>],
     /// MuJoCo's headlight.
     pub headlight: Headlight,
+    /// Each world's geom and material colours, materials and textures.
+    pub materials: &'a dyn WorldMaterials,
+}
+
+/// Each world's geom and material fields, as the renderer reads them (a world whose fields
+/// are the model's reads the [`Scene`]'s: `impl WorldMaterials for Scene`).
+pub trait WorldMaterials: Sync {
+    /// Geom `g`'s colour in world `w`.
+    fn geom_rgba(&self, w: usize, g: usize) -> [f32; 4];
+    /// Geom `g`'s material in world `w` (−1: none).
+    fn geom_matid(&self, w: usize, g: usize) -> i32;
+    /// Material `m`'s colour in world `w`.
+    fn mat_rgba(&self, w: usize, m: usize) -> [f32; 4];
+    /// Material `m`'s texture in world `w` (−1: none).
+    fn mat_texid(&self, w: usize, m: usize) -> i32;
+    /// Material `m`'s texture repetition in world `w`.
+    fn mat_texrepeat(&self, w: usize, m: usize) -> [f32; 2];
+}
+
+impl WorldMaterials for Scene {
+    fn geom_rgba(&self, _: usize, g: usize) -> [f32; 4] {
+        self.geom_rgba[g]
+    }
+    fn geom_matid(&self, _: usize, g: usize) -> i32 {
+        self.geom_matid[g]
+    }
+    fn mat_rgba(&self, _: usize, m: usize) -> [f32; 4] {
+        self.mat_rgba[m]
+    }
+    fn mat_texid(&self, _: usize, m: usize) -> i32 {
+        self.mat_texid[m]
+    }
+    fn mat_texrepeat(&self, _: usize, m: usize) -> [f32; 2] {
+        self.mat_texrepeat[m]
+    }
 }
 
 /// The caller's output buffers, each `nworld × pixels_per_world` long (× 3 bytes for RGB),
@@ -89,6 +124,7 @@ struct Shared<'a> {
     prepared: Vec<PreparedRays<'a>>,
     lights: &'a [Vec<Light>],
     headlight: Headlight,
+    materials: &'a dyn WorldMaterials,
 }
 
 impl Renderer {
@@ -141,7 +177,7 @@ impl Renderer {
     /// Renders every active camera of `layout` in every world of `input.poses` into
     /// `frames`.
     pub fn render(&self, input: Inputs, layout: &Layout, frames: Frames) -> Result<(), CameraError> {
-        let Inputs { scene, poses, caster, lights, headlight } = input;
+        let Inputs { scene, poses, caster, lights, headlight, materials } = input;
         let nworld = poses.nworld;
         let pixels = nworld * layout.pixels_per_world;
         check(&frames.rgb, pixels * 3, "rgb")?;
@@ -155,7 +191,7 @@ impl Renderer {
             .iter()
             .map(|(_, o)| caster.prepare(scene, poses, &filter(o)))
             .collect::<Result<Vec<_>, _>>()?;
-        let shared = Shared { scene, poses, layout, prepared, lights, headlight };
+        let shared = Shared { scene, poses, layout, prepared, lights, headlight, materials };
         let jobs = jobs(layout, nworld, frames);
         jobs.into_par_iter().for_each(|job| self.band(&shared, job));
         Ok(())
@@ -295,7 +331,7 @@ impl Renderer {
         options: &CameraOptions,
         in_shadow: impl Fn(usize) -> bool,
     ) -> Vec3 {
-        let surface = surface(s.scene, hit.geom);
+        let surface = surface(s, w, hit.geom);
         let texture = if options.use_textures { self.texture(s, w, hit) } else { Vec3::ONE };
         let global = if lights.is_empty() { Vec3::splat(NO_LIGHT_AMBIENT) * surface.color } else { Vec3::ZERO };
         let mut base = surface.color * surface.emission + global;
@@ -317,12 +353,10 @@ impl Renderer {
     fn texture(&self, s: &Shared, w: usize, hit: &Hit) -> Vec3 {
         let scene = s.scene;
         let g = hit.geom;
-        let matid = scene.geom_matid[g];
-        if matid < 0 {
+        let Some(m) = usize::try_from(s.materials.geom_matid(w, g)).ok().filter(|&m| m < scene.mat_rgba.len()) else {
             return Vec3::ONE;
-        }
-        let m = matid as usize;
-        let texid = scene.mat_texid[m];
+        };
+        let texid = s.materials.mat_texid(w, m);
         let Some(sampler) = usize::try_from(texid).ok().and_then(|t| self.samplers.get(t)) else {
             return Vec3::ONE;
         };
@@ -333,7 +367,7 @@ impl Renderer {
         let uniform = scene.mat_texuniform[m];
         match sampler.kind() {
             TextureKind::TwoD => {
-                let repeat = scene.mat_texrepeat[m].map(f64::from);
+                let repeat = s.materials.mat_texrepeat(w, m).map(f64::from);
                 let scl = [0, 1].map(|a| if uniform && size[a] > 0.0 { repeat[a] * size[a] } else { repeat[a] });
                 let (st, tt) = (0.5 * scl[0] * object.x - 0.5, -0.5 * scl[1] * object.y - 0.5);
                 // Texture units per metre along the surface, for the mip level.
@@ -447,13 +481,14 @@ fn scene_lights(s: &Shared, w: usize, cam_pos: DVec3, forward: DVec3) -> Vec<Lig
     head.into_iter().chain(s.lights[w].iter().copied()).take(MAX_LIGHTS).collect()
 }
 
-/// The colour and material of geom `g`, as `mjv_updateScene` resolves them.
-fn surface(scene: &Scene, g: usize) -> Surface {
-    let matid = scene.geom_matid[g];
-    let rgba = scene.geom_rgba[g];
+/// The colour and material of geom `g` in world `w`, as `mjv_updateScene` resolves them.
+fn surface(s: &Shared, w: usize, g: usize) -> Surface {
+    let scene = s.scene;
+    let matid = s.materials.geom_matid(w, g);
+    let rgba = s.materials.geom_rgba(w, g);
     match usize::try_from(matid).ok().filter(|&m| m < scene.mat_rgba.len()) {
         Some(m) => {
-            let color = if rgba == DEFAULT_RGBA { scene.mat_rgba[m] } else { rgba };
+            let color = if rgba == DEFAULT_RGBA { s.materials.mat_rgba(w, m) } else { rgba };
             let [emission, specular, shininess, _] = scene.mat_shading[m];
             Surface { color: Vec3::new(color[0], color[1], color[2]), specular, shininess: shininess * 128.0, emission }
         }

@@ -83,9 +83,13 @@ pub fn run(args: ServeArgs) -> Result<()> {
         max_message: args.max_message_mib as usize * MIB,
     };
     let runtime = glint_server::server_runtime().context("cannot start the server's runtime")?;
+    // The handlers are registered before the server says it listens: a signal sent as soon as
+    // the listening line appears must stop it cleanly, not kill it.
+    let stop =
+        runtime.block_on(async { StopSignals::register() }).context("cannot watch for SIGINT, SIGTERM and SIGQUIT")?;
     let summary = runtime.block_on(async move {
-        let shutdown = async {
-            let signal = stop_signal().await;
+        let shutdown = async move {
+            let signal = stop.wait().await;
             eprintln!("glint serve: {signal}: stopping");
         };
         let listening = |addr: SocketAddr| {
@@ -104,24 +108,40 @@ pub fn run(args: ServeArgs) -> Result<()> {
     Ok(())
 }
 
-/// Waits for SIGINT, SIGTERM or SIGQUIT and names it.
-async fn stop_signal() -> &'static str {
+/// SIGINT, SIGTERM and SIGQUIT, watched from the moment they are registered.
+struct StopSignals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut quit)) = (signal(SignalKind::terminate()), signal(SignalKind::quit())) else {
-            let _ = tokio::signal::ctrl_c().await;
-            return "SIGINT";
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => "SIGINT",
-            _ = term.recv() => "SIGTERM",
-            _ = quit.recv() => "SIGQUIT",
+    streams: [tokio::signal::unix::Signal; 3],
+}
+
+impl StopSignals {
+    fn register() -> std::io::Result<StopSignals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let streams =
+                [signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?, signal(SignalKind::quit())?];
+            Ok(StopSignals { streams })
         }
+        #[cfg(not(unix))]
+        Ok(StopSignals {})
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        "SIGINT"
+
+    /// Waits for one of the signals and names it.
+    async fn wait(self) -> &'static str {
+        #[cfg(unix)]
+        {
+            let [mut int, mut term, mut quit] = self.streams;
+            tokio::select! {
+                _ = int.recv() => "SIGINT",
+                _ = term.recv() => "SIGTERM",
+                _ = quit.recv() => "SIGQUIT",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "SIGINT"
+        }
     }
 }

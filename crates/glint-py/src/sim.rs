@@ -471,32 +471,34 @@ impl Simulation {
         Ok(out)
     }
 
-    /// The names of the light fields that can differ per world (MuJoCo Warp's names).
+    /// The names of the model fields that can differ per world (MuJoCo Warp's names).
     #[staticmethod]
-    fn light_field_names() -> Vec<&'static str> {
-        glint_sim::LIGHT_FIELDS.iter().map(|(name, _)| *name).collect()
+    fn field_names() -> Vec<&'static str> {
+        glint_sim::FIELDS.iter().map(|(name, _, _)| *name).collect()
     }
 
-    /// The per-world light field `name` as a float64 array of shape `(rows, nlight)` or
-    /// `(rows, nlight, 3)`: world `w` reads row `w % rows`.
-    fn light_field<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-        let (values, shape) = self.sim.light_field(name).py()?;
+    /// The per-world field `name` as a float64 array of shape `(rows, count)` or
+    /// `(rows, count, width)` (count: the model's geoms, materials or lights): world `w`
+    /// reads row `w % rows`.
+    fn field<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        let (values, shape) = self.sim.field(name).py()?;
         let array = numpy::ndarray::ArrayD::from_shape_vec(shape, values).expect("shape matches the values");
         Ok(array.into_pyarray(py).into_any())
     }
 
-    /// Sets the per-world light field `name` (`light_active`, `light_type`,
-    /// `light_castshadow`, `light_pos`, `light_dir` or `light_diffuse`) from `values` shaped
-    /// `(rows, nlight)` or `(rows, nlight, 3)`, any `rows` of 1 or more: world `w` reads row
-    /// `w % rows`. `light_pos` and `light_dir` are in the light's body frame, as in MJCF.
-    fn set_light_field(&mut self, py: Python<'_>, name: &str, values: Bound<'_, PyAny>) -> PyResult<()> {
+    /// Sets the per-world field `name` (see `field_names()`: geom and material colours,
+    /// materials, textures, texture repeats, and the light fields) from `values` shaped
+    /// `(rows, count)` or `(rows, count, width)`, any `rows` of 1 or more: world `w` reads row
+    /// `w % rows`. `light_pos` and `light_dir` are in the light's body frame, as in MJCF. The
+    /// cameras read every field.
+    fn set_field(&mut self, py: Python<'_>, name: &str, values: Bound<'_, PyAny>) -> PyResult<()> {
         let kwargs = PyDict::new(py);
         kwargs.set_item("dtype", "float64")?;
         let values = py.import("numpy")?.call_method("asarray", (values,), Some(&kwargs))?;
         let values: PyReadonlyArrayDyn<'_, f64> = values.extract()?;
         let shape = values.shape().to_vec();
         let flat: Vec<f64> = values.as_array().iter().copied().collect();
-        self.sim.set_light_field(name, &flat, &shape).py()
+        self.sim.set_field(name, &flat, &shape).py()
     }
 
     /// The return model's seventeen parameters, by key (one set for the scene).

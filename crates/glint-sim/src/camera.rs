@@ -160,7 +160,14 @@ impl Simulation {
             specular: Vec3::from_array(h.specular),
         };
         let poses = self.worlds.poses();
-        let input = Inputs { scene: &self.scene, poses, caster: &self.rays, lights: &lights, headlight };
+        let input = Inputs {
+            scene: &self.scene,
+            poses,
+            caster: &self.rays,
+            lights: &lights,
+            headlight,
+            materials: &self.fields,
+        };
         cameras.renderer.render(input, &cameras.layout, frames)?;
         Ok(())
     }
@@ -243,7 +250,7 @@ impl Simulation {
     fn world_lights(&self, w: usize) -> Vec<Light> {
         let scene = &self.scene;
         (0..scene.nlight())
-            .map(|i| (i, self.light_fields.light(scene, self.worlds.poses(), w, i)))
+            .map(|i| (i, self.fields.light(scene, self.worlds.poses(), w, i)))
             .filter(|(_, state)| state.active)
             .map(|(i, state)| Light {
                 light_type: state.light_type,

@@ -15,7 +15,7 @@ use glint_record::{EpisodeStatus, SessionInfo, VideoSettings};
 
 use crate::camera::Cameras;
 use crate::controller::Drive;
-use crate::lights::LightFields;
+use crate::fields::Fields;
 use crate::materials::LoadedBake;
 use crate::observation::ObservationLayout;
 pub(crate) use crate::recording::RecordedCamera;
@@ -169,8 +169,8 @@ pub struct Simulation {
     pub(crate) observation: ObservationLayout,
     /// The built-in task (`[task]`), with each world's state.
     task: Option<TaskState>,
-    /// Each world's light fields (MuJoCo Warp's batched `light_*`).
-    pub(crate) light_fields: LightFields,
+    /// Each world's fields (MuJoCo Warp's batched model fields).
+    pub(crate) fields: Fields,
     /// The cameras that render, once set.
     pub(crate) cameras: Option<Cameras>,
 }
@@ -289,7 +289,7 @@ impl Simulation {
         let drive = Drive::new(&setup.controller, &model, nworld)?;
         let bindings = (0..lidars.len()).map(|s| lidars.binding(s).cloned()).collect::<Result<_, _>>()?;
         let warnings = lidar_warnings.into_iter().map(|(sensor, warning)| Warning::Lidar { sensor, warning }).collect();
-        let light_fields = LightFields::new(&scene);
+        let fields = Fields::new(&scene);
         Ok(Simulation {
             stats: vec![LidarStats::default(); lidars.len()],
             model,
@@ -313,7 +313,7 @@ impl Simulation {
             beams: Vec::new(),
             observation: ObservationLayout::default(),
             task: None,
-            light_fields,
+            fields,
             cameras: None,
         })
     }

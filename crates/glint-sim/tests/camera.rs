@@ -137,12 +137,12 @@ fn batched_worlds_render_as_single_worlds() {
         diffuse[i * 3..][..3].copy_from_slice(&[0.2, 0.2, 0.2]);
         diffuse[(nlight + i) * 3..][..3].copy_from_slice(&[0.9, 0.5, 0.1]);
     }
-    batch.set_light_field("light_diffuse", &diffuse, &[2, nlight, 3]).unwrap();
+    batch.set_field("light_diffuse", &diffuse, &[2, nlight, 3]).unwrap();
     batch.set_cameras(options(&batch)).unwrap();
     let all = batch.render().unwrap();
     for (world, row) in [(0usize, 0usize), (1, 1), (2, 0)] {
         let mut single = sim_of(&scene, 1);
-        single.set_light_field("light_diffuse", &diffuse[row * nlight * 3..][..nlight * 3], &[1, nlight, 3]).unwrap();
+        single.set_field("light_diffuse", &diffuse[row * nlight * 3..][..nlight * 3], &[1, nlight, 3]).unwrap();
         single.set_cameras(options(&single)).unwrap();
         let one = single.render().unwrap();
         let (rgb, depth, seg, _, _) = all.image(world, 0);
@@ -264,4 +264,63 @@ fn depth_sees_through_glass_as_the_lidar_does_and_colour_and_segmentation_show_t
         assert!((glass.depth[i] - 3.0).abs() < 1e-5, "depth passes the pane to the wall: {}", glass.depth[i]);
     }
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn each_geom_and_material_field_changes_its_world_only() {
+    let scene = example(&["lights", "scene.xml"]);
+    let mut sim = sim_of(&scene, 2);
+    let cam = sim.camera_index("view").unwrap();
+    sim.set_cameras(vec![CameraOptions { resolution: Some((48, 40)), ..CameraOptions::new(cam) }]).unwrap();
+    let base = sim.render().unwrap();
+    let s = sim.scene();
+    let (ngeom, nmat) = (s.ngeom(), s.mat_rgba.len());
+    let cube = s.geom_name.iter().position(|n| n == "cube").unwrap();
+    let floor_mat = s.geom_matid[s.geom_name.iter().position(|n| n == "floor").unwrap()] as usize;
+    let red = s.mat_name.iter().position(|n| n == "red").unwrap();
+    let blue = s.mat_name.iter().position(|n| n == "blue").unwrap();
+    // Two rows: world 0 keeps the model's value, world 1 gets another.
+    let two_rows = |model: Vec<f64>, changed: Vec<f64>| model.iter().chain(&changed).copied().collect::<Vec<f64>>();
+    let cases: Vec<(&str, Vec<f64>, Vec<usize>)> = {
+        let (rgba, _) = sim.field("geom_rgba").unwrap();
+        let mut g = rgba.clone();
+        g[cube * 4..cube * 4 + 4].copy_from_slice(&[0.0, 1.0, 0.0, 1.0]);
+        let (matid, _) = sim.field("geom_matid").unwrap();
+        let mut m = matid.clone();
+        m[cube] = blue as f64;
+        let (mat_rgba, _) = sim.field("mat_rgba").unwrap();
+        let mut mr = mat_rgba.clone();
+        mr[red * 4..red * 4 + 4].copy_from_slice(&[1.0, 1.0, 0.0, 1.0]);
+        let (texid, _) = sim.field("mat_texid").unwrap();
+        let mut t = texid.clone();
+        t[floor_mat] = -1.0;
+        let (repeat, _) = sim.field("mat_texrepeat").unwrap();
+        let mut r = repeat.clone();
+        r[floor_mat * 2..floor_mat * 2 + 2].copy_from_slice(&[1.0, 1.0]);
+        vec![
+            ("geom_rgba", two_rows(rgba, g), vec![2, ngeom, 4]),
+            ("geom_matid", two_rows(matid, m), vec![2, ngeom]),
+            ("mat_rgba", two_rows(mat_rgba, mr), vec![2, nmat, 4]),
+            ("mat_texid", two_rows(texid, t), vec![2, nmat]),
+            ("mat_texrepeat", two_rows(repeat, r), vec![2, nmat, 2]),
+        ]
+    };
+    for (name, values, shape) in cases {
+        let mut sim = sim_of(&scene, 2);
+        sim.set_cameras(vec![CameraOptions { resolution: Some((48, 40)), ..CameraOptions::new(cam) }]).unwrap();
+        sim.set_field(name, &values, &shape).unwrap();
+        let frames = sim.render().unwrap();
+        assert_eq!(frames.image(0, 0).0, base.image(0, 0).0, "{name}: world 0 reads the model's row");
+        assert_ne!(frames.image(1, 0).0, base.image(1, 0).0, "{name}: world 1 reads its own row");
+        assert_eq!(frames.image(1, 0).1, base.image(1, 0).1, "{name}: depth is geometry's");
+    }
+    for (name, values, shape, want) in [
+        ("geom_matid", vec![99.0; ngeom], vec![1, ngeom], "a material id from 0 to"),
+        ("mat_texid", vec![-2.0; nmat], vec![1, nmat], "a texture id from 0 to"),
+        ("geom_rgba", vec![2.0; ngeom * 4], vec![1, ngeom, 4], "from 0 to 1"),
+        ("geom_colour", vec![0.0; ngeom * 4], vec![1, ngeom, 4], "is not a per-world field"),
+    ] {
+        let err = sim.set_field(name, &values, &shape).unwrap_err().to_string();
+        assert!(err.contains(want), "{name}: {err}");
+    }
 }

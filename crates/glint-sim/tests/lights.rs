@@ -130,23 +130,23 @@ fn per_world_light_fields_follow_w_mod_rows() {
     let mut diffuse = vec![0.0; 2 * nlight * 3];
     diffuse[(nlight + sun) * 3..][..3].copy_from_slice(&[0.1, 0.2, 0.3]);
     diffuse[sun * 3..][..3].copy_from_slice(&[0.9, 0.8, 0.7]);
-    sim.set_light_field("light_diffuse", &diffuse, &[2, nlight, 3]).unwrap();
+    sim.set_field("light_diffuse", &diffuse, &[2, nlight, 3]).unwrap();
     for (w, want) in [(0, [0.9f32, 0.8, 0.7]), (1, [0.1, 0.2, 0.3]), (2, [0.9, 0.8, 0.7]), (3, [0.1, 0.2, 0.3])] {
         assert_eq!(sim.light(w, sun).unwrap().diffuse, want, "world {w}");
     }
     // Three rows of activity: world 3 reads row 0 again.
     let mut active = vec![1.0; 3 * nlight];
     active[nlight + sun] = 0.0;
-    sim.set_light_field("light_active", &active, &[3, nlight]).unwrap();
+    sim.set_field("light_active", &active, &[3, nlight]).unwrap();
     let on: Vec<bool> = (0..4).map(|w| sim.light(w, sun).unwrap().active).collect();
     assert_eq!(on, [true, false, true, true]);
     // A moved light is placed in its body's frame (the world body here).
     let mut pos: Vec<f64> = vec![0.0; nlight * 3];
     pos[sun * 3..][..3].copy_from_slice(&[1.0, 2.0, 3.0]);
-    sim.set_light_field("light_pos", &pos, &[1, nlight, 3]).unwrap();
+    sim.set_field("light_pos", &pos, &[1, nlight, 3]).unwrap();
     assert_eq!(sim.light(3, sun).unwrap().xpos, DVec3::new(1.0, 2.0, 3.0));
     assert_eq!(sim.light(3, sun).unwrap().xdir, model.xdir);
-    let (values, shape) = sim.light_field("light_active").unwrap();
+    let (values, shape) = sim.field("light_active").unwrap();
     assert_eq!((values, shape), (active, vec![3, nlight]));
 }
 
@@ -165,7 +165,7 @@ fn bad_light_fields_are_errors_naming_the_field_and_the_shapes_allowed() {
         ("light_pos", vec![f64::NAN; nlight * 3], vec![1, nlight, 3], "finite"),
     ];
     for (name, values, shape, want) in cases {
-        let err = sim.set_light_field(name, &values, &shape).err().unwrap().to_string();
+        let err = sim.set_field(name, &values, &shape).err().unwrap().to_string();
         assert!(err.contains(want), "{name} {shape:?}: {err}");
     }
     assert!(sim.light(2, 0).is_err());

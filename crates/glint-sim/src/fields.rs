@@ -1,0 +1,291 @@
+//! Per-world model fields, as MuJoCo Warp batches them: a field holds `rows` rows of one value
+//! per geom, material or light, and world `w` reads row `w % rows`. The model's own values
+//! are one row. Every reader goes through [`Fields::value`], the one place the rule is
+//! written; the renderer reads materials through [`WorldMaterials`] and lights through
+//! [`Simulation::light`].
+
+use glam::DVec3;
+use glint_camera::WorldMaterials;
+use glint_core::{Poses, Scene};
+
+use crate::{SimError, Simulation};
+
+/// What a field has one value per.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldOf {
+    /// Per geom (`ngeom`).
+    Geom,
+    /// Per material (`nmat`).
+    Material,
+    /// Per light (`nlight`).
+    Light,
+}
+
+/// The per-world fields, by MuJoCo Warp's names: what each has a value per, and how many
+/// numbers each value takes.
+pub const FIELDS: [(&str, FieldOf, usize); 11] = [
+    ("geom_rgba", FieldOf::Geom, 4),
+    ("geom_matid", FieldOf::Geom, 1),
+    ("mat_rgba", FieldOf::Material, 4),
+    ("mat_texid", FieldOf::Material, 1),
+    ("mat_texrepeat", FieldOf::Material, 2),
+    ("light_active", FieldOf::Light, 1),
+    ("light_type", FieldOf::Light, 1),
+    ("light_castshadow", FieldOf::Light, 1),
+    ("light_pos", FieldOf::Light, 3),
+    ("light_dir", FieldOf::Light, 3),
+    ("light_diffuse", FieldOf::Light, 3),
+];
+
+// Positions in FIELDS.
+const GEOM_RGBA: usize = 0;
+const GEOM_MATID: usize = 1;
+const MAT_RGBA: usize = 2;
+const MAT_TEXID: usize = 3;
+const MAT_TEXREPEAT: usize = 4;
+const LIGHT_ACTIVE: usize = 5;
+const LIGHT_TYPE: usize = 6;
+const LIGHT_CASTSHADOW: usize = 7;
+const LIGHT_POS: usize = 8;
+const LIGHT_DIR: usize = 9;
+const LIGHT_DIFFUSE: usize = 10;
+
+/// One field's rows: `values.len() == rows × count × width`.
+#[derive(Clone, Debug, PartialEq)]
+struct Rows {
+    rows: usize,
+    values: Vec<f64>,
+}
+
+/// Every per-world field.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Fields {
+    /// Geoms, materials, lights and textures in the model.
+    ngeom: usize,
+    nmat: usize,
+    nlight: usize,
+    ntex: usize,
+    rows: Vec<Rows>,
+    /// Whether `light_pos` / `light_dir` were set (otherwise MuJoCo's own frames are used,
+    /// which follow the lights' tracking modes).
+    moved: bool,
+}
+
+/// A light of one world, as the renderer sees it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LightState {
+    /// Whether it is on.
+    pub active: bool,
+    /// MuJoCo's `mjtLightType`: 0 spot, 1 directional, 2 point, 3 image.
+    pub light_type: i32,
+    /// Whether it casts shadows.
+    pub castshadow: bool,
+    /// Position in the world frame.
+    pub xpos: DVec3,
+    /// Unit direction in the world frame.
+    pub xdir: DVec3,
+    /// Diffuse colour.
+    pub diffuse: [f32; 3],
+}
+
+fn flag(b: &bool) -> f64 {
+    f64::from(u8::from(*b))
+}
+
+impl Fields {
+    /// The model's values as the one row of every field.
+    pub(crate) fn new(scene: &Scene) -> Fields {
+        let f32s = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>();
+        let values: [Vec<f64>; 11] = [
+            scene.geom_rgba.iter().flat_map(|c| f32s(c)).collect(),
+            scene.geom_matid.iter().map(|&m| f64::from(m)).collect(),
+            scene.mat_rgba.iter().flat_map(|c| f32s(c)).collect(),
+            scene.mat_texid.iter().map(|&t| f64::from(t)).collect(),
+            scene.mat_texrepeat.iter().flat_map(|r| f32s(r)).collect(),
+            scene.light_active.iter().map(flag).collect(),
+            scene.light_type.iter().map(|&t| f64::from(t)).collect(),
+            scene.light_castshadow.iter().map(flag).collect(),
+            scene.light_pos.iter().flat_map(|p| p.to_array()).collect(),
+            scene.light_dir.iter().flat_map(|d| d.to_array()).collect(),
+            scene.light_diffuse.iter().flat_map(|d| f32s(d)).collect(),
+        ];
+        Fields {
+            ngeom: scene.ngeom(),
+            nmat: scene.mat_rgba.len(),
+            nlight: scene.nlight(),
+            ntex: scene.tex_type.len(),
+            rows: values.into_iter().map(|values| Rows { rows: 1, values }).collect(),
+            moved: false,
+        }
+    }
+
+    fn count(&self, of: FieldOf) -> usize {
+        match of {
+            FieldOf::Geom => self.ngeom,
+            FieldOf::Material => self.nmat,
+            FieldOf::Light => self.nlight,
+        }
+    }
+
+    /// Field `f`'s value for item `i` in world `w`: row `w % rows` (MuJoCo Warp's rule).
+    #[inline]
+    fn value<const N: usize>(&self, f: usize, w: usize, i: usize) -> [f64; N] {
+        let rows = &self.rows[f];
+        let at = ((w % rows.rows) * self.count(FIELDS[f].1) + i) * N;
+        std::array::from_fn(|k| rows.values[at + k])
+    }
+
+    fn index(name: &str) -> Result<usize, SimError> {
+        FIELDS.iter().position(|(n, _, _)| *n == name).ok_or_else(|| {
+            let names: Vec<&str> = FIELDS.iter().map(|(n, _, _)| *n).collect();
+            let hint = glint_core::nearest_name(name, names.iter().copied()).map_or_else(
+                || format!("the per-world fields are {}", names.join(", ")),
+                |n| format!("did you mean `{n}`?"),
+            );
+            SimError::Setting(format!("`{name}` is not a per-world field: {hint}"))
+        })
+    }
+
+    /// Replaces field `name` with `values` of shape `(rows, count)` for scalar fields or
+    /// `(rows, count, width)`, any `rows` of 1 or more.
+    pub(crate) fn set(&mut self, name: &str, values: &[f64], shape: &[usize]) -> Result<(), SimError> {
+        let f = Self::index(name)?;
+        let (_, of, width) = FIELDS[f];
+        let count = self.count(of);
+        let allowed = if width == 1 {
+            format!("(rows, {count}) with rows >= 1")
+        } else {
+            format!("(rows, {count}, {width}) with rows >= 1")
+        };
+        let fits = shape.len() == if width == 1 { 2 } else { 3 }
+            && shape[0] >= 1
+            && shape[1] == count
+            && (width == 1 || shape[2] == width)
+            && shape.iter().product::<usize>() == values.len();
+        if !fits {
+            return Err(SimError::Setting(format!(
+                "{name} has shape {shape:?} ({} values); it takes {allowed}: world w reads row w % rows",
+                values.len()
+            )));
+        }
+        if let Some(bad) = values.iter().find(|v| !v.is_finite()) {
+            return Err(SimError::Setting(format!("{name} holds {bad}: every value must be finite")));
+        }
+        self.check_values(name, values)?;
+        self.moved |= matches!(name, "light_pos" | "light_dir");
+        self.rows[f] = Rows { rows: shape[0], values: values.to_vec() };
+        Ok(())
+    }
+
+    /// Field `name`'s values and shape.
+    pub(crate) fn get(&self, name: &str) -> Result<(Vec<f64>, Vec<usize>), SimError> {
+        let f = Self::index(name)?;
+        let (_, of, width) = FIELDS[f];
+        let rows = &self.rows[f];
+        let mut shape = vec![rows.rows, self.count(of)];
+        if width > 1 {
+            shape.push(width);
+        }
+        Ok((rows.values.clone(), shape))
+    }
+
+    /// An error unless every value suits field `name` (finiteness is checked before).
+    fn check_values(&self, name: &str, values: &[f64]) -> Result<(), SimError> {
+        let whole_in = |lo: f64, hi: f64| values.iter().copied().find(|&v| !(lo..=hi).contains(&v) || v.fract() != 0.0);
+        let problem = match name {
+            "light_type" => whole_in(0.0, 3.0).map(|t| {
+                format!("light_type holds {t}: use MuJoCo's mjtLightType, 0 spot, 1 directional, 2 point or 3 image")
+            }),
+            "light_active" | "light_castshadow" => values
+                .iter()
+                .find(|&&b| b != 0.0 && b != 1.0)
+                .map(|b| format!("{name} holds {b}: use 0 (false) or 1 (true)")),
+            "light_dir" => values
+                .chunks(3)
+                .any(|d| DVec3::from_slice(d).length() < 1e-9)
+                .then(|| "light_dir holds a zero vector: give every light a direction".to_string()),
+            "geom_matid" => whole_in(-1.0, self.nmat as f64 - 1.0).map(|m| {
+                format!("geom_matid holds {m}: use -1 (none) or a material id from 0 to {}", self.nmat as i64 - 1)
+            }),
+            "mat_texid" => whole_in(-1.0, self.ntex as f64 - 1.0).map(|t| {
+                format!("mat_texid holds {t}: use -1 (none) or a texture id from 0 to {}", self.ntex as i64 - 1)
+            }),
+            "geom_rgba" | "mat_rgba" => values
+                .iter()
+                .find(|v| !(0.0..=1.0).contains(*v))
+                .map(|v| format!("{name} holds {v}: colours and alpha run from 0 to 1")),
+            _ => None,
+        };
+        problem.map_or(Ok(()), |message| Err(SimError::Setting(message)))
+    }
+
+    /// Light `i` of world `w`: the world's row of each field, placed by the world's poses.
+    pub(crate) fn light(&self, scene: &Scene, poses: &Poses, w: usize, i: usize) -> LightState {
+        let [active] = self.value::<1>(LIGHT_ACTIVE, w, i);
+        let [light_type] = self.value::<1>(LIGHT_TYPE, w, i);
+        let [castshadow] = self.value::<1>(LIGHT_CASTSHADOW, w, i);
+        let (xpos, xdir) = if self.moved {
+            // As MuJoCo places a light of mode "fixed": in its body's frame.
+            let b = scene.light_bodyid[i] as usize;
+            let (bpos, bmat) = (poses.xpos[w * scene.nbody() + b], poses.xmat[w * scene.nbody() + b]);
+            let pos = DVec3::from_array(self.value::<3>(LIGHT_POS, w, i));
+            let dir = DVec3::from_array(self.value::<3>(LIGHT_DIR, w, i));
+            (bpos + bmat * pos, (bmat * dir).normalize())
+        } else {
+            (poses.light_xpos[w * self.nlight + i], poses.light_xdir[w * self.nlight + i])
+        };
+        let diffuse = self.value::<3>(LIGHT_DIFFUSE, w, i).map(|d| d as f32);
+        LightState {
+            active: active != 0.0,
+            light_type: light_type as i32,
+            castshadow: castshadow != 0.0,
+            xpos,
+            xdir,
+            diffuse,
+        }
+    }
+}
+
+impl WorldMaterials for Fields {
+    fn geom_rgba(&self, w: usize, g: usize) -> [f32; 4] {
+        self.value::<4>(GEOM_RGBA, w, g).map(|v| v as f32)
+    }
+    fn geom_matid(&self, w: usize, g: usize) -> i32 {
+        self.value::<1>(GEOM_MATID, w, g)[0] as i32
+    }
+    fn mat_rgba(&self, w: usize, m: usize) -> [f32; 4] {
+        self.value::<4>(MAT_RGBA, w, m).map(|v| v as f32)
+    }
+    fn mat_texid(&self, w: usize, m: usize) -> i32 {
+        self.value::<1>(MAT_TEXID, w, m)[0] as i32
+    }
+    fn mat_texrepeat(&self, w: usize, m: usize) -> [f32; 2] {
+        self.value::<2>(MAT_TEXREPEAT, w, m).map(|v| v as f32)
+    }
+}
+
+impl Simulation {
+    /// Sets the per-world field `name` (one of [`FIELDS`]) from `values` of shape `shape`,
+    /// row-major: `(rows, count)` or `(rows, count, width)` where `count` is the model's
+    /// geoms, materials or lights; world `w` reads row `w % rows` (MuJoCo Warp's rule).
+    /// `light_pos` and `light_dir` are in the light's body frame, as in MJCF. The cameras
+    /// read every field; the lidar and physics read the model's values.
+    pub fn set_field(&mut self, name: &str, values: &[f64], shape: &[usize]) -> Result<(), SimError> {
+        self.fields.set(name, values, shape)
+    }
+
+    /// The per-world field `name`'s values (row-major) and shape.
+    pub fn field(&self, name: &str) -> Result<(Vec<f64>, Vec<usize>), SimError> {
+        self.fields.get(name)
+    }
+
+    /// Light `light` of world `world`, with that world's fields, in the world frame.
+    pub fn light(&self, world: usize, light: usize) -> Result<LightState, SimError> {
+        self.world_ok(world)?;
+        let nlight = self.scene.nlight();
+        if light >= nlight {
+            return Err(SimError::Setting(format!("light {light} does not exist (the model has {nlight} lights)")));
+        }
+        Ok(self.fields.light(&self.scene, self.worlds.poses(), world, light))
+    }
+}
