@@ -134,7 +134,8 @@ def look_at(pos, target):
 def camera(x, name, pos, target, fovy=60, resolution=(320, 240)):
     """A fixed overview camera for glint's renderer and its tests."""
     x.leaf("camera", ("name", name), ("pos", fvec(pos)), ("xyaxes", look_at(pos, target)),
-           ("fovy", str(fovy)), ("resolution", "%d %d" % resolution))
+           ("fovy", str(fovy)), ("resolution", "%d %d" % resolution),
+           ("output", "rgb depth segmentation"))
 
 
 def color(rng, base, jitter=0.12):

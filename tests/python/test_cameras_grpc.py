@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import glint
-from conftest import RPC_TIMEOUT_S, SHOWROOM_XML
+from conftest import RPC_TIMEOUT_S
 
 T = RPC_TIMEOUT_S
 
@@ -23,7 +23,7 @@ def test_list_cameras_and_config(showroom):
 
 
 def test_step_answers_colour_and_depth_frames(showroom):
-    _, c = showroom
+    server, c = showroom
     c.configure_cameras(
         [{"name": "overview"}, {"name": "overview", "kind": "depth", "width": 64, "height": 48}]
     )
@@ -34,8 +34,9 @@ def test_step_answers_colour_and_depth_frames(showroom):
     assert (rgba[..., 3] == 255).all() and rgba[..., :3].mean() > 30
     assert (depth.width, depth.height, depth.channels) == (64, 48, 1)
     metres = np.frombuffer(depth.data, "<u2").reshape(48, 64) * depth.depth_scale
-    # The same camera rendered in-process: within the millimetre codes' rounding.
-    sim = glint.Simulation.from_xml(str(SHOWROOM_XML))
+    # The same camera of the same manifest (its glass seen through by depth) rendered
+    # in-process: within the millimetre codes' rounding.
+    sim = glint.Simulation.from_manifest(str(server.manifest))
     sim.set_cameras([{"camera": "overview", "width": 64, "height": 48, "outputs": ["depth"]}])
     expected = sim.render()["overview"]["depth"][0]
     close = np.abs(metres - expected) <= 0.0006

@@ -35,7 +35,22 @@ pub struct CameraOptions {
 }
 
 impl CameraOptions {
-    /// Everything on, MuJoCo's default groups, the camera's own resolution.
+    /// The outputs the MJCF camera's `output` attribute asks for (MuJoCo Warp's rule: `rgb`
+    /// colour, `depth` or `distance` depth, `segmentation` segmentation; MuJoCo's default is
+    /// `rgb`), MuJoCo's default groups, the camera's own resolution. Fails for a camera that
+    /// does not exist.
+    pub fn from_mjcf(scene: &Scene, camera: usize) -> Result<CameraOptions, CameraError> {
+        let output =
+            *scene.cam_output.get(camera).ok_or(CameraError::NoSuchCamera { index: camera, count: scene.ncam() })?;
+        Ok(CameraOptions {
+            render_rgb: output & 1 != 0,
+            render_depth: output & (2 | 4) != 0,
+            render_seg: output & 16 != 0,
+            ..CameraOptions::new(camera)
+        })
+    }
+
+    /// Every output on, MuJoCo's default groups, the camera's own resolution.
     pub fn new(camera: usize) -> CameraOptions {
         CameraOptions {
             camera,

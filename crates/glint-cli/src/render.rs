@@ -16,7 +16,8 @@ pub struct RenderArgs {
     /// A scene manifest (its `[[camera]]` bindings, else every camera of its scene) or an
     /// MJCF file (every camera).
     scene: PathBuf,
-    /// Render only these MJCF cameras (repeat for several).
+    /// Render only these MJCF cameras (repeat for several). Each writes the outputs its MJCF
+    /// `output` attribute names (MuJoCo's default: rgb), or its `[[camera]]` binding's.
     #[arg(long = "camera")]
     cameras: Vec<String>,
     /// Which world to write (0-based).
@@ -62,8 +63,13 @@ pub fn run(args: RenderArgs) -> Result<()> {
     }
     let mut cameras: Vec<CameraOptions> = match (&args.cameras[..], sim.camera_layout()) {
         ([], Some(layout)) => layout.cameras.iter().map(|(_, o)| o.clone()).collect(),
-        ([], None) => (0..sim.scene().ncam()).map(CameraOptions::new).collect(),
-        (names, _) => names.iter().map(|n| Ok(CameraOptions::new(sim.camera_index(n)?))).collect::<Result<_>>()?,
+        ([], None) => {
+            (0..sim.scene().ncam()).map(|c| CameraOptions::from_mjcf(sim.scene(), c)).collect::<Result<_, _>>()?
+        }
+        (names, _) => names
+            .iter()
+            .map(|n| Ok(CameraOptions::from_mjcf(sim.scene(), sim.camera_index(n)?)?))
+            .collect::<Result<_>>()?,
     };
     if cameras.is_empty() {
         bail!(

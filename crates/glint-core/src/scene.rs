@@ -109,6 +109,9 @@ pub struct Scene {
     /// Focal length (x, y) and principal point (x, y) in metres, used with a sensor size,
     /// shape `(ncam, 4)`.
     pub cam_intrinsic: Vec<[f32; 4]>,
+    /// The MJCF `output` attribute as MuJoCo's `mjtCamOutBit` flags (1 rgb, 2 depth,
+    /// 4 distance, 8 normal, 16 segmentation; MuJoCo's default is rgb), shape `(ncam,)`.
+    pub cam_output: Vec<i32>,
     /// Name, shape `(ncam,)`.
     pub cam_name: Vec<String>,
 

@@ -21,12 +21,9 @@ pub struct CameraBinding {
     pub camera: String,
     /// Width and height in pixels; `None`: the MJCF camera's `resolution`.
     pub resolution: Option<(usize, usize)>,
-    /// Render colour.
-    pub rgb: bool,
-    /// Render depth.
-    pub depth: bool,
-    /// Render segmentation.
-    pub seg: bool,
+    /// Which outputs (colour, depth, segmentation) the binding asks for; `None`: those the
+    /// MJCF camera's `output` attribute names.
+    pub outputs: Option<[bool; 3]>,
     /// Apply textures (default true).
     pub use_textures: bool,
     /// Shadows (default true).
@@ -71,12 +68,13 @@ impl RawCamera {
             (None, None) => None,
             _ => return Err(bad("give both width and height, or neither (the MJCF camera's resolution)".into())),
         };
-        let outputs = self.outputs.clone().unwrap_or_else(|| CAMERA_OUTPUTS.iter().map(|s| s.to_string()).collect());
-        if outputs.is_empty() {
-            return Err(bad(format!("outputs is empty; list one or more of {}", CAMERA_OUTPUTS.join(", "))));
-        }
-        if let Some(o) = outputs.iter().find(|o| !CAMERA_OUTPUTS.contains(&o.as_str())) {
-            return Err(bad(format!("outputs has \"{o}\"; use {}", CAMERA_OUTPUTS.join(", "))));
+        if let Some(outputs) = &self.outputs {
+            if outputs.is_empty() {
+                return Err(bad(format!("outputs is empty; list one or more of {}", CAMERA_OUTPUTS.join(", "))));
+            }
+            if let Some(o) = outputs.iter().find(|o| !CAMERA_OUTPUTS.contains(&o.as_str())) {
+                return Err(bad(format!("outputs has \"{o}\"; use {}", CAMERA_OUTPUTS.join(", "))));
+            }
         }
         let mut geom_groups = [true, true, true, false, false, false];
         if let Some(groups) = &self.geom_groups {
@@ -92,13 +90,11 @@ impl RawCamera {
         if !(rate_hz.is_finite() && rate_hz > 0.0 && rate_hz <= 1000.0) {
             return Err(bad(format!("rate_hz = {rate_hz} is out of range; use (0, 1000] frames per second")));
         }
-        let has = |o: &str| outputs.iter().any(|x| x == o);
+        let outputs = self.outputs.as_ref().map(|list| CAMERA_OUTPUTS.map(|o| list.iter().any(|x| x == o)));
         Ok(CameraBinding {
             camera,
             resolution,
-            rgb: has("rgb"),
-            depth: has("depth"),
-            seg: has("seg"),
+            outputs,
             use_textures: self.use_textures.unwrap_or(true),
             use_shadows: self.use_shadows.unwrap_or(true),
             geom_groups,

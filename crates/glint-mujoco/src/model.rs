@@ -375,6 +375,7 @@ fn extract_scene(m: &mjModel) -> Result<Scene, MujocoError> {
         cam_fovy: arr(m.cam_fovy, ncam).to_vec(),
         cam_resolution: (0..ncam as usize).map(|i| fixed::<2, i32>(arr(m.cam_resolution, 2 * ncam), i)).collect(),
         cam_projection: arr(m.cam_projection, ncam).to_vec(),
+        cam_output: arr(m.cam_output, ncam).to_vec(),
         cam_sensorsize: (0..ncam as usize).map(|i| fixed::<2, f32>(arr(m.cam_sensorsize, 2 * ncam), i)).collect(),
         cam_intrinsic: (0..ncam as usize).map(|i| fixed::<4, f32>(arr(m.cam_intrinsic, 4 * ncam), i)).collect(),
         cam_name: names(m, m.name_camadr, ncam),

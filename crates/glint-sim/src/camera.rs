@@ -117,16 +117,19 @@ impl Simulation {
     }
 
     /// The render options of a manifest's `[[camera]]` binding.
+    /// (Outputs the binding does not list are those the MJCF camera's `output` names.)
     pub fn camera_options(&self, binding: &CameraBinding) -> Result<CameraOptions, SimError> {
+        let mjcf = CameraOptions::from_mjcf(&self.scene, self.camera_index(&binding.camera)?)?;
+        let [rgb, depth, seg] = binding.outputs.unwrap_or([mjcf.render_rgb, mjcf.render_depth, mjcf.render_seg]);
         Ok(CameraOptions {
             resolution: binding.resolution,
-            render_rgb: binding.rgb,
-            render_depth: binding.depth,
-            render_seg: binding.seg,
+            render_rgb: rgb,
+            render_depth: depth,
+            render_seg: seg,
             use_textures: binding.use_textures,
             use_shadows: binding.use_shadows,
             enabled_geom_groups: binding.geom_groups,
-            ..CameraOptions::new(self.camera_index(&binding.camera)?)
+            ..mjcf
         })
     }
 

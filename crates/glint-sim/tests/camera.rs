@@ -248,7 +248,7 @@ fn depth_sees_through_glass_as_the_lidar_does_and_colour_and_segmentation_show_t
         let manifest = dir.join("pane.toml");
         std::fs::write(
             &manifest,
-            format!("scene = \"pane.xml\"\n{materials}[[camera]]\ncamera = \"c\"\nwidth = 8\nheight = 6\n"),
+            format!("scene = \"pane.xml\"\n{materials}[[camera]]\ncamera = \"c\"\nwidth = 8\nheight = 6\noutputs = [\"rgb\", \"depth\", \"seg\"]\n"),
         )
         .unwrap();
         let mut sim = Simulation::from_manifest(&manifest, SimOptions::default()).unwrap();
@@ -323,4 +323,32 @@ fn each_geom_and_material_field_changes_its_world_only() {
         let err = sim.set_field(name, &values, &shape).unwrap_err().to_string();
         assert!(err.contains(want), "{name}: {err}");
     }
+}
+
+#[test]
+fn the_mjcf_output_attribute_decides_the_outputs_a_binding_does_not_list() {
+    let xml = r#"<mujoco><worldbody><geom type="box" size="1 1 1"/>
+        <camera name="plain" pos="0 -5 0" xyaxes="1 0 0 0 0 1"/>
+        <camera name="ranging" pos="0 -5 0" xyaxes="1 0 0 0 0 1" output="depth segmentation"/>
+        </worldbody></mujoco>"#;
+    let sim = Simulation::from_xml(xml, Vec::new(), SimOptions::default()).unwrap();
+    let outputs = |o: &CameraOptions| (o.render_rgb, o.render_depth, o.render_seg);
+    let plain = CameraOptions::from_mjcf(sim.scene(), 0).unwrap();
+    assert_eq!(outputs(&plain), (true, false, false), "MuJoCo's default output is rgb");
+    let ranging = CameraOptions::from_mjcf(sim.scene(), 1).unwrap();
+    assert_eq!(outputs(&ranging), (false, true, true));
+    let dir = std::env::temp_dir().join(format!("glint-camera-output-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("s.xml"), xml).unwrap();
+    let manifest = dir.join("m.toml");
+    std::fs::write(
+        &manifest,
+        "scene = \"s.xml\"\n[[camera]]\ncamera = \"ranging\"\n[[camera]]\ncamera = \"plain\"\noutputs = [\"seg\"]\n",
+    )
+    .unwrap();
+    let sim = Simulation::from_manifest(&manifest, SimOptions::default()).unwrap();
+    let layout = sim.camera_layout().unwrap();
+    assert_eq!(outputs(&layout.cameras[0].1), (false, true, true), "unlisted: the MJCF's");
+    assert_eq!(outputs(&layout.cameras[1].1), (false, false, true), "listed: the binding's");
+    let _ = std::fs::remove_dir_all(dir);
 }
