@@ -477,6 +477,22 @@ fn light_rig(raw: &RawManifest, dir: &Path, path: &Path) -> Result<Rig, Manifest
 /// simulation from an MJCF scene binds its lidars.
 pub fn lidar_bindings(tables: &[toml::Table], source: &Path) -> Result<Vec<LidarBinding>, ManifestError> {
     let valid: Vec<&str> = BINDING_KEYS.iter().copied().chain(ScanFields::KEYS).collect();
+    bindings(tables, source, ("[[lidar]]", &valid), |raw: RawLidar, index| raw.binding(source, index))
+}
+
+/// The camera bindings of `tables`, each with the keys of a `[[camera]]` table, checked as a
+/// manifest's are (errors name `source` and the table's index).
+pub fn camera_bindings(tables: &[toml::Table], source: &Path) -> Result<Vec<CameraBinding>, ManifestError> {
+    bindings(tables, source, ("[[camera]]", CAMERA_KEYS), |raw: RawCamera, index| raw.binding(source, index))
+}
+
+/// Each of `tables` checked for keys outside `valid`, read as `R` and made a binding by `make`.
+fn bindings<R: serde::de::DeserializeOwned, B>(
+    tables: &[toml::Table],
+    source: &Path,
+    (label, valid): (&str, &[&str]),
+    make: impl Fn(R, usize) -> Result<B, ManifestError>,
+) -> Result<Vec<B>, ManifestError> {
     tables
         .iter()
         .enumerate()
@@ -484,38 +500,15 @@ pub fn lidar_bindings(tables: &[toml::Table], source: &Path) -> Result<Vec<Lidar
             if let Some(key) = table.keys().find(|k| !valid.contains(&k.as_str())) {
                 return Err(ManifestError::UnknownKey {
                     path: source.to_path_buf(),
-                    table: format!("[[lidar]] {index}"),
+                    table: format!("{label} {index}"),
                     key: key.clone(),
-                    hint: hint(key, &valid),
+                    hint: hint(key, valid),
                 });
             }
-            let raw: RawLidar = toml::Value::Table(table.clone()).try_into().map_err(|e: toml::de::Error| {
-                ManifestError::Parse { path: source.to_path_buf(), message: format!("[[lidar]] {index}: {e}") }
+            let raw: R = toml::Value::Table(table.clone()).try_into().map_err(|e: toml::de::Error| {
+                ManifestError::Parse { path: source.to_path_buf(), message: format!("{label} {index}: {e}") }
             })?;
-            raw.binding(source, index)
-        })
-        .collect()
-}
-
-/// The camera bindings of `tables`, each with the keys of a `[[camera]]` table, checked as a
-/// manifest's are (errors name `source` and the table's index).
-pub fn camera_bindings(tables: &[toml::Table], source: &Path) -> Result<Vec<CameraBinding>, ManifestError> {
-    tables
-        .iter()
-        .enumerate()
-        .map(|(index, table)| {
-            if let Some(key) = table.keys().find(|k| !CAMERA_KEYS.contains(&k.as_str())) {
-                return Err(ManifestError::UnknownKey {
-                    path: source.to_path_buf(),
-                    table: format!("[[camera]] {index}"),
-                    key: key.clone(),
-                    hint: hint(key, CAMERA_KEYS),
-                });
-            }
-            let raw: RawCamera = toml::Value::Table(table.clone()).try_into().map_err(|e: toml::de::Error| {
-                ManifestError::Parse { path: source.to_path_buf(), message: format!("[[camera]] {index}: {e}") }
-            })?;
-            raw.binding(source, index)
+            make(raw, index)
         })
         .collect()
 }
