@@ -96,6 +96,8 @@ pub struct CameraModel {
     pub height: usize,
     /// Projection.
     pub projection: Projection,
+    /// Whether the projection comes from `fovy` (not from sensor intrinsics).
+    pub fovy_based: bool,
 }
 
 impl CameraModel {
@@ -117,6 +119,8 @@ impl CameraModel {
         }
         let bad = |message: String| CameraError::Projection { camera: name.clone(), message };
         let fovy = scene.cam_fovy[cam];
+        let [sw, sh] = scene.cam_sensorsize[cam].map(f64::from);
+        let fovy_based = !(sw > 0.0 && sh > 0.0) || scene.cam_projection[cam] == 1;
         let projection = if scene.cam_projection[cam] == 1 {
             if !(fovy.is_finite() && fovy > 0.0) {
                 return Err(bad(format!("an orthographic camera needs fovy (the view's height) above 0, not {fovy}")));
@@ -139,7 +143,22 @@ impl CameraModel {
                 Projection::Perspective { f: [f, f], c: [w / 2.0, h / 2.0] }
             }
         };
-        Ok(CameraModel { camera: cam, name, width, height, projection })
+        Ok(CameraModel { camera: cam, name, width, height, projection, fovy_based })
+    }
+
+    /// The same camera with another `fovy` (a world's own, MuJoCo Warp's batched `cam_fovy`):
+    /// it changes fovy-based perspective and orthographic cameras; a camera given by sensor
+    /// intrinsics keeps them.
+    pub fn with_fovy(&self, fovy: f64) -> CameraModel {
+        let projection = match self.projection {
+            Projection::Orthographic { .. } => Projection::Orthographic { height: fovy },
+            Projection::Perspective { c, .. } if self.fovy_based => {
+                let focal = 0.5 / (fovy.to_radians() / 2.0).tan() * self.height as f64;
+                Projection::Perspective { f: [focal, focal], c }
+            }
+            p => p,
+        };
+        CameraModel { projection, ..self.clone() }
     }
 
     /// The ray of pixel (`col`, `row`)'s centre in the camera frame (MuJoCo's: looking along

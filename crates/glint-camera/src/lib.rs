@@ -17,5 +17,5 @@ mod texture;
 
 pub use camera::{CameraModel, CameraOptions, Layout, MAX_SIDE, Projection};
 pub use error::CameraError;
-pub use render::{Frames, Headlight, Inputs, Renderer, WorldMaterials};
+pub use render::{Frames, Headlight, Inputs, Renderer, WorldFields};
 pub use shade::{Light, MAX_LIGHTS, Surface};

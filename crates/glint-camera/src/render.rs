@@ -47,13 +47,13 @@ pub struct Inputs<'a> {
     pub lights: &'a [Vec<Light>],
     /// MuJoCo's headlight.
     pub headlight: Headlight,
-    /// Each world's geom and material colours, materials and textures.
-    pub materials: &'a dyn WorldMaterials,
+    /// Each world's geom and material colours, materials, textures and camera fields of view.
+    pub materials: &'a dyn WorldFields,
 }
 
 /// Each world's geom and material fields, as the renderer reads them (a world whose fields
-/// are the model's reads the [`Scene`]'s: `impl WorldMaterials for Scene`).
-pub trait WorldMaterials: Sync {
+/// are the model's reads the [`Scene`]'s: `impl WorldFields for Scene`).
+pub trait WorldFields: Sync {
     /// Geom `g`'s colour in world `w`.
     fn geom_rgba(&self, w: usize, g: usize) -> [f32; 4];
     /// Geom `g`'s material in world `w` (−1: none).
@@ -64,9 +64,11 @@ pub trait WorldMaterials: Sync {
     fn mat_texid(&self, w: usize, m: usize) -> i32;
     /// Material `m`'s texture repetition in world `w`.
     fn mat_texrepeat(&self, w: usize, m: usize) -> [f32; 2];
+    /// Camera `c`'s vertical field of view in world `w` (degrees; metres for orthographic).
+    fn cam_fovy(&self, w: usize, c: usize) -> f64;
 }
 
-impl WorldMaterials for Scene {
+impl WorldFields for Scene {
     fn geom_rgba(&self, _: usize, g: usize) -> [f32; 4] {
         self.geom_rgba[g]
     }
@@ -81,6 +83,9 @@ impl WorldMaterials for Scene {
     }
     fn mat_texrepeat(&self, _: usize, m: usize) -> [f32; 2] {
         self.mat_texrepeat[m]
+    }
+    fn cam_fovy(&self, _: usize, c: usize) -> f64 {
+        self.cam_fovy[c]
     }
 }
 
@@ -124,7 +129,7 @@ struct Shared<'a> {
     prepared: Vec<PreparedRays<'a>>,
     lights: &'a [Vec<Light>],
     headlight: Headlight,
-    materials: &'a dyn WorldMaterials,
+    materials: &'a dyn WorldFields,
 }
 
 impl Renderer {
@@ -201,6 +206,8 @@ impl Renderer {
     fn band(&self, s: &Shared, job: Job) {
         let (model, options) = &s.layout.cameras[job.slot];
         let w = job.world;
+        let world_model = model.with_fovy(s.materials.cam_fovy(w, model.camera));
+        let model = &world_model;
         let cam_pos = s.poses.cam_xpos[w * s.scene.ncam() + model.camera];
         let cam_mat = s.poses.cam_xmat[w * s.scene.ncam() + model.camera];
         let (pixel, origins, dirs) = band_rays(model, cam_pos, &cam_mat, job.rows);

@@ -1,11 +1,11 @@
 //! Per-world model fields, as MuJoCo Warp batches them: a field holds `rows` rows of one value
 //! per geom, material or light, and world `w` reads row `w % rows`. The model's own values
 //! are one row. Every reader goes through [`Fields::value`], the one place the rule is
-//! written; the renderer reads materials through [`WorldMaterials`] and lights through
+//! written; the renderer reads materials through [`WorldFields`] and lights through
 //! [`Simulation::light`].
 
 use glam::DVec3;
-use glint_camera::WorldMaterials;
+use glint_camera::WorldFields;
 use glint_core::{Poses, Scene};
 
 use crate::{SimError, Simulation};
@@ -19,11 +19,13 @@ pub enum FieldOf {
     Material,
     /// Per light (`nlight`).
     Light,
+    /// Per camera (`ncam`).
+    Camera,
 }
 
 /// The per-world fields, by MuJoCo Warp's names: what each has a value per, and how many
 /// numbers each value takes.
-pub const FIELDS: [(&str, FieldOf, usize); 11] = [
+pub const FIELDS: [(&str, FieldOf, usize); 12] = [
     ("geom_rgba", FieldOf::Geom, 4),
     ("geom_matid", FieldOf::Geom, 1),
     ("mat_rgba", FieldOf::Material, 4),
@@ -35,6 +37,7 @@ pub const FIELDS: [(&str, FieldOf, usize); 11] = [
     ("light_pos", FieldOf::Light, 3),
     ("light_dir", FieldOf::Light, 3),
     ("light_diffuse", FieldOf::Light, 3),
+    ("cam_fovy", FieldOf::Camera, 1),
 ];
 
 // Positions in FIELDS.
@@ -49,6 +52,7 @@ const LIGHT_CASTSHADOW: usize = 7;
 const LIGHT_POS: usize = 8;
 const LIGHT_DIR: usize = 9;
 const LIGHT_DIFFUSE: usize = 10;
+const CAM_FOVY: usize = 11;
 
 /// One field's rows: `values.len() == rows × count × width`.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,7 +68,10 @@ pub(crate) struct Fields {
     ngeom: usize,
     nmat: usize,
     nlight: usize,
+    ncam: usize,
     ntex: usize,
+    /// Per camera, whether it is orthographic (its `cam_fovy` is a height in metres).
+    cam_orthographic: Vec<bool>,
     rows: Vec<Rows>,
     /// Whether `light_pos` / `light_dir` were set (otherwise MuJoCo's own frames are used,
     /// which follow the lights' tracking modes).
@@ -96,7 +103,7 @@ impl Fields {
     /// The model's values as the one row of every field.
     pub(crate) fn new(scene: &Scene) -> Fields {
         let f32s = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>();
-        let values: [Vec<f64>; 11] = [
+        let values: [Vec<f64>; 12] = [
             scene.geom_rgba.iter().flat_map(|c| f32s(c)).collect(),
             scene.geom_matid.iter().map(|&m| f64::from(m)).collect(),
             scene.mat_rgba.iter().flat_map(|c| f32s(c)).collect(),
@@ -108,12 +115,15 @@ impl Fields {
             scene.light_pos.iter().flat_map(|p| p.to_array()).collect(),
             scene.light_dir.iter().flat_map(|d| d.to_array()).collect(),
             scene.light_diffuse.iter().flat_map(|d| f32s(d)).collect(),
+            scene.cam_fovy.clone(),
         ];
         Fields {
             ngeom: scene.ngeom(),
             nmat: scene.mat_rgba.len(),
             nlight: scene.nlight(),
+            ncam: scene.ncam(),
             ntex: scene.tex_type.len(),
+            cam_orthographic: scene.cam_projection.iter().map(|&p| p == 1).collect(),
             rows: values.into_iter().map(|values| Rows { rows: 1, values }).collect(),
             moved: false,
         }
@@ -124,6 +134,7 @@ impl Fields {
             FieldOf::Geom => self.ngeom,
             FieldOf::Material => self.nmat,
             FieldOf::Light => self.nlight,
+            FieldOf::Camera => self.ncam,
         }
     }
 
@@ -210,6 +221,13 @@ impl Fields {
             "mat_texid" => whole_in(-1.0, self.ntex as f64 - 1.0).map(|t| {
                 format!("mat_texid holds {t}: use -1 (none) or a texture id from 0 to {}", self.ntex as i64 - 1)
             }),
+            "cam_fovy" => values.iter().enumerate().find_map(|(k, &f)| {
+                let ortho = self.cam_orthographic.get(k % self.ncam.max(1)).copied().unwrap_or(false);
+                let ok = f > 0.0 && (ortho || f < 180.0);
+                (!ok).then(|| {
+                    format!("cam_fovy holds {f}: a perspective camera's fovy runs from 0 to 180 degrees (exclusive), an orthographic one's is a height above 0 metres")
+                })
+            }),
             "geom_rgba" | "mat_rgba" => values
                 .iter()
                 .find(|v| !(0.0..=1.0).contains(*v))
@@ -246,7 +264,7 @@ impl Fields {
     }
 }
 
-impl WorldMaterials for Fields {
+impl WorldFields for Fields {
     fn geom_rgba(&self, w: usize, g: usize) -> [f32; 4] {
         self.value::<4>(GEOM_RGBA, w, g).map(|v| v as f32)
     }
@@ -261,6 +279,9 @@ impl WorldMaterials for Fields {
     }
     fn mat_texrepeat(&self, w: usize, m: usize) -> [f32; 2] {
         self.value::<2>(MAT_TEXREPEAT, w, m).map(|v| v as f32)
+    }
+    fn cam_fovy(&self, w: usize, c: usize) -> f64 {
+        self.value::<1>(CAM_FOVY, w, c)[0]
     }
 }
 

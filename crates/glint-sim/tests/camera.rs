@@ -352,3 +352,38 @@ fn the_mjcf_output_attribute_decides_the_outputs_a_binding_does_not_list() {
     assert_eq!(outputs(&layout.cameras[1].1), (false, false, true), "listed: the binding's");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_world_with_its_own_fovy_renders_its_own_rays() {
+    let scene = example(&["lights", "scene.xml"]);
+    let mut sim = sim_of(&scene, 2);
+    let cam = sim.camera_index("view").unwrap();
+    let ncam = sim.scene().ncam();
+    sim.set_cameras(vec![CameraOptions { resolution: Some((24, 16)), ..CameraOptions::new(cam) }]).unwrap();
+    let (mut fovy, _) = sim.field("cam_fovy").unwrap();
+    let model_fovy = fovy[cam];
+    fovy.extend(vec![20.0; ncam]);
+    sim.set_field("cam_fovy", &fovy, &[2, ncam]).unwrap();
+    let frames = sim.render().unwrap();
+    let reference = WorldBatch::new(sim.model(), 1).unwrap();
+    let (pos, mat) = (sim.poses().cam_xpos[cam], sim.poses().cam_xmat[cam]);
+    let filter =
+        RayFilter { geomgroup: Some([true, true, true, false, false, false]), flg_static: true, exclude_tree: -1 };
+    for (world, want) in [(0usize, model_fovy), (1, 20.0)] {
+        let model = frames.layout.cameras[0].0.with_fovy(want);
+        let (_, depth, seg, w, h) = frames.image(world, 0);
+        for row in 0..h {
+            for col in 0..w {
+                let (o, d) = model.pixel_ray(col, row);
+                let mj = reference.mj_ray(0, pos + mat * o, mat * d, &filter, -1);
+                let i = row * w + col;
+                assert_eq!(seg[i], mj.geomid, "world {world} pixel ({col}, {row})");
+                if mj.geomid >= 0 {
+                    assert!((f64::from(depth[i]) - mj.dist).abs() <= 1e-5 * mj.dist, "world {world} ({col}, {row})");
+                }
+            }
+        }
+    }
+    let err = sim.set_field("cam_fovy", &vec![190.0; ncam], &[1, ncam]).unwrap_err().to_string();
+    assert!(err.contains("0 to 180 degrees"), "{err}");
+}
