@@ -40,6 +40,7 @@ use serde::Deserialize;
 mod camera;
 mod controller;
 mod observation;
+mod randomize;
 mod reset;
 mod task;
 
@@ -49,6 +50,8 @@ pub use controller::Controller;
 use controller::{ACTUATOR_KEYS, CONTROLLER_KEYS, RawController};
 pub use observation::{MAX_OBSERVATION_BEAMS, OBSERVATION_COMPONENTS, ObservationComponent};
 use observation::{OBSERVATION_KEYS, RawObservation};
+pub use randomize::{Distribution, Randomization};
+use randomize::{RawRandomize, randomizations};
 use reset::{BODY_RESET_KEYS, RESET_KEYS, RawReset};
 pub use reset::{BodyReset, ResetConfig};
 pub use task::Task;
@@ -166,6 +169,7 @@ const TOP_KEYS: &[&str] = &[
     "lights",
     "lights_file",
     "camera",
+    "randomize",
 ];
 const MATERIAL_KEYS: &[&str] = &[
     "preset",
@@ -220,6 +224,8 @@ struct RawManifest {
     lights_file: Option<String>,
     #[serde(default)]
     camera: Vec<RawCamera>,
+    #[serde(default)]
+    randomize: RawRandomize,
 }
 
 #[derive(Deserialize, Default)]
@@ -352,6 +358,9 @@ pub struct Manifest {
     pub lights: Rig,
     /// Cameras bound for rendering (`[[camera]]`), in order.
     pub cameras: Vec<CameraBinding>,
+    /// Per-world draws of model fields at each episode reset (`[randomize]`), in field then
+    /// target name order.
+    pub randomize: Vec<Randomization>,
 }
 
 /// "; did you mean `x`?" for the nearest valid key, or the whole list when none is close.
@@ -410,6 +419,7 @@ impl Manifest {
         let bake = raw.bake.config(path)?;
         let (return_params, seed) = return_model(&raw.return_model, path)?;
         let lights = light_rig(&raw, dir, path)?;
+        let randomize = randomizations(&raw.randomize, path)?;
         let cameras = raw.camera.iter().enumerate().map(|(i, c)| c.binding(path, i)).collect::<Result<Vec<_>, _>>()?;
         Ok(Manifest {
             path: path.to_path_buf(),
@@ -427,6 +437,7 @@ impl Manifest {
             use_scenario_lights: raw.use_scenario_lights.unwrap_or(false),
             lights,
             cameras,
+            randomize,
         })
     }
 

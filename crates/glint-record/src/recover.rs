@@ -465,6 +465,7 @@ fn log_episode(dir: &Path, meta: &SessionMeta, index: u32) -> Result<(), RecordE
         seed,
         files,
         camera_files: Vec::new(),
+        randomized: Default::default(),
     };
     line.append(dir)
 }

@@ -1,7 +1,7 @@
 //! A recording session on disk: its folder and `meta/` files, and the episodes written into
 //! it, one lidar file and one pose table per sensor per episode.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -146,6 +146,8 @@ pub struct Episode {
     started: Instant,
     /// Camera streams' files, relative to the session folder, for `episodes.jsonl`.
     camera_files: Vec<String>,
+    /// What the episode's world drew from `[randomize]`, by `field/target`.
+    randomized: BTreeMap<String, Vec<f64>>,
 }
 
 impl std::fmt::Debug for Episode {
@@ -368,6 +370,7 @@ impl Session {
             warnings,
             started: Instant::now(),
             camera_files: Vec::new(),
+            randomized: BTreeMap::new(),
         })
     }
 }
@@ -387,6 +390,9 @@ pub(crate) struct EpisodeLine<'a> {
     /// The episode's camera streams (videos, their sidecars, depth folders).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) camera_files: Vec<String>,
+    /// What the episode's world drew from `[randomize]`, by `field/target`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) randomized: BTreeMap<String, Vec<f64>>,
 }
 
 impl EpisodeLine<'_> {
@@ -446,6 +452,11 @@ impl Episode {
         }
     }
 
+    /// Records in `episodes.jsonl` what the episode's world drew from `[randomize]`.
+    pub fn attach_randomized(&mut self, drawn: &BTreeMap<String, Vec<f64>>) {
+        self.randomized = drawn.clone();
+    }
+
     /// Lists camera stream files (relative to the session folder) under the episode's
     /// `camera_files` in `episodes.jsonl`.
     pub fn attach_camera_files(&mut self, files: &[PathBuf]) {
@@ -491,6 +502,7 @@ impl Episode {
             mut warnings,
             started,
             camera_files,
+            randomized,
             ..
         } = self;
         warnings.extend(proxies.into_iter().flatten().filter_map(|proxy| proxy.finish().err()));
@@ -559,6 +571,7 @@ impl Episode {
             seed: Some(seed),
             files,
             camera_files,
+            randomized,
         };
         line.append(&dir)?;
         Ok(EpisodeSummary { index, status, ticks, sensors: summaries, warnings })

@@ -129,7 +129,7 @@ impl Fields {
         }
     }
 
-    fn count(&self, of: FieldOf) -> usize {
+    pub(crate) fn count(&self, of: FieldOf) -> usize {
         match of {
             FieldOf::Geom => self.ngeom,
             FieldOf::Material => self.nmat,
@@ -146,7 +146,8 @@ impl Fields {
         std::array::from_fn(|k| rows.values[at + k])
     }
 
-    fn index(name: &str) -> Result<usize, SimError> {
+    /// Field `name`'s position in [`FIELDS`], or an error naming the nearest field.
+    pub(crate) fn index(name: &str) -> Result<usize, SimError> {
         FIELDS.iter().position(|(n, _, _)| *n == name).ok_or_else(|| {
             let names: Vec<&str> = FIELDS.iter().map(|(n, _, _)| *n).collect();
             let hint = glint_core::nearest_name(name, names.iter().copied()).map_or_else(
@@ -188,6 +189,23 @@ impl Fields {
         Ok(())
     }
 
+    /// Sets item `item`'s value of field `f` in world `w` of `nworld`, giving the field one row
+    /// per world first (each world keeping the row it read).
+    pub(crate) fn set_item(&mut self, f: usize, (w, nworld): (usize, usize), item: usize, value: &[f64]) {
+        let (_, of, width) = FIELDS[f];
+        let count = self.count(of);
+        let rows = &mut self.rows[f];
+        if rows.rows != nworld {
+            let per_row = count * width;
+            let old = std::mem::take(&mut rows.values);
+            rows.values = (0..nworld).flat_map(|v| old[(v % rows.rows) * per_row..][..per_row].to_vec()).collect();
+            rows.rows = nworld;
+        }
+        let at = (w * count + item) * width;
+        rows.values[at..at + width].copy_from_slice(value);
+        self.moved |= f == LIGHT_POS || f == LIGHT_DIR;
+    }
+
     /// Field `name`'s values and shape.
     pub(crate) fn get(&self, name: &str) -> Result<(Vec<f64>, Vec<usize>), SimError> {
         let f = Self::index(name)?;
@@ -201,7 +219,7 @@ impl Fields {
     }
 
     /// An error unless every value suits field `name` (finiteness is checked before).
-    fn check_values(&self, name: &str, values: &[f64]) -> Result<(), SimError> {
+    pub(crate) fn check_values(&self, name: &str, values: &[f64]) -> Result<(), SimError> {
         let whole_in = |lo: f64, hi: f64| values.iter().copied().find(|&v| !(lo..=hi).contains(&v) || v.fract() != 0.0);
         let problem = match name {
             "light_type" => whole_in(0.0, 3.0).map(|t| {

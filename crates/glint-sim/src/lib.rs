@@ -41,6 +41,7 @@ mod fields;
 mod lidar;
 mod materials;
 mod observation;
+mod randomize;
 mod recording;
 mod reset;
 mod run;

@@ -2,6 +2,7 @@
 //! A world's episode begins at its first tick after the recording is armed or the world is
 //! reset, and ends at its next reset or when the recording stops, so no episode is empty.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use glam::{DMat3, DVec3};
@@ -160,12 +161,13 @@ impl Recording {
     /// seconds.
     pub(crate) fn end_episode(
         &mut self,
-        world: usize,
+        (world, drawn): (usize, &BTreeMap<String, Vec<f64>>),
         status: EpisodeStatus,
         length_s: f64,
         warnings: &mut Vec<Warning>,
     ) -> Result<(), SimError> {
         let Some(mut episode) = self.episodes[world].take() else { return Ok(()) };
+        episode.attach_randomized(drawn);
         let dir = self.session.dir().to_path_buf();
         for stream in std::mem::take(&mut self.streams[world]) {
             let (files, stream_warnings) = stream.finish(&dir)?;

@@ -3,6 +3,7 @@
 //! [`Simulation::step`] is the one place where controls, physics, refit, lidar tick and
 //! recording follow each other.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -18,6 +19,7 @@ use crate::controller::Drive;
 use crate::fields::Fields;
 use crate::materials::LoadedBake;
 use crate::observation::ObservationLayout;
+use crate::randomize::FieldDraws;
 pub(crate) use crate::recording::RecordedCamera;
 use crate::recording::{Recording, RecordingOptions, RecordingSummary, SensorTick};
 use crate::reset::Randomizer;
@@ -173,6 +175,9 @@ pub struct Simulation {
     pub(crate) fields: Fields,
     /// The cameras that render, once set.
     pub(crate) cameras: Option<Cameras>,
+    /// The manifest's `[randomize]` draws, and per world what its episode drew.
+    field_draws: FieldDraws,
+    drawn: Vec<BTreeMap<String, Vec<f64>>>,
 }
 
 impl std::fmt::Debug for Simulation {
@@ -213,6 +218,10 @@ impl Simulation {
         let options = SimOptions { episode_seconds: options.episode_seconds.or(task_seconds), ..options };
         let mut sim = Simulation::build(model, manifest.lidar, setup, calibration, &options)?;
         sim.warnings.extend(light_warnings);
+        sim.field_draws = FieldDraws::new(&manifest.randomize, &sim.scene, &sim.fields)?;
+        for w in 0..sim.nworld() {
+            sim.draw_fields(w)?;
+        }
         if !manifest.cameras.is_empty() {
             let options = manifest.cameras.iter().map(|c| sim.camera_options(c)).collect::<Result<Vec<_>, _>>()?;
             let rates: Vec<(usize, f64)> =
@@ -315,6 +324,8 @@ impl Simulation {
             task: None,
             fields,
             cameras: None,
+            field_draws: FieldDraws::default(),
+            drawn: vec![BTreeMap::new(); nworld],
         })
     }
 
@@ -375,6 +386,21 @@ impl Simulation {
     pub fn episode_seed(&self, w: usize) -> Result<u64, SimError> {
         self.world_ok(w)?;
         Ok(self.seed_of(w))
+    }
+
+    /// Draws world `w`'s `[randomize]` values for its episode, from the episode's seed.
+    fn draw_fields(&mut self, w: usize) -> Result<(), SimError> {
+        if !self.field_draws.is_empty() {
+            let (seed, nworld) = (self.seed_of(w), self.nworld());
+            self.drawn[w] = self.field_draws.apply(&mut self.fields, (w, nworld), seed)?;
+        }
+        Ok(())
+    }
+
+    /// What world `w`'s episode drew from `[randomize]`, by `field/target`.
+    pub fn drawn_fields(&self, w: usize) -> Result<&BTreeMap<String, Vec<f64>>, SimError> {
+        self.world_ok(w)?;
+        Ok(&self.drawn[w])
     }
 
     /// World `w`'s episode seed (`w` checked by the caller).
@@ -460,6 +486,7 @@ impl Simulation {
             let seed = self.seed_of(w);
             self.randomizer.apply(&mut self.worlds, w, seed)?;
             self.lidars.set_world_seed(w, seed)?;
+            self.draw_fields(w)?;
         }
         self.rays.rebuild(self.worlds.poses());
         for &w in &list {
@@ -488,7 +515,8 @@ impl Simulation {
             status = EpisodeStatus::Unstable;
         }
         if let Some(recording) = &mut self.recording {
-            recording.end_episode(w, status, clock.ticks as f64 * self.runner.dt, &mut self.warnings)?;
+            let length = clock.ticks as f64 * self.runner.dt;
+            recording.end_episode((w, &self.drawn[w]), status, length, &mut self.warnings)?;
         }
         self.clocks[w] = EpisodeClock { ticks: 0, episode: clock.episode + 1 };
         Ok(())
@@ -738,7 +766,8 @@ impl Simulation {
         let recording = self.recording.as_mut().ok_or(SimError::NotRecording("no recording is armed"))?;
         for (w, clock) in self.clocks.iter().enumerate() {
             let status = if self.worlds.unstable(w) { EpisodeStatus::Unstable } else { status };
-            recording.end_episode(w, status, clock.ticks as f64 * self.runner.dt, &mut self.warnings)?;
+            let length = clock.ticks as f64 * self.runner.dt;
+            recording.end_episode((w, &self.drawn[w]), status, length, &mut self.warnings)?;
         }
         let summary = recording.summary();
         self.recording = None;

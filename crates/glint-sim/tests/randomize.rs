@@ -1,0 +1,126 @@
+//! `[randomize]`: every world draws its own field values at each episode reset from its
+//! episode's seed; the cameras see them; recordings say what each episode drew; bad tables
+//! are errors naming the field and the fix.
+
+use std::path::{Path, PathBuf};
+
+use glint_sim::{RecordingOptions, SimOptions, Simulation, Worlds};
+
+fn example(parts: &[&str]) -> PathBuf {
+    let mut p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "..", "examples"].iter().collect();
+    p.extend(parts);
+    p
+}
+
+fn manifest(tag: &str, extra: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("glint-randomize-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("m.toml");
+    let scene = example(&["lights", "scene.xml"]).to_string_lossy().replace('\\', "/");
+    std::fs::write(&path, format!("scene = \"{scene}\"\n{extra}")).unwrap();
+    path
+}
+
+fn sim(path: &Path, nworld: usize) -> Simulation {
+    Simulation::from_manifest(path, SimOptions { nworld, ..SimOptions::default() }).unwrap()
+}
+
+const TABLE: &str = r#"
+[randomize.geom_rgba]
+cube = { uniform = [[0.0, 0.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0]] }
+[randomize.light_diffuse]
+top = { normal = [[0.7, 0.7, 0.7], [0.2, 0.2, 0.2]] }
+[randomize.geom_matid]
+ball = { choice = [3, 4] }
+[randomize.cam_fovy]
+view = { uniform = [30.0, 60.0] }
+[[camera]]
+camera = "view"
+width = 32
+height = 24
+"#;
+
+#[test]
+fn each_world_draws_its_own_values_and_the_cameras_see_them() {
+    let m = manifest("draws", TABLE);
+    let mut a = sim(&m, 4);
+    let cube = a.scene().geom_name.iter().position(|n| n == "cube").unwrap();
+    let (rgba, shape) = a.field("geom_rgba").unwrap();
+    assert_eq!(shape, vec![4, a.scene().ngeom(), 4], "one row per world");
+    let ngeom = a.scene().ngeom();
+    let mut colours = Vec::new();
+    for w in 0..4 {
+        let drawn = a.drawn_fields(w).unwrap().clone();
+        assert_eq!(drawn.len(), 4, "{drawn:?}");
+        let row = &rgba[(w * ngeom + cube) * 4..][..4];
+        assert_eq!(drawn["geom_rgba/cube"], row.to_vec());
+        assert!(row[..3].iter().all(|c| (0.0..=1.0).contains(c)) && row[3] == 1.0);
+        assert!([3.0, 4.0].contains(&drawn["geom_matid/ball"][0]));
+        assert!((30.0..=60.0).contains(&drawn["cam_fovy/view"][0]));
+        assert!(drawn["light_diffuse/top"].iter().all(|&d| d >= 0.0));
+        colours.push(drawn["geom_rgba/cube"].clone());
+    }
+    assert!(colours.windows(2).all(|p| p[0] != p[1]), "worlds draw differently: {colours:?}");
+    let frames = a.render().unwrap();
+    assert_ne!(frames.image(0, 0).0, frames.image(1, 0).0);
+    // The same seed draws the same values; a reset draws the next episode's.
+    let b = sim(&m, 4);
+    assert_eq!(a.drawn_fields(2).unwrap(), b.drawn_fields(2).unwrap());
+    let before = a.drawn_fields(1).unwrap().clone();
+    a.step(None).unwrap();
+    a.reset(Worlds::One(1), None).unwrap();
+    assert_ne!(a.drawn_fields(1).unwrap(), &before, "a new episode draws anew");
+    assert_eq!(a.drawn_fields(0).unwrap(), b.drawn_fields(0).unwrap(), "other worlds keep theirs");
+}
+
+#[test]
+fn recordings_say_what_each_episode_drew() {
+    let m = manifest(
+        "record",
+        &format!("[[lidar]]\nname = \"top\"\nattach_body = \"link0\"\nchannels = 2\nazimuth_bins = 8\n{TABLE}"),
+    );
+    let mut s = sim(&m, 2);
+    let out = m.parent().unwrap().join("sessions");
+    let dir = s.arm_recording(&RecordingOptions { out: Some(out.clone()), episodes: 2 }).unwrap();
+    s.step(None).unwrap();
+    let expected: Vec<_> = (0..2).map(|w| s.drawn_fields(w).unwrap().clone()).collect();
+    s.stop_recording(glint_record::EpisodeStatus::Complete).unwrap();
+    let log = std::fs::read_to_string(dir.join("meta/episodes.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2);
+    for line in &lines {
+        let drawn: std::collections::BTreeMap<String, Vec<f64>> =
+            serde_json::from_value(line["randomized"].clone()).unwrap();
+        // JSON keeps every digit ryu writes; serde_json's parser may differ in the last bit.
+        let same = |a: &std::collections::BTreeMap<String, Vec<f64>>| {
+            a.len() == drawn.len()
+                && a.iter().all(|(k, v)| drawn[k].iter().zip(v).all(|(x, y)| (x - y).abs() <= 1e-12 * y.abs().max(1.0)))
+        };
+        assert!(expected.iter().any(same), "{drawn:?} is one world's draw: {expected:?}");
+    }
+    let _ = std::fs::remove_dir_all(out);
+}
+
+#[test]
+fn bad_randomize_tables_are_errors_naming_the_field_and_the_fix() {
+    for (table, want) in [
+        ("[randomize.geom_rbga]\ncube = { uniform = [[0,0,0,1],[1,1,1,1]] }\n", "did you mean `geom_rgba`"),
+        (
+            "[randomize.geom_rgba]\ncub = { uniform = [[0,0,0,1],[1,1,1,1]] }\n",
+            "no geom named `cub`; did you mean `cube`",
+        ),
+        ("[randomize.geom_rgba]\ncube = { uniform = [[1,0,0,1],[0,1,1,1]] }\n", "lo 1 above hi 0"),
+        ("[randomize.cam_fovy]\nview = { uniform = [\"nan\", 50.0] }\n", "not valid"),
+        ("[randomize.cam_fovy]\nview = { normal = [40.0, -1.0] }\n", "0 or more"),
+        ("[randomize.geom_rgba]\ncube = { uniform = [[0,0,0],[1,1,1]] }\n", "takes 4 number(s)"),
+        ("[randomize.geom_matid]\ncube = { uniform = [0, 3] }\n", "draw it from a choice"),
+        ("[randomize.geom_matid]\ncube = { choice = [99] }\n", "a material id from 0 to"),
+        ("[randomize.cam_fovy]\nview = { }\n", "exactly one of"),
+        ("[randomize.cam_fovy]\nview = { choice = [] }\n", "choice is empty"),
+        ("[randomize.geom_rgba]\ncube = { uniform = [[0,0,0,1],[2,1,1,1]] }\n", "from 0 to 1"),
+    ] {
+        let m = manifest("bad", table);
+        let err = Simulation::from_manifest(&m, SimOptions::default()).err().unwrap().to_string();
+        assert!(err.contains(want), "{table}: {err}");
+    }
+}
