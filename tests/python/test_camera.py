@@ -76,3 +76,24 @@ def test_no_cameras_and_bad_requests_are_errors():
         sim.set_cameras(["view", "view"])
     with pytest.raises(glint.errors.GlintError, match="neither a camera name"):
         sim.set_cameras([3])
+
+
+def test_randomize_draws_per_world_and_resets_redraw(tmp_path):
+    manifest = tmp_path / "rand.toml"
+    manifest.write_text(
+        f'scene = "{SCENE}"\n'
+        "[randomize.geom_rgba]\ncube = { uniform = [[0, 0, 0, 1], [1, 1, 1, 1]] }\n"
+        '[[camera]]\ncamera = "view"\nwidth = 32\nheight = 24\n'
+    )
+    sim = glint.Simulation.from_manifest(str(manifest), nworld=2, seed=3)
+    drawn = [sim.drawn_fields(w)["geom_rgba/cube"] for w in range(2)]
+    assert drawn[0] != drawn[1]
+    rgba = sim.field("geom_rgba")
+    cube = 1  # floor, cube, ball, ... in the scene's order
+    np.testing.assert_allclose(rgba[:, cube], np.array(drawn))
+    frames = sim.render()["view"]["rgb"]
+    assert not np.array_equal(frames[0], frames[1])
+    sim.step()
+    sim.reset(worlds=[1])
+    assert sim.drawn_fields(1)["geom_rgba/cube"] != drawn[1]
+    assert sim.drawn_fields(0)["geom_rgba/cube"] == drawn[0]

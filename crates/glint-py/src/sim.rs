@@ -501,6 +501,12 @@ impl Simulation {
         self.sim.set_field(name, &flat, &shape).py()
     }
 
+    /// What world `world`'s episode drew from the manifest's `[randomize]`, by
+    /// `"field/target"` (empty without a `[randomize]` table).
+    fn drawn_fields(&self, world: usize) -> PyResult<std::collections::BTreeMap<String, Vec<f64>>> {
+        self.sim.drawn_fields(world).cloned().py()
+    }
+
     /// The return model's seventeen parameters, by key (one set for the scene).
     #[getter]
     fn return_params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
