@@ -55,3 +55,18 @@ def test_bad_camera_requests_are_refused_before_stepping(showroom):
         assert not r.success and want in r.message, r.message
     after = c.agent.Step(c.pb.agent.StepRequest(actions=[0.0, 0.0, 0.0]), timeout=T).observation.frame_number
     assert after == before + 1, "the refused steps moved nothing"
+
+
+def test_camera_requests_are_refused_while_recording_camera_bindings(tmp_path, serve, connect):
+    from conftest import showroom_manifest
+
+    manifest = showroom_manifest() + '\n[[camera]]\ncamera = "overview"\nwidth = 32\nheight = 24\n'
+    server = serve(manifest, extra=["--record", str(tmp_path / "rec")])
+    c = connect(server)
+    first = c.agent.Step(c.pb.agent.StepRequest(actions=[0.0, 0.0, 0.0]), timeout=T)
+    assert first.success, first.message
+    request = c.pb.agent.GetCameraFrameRequest(name="overview")
+    r = c.agent.Step(c.pb.agent.StepRequest(actions=[0.0, 0.0, 0.0], camera_requests=[request]), timeout=T)
+    assert not r.success and "--record" in r.message, r.message
+    after = c.agent.Step(c.pb.agent.StepRequest(actions=[0.0, 0.0, 0.0]), timeout=T)
+    assert after.observation.frame_number == first.observation.frame_number + 1, "the refused step moved nothing"

@@ -108,6 +108,11 @@ pub struct FrameRequest {
 /// Resolves `requests` (by name or camera id; width and height 0 for the native size), or
 /// says which one cannot be answered.
 pub fn resolve(sim: &Simulation, requests: &[GetCameraFrameRequest]) -> Result<Vec<FrameRequest>, String> {
+    if !requests.is_empty() && sim.cameras_locked() {
+        return Err("camera_requests are refused while glint serve --record records the manifest's [[camera]] \
+                    bindings (their frames are in the session); drop the requests, or serve without --record"
+            .into());
+    }
     requests
         .iter()
         .enumerate()

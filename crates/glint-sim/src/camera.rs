@@ -56,7 +56,7 @@ impl Simulation {
     /// model's textures the first time; a texture that cannot be decoded is an error naming
     /// it. Refused while a recording that takes camera frames is armed.
     pub fn set_cameras(&mut self, options: Vec<CameraOptions>) -> Result<(), SimError> {
-        if self.recording.as_ref().is_some_and(|r| !r.cameras().is_empty()) {
+        if self.cameras_locked() {
             return Err(SimError::Recording { what: "changing the cameras" });
         }
         let layout = Layout::new(&self.scene, &options)?;
@@ -69,6 +69,11 @@ impl Simulation {
         let record_every = vec![every; layout.cameras.len()];
         self.cameras = Some(Cameras { layout, renderer, record_every });
         Ok(())
+    }
+
+    /// Whether the cameras cannot change now: a recording that takes their frames is armed.
+    pub fn cameras_locked(&self) -> bool {
+        self.recording.as_ref().is_some_and(|r| !r.cameras().is_empty())
     }
 
     /// Records MJCF camera `camera`'s frames at `rate_hz` frames per second of simulated time
