@@ -16,6 +16,8 @@ pub struct WorldBatch {
     model: Model,
     pub(crate) data: Vec<MjData<Arc<MjModel>>>,
     poses: Poses,
+    /// Model copies with other physics fields, shared by the worlds that have them.
+    pub(crate) variants: Vec<crate::physics::Variant>,
 }
 
 impl std::fmt::Debug for WorldBatch {
@@ -100,7 +102,7 @@ impl WorldBatch {
         }
         let data = (0..nworld).map(|_| MjData::new(model.mj().clone())).collect();
         let poses = Poses::new(model.scene(), nworld);
-        let mut batch = WorldBatch { model: model.clone(), data, poses };
+        let mut batch = WorldBatch { model: model.clone(), data, poses, variants: Vec::new() };
         batch.forward();
         Ok(batch)
     }
@@ -208,7 +210,7 @@ impl WorldBatch {
 
     /// Copies world `w`'s frames into its rows of the poses; the others keep theirs (and their
     /// refitted BVHs).
-    fn refresh_world(&mut self, w: usize) {
+    pub(crate) fn refresh_world(&mut self, w: usize) {
         let nworld = self.data.len();
         let p = &mut self.poses;
         let out = WorldPoses {

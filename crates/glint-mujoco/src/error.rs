@@ -48,6 +48,9 @@ pub enum MujocoError {
         /// What went wrong.
         reason: String,
     },
+    /// Physics fields that do not fit the model.
+    #[error("{0}")]
+    Physics(String),
     /// A batch was asked for with no worlds.
     #[error("a world batch needs at least one world (nworld = 0)")]
     NoWorlds,

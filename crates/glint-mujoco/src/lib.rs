@@ -34,6 +34,7 @@ mod error;
 mod lights;
 mod malloc;
 mod model;
+mod physics;
 mod priority;
 mod reference;
 
@@ -42,5 +43,6 @@ pub use error::MujocoError;
 pub use lights::LitScene;
 pub use malloc::settle_malloc;
 pub use model::{Headlight, Joint, JointKind, Model};
+pub use physics::PhysicsFields;
 pub use priority::lower_thread_priority;
 pub use reference::MujocoRays;

@@ -7,6 +7,7 @@
 use glam::DVec3;
 use glint_camera::WorldFields;
 use glint_core::{Poses, Scene};
+use glint_mujoco::PhysicsFields;
 
 use crate::{SimError, Simulation};
 
@@ -21,11 +22,15 @@ pub enum FieldOf {
     Light,
     /// Per camera (`ncam`).
     Camera,
+    /// Per body (`nbody`).
+    Body,
+    /// Per degree of freedom (`nv`).
+    Dof,
 }
 
 /// The per-world fields, by MuJoCo Warp's names: what each has a value per, and how many
 /// numbers each value takes.
-pub const FIELDS: [(&str, FieldOf, usize); 12] = [
+pub const FIELDS: [(&str, FieldOf, usize); 15] = [
     ("geom_rgba", FieldOf::Geom, 4),
     ("geom_matid", FieldOf::Geom, 1),
     ("mat_rgba", FieldOf::Material, 4),
@@ -38,7 +43,13 @@ pub const FIELDS: [(&str, FieldOf, usize); 12] = [
     ("light_dir", FieldOf::Light, 3),
     ("light_diffuse", FieldOf::Light, 3),
     ("cam_fovy", FieldOf::Camera, 1),
+    ("body_mass", FieldOf::Body, 1),
+    ("dof_damping", FieldOf::Dof, 1),
+    ("geom_friction", FieldOf::Geom, 3),
 ];
+
+/// The fields physics reads: a world whose values differ steps on its own model copy.
+pub const PHYSICS_FIELDS: [&str; 3] = ["body_mass", "dof_damping", "geom_friction"];
 
 // Positions in FIELDS.
 const GEOM_RGBA: usize = 0;
@@ -53,6 +64,9 @@ const LIGHT_POS: usize = 8;
 const LIGHT_DIR: usize = 9;
 const LIGHT_DIFFUSE: usize = 10;
 const CAM_FOVY: usize = 11;
+const BODY_MASS: usize = 12;
+const DOF_DAMPING: usize = 13;
+const GEOM_FRICTION: usize = 14;
 
 /// One field's rows: `values.len() == rows × count × width`.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,6 +83,8 @@ pub(crate) struct Fields {
     nmat: usize,
     nlight: usize,
     ncam: usize,
+    nbody: usize,
+    nv: usize,
     ntex: usize,
     /// Per camera, whether it is orthographic (its `cam_fovy` is a height in metres).
     cam_orthographic: Vec<bool>,
@@ -101,9 +117,9 @@ fn flag(b: &bool) -> f64 {
 
 impl Fields {
     /// The model's values as the one row of every field.
-    pub(crate) fn new(scene: &Scene) -> Fields {
+    pub(crate) fn new(scene: &Scene, physics: &PhysicsFields) -> Fields {
         let f32s = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>();
-        let values: [Vec<f64>; 12] = [
+        let values: [Vec<f64>; 15] = [
             scene.geom_rgba.iter().flat_map(|c| f32s(c)).collect(),
             scene.geom_matid.iter().map(|&m| f64::from(m)).collect(),
             scene.mat_rgba.iter().flat_map(|c| f32s(c)).collect(),
@@ -116,12 +132,17 @@ impl Fields {
             scene.light_dir.iter().flat_map(|d| d.to_array()).collect(),
             scene.light_diffuse.iter().flat_map(|d| f32s(d)).collect(),
             scene.cam_fovy.clone(),
+            physics.body_mass.clone(),
+            physics.dof_damping.clone(),
+            physics.geom_friction.clone(),
         ];
         Fields {
             ngeom: scene.ngeom(),
             nmat: scene.mat_rgba.len(),
             nlight: scene.nlight(),
             ncam: scene.ncam(),
+            nbody: physics.body_mass.len(),
+            nv: physics.dof_damping.len(),
             ntex: scene.tex_type.len(),
             cam_orthographic: scene.cam_projection.iter().map(|&p| p == 1).collect(),
             rows: values.into_iter().map(|values| Rows { rows: 1, values }).collect(),
@@ -135,6 +156,8 @@ impl Fields {
             FieldOf::Material => self.nmat,
             FieldOf::Light => self.nlight,
             FieldOf::Camera => self.ncam,
+            FieldOf::Body => self.nbody,
+            FieldOf::Dof => self.nv,
         }
     }
 
@@ -246,6 +269,10 @@ impl Fields {
                     format!("cam_fovy holds {f}: a perspective camera's fovy runs from 0 to 180 degrees (exclusive), an orthographic one's is a height above 0 metres")
                 })
             }),
+            "body_mass" | "dof_damping" | "geom_friction" => values
+                .iter()
+                .find(|v| **v < 0.0)
+                .map(|v| format!("{name} holds {v}: masses, dampings and frictions are 0 or more")),
             "geom_rgba" | "mat_rgba" => values
                 .iter()
                 .find(|v| !(0.0..=1.0).contains(*v))
@@ -282,6 +309,19 @@ impl Fields {
     }
 }
 
+impl Fields {
+    /// World `w`'s physics fields.
+    pub(crate) fn physics(&self, w: usize) -> PhysicsFields {
+        let all = |f: usize| {
+            let (_, of, width) = FIELDS[f];
+            let n = self.count(of) * width;
+            let rows = &self.rows[f];
+            rows.values[(w % rows.rows) * n..][..n].to_vec()
+        };
+        PhysicsFields { body_mass: all(BODY_MASS), dof_damping: all(DOF_DAMPING), geom_friction: all(GEOM_FRICTION) }
+    }
+}
+
 impl WorldFields for Fields {
     fn geom_rgba(&self, w: usize, g: usize) -> [f32; 4] {
         self.value::<4>(GEOM_RGBA, w, g).map(|v| v as f32)
@@ -308,9 +348,23 @@ impl Simulation {
     /// row-major: `(rows, count)` or `(rows, count, width)` where `count` is the model's
     /// geoms, materials or lights; world `w` reads row `w % rows` (MuJoCo Warp's rule).
     /// `light_pos` and `light_dir` are in the light's body frame, as in MJCF. The cameras
-    /// read every field; the lidar and physics read the model's values.
+    /// read the render and light fields; physics reads `body_mass`, `dof_damping` and
+    /// `geom_friction` (a world whose values differ steps on its own model copy, with
+    /// MuJoCo's dependent constants recomputed); the lidar reads the model's geometry.
     pub fn set_field(&mut self, name: &str, values: &[f64], shape: &[usize]) -> Result<(), SimError> {
-        self.fields.set(name, values, shape)
+        self.fields.set(name, values, shape)?;
+        if PHYSICS_FIELDS.contains(&name) {
+            for w in 0..self.nworld() {
+                self.sync_physics(w)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts world `w` on the model (or model copy) its physics fields call for.
+    pub(crate) fn sync_physics(&mut self, w: usize) -> Result<(), SimError> {
+        let fields = self.fields.physics(w);
+        Ok(self.worlds.set_physics(w, &fields)?)
     }
 
     /// The per-world field `name`'s values (row-major) and shape.

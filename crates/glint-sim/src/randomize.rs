@@ -9,7 +9,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::SimError;
-use crate::fields::{FIELDS, FieldOf, Fields};
+use crate::fields::{FIELDS, FieldOf, Fields, PHYSICS_FIELDS};
 
 /// Fields whose values are whole numbers (ids, flags, types): drawn from a choice only.
 const WHOLE: [&str; 5] = ["geom_matid", "mat_texid", "light_active", "light_type", "light_castshadow"];
@@ -39,6 +39,11 @@ impl FieldDraws {
     pub(crate) fn new(list: &[Randomization], scene: &Scene, fields: &Fields) -> Result<FieldDraws, SimError> {
         let draws = list.iter().map(|r| resolve(r, scene, fields)).collect::<Result<_, _>>()?;
         Ok(FieldDraws { draws })
+    }
+
+    /// Whether any draw is of a physics field.
+    pub(crate) fn touches_physics(&self) -> bool {
+        self.draws.iter().any(|d| PHYSICS_FIELDS.contains(&FIELDS[d.field].0))
     }
 
     /// Whether there is nothing to draw.
@@ -90,6 +95,12 @@ fn resolve(r: &Randomization, scene: &Scene, fields: &Fields) -> Result<Draw, Si
         FieldOf::Material => ("material", &scene.mat_name),
         FieldOf::Light => ("light", &scene.light_name),
         FieldOf::Camera => ("camera", &scene.cam_name),
+        FieldOf::Body => ("body", &scene.body_name),
+        FieldOf::Dof => {
+            return Err(bad(format!(
+                "{name} is per degree of freedom, which have no names: set it with set_field (shape (rows, nv))"
+            )));
+        }
     };
     let item = names.iter().position(|n| *n == r.target).ok_or_else(|| {
         let hint = nearest_name(&r.target, names.iter().map(String::as_str)).map_or_else(
@@ -122,6 +133,7 @@ fn resolve(r: &Randomization, scene: &Scene, fields: &Fields) -> Result<Draw, Si
         "geom_rgba" | "mat_rgba" => (0.0, 1.0),
         "light_diffuse" => (0.0, f64::INFINITY),
         "cam_fovy" => (1e-3, 179.999),
+        "body_mass" | "dof_damping" | "geom_friction" => (0.0, f64::INFINITY),
         _ => (f64::NEG_INFINITY, f64::INFINITY),
     };
     Ok(Draw { label: format!("{name}/{}", r.target), field, item, distribution: r.distribution.clone(), range })

@@ -298,7 +298,7 @@ impl Simulation {
         let drive = Drive::new(&setup.controller, &model, nworld)?;
         let bindings = (0..lidars.len()).map(|s| lidars.binding(s).cloned()).collect::<Result<_, _>>()?;
         let warnings = lidar_warnings.into_iter().map(|(sensor, warning)| Warning::Lidar { sensor, warning }).collect();
-        let fields = Fields::new(&scene);
+        let fields = Fields::new(&scene, &worlds.physics(0)?);
         Ok(Simulation {
             stats: vec![LidarStats::default(); lidars.len()],
             model,
@@ -393,6 +393,9 @@ impl Simulation {
         if !self.field_draws.is_empty() {
             let (seed, nworld) = (self.seed_of(w), self.nworld());
             self.drawn[w] = self.field_draws.apply(&mut self.fields, (w, nworld), seed)?;
+            if self.field_draws.touches_physics() {
+                self.sync_physics(w)?;
+            }
         }
         Ok(())
     }

@@ -124,3 +124,53 @@ fn bad_randomize_tables_are_errors_naming_the_field_and_the_fix() {
         assert!(err.contains(want), "{table}: {err}");
     }
 }
+
+#[test]
+fn physics_fields_per_world_step_as_a_world_alone_with_those_values() {
+    let scene = example(&["primitives.xml"]);
+    let options = |nworld| SimOptions { nworld, ..SimOptions::default() };
+    let mut batch = Simulation::from_xml_file(&scene, Vec::new(), options(2)).unwrap();
+    let (mass, shape) = batch.field("body_mass").unwrap();
+    let nbody = shape[1];
+    let heavier: Vec<f64> = mass.iter().enumerate().map(|(b, m)| if b > 0 { m * 3.0 } else { *m }).collect();
+    let (friction, fshape) = batch.field("geom_friction").unwrap();
+    let slippery: Vec<f64> = friction.iter().map(|f| f * 0.25).collect();
+    let two = |a: &[f64], b: &[f64]| a.iter().chain(b).copied().collect::<Vec<f64>>();
+    batch.set_field("body_mass", &two(&mass, &heavier), &[2, nbody]).unwrap();
+    batch.set_field("geom_friction", &two(&friction, &slippery), &[2, fshape[1], 3]).unwrap();
+    let mut alone = Simulation::from_xml_file(&scene, Vec::new(), options(1)).unwrap();
+    alone.set_field("body_mass", &heavier, &[1, nbody]).unwrap();
+    alone.set_field("geom_friction", &slippery, &[1, fshape[1], 3]).unwrap();
+    let mut plain = Simulation::from_xml_file(&scene, Vec::new(), options(1)).unwrap();
+    for _ in 0..200 {
+        batch.step(None).unwrap();
+        alone.step(None).unwrap();
+        plain.step(None).unwrap();
+    }
+    assert_eq!(batch.poses().xpos[nbody..2 * nbody], alone.poses().xpos[..nbody], "world 1 = the variant alone");
+    assert_eq!(batch.poses().xpos[..nbody], plain.poses().xpos[..nbody], "world 0 = the model");
+    assert_ne!(alone.poses().xpos[..nbody], plain.poses().xpos[..nbody], "the variant moves differently");
+    let err = batch.set_field("body_mass", &vec![-1.0; nbody], &[1, nbody]).unwrap_err().to_string();
+    assert!(err.contains("0 or more"), "{err}");
+}
+
+#[test]
+fn randomize_draws_physics_fields_by_body_name() {
+    let dir = std::env::temp_dir().join(format!("glint-randomize-physics-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scene = example(&["primitives.xml"]).to_string_lossy().replace('\\', "/");
+    let m = dir.join("m.toml");
+    std::fs::write(
+        &m,
+        format!("scene = \"{scene}\"\n[randomize.body_mass]\nfree_sphere_1 = {{ uniform = [0.5, 5.0] }}\n"),
+    )
+    .unwrap();
+    let s = sim(&m, 3);
+    let masses: Vec<f64> = (0..3).map(|w| s.drawn_fields(w).unwrap()["body_mass/free_sphere_1"][0]).collect();
+    assert!(masses.iter().all(|m| (0.5..=5.0).contains(m)) && masses[0] != masses[1], "{masses:?}");
+    std::fs::write(&m, format!("scene = \"{scene}\"\n[randomize.dof_damping]\nx = {{ uniform = [0.0, 1.0] }}\n"))
+        .unwrap();
+    let err = Simulation::from_manifest(&m, SimOptions::default()).err().unwrap().to_string();
+    assert!(err.contains("set it with set_field"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
