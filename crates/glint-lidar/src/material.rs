@@ -303,6 +303,16 @@ impl MaterialTable {
         self.authored.iter().find(|(n, _)| n == name).map(|(_, m)| m)
     }
 
+    /// Per geom of `scene`, the continuation class its material is authored with (`None`:
+    /// no material, or one the table does not author).
+    pub fn geom_classes(&self, scene: &glint_core::Scene) -> Vec<Option<Continuation>> {
+        scene
+            .geom_matid
+            .iter()
+            .map(|&m| usize::try_from(m).ok().and_then(|m| self.get(&scene.mat_name[m])).map(|n| n.continuation))
+            .collect()
+    }
+
     /// The authored materials, in authoring order.
     pub fn authored(&self) -> impl Iterator<Item = (&str, &NirMaterial)> {
         self.authored.iter().map(|(n, m)| (n.as_str(), m))

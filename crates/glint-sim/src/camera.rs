@@ -111,14 +111,8 @@ impl Simulation {
     /// authors as glass (`continuation = "slab"`) or water (`"medium"`), which pass the depth
     /// camera's near-infrared light as they pass the lidar's (straight on, unrefracted).
     fn depth_see_through(&self) -> Vec<bool> {
-        let scene = &self.scene;
-        (0..scene.ngeom())
-            .map(|g| {
-                let m = scene.geom_matid[g];
-                let class = (m >= 0).then(|| self.setup.table.get(&scene.mat_name[m as usize])).flatten();
-                class.is_some_and(|n| matches!(n.continuation, Continuation::Slab | Continuation::Medium))
-            })
-            .collect()
+        let classes = self.setup.table.geom_classes(&self.scene);
+        classes.into_iter().map(|c| matches!(c, Some(Continuation::Slab | Continuation::Medium))).collect()
     }
 
     /// The render options of a manifest's `[[camera]]` binding.

@@ -526,12 +526,7 @@ impl Lidars {
     /// geometry behind a hedge or a window whose MuJoCo material looks opaque. A loaded material
     /// source (bake) answers instead, per hit.
     pub fn set_capture_materials(&mut self, scene: &Scene, table: &MaterialTable) {
-        self.geom_class = (0..scene.ngeom())
-            .map(|g| {
-                let m = scene.geom_matid[g];
-                (m >= 0).then(|| table.get(&scene.mat_name[m as usize]).map(|n| n.continuation)).flatten()
-            })
-            .collect();
+        self.geom_class = table.geom_classes(scene);
     }
 
     /// The return model's live measurement of sensor `index` in world `world`. An error when
