@@ -10,6 +10,19 @@ use crate::CameraError;
 /// The largest image side the renderer accepts.
 pub const MAX_SIDE: usize = 8192;
 
+/// The name of MJCF camera `cam` (which exists): its own, or `camera_<cam>` for an unnamed one.
+pub fn camera_name(scene: &Scene, cam: usize) -> String {
+    let name = &scene.cam_name[cam];
+    if name.is_empty() { format!("camera_{cam}") } else { name.clone() }
+}
+
+/// MJCF camera `cam`'s own size in pixels: its `resolution`, or 256 × 256 for MuJoCo's default
+/// 1 × 1.
+pub fn native_resolution(scene: &Scene, cam: usize) -> (usize, usize) {
+    let [w, h] = scene.cam_resolution[cam];
+    if w <= 1 && h <= 1 { (256, 256) } else { (w.max(0) as usize, h.max(0) as usize) }
+}
+
 /// What to render and how, for one camera (MuJoCo Warp's `create_render_context` options).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CameraOptions {
@@ -107,13 +120,8 @@ impl CameraModel {
         if cam >= scene.ncam() {
             return Err(CameraError::NoSuchCamera { index: cam, count: scene.ncam() });
         }
-        let name = if scene.cam_name[cam].is_empty() { format!("camera {cam}") } else { scene.cam_name[cam].clone() };
-        let [rw, rh] = scene.cam_resolution[cam];
-        let (width, height) = options.resolution.unwrap_or(if rw <= 1 && rh <= 1 {
-            (256, 256)
-        } else {
-            (rw.max(0) as usize, rh.max(0) as usize)
-        });
+        let name = camera_name(scene, cam);
+        let (width, height) = options.resolution.unwrap_or_else(|| native_resolution(scene, cam));
         if !(1..=MAX_SIDE).contains(&width) || !(1..=MAX_SIDE).contains(&height) {
             return Err(CameraError::Resolution { camera: name, width, height, max: MAX_SIDE });
         }
@@ -226,12 +234,9 @@ impl Layout {
         if camera >= scene.ncam() {
             return Err(CameraError::NoSuchCamera { index: camera, count: scene.ncam() });
         }
-        self.cameras.iter().position(|(m, _)| m.camera == camera).ok_or_else(|| CameraError::Inactive {
-            camera: if scene.cam_name[camera].is_empty() {
-                format!("camera {camera}")
-            } else {
-                scene.cam_name[camera].clone()
-            },
-        })
+        self.cameras
+            .iter()
+            .position(|(m, _)| m.camera == camera)
+            .ok_or_else(|| CameraError::Inactive { camera: camera_name(scene, camera) })
     }
 }

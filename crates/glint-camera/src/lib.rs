@@ -15,7 +15,7 @@ mod render;
 mod shade;
 mod texture;
 
-pub use camera::{CameraModel, CameraOptions, Layout, MAX_SIDE, Projection};
+pub use camera::{CameraModel, CameraOptions, Layout, MAX_SIDE, Projection, camera_name, native_resolution};
 pub use error::CameraError;
 pub use render::{Frames, Headlight, Inputs, Renderer, WorldFields};
 pub use shade::{Light, MAX_LIGHTS, Surface};

@@ -2,7 +2,7 @@
 //! `AgentService.Step` answers its `camera_requests` with (RGBA bytes for colour, gray16le
 //! depth with `depth_scale` metres per code), as the `luckyrobots` client reads them.
 
-use glint_sim::{CameraOptions, Simulation};
+use glint_sim::{CameraOptions, MAX_CAMERA_SIDE, Simulation, camera_name, native_resolution};
 use tonic::{Request, Response, Status};
 
 use crate::engine::Engine;
@@ -30,12 +30,6 @@ impl Cameras {
     }
 }
 
-/// A camera's native resolution: its MJCF `resolution`, or 256 × 256 for MuJoCo's default.
-fn native(sim: &Simulation, cam: usize) -> (usize, usize) {
-    let [w, h] = sim.scene().cam_resolution[cam];
-    if w <= 1 && h <= 1 { (256, 256) } else { (w.max(1) as usize, h.max(1) as usize) }
-}
-
 #[tonic::async_trait]
 impl CameraService for Cameras {
     async fn list_cameras(&self, _: Request<ListCamerasRequest>) -> Result<Response<ListCamerasResponse>, Status> {
@@ -43,7 +37,7 @@ impl CameraService for Cameras {
             .engine
             .call(|core| {
                 (0..core.sim.scene().ncam())
-                    .map(|c| CameraInfo { id: Some(EntityId { id: c as u64 }), name: camera_name(&core.sim, c) })
+                    .map(|c| CameraInfo { id: Some(EntityId { id: c as u64 }), name: camera_name(core.sim.scene(), c) })
                     .collect()
             })
             .await?;
@@ -66,7 +60,7 @@ impl CameraService for Cameras {
                 match cam {
                     None => CameraConfigResponse { found: false, config: None },
                     Some(c) => {
-                        let (width, height) = native(&core.sim, c);
+                        let (width, height) = native_resolution(core.sim.scene(), c);
                         CameraConfigResponse {
                             found: true,
                             config: Some(CameraConfig {
@@ -87,12 +81,6 @@ impl CameraService for Cameras {
             .await?;
         Ok(Response::new(response))
     }
-}
-
-/// The name clients know camera `c` by (MuJoCo's, or `camera_<c>` for an unnamed one).
-fn camera_name(sim: &Simulation, c: usize) -> String {
-    let name = &sim.scene().cam_name[c];
-    if name.is_empty() { format!("camera_{c}") } else { name.clone() }
 }
 
 /// A `camera_requests` entry resolved against the scene.
@@ -119,11 +107,11 @@ pub fn resolve(sim: &Simulation, requests: &[GetCameraFrameRequest]) -> Result<V
         .map(|(i, r)| {
             let (name, camera) = match &r.identifier {
                 Some(FrameId::Name(n)) => {
-                    let c = (0..sim.scene().ncam()).find(|&c| camera_name(sim, c) == *n);
+                    let c = (0..sim.scene().ncam()).find(|&c| camera_name(sim.scene(), c) == *n);
                     let c = c.ok_or_else(|| format!("camera_requests[{i}]: {}", sim.camera_index(n).unwrap_err()))?;
                     (n.clone(), c)
                 }
-                Some(FrameId::Id(e)) if (e.id as usize) < sim.scene().ncam() => (camera_name(sim, e.id as usize), e.id as usize),
+                Some(FrameId::Id(e)) if (e.id as usize) < sim.scene().ncam() => (camera_name(sim.scene(), e.id as usize), e.id as usize),
                 Some(FrameId::Id(e)) => {
                     return Err(format!(
                         "camera_requests[{i}]: camera id {} does not exist (the scene has {} cameras; ListCameras names them)",
@@ -133,15 +121,15 @@ pub fn resolve(sim: &Simulation, requests: &[GetCameraFrameRequest]) -> Result<V
                 }
                 None => return Err(format!("camera_requests[{i}] names no camera: set its name or id")),
             };
-            let (nw, nh) = native(sim, camera);
+            let (nw, nh) = native_resolution(sim.scene(), camera);
             let size = match (r.width as usize, r.height as usize) {
                 (0, 0) => (nw, nh),
-                (w, h) if (1..=glint_camera_max()).contains(&w) && (1..=glint_camera_max()).contains(&h) => (w, h),
+                (w, h) if (1..=MAX_CAMERA_SIDE).contains(&w) && (1..=MAX_CAMERA_SIDE).contains(&h) => (w, h),
                 (w, h) => {
                     return Err(format!(
                         "camera_requests[{i}] asks for {w}x{h}: give both sides from 1 to {} pixels, or 0 and 0 for the \
                          camera's own {nw}x{nh}",
-                        glint_camera_max()
+                        MAX_CAMERA_SIDE
                     ));
                 }
             };
@@ -149,10 +137,6 @@ pub fn resolve(sim: &Simulation, requests: &[GetCameraFrameRequest]) -> Result<V
             Ok(FrameRequest { name, camera, size, depth })
         })
         .collect()
-}
-
-fn glint_camera_max() -> usize {
-    glint_sim::MAX_CAMERA_SIDE
 }
 
 /// Renders world `world` for `requests` and answers each with its frame.

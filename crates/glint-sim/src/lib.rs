@@ -57,7 +57,7 @@ pub struct ReadmeExamples;
 pub use camera::CameraFrames;
 pub use error::SimError;
 pub use fields::{FIELDS, FieldOf, LightState, PHYSICS_FIELDS};
-pub use glint_camera::{CameraOptions, Frames, Layout, MAX_SIDE as MAX_CAMERA_SIDE};
+pub use glint_camera::{CameraOptions, Frames, Layout, MAX_SIDE as MAX_CAMERA_SIDE, camera_name, native_resolution};
 pub use glint_manifest::{Manifest, ObservationComponent, Task};
 pub use glint_mujoco::{lower_thread_priority, settle_malloc};
 pub use lidar::{Lidar, LidarMut};
