@@ -111,11 +111,8 @@ fn write_camera(frames: &CameraFrames, world: usize, slot: usize, out: &Path) ->
         written.push(p);
     }
     if options.render_depth {
-        let mm: Vec<u16> = depth.iter().map(|&d| (d as f64 * 1000.0).round().clamp(0.0, 65535.0) as u16).collect();
         let p = path("depth.png");
-        let img = image::ImageBuffer::<image::Luma<u16>, Vec<u16>>::from_raw(w as u32, h as u32, mm)
-            .context("depth image")?;
-        img.save(&p).with_context(|| format!("writing {}", p.display()))?;
+        glint_record::write_depth_png(&p, depth, w, h)?;
         written.push(p);
         let p = path("depth.npy");
         write_npy(&p, "<f4", h, w, &depth.iter().flat_map(|d| d.to_le_bytes()).collect::<Vec<u8>>())?;

@@ -21,6 +21,23 @@ use crate::video::{RecordWarning, find_ffmpeg};
 /// Millimetres: depth PNG codes are metres / this.
 pub const DEPTH_PNG_SCALE: f64 = 0.001;
 
+/// Depth in metres as 16-bit codes of [`DEPTH_PNG_SCALE`] (millimetres): 0 where nothing is
+/// hit, 65 535 (65.535 m) at most.
+pub fn depth_codes(depth: &[f32]) -> Vec<u16> {
+    depth.iter().map(|&m| (f64::from(m) / DEPTH_PNG_SCALE).round().clamp(0.0, f64::from(u16::MAX)) as u16).collect()
+}
+
+/// Writes a `width` × `height` depth image (metres) as a 16-bit grey PNG of [`depth_codes`].
+pub fn write_depth_png(path: &Path, depth: &[f32], width: usize, height: usize) -> Result<(), RecordError> {
+    let img =
+        image::ImageBuffer::<image::Luma<u16>, Vec<u16>>::from_raw(width as u32, height as u32, depth_codes(depth))
+            .ok_or_else(|| RecordError::Image {
+                path: path.to_path_buf(),
+                reason: "the depth frame has the wrong size".into(),
+            })?;
+    img.save(path).map_err(|e| RecordError::Image { path: path.to_path_buf(), reason: e.to_string() })
+}
+
 /// What a camera stream records and how.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CameraStreamInfo {
@@ -137,18 +154,7 @@ impl CameraStream {
         }
         if let Some(d) = &self.depth_dir {
             let path = d.join(format!("frame_{:06}.png", pose.frame));
-            let mm: Vec<u16> =
-                depth.iter().map(|&m| (f64::from(m) / DEPTH_PNG_SCALE).round().clamp(0.0, 65535.0) as u16).collect();
-            let img = image::ImageBuffer::<image::Luma<u16>, Vec<u16>>::from_raw(
-                self.info.width as u32,
-                self.info.height as u32,
-                mm,
-            )
-            .ok_or_else(|| RecordError::Image {
-                path: path.clone(),
-                reason: "the depth frame has the wrong size".into(),
-            })?;
-            img.save(&path).map_err(|e| RecordError::Image { path: path.clone(), reason: e.to_string() })?;
+            write_depth_png(&path, depth, self.info.width, self.info.height)?;
         }
         self.frames.push(pose);
         Ok(())

@@ -100,7 +100,10 @@ mod writer;
 pub struct RecordingGuide;
 
 pub use beams::{BeamTable, BeamsDone, CycleCounter, beam_path, cycles_recorded, read_beam_file};
-pub use camera::{CameraStream, CameraStreamInfo, DEPTH_PNG_SCALE, FramePose, camera_file_name, camera_video_file};
+pub use camera::{
+    CameraStream, CameraStreamInfo, DEPTH_PNG_SCALE, FramePose, camera_file_name, camera_video_file, depth_codes,
+    write_depth_png,
+};
 pub use draw::{MaterialRead, Point, range_image_by_png, range_image_png, top_down_png};
 pub use error::RecordError;
 pub use export::{

@@ -2,6 +2,7 @@
 //! `AgentService.Step` answers its `camera_requests` with (RGBA bytes for colour, gray16le
 //! depth with `depth_scale` metres per code), as the `luckyrobots` client reads them.
 
+use glint_record::{DEPTH_PNG_SCALE, depth_codes};
 use glint_sim::{CameraOptions, MAX_CAMERA_SIDE, Simulation, camera_name, native_resolution};
 use tonic::{Request, Response, Status};
 
@@ -14,8 +15,8 @@ use crate::proto::{
     GetCameraFrameRequest, ImageFrame, ListCamerasRequest, ListCamerasResponse, NamedImageFrame,
 };
 
-/// Metres per uint16 depth code: millimetres, up to 65.535 m.
-pub const DEPTH_SCALE: f32 = 0.001;
+/// Metres per uint16 depth code: millimetres, up to 65.535 m (the recordings' codes).
+pub const DEPTH_SCALE: f32 = DEPTH_PNG_SCALE as f32;
 
 /// `CameraService` over the engine's simulation.
 #[derive(Clone)]
@@ -186,10 +187,7 @@ pub fn frames(
             let (rgb, depth, _, w, h) = rendered.image(world, k);
             for (i, r) in requests.iter().enumerate().filter(|(i, _)| slot_of[*i] == s) {
                 let frame = if r.depth {
-                    let data: Vec<u8> = depth
-                        .iter()
-                        .flat_map(|&d| ((d / DEPTH_SCALE).round().clamp(0.0, f32::from(u16::MAX)) as u16).to_le_bytes())
-                        .collect();
+                    let data: Vec<u8> = depth_codes(depth).iter().flat_map(|c| c.to_le_bytes()).collect();
                     image_frame(data, (w, h, 1), "gray16le", DEPTH_SCALE, frame_number, timestamp_ms)
                 } else {
                     let data: Vec<u8> = rgb.chunks_exact(3).flat_map(|p| [p[0], p[1], p[2], 255]).collect();
