@@ -1,6 +1,6 @@
 //! Per-world model fields, as MuJoCo Warp batches them: a field holds `rows` rows of one value
 //! per geom, material or light, and world `w` reads row `w % rows`. The model's own values
-//! are one row. Every reader goes through [`Fields::value`], the one place the rule is
+//! are one row. Every reader goes through [`Fields::row`], the one place the rule is
 //! written; the renderer reads materials through [`WorldFields`] and lights through
 //! [`Simulation::light`].
 
@@ -161,12 +161,21 @@ impl Fields {
         }
     }
 
-    /// Field `f`'s value for item `i` in world `w`: row `w % rows` (MuJoCo Warp's rule).
+    /// Field `f`'s row that world `w` reads: row `w % rows` (MuJoCo Warp's rule, written
+    /// here only).
+    #[inline]
+    fn row(&self, f: usize, w: usize) -> &[f64] {
+        let (_, of, width) = FIELDS[f];
+        let len = self.count(of) * width;
+        let rows = &self.rows[f];
+        &rows.values[(w % rows.rows) * len..][..len]
+    }
+
+    /// Field `f`'s value for item `i` in world `w`.
     #[inline]
     fn value<const N: usize>(&self, f: usize, w: usize, i: usize) -> [f64; N] {
-        let rows = &self.rows[f];
-        let at = ((w % rows.rows) * self.count(FIELDS[f].1) + i) * N;
-        std::array::from_fn(|k| rows.values[at + k])
+        let row = self.row(f, w);
+        std::array::from_fn(|k| row[i * N + k])
     }
 
     /// Field `name`'s position in [`FIELDS`], or an error naming the nearest field.
@@ -207,25 +216,27 @@ impl Fields {
             return Err(SimError::Setting(format!("{name} holds {bad}: every value must be finite")));
         }
         self.check_values(name, values)?;
-        self.moved |= matches!(name, "light_pos" | "light_dir");
         self.rows[f] = Rows { rows: shape[0], values: values.to_vec() };
+        self.note_moved(f);
         Ok(())
     }
 
     /// Sets item `item`'s value of field `f` in world `w` of `nworld`, giving the field one row
     /// per world first (each world keeping the row it read).
     pub(crate) fn set_item(&mut self, f: usize, (w, nworld): (usize, usize), item: usize, value: &[f64]) {
-        let (_, of, width) = FIELDS[f];
-        let count = self.count(of);
-        let rows = &mut self.rows[f];
-        if rows.rows != nworld {
-            let per_row = count * width;
-            let old = std::mem::take(&mut rows.values);
-            rows.values = (0..nworld).flat_map(|v| old[(v % rows.rows) * per_row..][..per_row].to_vec()).collect();
-            rows.rows = nworld;
+        if self.rows[f].rows != nworld {
+            let values = (0..nworld).flat_map(|v| self.row(f, v).to_vec()).collect();
+            self.rows[f] = Rows { rows: nworld, values };
         }
-        let at = (w * count + item) * width;
-        rows.values[at..at + width].copy_from_slice(value);
+        let (_, of, width) = FIELDS[f];
+        let at = (w * self.count(of) + item) * width;
+        self.rows[f].values[at..at + width].copy_from_slice(value);
+        self.note_moved(f);
+    }
+
+    /// Remembers that a light was moved off MuJoCo's own placement when `f` is `light_pos` or
+    /// `light_dir`.
+    fn note_moved(&mut self, f: usize) {
         self.moved |= f == LIGHT_POS || f == LIGHT_DIR;
     }
 
@@ -312,13 +323,11 @@ impl Fields {
 impl Fields {
     /// World `w`'s physics fields.
     pub(crate) fn physics(&self, w: usize) -> PhysicsFields {
-        let all = |f: usize| {
-            let (_, of, width) = FIELDS[f];
-            let n = self.count(of) * width;
-            let rows = &self.rows[f];
-            rows.values[(w % rows.rows) * n..][..n].to_vec()
-        };
-        PhysicsFields { body_mass: all(BODY_MASS), dof_damping: all(DOF_DAMPING), geom_friction: all(GEOM_FRICTION) }
+        PhysicsFields {
+            body_mass: self.row(BODY_MASS, w).to_vec(),
+            dof_damping: self.row(DOF_DAMPING, w).to_vec(),
+            geom_friction: self.row(GEOM_FRICTION, w).to_vec(),
+        }
     }
 }
 
