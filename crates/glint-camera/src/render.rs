@@ -8,7 +8,7 @@ use glint_core::{
 use rayon::prelude::*;
 
 use crate::CameraError;
-use crate::camera::{CameraModel, CameraOptions, Layout};
+use crate::camera::{CameraModel, CameraOptions, Layout, Projection};
 use crate::shade::{Light, MAX_LIGHTS, NO_LIGHT_AMBIENT, Surface};
 use crate::texture::Sampler;
 
@@ -48,11 +48,10 @@ pub struct Inputs<'a> {
     /// MuJoCo's headlight.
     pub headlight: Headlight,
     /// Each world's geom and material colours, materials, textures and camera fields of view.
-    pub materials: &'a dyn WorldFields,
+    pub fields: &'a dyn WorldFields,
 }
 
-/// Each world's geom and material fields, as the renderer reads them (a world whose fields
-/// are the model's reads the [`Scene`]'s: `impl WorldFields for Scene`).
+/// Each world's geom, material and camera fields, as the renderer reads them.
 pub trait WorldFields: Sync {
     /// Geom `g`'s colour in world `w`.
     fn geom_rgba(&self, w: usize, g: usize) -> [f32; 4];
@@ -66,27 +65,6 @@ pub trait WorldFields: Sync {
     fn mat_texrepeat(&self, w: usize, m: usize) -> [f32; 2];
     /// Camera `c`'s vertical field of view in world `w` (degrees; metres for orthographic).
     fn cam_fovy(&self, w: usize, c: usize) -> f64;
-}
-
-impl WorldFields for Scene {
-    fn geom_rgba(&self, _: usize, g: usize) -> [f32; 4] {
-        self.geom_rgba[g]
-    }
-    fn geom_matid(&self, _: usize, g: usize) -> i32 {
-        self.geom_matid[g]
-    }
-    fn mat_rgba(&self, _: usize, m: usize) -> [f32; 4] {
-        self.mat_rgba[m]
-    }
-    fn mat_texid(&self, _: usize, m: usize) -> i32 {
-        self.mat_texid[m]
-    }
-    fn mat_texrepeat(&self, _: usize, m: usize) -> [f32; 2] {
-        self.mat_texrepeat[m]
-    }
-    fn cam_fovy(&self, _: usize, c: usize) -> f64 {
-        self.cam_fovy[c]
-    }
 }
 
 /// The caller's output buffers, each `nworld × pixels_per_world` long (× 3 bytes for RGB),
@@ -129,7 +107,7 @@ struct Shared<'a> {
     prepared: Vec<PreparedRays<'a>>,
     lights: &'a [Vec<Light>],
     headlight: Headlight,
-    materials: &'a dyn WorldFields,
+    fields: &'a dyn WorldFields,
 }
 
 impl Renderer {
@@ -182,7 +160,7 @@ impl Renderer {
     /// Renders every active camera of `layout` in every world of `input.poses` into
     /// `frames`.
     pub fn render(&self, input: Inputs, layout: &Layout, frames: Frames) -> Result<(), CameraError> {
-        let Inputs { scene, poses, caster, lights, headlight, materials } = input;
+        let Inputs { scene, poses, caster, lights, headlight, fields } = input;
         let nworld = poses.nworld;
         let pixels = nworld * layout.pixels_per_world;
         check(&frames.rgb, pixels * 3, "rgb")?;
@@ -196,7 +174,7 @@ impl Renderer {
             .iter()
             .map(|(_, o)| caster.prepare(scene, poses, &filter(o)))
             .collect::<Result<Vec<_>, _>>()?;
-        let shared = Shared { scene, poses, layout, prepared, lights, headlight, materials };
+        let shared = Shared { scene, poses, layout, prepared, lights, headlight, fields };
         let jobs = jobs(layout, nworld, frames);
         jobs.into_par_iter().for_each(|job| self.band(&shared, job));
         Ok(())
@@ -206,7 +184,7 @@ impl Renderer {
     fn band(&self, s: &Shared, job: Job) {
         let (model, options) = &s.layout.cameras[job.slot];
         let w = job.world;
-        let world_model = model.with_fovy(s.materials.cam_fovy(w, model.camera));
+        let world_model = model.with_fovy(s.fields.cam_fovy(w, model.camera));
         let model = &world_model;
         let cam_pos = s.poses.cam_xpos[w * s.scene.ncam() + model.camera];
         let cam_mat = s.poses.cam_xmat[w * s.scene.ncam() + model.camera];
@@ -229,6 +207,7 @@ impl Renderer {
         if prepared.cast(cast, hits).is_err() {
             return; // unreachable: the arrays are the rays' length and the world exists
         }
+        let origin = |r: usize| origins.as_ref().map_or(cam_pos, |o| o[r]);
         let mut depth = job.depth;
         let mut seg = job.seg;
         for r in 0..n {
@@ -237,8 +216,7 @@ impl Renderer {
                 d[pixel[r]] = if !hit {
                     0.0
                 } else if self.passes(geomid[r]) {
-                    let origin = origins.as_ref().map_or(cam_pos, |o| o[r]);
-                    self.depth_through(prepared, w, origin, dirs[r], dist[r], geomid[r]) as f32
+                    self.depth_through(prepared, w, origin(r), dirs[r], dist[r], geomid[r]) as f32
                 } else {
                     dist[r] as f32
                 };
@@ -248,7 +226,6 @@ impl Renderer {
             }
         }
         let Some(rgb) = job.rgb else { return };
-        let origin = |r: usize| origins.as_ref().map_or(cam_pos, |o| o[r]);
         let points: Vec<DVec3> = (0..n).map(|r| origin(r) + dirs[r] * dist[r]).collect();
         let forward = cam_mat * DVec3::NEG_Z;
         let lights = scene_lights(s, w, cam_pos, forward);
@@ -360,10 +337,10 @@ impl Renderer {
     fn texture(&self, s: &Shared, w: usize, hit: &Hit) -> Vec3 {
         let scene = s.scene;
         let g = hit.geom;
-        let Some(m) = usize::try_from(s.materials.geom_matid(w, g)).ok().filter(|&m| m < scene.mat_rgba.len()) else {
+        let Some(m) = material(s, w, g) else {
             return Vec3::ONE;
         };
-        let texid = s.materials.mat_texid(w, m);
+        let texid = s.fields.mat_texid(w, m);
         let Some(sampler) = usize::try_from(texid).ok().and_then(|t| self.samplers.get(t)) else {
             return Vec3::ONE;
         };
@@ -374,7 +351,7 @@ impl Renderer {
         let uniform = scene.mat_texuniform[m];
         match sampler.kind() {
             TextureKind::TwoD => {
-                let repeat = s.materials.mat_texrepeat(w, m).map(f64::from);
+                let repeat = s.fields.mat_texrepeat(w, m).map(f64::from);
                 let scl = [0, 1].map(|a| if uniform && size[a] > 0.0 { repeat[a] * size[a] } else { repeat[a] });
                 let (st, tt) = (0.5 * scl[0] * object.x - 0.5, -0.5 * scl[1] * object.y - 0.5);
                 // Texture units per metre along the surface, for the mip level.
@@ -461,23 +438,24 @@ fn band_rays(
     (r0, r1): (usize, usize),
 ) -> (Vec<usize>, Option<Vec<DVec3>>, Vec<DVec3>) {
     let n = (r1 - r0) * model.width;
-    let (mut pixel, mut origins, mut dirs) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
-    let mut ortho = false;
+    let ortho = matches!(model.projection, Projection::Orthographic { .. });
+    let (mut pixel, mut dirs) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut origins = ortho.then(|| Vec::with_capacity(n));
     for tr in (r0..r1).step_by(TILE.1) {
         for tc in (0..model.width).step_by(TILE.0) {
             for row in tr..(tr + TILE.1).min(r1) {
                 for col in tc..(tc + TILE.0).min(model.width) {
                     let (o, d) = model.pixel_ray(col, row);
-                    ortho |= o != DVec3::ZERO;
                     pixel.push((row - r0) * model.width + col);
-                    origins.push(cam_pos + *cam_mat * o);
+                    if let Some(origins) = &mut origins {
+                        origins.push(cam_pos + *cam_mat * o);
+                    }
                     dirs.push(*cam_mat * d);
                 }
             }
         }
     }
-    let ortho = ortho || matches!(model.projection, crate::camera::Projection::Orthographic { .. });
-    (pixel, ortho.then_some(origins), dirs)
+    (pixel, origins, dirs)
 }
 
 /// World `w`'s lights as the classic renderer takes them: the headlight first, then the
@@ -488,15 +466,18 @@ fn scene_lights(s: &Shared, w: usize, cam_pos: DVec3, forward: DVec3) -> Vec<Lig
     head.into_iter().chain(s.lights[w].iter().copied()).take(MAX_LIGHTS).collect()
 }
 
+/// Geom `g`'s material in world `w`, if it has one the model defines.
+fn material(s: &Shared, w: usize, g: usize) -> Option<usize> {
+    usize::try_from(s.fields.geom_matid(w, g)).ok().filter(|&m| m < s.scene.mat_rgba.len())
+}
+
 /// The colour and material of geom `g` in world `w`, as `mjv_updateScene` resolves them.
 fn surface(s: &Shared, w: usize, g: usize) -> Surface {
-    let scene = s.scene;
-    let matid = s.materials.geom_matid(w, g);
-    let rgba = s.materials.geom_rgba(w, g);
-    match usize::try_from(matid).ok().filter(|&m| m < scene.mat_rgba.len()) {
+    let rgba = s.fields.geom_rgba(w, g);
+    match material(s, w, g) {
         Some(m) => {
-            let color = if rgba == DEFAULT_RGBA { s.materials.mat_rgba(w, m) } else { rgba };
-            let [emission, specular, shininess, _] = scene.mat_shading[m];
+            let color = if rgba == DEFAULT_RGBA { s.fields.mat_rgba(w, m) } else { rgba };
+            let [emission, specular, shininess, _] = s.scene.mat_shading[m];
             Surface { color: Vec3::new(color[0], color[1], color[2]), specular, shininess: shininess * 128.0, emission }
         }
         // MuJoCo's default material: specular 0.5, shininess 0.5, no emission.

@@ -162,14 +162,8 @@ impl Simulation {
             specular: Vec3::from_array(h.specular),
         };
         let poses = self.worlds.poses();
-        let input = Inputs {
-            scene: &self.scene,
-            poses,
-            caster: &self.rays,
-            lights: &lights,
-            headlight,
-            materials: &self.fields,
-        };
+        let input =
+            Inputs { scene: &self.scene, poses, caster: &self.rays, lights: &lights, headlight, fields: &self.fields };
         cameras.renderer.render(input, &cameras.layout, frames)?;
         Ok(())
     }
