@@ -10,7 +10,7 @@ use glint_mujoco::LitScene;
 use glint_sim::{CameraOptions, SimOptions, Simulation};
 
 use crate::classic::{self, ClassicJob};
-use crate::output::write_error;
+use crate::output::{save_rgb, write_error};
 
 /// `glint lights` commands.
 #[derive(Subcommand)]
@@ -248,11 +248,6 @@ fn render_with_glint(path: &Path) -> Result<Vec<u8>> {
     let camera = sim.camera_index(CAMERA)?;
     sim.set_cameras(vec![CameraOptions { resolution: Some((SIDE, SIDE)), ..CameraOptions::new(camera) }])?;
     Ok(sim.render()?.rgb)
-}
-
-fn save_rgb(path: &Path, rgb: &[u8], width: usize, height: usize) -> Result<()> {
-    image::save_buffer(path, rgb, width as u32, height as u32, image::ColorType::Rgb8)
-        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// Two `SIDE`-square images side by side.

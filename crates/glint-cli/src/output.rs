@@ -89,3 +89,10 @@ pub fn report_lost_output() {
         ));
     }
 }
+
+/// Writes an 8-bit RGB image (rows top to bottom) as a PNG.
+pub fn save_rgb(path: &Path, rgb: &[u8], width: usize, height: usize) -> anyhow::Result<()> {
+    use anyhow::Context;
+    image::save_buffer(path, rgb, width as u32, height as u32, image::ColorType::Rgb8)
+        .with_context(|| format!("writing {}", path.display()))
+}

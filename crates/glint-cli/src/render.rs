@@ -3,11 +3,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Args;
 use glint_sim::{CameraFrames, CameraOptions, SimOptions, Simulation};
 
-use crate::output::write_error;
+use crate::output::{save_rgb, write_error};
 use crate::print_warnings;
 
 /// Arguments of `glint render`.
@@ -101,13 +101,12 @@ pub fn run(args: RenderArgs) -> Result<()> {
 fn write_camera(frames: &CameraFrames, world: usize, slot: usize, out: &Path) -> Result<()> {
     let (model, options) = &frames.layout.cameras[slot];
     let (rgb, depth, seg, w, h) = frames.image(world, slot);
-    let stem = model.name.replace(|c: char| !c.is_ascii_alphanumeric() && c != '_' && c != '-', "_");
+    let stem = glint_record::camera_file_name(&model.name);
     let path = |suffix: &str| out.join(format!("{stem}_{suffix}"));
     let mut written = Vec::new();
     if options.render_rgb {
         let p = path("rgb.png");
-        image::save_buffer(&p, rgb, w as u32, h as u32, image::ColorType::Rgb8)
-            .with_context(|| format!("writing {}", p.display()))?;
+        save_rgb(&p, rgb, w, h)?;
         written.push(p);
     }
     if options.render_depth {
@@ -121,8 +120,7 @@ fn write_camera(frames: &CameraFrames, world: usize, slot: usize, out: &Path) ->
     if options.render_seg {
         let colours: Vec<u8> = seg.iter().flat_map(|&g| seg_colour(g)).collect();
         let p = path("seg.png");
-        image::save_buffer(&p, &colours, w as u32, h as u32, image::ColorType::Rgb8)
-            .with_context(|| format!("writing {}", p.display()))?;
+        save_rgb(&p, &colours, w, h)?;
         written.push(p);
         let p = path("seg.npy");
         write_npy(&p, "<i4", h, w, &seg.iter().flat_map(|g| g.to_le_bytes()).collect::<Vec<u8>>())?;
