@@ -84,23 +84,30 @@ pub fn run(args: RenderBenchArgs) -> Result<()> {
 fn bench(args: &RenderBenchArgs, out: &Path) -> Result<Report> {
     let is_manifest = args.scene.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
     let options = SimOptions { nworld: args.worlds as usize, ..SimOptions::default() };
-    let (mut sim, mjcf) = if is_manifest {
+    let (mut sim, scene, lit_xml) = if is_manifest {
         let manifest = Manifest::load(&args.scene)?;
-        let mjcf = if manifest.use_scenario_lights {
-            let lit = LitScene::from_xml_file(&manifest.scene, &manifest.lights)?;
-            let path = manifest.scene.with_file_name(format!(".glint-bench-lit-{}.xml", std::process::id()));
-            std::fs::write(&path, lit.to_xml()?).map_err(|e| write_error(&path, e))?;
-            path
-        } else {
-            manifest.scene.clone()
+        let lit_xml = match manifest.use_scenario_lights {
+            true => Some(LitScene::from_xml_file(&manifest.scene, &manifest.lights)?.to_xml()?),
+            false => None,
         };
-        (Simulation::from_loaded(manifest, options)?, mjcf)
+        let scene = manifest.scene.clone();
+        (Simulation::from_loaded(manifest, options)?, scene, lit_xml)
     } else {
-        (Simulation::from_xml_file(&args.scene, Vec::new(), options)?, args.scene.clone())
+        (Simulation::from_xml_file(&args.scene, Vec::new(), options)?, args.scene.clone(), None)
     };
+    // A lit manifest's scene is written patched beside it for MuJoCo to load, removed after.
+    let patched = match lit_xml {
+        Some(xml) => {
+            let path = scene.with_file_name(format!(".glint-bench-lit-{}.xml", std::process::id()));
+            std::fs::write(&path, xml).map_err(|e| write_error(&path, e))?;
+            Some(path)
+        }
+        None => None,
+    };
+    let mjcf = patched.clone().unwrap_or(scene);
     let result = measure(args, &mut sim, &mjcf, out);
-    if mjcf != args.scene && mjcf.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".glint-bench-lit-")) {
-        let _ = std::fs::remove_file(&mjcf);
+    if let Some(path) = patched {
+        let _ = std::fs::remove_file(path);
     }
     result
 }
