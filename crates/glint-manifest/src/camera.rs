@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use glint_camera::MAX_SIDE;
 use serde::Deserialize;
 
 use crate::ManifestError;
@@ -59,8 +60,8 @@ impl RawCamera {
         let side = |v: Option<i64>, key: &str| -> Result<Option<usize>, ManifestError> {
             match v {
                 None => Ok(None),
-                Some(n) if (1..=glint_side_max()).contains(&n) => Ok(Some(n as usize)),
-                Some(n) => Err(bad(format!("{key} = {n} is out of range; use 1 to {} pixels", glint_side_max()))),
+                Some(n) if (1..=MAX_SIDE as i64).contains(&n) => Ok(Some(n as usize)),
+                Some(n) => Err(bad(format!("{key} = {n} is out of range; use 1 to {MAX_SIDE} pixels"))),
             }
         };
         let resolution = match (side(self.width, "width")?, side(self.height, "height")?) {
@@ -101,9 +102,4 @@ impl RawCamera {
             rate_hz,
         })
     }
-}
-
-/// The largest image side (the camera renderer's bound).
-const fn glint_side_max() -> i64 {
-    8192
 }
