@@ -35,7 +35,7 @@ impl LitScene {
     pub fn from_xml_str(xml: &str, rig: &Rig) -> Result<LitScene, MujocoError> {
         route_mujoco_messages();
         let spec = MjSpec::from_xml_string(xml)
-            .map_err(|e| MujocoError::Load { source_name: "the MJCF string".into(), message: edit_message(e) })?;
+            .map_err(|e| MujocoError::Load { source_name: "the MJCF string".into(), message: e.to_string() })?;
         LitScene::apply(spec, rig, "the MJCF string")
     }
 
@@ -57,7 +57,7 @@ impl LitScene {
             let light = world.add_light();
             light.set_name(&l.name).map_err(|e| MujocoError::Load {
                 source_name: source_name.into(),
-                message: format!("cannot add light `{}`: {}", l.name, edit_message(e)),
+                message: format!("cannot add light `{}`: {e}", l.name),
             })?;
             light.set_type(match l.light_type {
                 glint_lights::MjcfLightType::Directional => MjtLightType::mjLIGHT_DIRECTIONAL,
@@ -80,7 +80,7 @@ impl LitScene {
         }
         let mj = spec
             .compile()
-            .map_err(|e| MujocoError::Load { source_name: source_name.into(), message: edit_message(e) })?;
+            .map_err(|e| MujocoError::Load { source_name: source_name.into(), message: e.to_string() })?;
         Ok(LitScene { model: Model::from_mj(mj)?, translation, spec })
     }
 
@@ -94,16 +94,9 @@ impl LitScene {
                     size = required_size + 1;
                 }
                 Err(e) => {
-                    return Err(MujocoError::Load {
-                        source_name: "the patched scene".into(),
-                        message: edit_message(e),
-                    });
+                    return Err(MujocoError::Load { source_name: "the patched scene".into(), message: e.to_string() });
                 }
             }
         }
     }
-}
-
-fn edit_message(e: mujoco_rs::error::MjEditError) -> String {
-    e.to_string()
 }
