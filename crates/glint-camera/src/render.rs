@@ -3,7 +3,8 @@
 
 use glam::{DMat3, DVec3, Vec3};
 use glint_core::{
-    Cast, CastOne, GeomType, HitsMut, Origins, Poses, PreparedRays, RayCaster, RayFilter, Scene, Texture, TextureKind,
+    Cast, CastOne, GeomType, HitsMut, Origins, Poses, PreparedRays, RayCaster, RayFilter, Scene, Shapes, Texture,
+    TextureKind,
 };
 use rayon::prelude::*;
 
@@ -103,6 +104,7 @@ struct Job<'a> {
 struct Shared<'a> {
     scene: &'a Scene,
     poses: &'a Poses,
+    caster: &'a RayCaster,
     layout: &'a Layout,
     prepared: Vec<PreparedRays<'a>>,
     lights: &'a [Vec<Light>],
@@ -174,7 +176,7 @@ impl Renderer {
             .iter()
             .map(|(_, o)| caster.prepare(scene, poses, &filter(o)))
             .collect::<Result<Vec<_>, _>>()?;
-        let shared = Shared { scene, poses, layout, prepared, lights, headlight, fields };
+        let shared = Shared { scene, poses, caster, layout, prepared, lights, headlight, fields };
         let jobs = jobs(layout, nworld, frames);
         jobs.into_par_iter().for_each(|job| self.band(&shared, job));
         Ok(())
@@ -346,7 +348,7 @@ impl Renderer {
         };
         let (xpos, xmat) = s.poses.geoms(w);
         let local = xmat[g].transpose() * (hit.point - xpos[g]);
-        let size = object_size(scene, g);
+        let size = object_size(s.caster.shapes(w), g);
         let object = DVec3::new(local.x / size.x, local.y / size.y, local.z / size.z);
         let uniform = scene.mat_texuniform[m];
         match sampler.kind() {
@@ -487,10 +489,10 @@ fn surface(s: &Shared, w: usize, g: usize) -> Surface {
 
 /// The scale from a geom's local frame to the object coordinates of the unit shape MuJoCo
 /// draws for it (texture coordinates are taken there).
-fn object_size(scene: &Scene, g: usize) -> DVec3 {
-    let size = scene.geom_size[g];
+fn object_size(shapes: &Shapes, g: usize) -> DVec3 {
+    let size = shapes.geom_size[g];
     let positive = |v: f64| if v > 0.0 { v } else { 1.0 };
-    match scene.geom_type[g] {
+    match shapes.geom_type[g] {
         GeomType::Plane => DVec3::new(positive(size.x), positive(size.y), 1.0),
         GeomType::Sphere => DVec3::splat(positive(size.x)),
         GeomType::Capsule | GeomType::Cylinder => DVec3::new(positive(size.x), positive(size.x), positive(size.y)),

@@ -40,6 +40,11 @@ impl GeomType {
         })
     }
 
+    /// Whether a geom of this type takes its shape from a mesh or height field (`geom_dataid`).
+    pub fn has_data(self) -> bool {
+        matches!(self, Self::Mesh | Self::Hfield)
+    }
+
     /// MuJoCo's name for the type, as written in MJCF.
     pub fn name(self) -> &'static str {
         match self {

@@ -17,6 +17,7 @@ mod poses;
 mod primitives;
 mod raycast;
 mod scene;
+mod shapes;
 mod texture;
 
 pub use crate::{
@@ -30,5 +31,6 @@ pub use crate::{
     primitives::intersect_primitive,
     raycast::{Cast, CastOne, HitsMut, NGROUP, Origins, PreparedRays, RayBatch, RayCaster, RayFilter, RayHit, RayHits},
     scene::Scene,
+    shapes::Shapes,
     texture::{Texture, TextureKind},
 };

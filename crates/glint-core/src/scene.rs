@@ -164,17 +164,7 @@ impl Scene {
 
     /// Bounds of geom `g` in its own frame, or `None` for planes (infinite).
     pub fn geom_local_bounds(&self, g: usize) -> Option<Aabb> {
-        let s = self.geom_size[g];
-        let half = match self.geom_type[g] {
-            GeomType::Plane => return None,
-            GeomType::Sphere => DVec3::splat(s.x),
-            GeomType::Capsule => DVec3::new(s.x, s.x, s.x + s.y),
-            GeomType::Cylinder => DVec3::new(s.x, s.x, s.y),
-            GeomType::Ellipsoid | GeomType::Box => s,
-            GeomType::Mesh => return Some(self.mesh[self.geom_dataid[g] as usize].bounds()),
-            GeomType::Hfield => return Some(self.hfield[self.geom_dataid[g] as usize].bounds()),
-        };
-        Some(Aabb::from_center_half(DVec3::ZERO, half))
+        crate::shapes::local_bounds(self, self.geom_type[g], self.geom_size[g], self.geom_dataid[g])
     }
 
     /// Checks that every array has the length of its kind and every id refers to something

@@ -25,6 +25,13 @@ impl Bvh {
         self.prims.is_empty()
     }
 
+    /// Bytes the hierarchy holds on the heap.
+    pub fn bytes(&self) -> usize {
+        self.nodes.capacity() * size_of::<BinaryNode>()
+            + self.prims.capacity() * size_of::<u32>()
+            + self.wide.nodes.capacity() * size_of::<super::nodes::Node4>()
+    }
+
     /// Primitive indices in leaf order; leaves refer to contiguous runs of this slice.
     pub fn prim_order(&self) -> &[u32] {
         &self.prims

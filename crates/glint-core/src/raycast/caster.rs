@@ -1,25 +1,76 @@
 //! The ray caster: the top level of every world (a BVH over the geoms' world bounds, planes
 //! kept apart), built, rebuilt and refitted to new poses.
 
+use std::sync::Arc;
+
 use glam::{DMat3, DVec3};
 use rayon::prelude::*;
 
 use crate::bvh::{Aabb, Bvh};
-use crate::{CoreError, Poses, Scene};
+use crate::{CoreError, GeomType, Poses, Scene, Shapes};
 
 /// The top-level acceleration structure of every world, and the casting entry points.
 #[derive(Clone, Debug)]
 pub struct RayCaster {
+    /// The distinct geometries of the worlds; set 0 is the scene's own.
+    pub(super) sets: Vec<ShapeSet>,
+    /// Per world, the set it reads.
+    pub(super) world_set: Vec<u32>,
+    /// One top-level BVH per world.
+    pub(super) tlas: Vec<Bvh>,
+    /// World bounds of each world's top-level geoms, shape `(nworld, ntlas of its set)`.
+    pub(super) tlas_boxes: Vec<Vec<Aabb>>,
+}
+
+/// The geometry that some worlds share, and how their top levels are made of it.
+#[derive(Clone, Debug)]
+pub(super) struct ShapeSet {
+    pub(super) shapes: Arc<Shapes>,
     /// Geoms of type plane (tested against every ray).
     pub(super) planes: Vec<u32>,
     /// Geoms in the top level, in primitive order.
     pub(super) tlas_geoms: Vec<u32>,
     /// Their local-frame bounds.
     pub(super) local_bounds: Vec<Aabb>,
-    /// One top-level BVH per world.
-    pub(super) tlas: Vec<Bvh>,
-    /// World bounds of the top-level geoms, shape `(nworld, ntlas)`.
-    pub(super) tlas_boxes: Vec<Vec<Aabb>>,
+}
+
+impl ShapeSet {
+    fn new(scene: &Scene, shapes: Arc<Shapes>) -> ShapeSet {
+        let (mut planes, mut tlas_geoms, mut local_bounds) = (Vec::new(), Vec::new(), Vec::new());
+        for g in 0..shapes.ngeom() {
+            if !shapes.solid(g) {
+                continue;
+            }
+            match shapes.local_bounds(scene, g) {
+                None => planes.push(g as u32),
+                Some(b) => {
+                    tlas_geoms.push(g as u32);
+                    local_bounds.push(b);
+                }
+            }
+        }
+        ShapeSet { shapes, planes, tlas_geoms, local_bounds }
+    }
+
+    /// The geometry rays of this set meet.
+    #[inline(always)]
+    pub(super) fn geometry<'a>(&'a self, scene: &'a Scene) -> Geometry<'a> {
+        Geometry { scene, shapes: &self.shapes }
+    }
+
+    fn bytes(&self) -> usize {
+        let s = &self.shapes;
+        s.ngeom() * (size_of::<GeomType>() + size_of::<DVec3>() + size_of::<i32>() + size_of::<bool>())
+            + (self.planes.len() + self.tlas_geoms.len()) * size_of::<u32>()
+            + self.local_bounds.len() * size_of::<Aabb>()
+    }
+}
+
+/// The shapes of one world and the scene's meshes and height fields they refer to.
+#[derive(Clone, Copy)]
+pub(super) struct Geometry<'a> {
+    pub(super) scene: &'a Scene,
+    pub(super) shapes: &'a Shapes,
 }
 
 /// World-frame bounds of a local box under the frame `(pos, rot)`, grown by a hair (a
@@ -35,22 +86,11 @@ fn world_bounds(local: &Aabb, pos: DVec3, rot: &DMat3) -> Aabb {
 }
 
 impl RayCaster {
-    /// Builds the top level of every world of `poses`.
+    /// Builds the top level of every world of `poses`, all with the scene's own geometry.
     pub fn new(scene: &Scene, poses: &Poses) -> RayCaster {
-        let (mut planes, mut tlas_geoms, mut local_bounds) = (Vec::new(), Vec::new(), Vec::new());
-        for g in 0..scene.ngeom() {
-            if !scene.geom_visible(g) {
-                continue;
-            }
-            match scene.geom_local_bounds(g) {
-                None => planes.push(g as u32),
-                Some(b) => {
-                    tlas_geoms.push(g as u32);
-                    local_bounds.push(b);
-                }
-            }
-        }
-        let mut caster = RayCaster { planes, tlas_geoms, local_bounds, tlas: Vec::new(), tlas_boxes: Vec::new() };
+        let base = ShapeSet::new(scene, Arc::new(Shapes::of(scene)));
+        let mut caster =
+            RayCaster { sets: vec![base], world_set: vec![0; poses.nworld], tlas: Vec::new(), tlas_boxes: Vec::new() };
         caster.rebuild(poses);
         caster
     }
@@ -60,9 +100,77 @@ impl RayCaster {
         self.tlas.len()
     }
 
+    #[inline(always)]
+    pub(super) fn set(&self, w: usize) -> &ShapeSet {
+        &self.sets[self.world_set[w] as usize]
+    }
+
+    /// The geometry world `w` casts against.
+    pub fn shapes(&self, w: usize) -> &Arc<Shapes> {
+        &self.set(w).shapes
+    }
+
+    /// Number of distinct geometries among the worlds.
+    pub fn distinct_shapes(&self) -> usize {
+        self.sets.len()
+    }
+
+    /// Gives every world its own geometry (`shapes[w]`, validated against `scene`): worlds
+    /// whose shapes are equal share one set, and the top level of each world whose geometry
+    /// changed is rebuilt at `poses`. Meshes and height fields stay the scene's.
+    pub fn set_shapes(&mut self, scene: &Scene, poses: &Poses, shapes: &[Arc<Shapes>]) -> Result<(), CoreError> {
+        self.check_poses(poses)?;
+        if shapes.len() != self.nworld() {
+            return Err(CoreError::Shape {
+                field: "shapes",
+                len: shapes.len(),
+                expected: format!("one per world ({})", self.nworld()),
+            });
+        }
+        let mut sets: Vec<ShapeSet> = Vec::new();
+        let mut world_set = Vec::with_capacity(shapes.len());
+        for s in shapes {
+            let found = sets.iter().position(|set| Arc::ptr_eq(&set.shapes, s) || *set.shapes == **s);
+            let k = match found {
+                Some(k) => k,
+                None => {
+                    s.validate(scene)?;
+                    sets.push(ShapeSet::new(scene, s.clone()));
+                    sets.len() - 1
+                }
+            };
+            world_set.push(k as u32);
+        }
+        let old: Vec<Arc<Shapes>> = (0..self.nworld()).map(|w| self.shapes(w).clone()).collect();
+        (self.sets, self.world_set) = (sets, world_set);
+        let changed: Vec<usize> = (0..self.nworld()).filter(|&w| *old[w] != **self.shapes(w)).collect();
+        let rebuilt: Vec<(Vec<Aabb>, Bvh)> = changed
+            .par_iter()
+            .map(|&w| {
+                let boxes = self.boxes(poses, w);
+                let bvh = Bvh::build(&boxes, 2);
+                (boxes, bvh)
+            })
+            .collect();
+        for (w, (boxes, bvh)) in changed.into_iter().zip(rebuilt) {
+            (self.tlas_boxes[w], self.tlas[w]) = (boxes, bvh);
+        }
+        Ok(())
+    }
+
+    /// Bytes the caster holds for world `w` alone (its top level and boxes), and for the
+    /// geometries the worlds share.
+    pub fn bytes(&self) -> (Vec<usize>, usize) {
+        let per_world = (0..self.nworld())
+            .map(|w| self.tlas[w].bytes() + self.tlas_boxes[w].len() * size_of::<Aabb>() + size_of::<u32>())
+            .collect();
+        (per_world, self.sets.iter().map(ShapeSet::bytes).sum())
+    }
+
     fn boxes(&self, poses: &Poses, w: usize) -> Vec<Aabb> {
-        let mut boxes = vec![Aabb::EMPTY; self.tlas_geoms.len()];
-        world_boxes(&self.tlas_geoms, &self.local_bounds, poses, w, &mut boxes);
+        let set = self.set(w);
+        let mut boxes = vec![Aabb::EMPTY; set.tlas_geoms.len()];
+        world_boxes(set, poses, w, &mut boxes);
         boxes
     }
 
@@ -79,8 +187,9 @@ impl RayCaster {
     }
 
     /// Rebuilds every world's top level from scratch (use after large motions, or when the
-    /// number of worlds changes).
+    /// number of worlds changes: added worlds take the scene's own geometry).
     pub fn rebuild(&mut self, poses: &Poses) {
+        self.world_set.resize(poses.nworld, 0);
         self.tlas_boxes = (0..poses.nworld).into_par_iter().map(|w| self.boxes(poses, w)).collect();
         self.tlas = self.tlas_boxes.par_iter().map(|b| Bvh::build(b, 2)).collect();
     }
@@ -90,27 +199,28 @@ impl RayCaster {
         if self.tlas.len() != poses.nworld {
             return self.rebuild(poses);
         }
-        let (geoms, local) = (&self.tlas_geoms, &self.local_bounds);
+        let (sets, world_set) = (&self.sets, &self.world_set);
         self.tlas.par_iter_mut().zip(self.tlas_boxes.par_iter_mut()).enumerate().for_each(|(w, (bvh, boxes))| {
-            refit_world(geoms, local, poses, w, boxes, bvh);
+            refit_world(&sets[world_set[w] as usize], poses, w, boxes, bvh);
         });
     }
 
     /// Refits world `w` only.
     pub fn refit_world(&mut self, poses: &Poses, w: usize) {
-        refit_world(&self.tlas_geoms, &self.local_bounds, poses, w, &mut self.tlas_boxes[w], &mut self.tlas[w]);
+        let set = &self.sets[self.world_set[w] as usize];
+        refit_world(set, poses, w, &mut self.tlas_boxes[w], &mut self.tlas[w]);
     }
 }
 
-/// World bounds of the top-level geoms `geoms` (local bounds `local`) in world `w`.
-fn world_boxes(geoms: &[u32], local: &[Aabb], poses: &Poses, w: usize, boxes: &mut [Aabb]) {
+/// World bounds of the top-level geoms of `set` in world `w`.
+fn world_boxes(set: &ShapeSet, poses: &Poses, w: usize, boxes: &mut [Aabb]) {
     let (xpos, xmat) = poses.geoms(w);
-    for ((b, &g), l) in boxes.iter_mut().zip(geoms).zip(local) {
+    for ((b, &g), l) in boxes.iter_mut().zip(&set.tlas_geoms).zip(&set.local_bounds) {
         *b = world_bounds(l, xpos[g as usize], &xmat[g as usize]);
     }
 }
 
-fn refit_world(geoms: &[u32], local: &[Aabb], poses: &Poses, w: usize, boxes: &mut [Aabb], bvh: &mut Bvh) {
-    world_boxes(geoms, local, poses, w, boxes);
+fn refit_world(set: &ShapeSet, poses: &Poses, w: usize, boxes: &mut [Aabb], bvh: &mut Bvh) {
+    world_boxes(set, poses, w, boxes);
     bvh.refit(boxes);
 }

@@ -3,14 +3,15 @@
 
 use glam::{DMat3, DVec3};
 
+use super::caster::Geometry;
+use crate::GeomType;
 use crate::primitives::{self, to_local};
-use crate::{GeomType, Scene};
 
 /// Closest hit of geom `g` at pose `(pos, rot)` with `t <= tmax`: distance and unit
 /// world-frame normal.
 #[inline]
 pub(super) fn intersect_geom(
-    scene: &Scene,
+    geo: Geometry,
     g: usize,
     pos: DVec3,
     rot: &DMat3,
@@ -18,19 +19,19 @@ pub(super) fn intersect_geom(
     vec: DVec3,
     tmax: f64,
 ) -> Option<(f64, DVec3)> {
-    let kind = scene.geom_type[g];
+    let kind = geo.shapes.geom_type[g];
     let (t, n) = match kind {
         GeomType::Mesh => {
-            let mesh = &scene.mesh[scene.geom_dataid[g] as usize];
+            let mesh = geo.shapes.mesh(geo.scene, g);
             let (t, n, _) = mesh.triangles().closest(to_local(rot, pnt - pos), to_local(rot, vec), tmax)?;
             (t, (*rot * n).normalize())
         }
         GeomType::Hfield => {
-            let hf = &scene.hfield[scene.geom_dataid[g] as usize];
+            let hf = geo.shapes.hfield(geo.scene, g);
             let (t, n) = hf.intersect_local(to_local(rot, pnt - pos), to_local(rot, vec), tmax)?;
             (t, (*rot * n).normalize())
         }
-        _ => primitives::intersect_primitive(kind, scene.geom_size[g], pos, rot, pnt, vec)?,
+        _ => primitives::intersect_primitive(kind, geo.shapes.geom_size[g], pos, rot, pnt, vec)?,
     };
     (t <= tmax).then_some((t, n))
 }
@@ -38,7 +39,7 @@ pub(super) fn intersect_geom(
 /// Whether geom `g` is hit with `t < max_dist`.
 #[inline]
 pub(super) fn geom_blocks(
-    scene: &Scene,
+    geo: Geometry,
     g: usize,
     pos: DVec3,
     rot: &DMat3,
@@ -46,14 +47,14 @@ pub(super) fn geom_blocks(
     vec: DVec3,
     max_dist: f64,
 ) -> bool {
-    match scene.geom_type[g] {
+    match geo.shapes.geom_type[g] {
         GeomType::Mesh => {
-            let mesh = &scene.mesh[scene.geom_dataid[g] as usize];
+            let mesh = geo.shapes.mesh(geo.scene, g);
             mesh.triangles().any(to_local(rot, pnt - pos), to_local(rot, vec), max_dist) && {
                 // `any` accepts t == max_dist; the query wants strictly closer.
-                intersect_geom(scene, g, pos, rot, pnt, vec, max_dist).is_some_and(|(t, _)| t < max_dist)
+                intersect_geom(geo, g, pos, rot, pnt, vec, max_dist).is_some_and(|(t, _)| t < max_dist)
             }
         }
-        _ => intersect_geom(scene, g, pos, rot, pnt, vec, max_dist).is_some_and(|(t, _)| t < max_dist),
+        _ => intersect_geom(geo, g, pos, rot, pnt, vec, max_dist).is_some_and(|(t, _)| t < max_dist),
     }
 }

@@ -10,28 +10,29 @@ use crate::bvh::inverse_direction;
 
 impl RayCaster {
     pub(super) fn cast(&self, q: &Query, w: usize, i: usize) -> RayHit {
-        let scene = q.scene;
+        let set = self.set(q.world0 + w);
+        let geo = set.geometry(q.scene);
         let (pnt, vec, exclude) = q.ray(w, i);
         let (xpos, xmat) = q.poses.geoms(q.world0 + w);
         let usable = |g: usize| q.usable(g, exclude);
 
         let mut best = Best { t: f64::INFINITY, g: -1, n: DVec3::ZERO };
-        for &g in &self.planes {
+        for &g in &set.planes {
             let g = g as usize;
             if usable(g)
-                && let Some((t, n)) = intersect_geom(scene, g, xpos[g], &xmat[g], pnt, vec, f64::INFINITY)
+                && let Some((t, n)) = intersect_geom(geo, g, xpos[g], &xmat[g], pnt, vec, f64::INFINITY)
             {
                 best.offer(g, t, n);
             }
         }
-        let geoms = &self.tlas_geoms;
+        let geoms = &set.tlas_geoms;
         let start = best.t;
         self.tlas[q.world0 + w].closest(pnt, inverse_direction(vec), start, |prim, tmax| {
             let g = geoms[prim as usize] as usize;
             if !usable(g) {
                 return None;
             }
-            let (t, n) = intersect_geom(scene, g, xpos[g], &xmat[g], pnt, vec, tmax)?;
+            let (t, n) = intersect_geom(geo, g, xpos[g], &xmat[g], pnt, vec, tmax)?;
             best.offer(g, t, n).then_some(t)
         });
         if best.g < 0 { RayHit::MISS } else { RayHit { dist: best.t, geomid: best.g, normal: best.n } }
@@ -39,14 +40,15 @@ impl RayCaster {
 
     #[inline]
     pub(super) fn occluded(&self, q: &Query, w: usize, i: usize, max_dist: f64) -> bool {
-        let scene = q.scene;
+        let set = self.set(q.world0 + w);
+        let geo = set.geometry(q.scene);
         let (pnt, vec, exclude) = q.ray(w, i);
         let (xpos, xmat) = q.poses.geoms(q.world0 + w);
         let usable = |g: usize| q.usable(g, exclude);
-        let blocks = |g: usize| usable(g) && geom_blocks(scene, g, xpos[g], &xmat[g], pnt, vec, max_dist);
-        self.planes.iter().any(|&g| blocks(g as usize))
+        let blocks = |g: usize| usable(g) && geom_blocks(geo, g, xpos[g], &xmat[g], pnt, vec, max_dist);
+        set.planes.iter().any(|&g| blocks(g as usize))
             || self.tlas[q.world0 + w]
-                .any(pnt, inverse_direction(vec), max_dist, |prim| blocks(self.tlas_geoms[prim as usize] as usize))
+                .any(pnt, inverse_direction(vec), max_dist, |prim| blocks(set.tlas_geoms[prim as usize] as usize))
     }
 }
 

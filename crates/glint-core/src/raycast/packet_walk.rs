@@ -4,14 +4,14 @@
 use glam::{DMat3, DVec3};
 
 use super::batch::RayBatch;
-use super::caster::RayCaster;
+use super::caster::{Geometry, RayCaster};
 use super::dispatch::intersect_geom;
 use super::hits::RayHit;
 use super::query::Query;
+use crate::GeomType;
 use crate::bvh::{Aabb, Node4, Visitor, WIDTH};
 use crate::packet::{PACKET, Packet};
 use crate::primitives::{self, to_local};
-use crate::{GeomType, Scene};
 
 impl RayCaster {
     /// Closest hits of the packet just `set` from rays of world `w` (ray `k` of the packet is
@@ -52,18 +52,19 @@ impl RayCaster {
 
     /// Closest hits of a packet of rays in world `w` (`OWN`: each ray from its own origin).
     fn cast_packet<const OWN: bool>(&self, q: &Query, w: usize, exclude: i32, p: &Packet) -> PacketBest {
-        let (scene, eligible) = (q.scene, q.eligible);
+        let set = self.set(q.world0 + w);
+        let (geo, eligible) = (set.geometry(q.scene), q.eligible);
         let (xpos, xmat) = q.poses.geoms(q.world0 + w);
         // The walk is built first and the planes offered into it, so that its closest hits
         // (1 KB) are never copied in.
         let mut walk = PacketWalk::<OWN> {
-            scene,
+            geo,
             xpos,
             xmat,
             eligible,
             exclude,
             skip_geom: q.skip_geom,
-            geoms: &self.tlas_geoms,
+            geoms: &set.tlas_geoms,
             boxes: &self.tlas_boxes[q.world0 + w],
             p,
             best: PacketBest::new(OWN),
@@ -72,10 +73,10 @@ impl RayCaster {
         // What the one-ray path answers for a plane (the walk with own origins keeps normals
         // unit).
         let plane_normal = |g: usize| if OWN { xmat[g].z_axis.normalize() } else { xmat[g].z_axis };
-        for &g in &self.planes {
+        for &g in &set.planes {
             let g = g as usize;
             if q.usable(g, exclude) {
-                let (t, n) = (p.plane::<OWN>(xpos[g], &xmat[g], scene.geom_size[g]), plane_normal(g));
+                let (t, n) = (p.plane::<OWN>(xpos[g], &xmat[g], geo.shapes.geom_size[g]), plane_normal(g));
                 for (r, &t) in t.iter().enumerate().take(p.n) {
                     if t < f64::INFINITY {
                         walk.best.offer(r, g, t, n);
@@ -126,7 +127,7 @@ impl PacketBest {
 
 /// A packet's walk through one world's top level.
 struct PacketWalk<'a, const OWN: bool> {
-    scene: &'a Scene,
+    geo: Geometry<'a>,
     xpos: &'a [DVec3],
     xmat: &'a [DMat3],
     eligible: &'a [bool],
@@ -155,7 +156,7 @@ impl<const OWN: bool> PacketWalk<'_, OWN> {
     /// six-face loop in the box's frame, then the normal rotated back and normalized).
     #[inline(never)]
     fn own_box(&mut self, g: usize, mut mask: u32) {
-        let (pos, rot, size) = (self.xpos[g], &self.xmat[g], self.scene.geom_size[g]);
+        let (pos, rot, size) = (self.xpos[g], &self.xmat[g], self.geo.shapes.geom_size[g]);
         let radius_sqr = primitives::bounding_sphere_sqr(GeomType::Box, size);
         let (mut lpnt, mut lvec, mut passes) = ([[0.0; PACKET]; 3], [[0.0; PACKET]; 3], [false; PACKET]);
         for r in 0..PACKET {
@@ -192,19 +193,19 @@ impl<const OWN: bool> Visitor for PacketWalk<'_, OWN> {
     #[inline]
     fn prim(&mut self, prim: u32) -> bool {
         let g = self.geoms[prim as usize] as usize;
-        if !self.eligible[g] || self.scene.geom_bodyid[g] == self.exclude || g as i32 == self.skip_geom {
+        if !self.eligible[g] || self.geo.scene.geom_bodyid[g] == self.exclude || g as i32 == self.skip_geom {
             return false;
         }
         let mut mask = self.p.enters::<OWN>(&self.boxes[prim as usize], &self.best.t);
         if mask == 0 {
             return false;
         }
-        let kind = self.scene.geom_type[g];
+        let kind = self.geo.shapes.geom_type[g];
         // Rays with their own origins take the general path below: one instance of the
         // primitives' local tests keeps them inlined into the common packets' walk.
         if !OWN && matches!(kind, GeomType::Box | GeomType::Capsule | GeomType::Cylinder | GeomType::Ellipsoid) {
             // One local origin serves the whole packet; normals are rotated only for winners.
-            let (pos, rot, size) = (self.xpos[g], &self.xmat[g], self.scene.geom_size[g]);
+            let (pos, rot, size) = (self.xpos[g], &self.xmat[g], self.geo.shapes.geom_size[g]);
             let dif = self.p.o - pos;
             let (lpnt, sphere) = (to_local(rot, dif), primitives::BoundingSphere::new(kind, size, dif));
             let mut changed = false;
@@ -237,7 +238,7 @@ impl<const OWN: bool> Visitor for PacketWalk<'_, OWN> {
             mask &= mask - 1;
             let (d, tmax) = (self.p.d[r], self.best.t[r]);
             let o = if OWN { self.p.origin(r) } else { self.p.o };
-            if let Some((t, n)) = intersect_geom(self.scene, g, self.xpos[g], &self.xmat[g], o, d, tmax) {
+            if let Some((t, n)) = intersect_geom(self.geo, g, self.xpos[g], &self.xmat[g], o, d, tmax) {
                 self.best.offer(r, g, t, n);
             }
         }

@@ -299,3 +299,90 @@ fn trusted_casts_answer_as_checked_ones_and_survive_bad_rays() {
         assert!(answers(true, each, &bad_origins, &bad_dirs).is_ok());
     }
 }
+
+/// Worlds with their own geometry (sizes, types, an empty slot, an invisible geom) answer
+/// every ray as a one-world caster over a scene holding that geometry does, packets and
+/// single rays alike, while worlds that agree share one set.
+#[test]
+fn worlds_with_their_own_shapes_see_only_their_own() {
+    use std::sync::Arc;
+
+    use crate::Shapes;
+    let (scene, one_poses) = cluttered_scene();
+    let nworld = 4;
+    let mut poses = Poses::new(&scene, nworld);
+    let n = scene.ngeom();
+    for w in 0..nworld {
+        poses.geom_xpos[w * n..(w + 1) * n].copy_from_slice(&one_poses.geom_xpos);
+        poses.geom_xmat[w * n..(w + 1) * n].copy_from_slice(&one_poses.geom_xmat);
+    }
+    let base = Arc::new(Shapes::of(&scene));
+    let mut bigger = Shapes::of(&scene);
+    bigger.geom_size.iter_mut().skip(1).for_each(|s| *s *= 1.7);
+    let mut retyped = Shapes::of(&scene);
+    for g in (1..n).step_by(3) {
+        retyped.geom_type[g] = GeomType::Sphere;
+    }
+    retyped.geom_visible[5] = false;
+    let worlds = [base.clone(), Arc::new(bigger), Arc::new(retyped), Arc::new(Shapes::of(&scene))];
+    let mut caster = RayCaster::new(&scene, &poses);
+    caster.set_shapes(&scene, &poses, &worlds).unwrap();
+    assert_eq!(caster.distinct_shapes(), 3, "worlds 0 and 3 agree");
+    caster.refit(&poses);
+    let dirs: Vec<DVec3> = (0..2000)
+        .map(|k| {
+            let (a, b) = (0.0031 * k as f64 * 7.0, 0.6 * ((k as f64) * 0.013).sin());
+            DVec3::new(a.cos() * b.cos(), a.sin() * b.cos(), b.sin())
+        })
+        .collect();
+    let origin = DVec3::new(0.2, 0.1, 0.3);
+    let mut differs = 0;
+    for (w, shapes) in worlds.iter().enumerate() {
+        let mut alone = scene.clone();
+        (alone.geom_type, alone.geom_size) = (shapes.geom_type.clone(), shapes.geom_size.clone());
+        for g in 0..n {
+            alone.geom_rgba[g][3] = f32::from(u8::from(shapes.geom_visible[g]));
+        }
+        let single = RayCaster::new(&alone, &one_poses);
+        let reference = single.prepare(&alone, &one_poses, &RayFilter::default()).unwrap();
+        let batched = caster.prepare(&scene, &poses, &RayFilter::default()).unwrap();
+        let (mut d0, mut g0, mut n0) = (vec![0.0; dirs.len()], vec![0; dirs.len()], vec![DVec3::ZERO; dirs.len()]);
+        let (mut d1, mut g1, mut n1) = (d0.clone(), g0.clone(), n0.clone());
+        reference.cast(cast(Origins::Shared(origin), &dirs), out(&mut d0, &mut g0, &mut n0)).unwrap();
+        let mut c = cast(Origins::Shared(origin), &dirs);
+        c.world = w;
+        batched.cast(c, out(&mut d1, &mut g1, &mut n1)).unwrap();
+        assert_eq!((&g0, &d0), (&g1, &d1), "world {w}");
+        for (i, &dir) in dirs.iter().enumerate().step_by(37) {
+            let hit = batched.cast_one(CastOne { world: w, ..one(origin, dir) });
+            assert_eq!(hit.map_or(-1, |h| h.geomid), g0[i], "world {w}, single ray {i}");
+        }
+        if w > 0 && w < 3 {
+            let base_hits = caster.prepare(&scene, &poses, &RayFilter::default()).unwrap();
+            let (mut d2, mut g2, mut n2) = (d0.clone(), g0.clone(), n0.clone());
+            base_hits.cast(cast(Origins::Shared(origin), &dirs), out(&mut d2, &mut g2, &mut n2)).unwrap();
+            differs += usize::from(d2 != d1);
+        }
+    }
+    assert_eq!(differs, 2, "the randomized worlds see something else than world 0");
+}
+
+#[test]
+fn shapes_naming_missing_meshes_or_bad_sizes_are_refused() {
+    use std::sync::Arc;
+
+    use crate::Shapes;
+    let (scene, poses) = sphere_scene();
+    let mut caster = RayCaster::new(&scene, &poses);
+    let mut bad = Shapes::of(&scene);
+    bad.geom_type[0] = GeomType::Mesh;
+    bad.geom_dataid[0] = 3;
+    let e = caster.set_shapes(&scene, &poses, &[Arc::new(bad)]).unwrap_err().to_string();
+    assert!(e.contains("geom_dataid") && e.contains("refers to 3"), "{e}");
+    let mut negative = Shapes::of(&scene);
+    negative.geom_size[0].x = -1.0;
+    let e = caster.set_shapes(&scene, &poses, &[Arc::new(negative)]).unwrap_err().to_string();
+    assert!(e.contains("geom_size"), "{e}");
+    let e = caster.set_shapes(&scene, &poses, &[]).unwrap_err().to_string();
+    assert!(e.contains("one per world"), "{e}");
+}
