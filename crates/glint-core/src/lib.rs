@@ -19,6 +19,7 @@ mod raycast;
 mod scene;
 mod shapes;
 mod texture;
+mod variant;
 
 pub use crate::{
     bvh::{Aabb, Bvh},
@@ -33,4 +34,5 @@ pub use crate::{
     scene::Scene,
     shapes::Shapes,
     texture::{Texture, TextureKind},
+    variant::{AssetEdit, EditTarget, Variant},
 };

@@ -18,6 +18,8 @@ pub struct WorldBatch {
     poses: Poses,
     /// Model copies with other physics fields, shared by the worlds that have them.
     pub(crate) variants: Vec<crate::physics::Variant>,
+    /// Per world, the model its physics fields are relative to: the model, or a variant.
+    pub(crate) bases: Vec<Arc<MjModel>>,
 }
 
 impl std::fmt::Debug for WorldBatch {
@@ -102,7 +104,8 @@ impl WorldBatch {
         }
         let data = (0..nworld).map(|_| MjData::new(model.mj().clone())).collect();
         let poses = Poses::new(model.scene(), nworld);
-        let mut batch = WorldBatch { model: model.clone(), data, poses, variants: Vec::new() };
+        let bases = vec![model.mj().clone(); nworld];
+        let mut batch = WorldBatch { model: model.clone(), data, poses, variants: Vec::new(), bases };
         batch.forward();
         Ok(batch)
     }

@@ -48,6 +48,14 @@ pub enum MujocoError {
         /// What went wrong.
         reason: String,
     },
+    /// A variant that cannot be built.
+    #[error("variant `{name}`: {message}")]
+    Variant {
+        /// The variant's name.
+        name: String,
+        /// What is wrong, and the fix.
+        message: String,
+    },
     /// Physics fields that do not fit the model.
     #[error("{0}")]
     Physics(String),

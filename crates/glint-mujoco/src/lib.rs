@@ -37,12 +37,14 @@ mod model;
 mod physics;
 mod priority;
 mod reference;
+mod variants;
 
 pub use batch::WorldBatch;
 pub use error::MujocoError;
 pub use lights::LitScene;
 pub use malloc::settle_malloc;
 pub use model::{Headlight, Joint, JointKind, Model};
-pub use physics::PhysicsFields;
+pub use physics::{PhysicsFields, model_array};
 pub use priority::lower_thread_priority;
 pub use reference::MujocoRays;
+pub use variants::{SceneSpec, VariantModel};

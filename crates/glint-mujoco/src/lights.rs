@@ -6,11 +6,11 @@
 use std::path::Path;
 
 use glint_lights::{Rig, Translation, translate};
-use mujoco_rs::wrappers::mj_editing::{MjSpec, SpecElement, SpecItem};
+use mujoco_rs::wrappers::mj_editing::{SpecElement, SpecItem};
 use mujoco_rs::wrappers::mj_model::MjtLightType;
 
-use crate::MujocoError;
-use crate::model::{Model, load_error_from_file, route_mujoco_messages};
+use crate::model::Model;
+use crate::{MujocoError, SceneSpec};
 
 /// A scene with a rig applied: the compiled model, the patched MJCF and what the rig became.
 pub struct LitScene {
@@ -18,28 +18,28 @@ pub struct LitScene {
     pub model: Model,
     /// The translation (lights, headlight fill and warnings).
     pub translation: Translation,
-    spec: MjSpec,
+    spec: SceneSpec,
 }
 
 impl LitScene {
     /// Loads the MJCF file at `path` and applies `rig` before compiling.
     pub fn from_xml_file(path: impl AsRef<Path>, rig: &Rig) -> Result<LitScene, MujocoError> {
-        route_mujoco_messages();
-        let path = path.as_ref();
-        crate::model::check_readable(path)?;
-        let spec = MjSpec::from_xml(path).map_err(|_| load_error_from_file(path))?;
-        LitScene::apply(spec, rig, &format!("'{}'", path.display()))
+        LitScene::apply(SceneSpec::from_xml_file(path)?, rig)
     }
 
     /// [`LitScene::from_xml_file`] of MJCF text (assets must then be absolute paths).
     pub fn from_xml_str(xml: &str, rig: &Rig) -> Result<LitScene, MujocoError> {
-        route_mujoco_messages();
-        let spec = MjSpec::from_xml_string(xml)
-            .map_err(|e| MujocoError::Load { source_name: "the MJCF string".into(), message: e.to_string() })?;
-        LitScene::apply(spec, rig, "the MJCF string")
+        LitScene::apply(SceneSpec::from_xml_str(xml)?, rig)
     }
 
-    fn apply(mut spec: MjSpec, rig: &Rig, source_name: &str) -> Result<LitScene, MujocoError> {
+    /// The lit spec, from which variants of the lit scene compile.
+    pub fn spec(&self) -> &SceneSpec {
+        &self.spec
+    }
+
+    fn apply(mut scene_spec: SceneSpec, rig: &Rig) -> Result<LitScene, MujocoError> {
+        let source_name = scene_spec.source_name.clone();
+        let spec = &mut scene_spec.spec;
         let existing: Vec<String> = spec.light_iter().map(|l| l.name().to_string()).filter(|n| !n.is_empty()).collect();
         let names: Vec<&str> = existing.iter().map(String::as_str).collect();
         let translation = translate(rig, &names)?;
@@ -56,7 +56,7 @@ impl LitScene {
         for l in &translation.lights {
             let light = world.add_light();
             light.set_name(&l.name).map_err(|e| MujocoError::Load {
-                source_name: source_name.into(),
+                source_name: source_name.clone(),
                 message: format!("cannot add light `{}`: {e}", l.name),
             })?;
             light.set_type(match l.light_type {
@@ -78,17 +78,15 @@ impl LitScene {
                 light.set_exponent(exponent as f32);
             }
         }
-        let mj = spec
-            .compile()
-            .map_err(|e| MujocoError::Load { source_name: source_name.into(), message: e.to_string() })?;
-        Ok(LitScene { model: Model::from_mj(mj)?, translation, spec })
+        let model = scene_spec.compile()?;
+        Ok(LitScene { model, translation, spec: scene_spec })
     }
 
     /// The patched scene as MJCF (MuJoCo's own writer: includes are inlined).
     pub fn to_xml(&self) -> Result<String, MujocoError> {
         let mut size = 1 << 20;
         loop {
-            match self.spec.save_xml_string(size) {
+            match self.spec.spec.save_xml_string(size) {
                 Ok(xml) => return Ok(xml),
                 Err(mujoco_rs::error::MjEditError::XmlBufferTooSmall { required_size }) if required_size > size => {
                     size = required_size + 1;

@@ -95,7 +95,7 @@ impl Model {
     }
 
     pub(crate) fn from_mj(mj: MjModel) -> Result<Model, MujocoError> {
-        let scene = extract_scene(mj.ffi())?;
+        let scene = extract_scene(mj.ffi(), true)?;
         scene.validate()?;
         Ok(Model { mj: Arc::new(mj), scene: Arc::new(scene) })
     }
@@ -297,7 +297,9 @@ fn fixed<const N: usize, T: Copy + Default>(v: &[T], i: usize) -> [T; N] {
     std::array::from_fn(|k| v[N * i + k])
 }
 
-fn extract_scene(m: &mjModel) -> Result<Scene, MujocoError> {
+/// The scene of `m`; with `assets` false its meshes and height fields are left empty (a
+/// variant's, which shares the base model's).
+pub(crate) fn extract_scene(m: &mjModel, assets: bool) -> Result<Scene, MujocoError> {
     let (ngeom, nbody) = (m.ngeom, m.nbody);
     let geom_name = names(m, m.name_geomadr, ngeom);
     let raw_type = arr(m.geom_type, ngeom);
@@ -345,8 +347,8 @@ fn extract_scene(m: &mjModel) -> Result<Scene, MujocoError> {
         body_rootid: arr(m.body_rootid, nbody).to_vec(),
         body_weldid: arr(m.body_weldid, nbody).to_vec(),
         body_name: names(m, m.name_bodyadr, nbody),
-        mesh: extract_meshes(m)?,
-        hfield: extract_hfields(m)?,
+        mesh: if assets { extract_meshes(m)? } else { Vec::new() },
+        hfield: if assets { extract_hfields(m)? } else { Vec::new() },
         mat_rgba: (0..nmat as usize).map(|i| fixed::<4, f32>(mat_rgba, i)).collect(),
         mat_texid: (0..nmat as usize).map(|i| mat_texid_all[ntexrole as usize * i + 1]).collect(),
         mat_texrepeat: (0..nmat as usize).map(|i| fixed::<2, f32>(arr(m.mat_texrepeat, 2 * nmat), i)).collect(),

@@ -1,5 +1,6 @@
 //! MuJoCo's own ray casting (`mj_ray`, `mj_multiRay`), the reference glint is tested and
-//! benchmarked against.
+//! benchmarked against. Each world casts on the model it steps on (the model, a variant or a
+//! copy with its own fields).
 
 use glam::DVec3;
 use glint_core::{RayFilter, RayHit};
@@ -49,7 +50,7 @@ impl MujocoRays for WorldBatch {
         // live local of the documented size; geomgroup is null or 6 bytes.
         let dist = unsafe {
             mj_ray(
-                self.model().mj().ffi(),
+                d.model().ffi(),
                 d.ffi(),
                 &pnt.to_array(),
                 &vec.to_array(),
@@ -81,8 +82,8 @@ impl MujocoRays for WorldBatch {
             "mj_multi_ray buffers must match the ray count"
         );
         let groups = group_bytes(filter);
-        let m = self.model().mj().clone();
         let d = &mut self.data[w];
+        let m = d.model().clone();
         geomid.fill(-1);
         // SAFETY: model and data belong together; `vec`, `dist`, `geomid` and `normal` hold
         // `n` rays each (checked above); geomgroup is null or 6 bytes.
