@@ -106,6 +106,11 @@ pub(crate) struct TriangleSet<V> {
 }
 
 impl<V: Vertices> TriangleSet<V> {
+    /// Bytes held on the heap.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bvh.bytes() + self.tris.capacity() * size_of::<Triangle<V>>() + self.source.capacity() * size_of::<u32>()
+    }
+
     pub(crate) fn new(tris: Vec<[DVec3; 3]>) -> Self {
         // Bounds come from the stored (single-precision) vertices, so they contain them.
         let tris: Vec<Triangle<V>> = tris.into_iter().map(Triangle::new).collect();
@@ -171,6 +176,13 @@ pub struct Mesh {
 }
 
 impl Mesh {
+    /// Bytes the mesh holds on the heap: vertices, faces, normals, stored triangles and BVH.
+    pub fn bytes(&self) -> usize {
+        (self.vert.capacity() + self.normal.capacity()) * size_of::<[f32; 3]>()
+            + self.face.capacity() * size_of::<[u32; 3]>()
+            + self.tris.bytes()
+    }
+
     /// Builds the mesh and its BVH; fails when it has no faces or a face names a vertex that
     /// does not exist.
     pub fn new(

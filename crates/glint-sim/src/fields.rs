@@ -4,9 +4,11 @@
 //! written; the renderer reads materials through [`WorldFields`] and lights through
 //! [`Simulation::light`].
 
+use std::sync::Arc;
+
 use glam::DVec3;
 use glint_camera::WorldFields;
-use glint_core::{Poses, Scene};
+use glint_core::{Poses, Scene, Shapes};
 use glint_mujoco::PhysicsFields;
 
 use crate::{SimError, Simulation};
@@ -30,7 +32,7 @@ pub enum FieldOf {
 
 /// The per-world fields, by MuJoCo Warp's names: what each has a value per, and how many
 /// numbers each value takes.
-pub const FIELDS: [(&str, FieldOf, usize); 15] = [
+pub const FIELDS: [(&str, FieldOf, usize); 18] = [
     ("geom_rgba", FieldOf::Geom, 4),
     ("geom_matid", FieldOf::Geom, 1),
     ("mat_rgba", FieldOf::Material, 4),
@@ -46,10 +48,29 @@ pub const FIELDS: [(&str, FieldOf, usize); 15] = [
     ("body_mass", FieldOf::Body, 1),
     ("dof_damping", FieldOf::Dof, 1),
     ("geom_friction", FieldOf::Geom, 3),
+    ("geom_size", FieldOf::Geom, 3),
+    ("geom_pos", FieldOf::Geom, 3),
+    ("geom_dataid", FieldOf::Geom, 1),
 ];
 
 /// The fields physics reads: a world whose values differ steps on its own model copy.
-pub const PHYSICS_FIELDS: [&str; 3] = ["body_mass", "dof_damping", "geom_friction"];
+pub const PHYSICS_FIELDS: [&str; 6] =
+    ["body_mass", "dof_damping", "geom_friction", "geom_size", "geom_pos", "geom_dataid"];
+
+/// The fields that decide what rays meet in a world (shapes, and visibility through alpha).
+pub const GEOMETRY_FIELDS: [&str; 5] = ["geom_size", "geom_dataid", "geom_rgba", "geom_matid", "mat_rgba"];
+
+/// The fields MuJoCo derives from the others when a model compiles (or `mj_setConst` runs):
+/// readable per world, each read from the model the world steps on, never set.
+pub const DERIVED_FIELDS: [(&str, FieldOf, usize); 7] = [
+    ("geom_aabb", FieldOf::Geom, 6),
+    ("geom_rbound", FieldOf::Geom, 1),
+    ("body_subtreemass", FieldOf::Body, 1),
+    ("body_inertia", FieldOf::Body, 3),
+    ("body_invweight0", FieldOf::Body, 2),
+    ("body_ipos", FieldOf::Body, 3),
+    ("body_iquat", FieldOf::Body, 4),
+];
 
 // Positions in FIELDS.
 const GEOM_RGBA: usize = 0;
@@ -67,6 +88,9 @@ const CAM_FOVY: usize = 11;
 const BODY_MASS: usize = 12;
 const DOF_DAMPING: usize = 13;
 const GEOM_FRICTION: usize = 14;
+const GEOM_SIZE: usize = 15;
+const GEOM_POS: usize = 16;
+const GEOM_DATAID: usize = 17;
 
 /// One field's rows: `values.len() == rows × count × width`.
 #[derive(Clone, Debug, PartialEq)]
@@ -119,7 +143,7 @@ impl Fields {
     /// The model's values as the one row of every field.
     pub(crate) fn new(scene: &Scene, physics: &PhysicsFields) -> Fields {
         let f32s = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>();
-        let values: [Vec<f64>; 15] = [
+        let values: [Vec<f64>; 18] = [
             scene.geom_rgba.iter().flat_map(|c| f32s(c)).collect(),
             scene.geom_matid.iter().map(|&m| f64::from(m)).collect(),
             scene.mat_rgba.iter().flat_map(|c| f32s(c)).collect(),
@@ -135,6 +159,9 @@ impl Fields {
             physics.body_mass.clone(),
             physics.dof_damping.clone(),
             physics.geom_friction.clone(),
+            physics.geom_size.clone(),
+            physics.geom_pos.clone(),
+            physics.geom_dataid.iter().map(|&d| f64::from(d)).collect(),
         ];
         Fields {
             ngeom: scene.ngeom(),
@@ -148,6 +175,19 @@ impl Fields {
             rows: values.into_iter().map(|values| Rows { rows: 1, values }).collect(),
             moved: false,
         }
+    }
+
+    /// One world's fields per entry of `worlds` stacked: a field whose worlds all agree keeps
+    /// one row, any other gets one row per world.
+    pub(crate) fn stack(worlds: &[Fields]) -> Fields {
+        let mut out = worlds[0].clone();
+        for f in 0..FIELDS.len() {
+            if worlds.iter().any(|x| x.rows[f] != out.rows[f]) {
+                let values = worlds.iter().flat_map(|x| x.row(f, 0).to_vec()).collect();
+                out.rows[f] = Rows { rows: worlds.len(), values };
+            }
+        }
+        out
     }
 
     pub(crate) fn count(&self, of: FieldOf) -> usize {
@@ -180,8 +220,13 @@ impl Fields {
 
     /// Field `name`'s position in [`FIELDS`], or an error naming the nearest field.
     pub(crate) fn index(name: &str) -> Result<usize, SimError> {
+        if DERIVED_FIELDS.iter().any(|(n, _, _)| *n == name) {
+            return Err(SimError::Setting(format!(
+                "{name} is derived by MuJoCo from the other fields: set body_mass, geom_size or geom_dataid, or give worlds a variant, and glint recomputes it"
+            )));
+        }
         FIELDS.iter().position(|(n, _, _)| *n == name).ok_or_else(|| {
-            let names: Vec<&str> = FIELDS.iter().map(|(n, _, _)| *n).collect();
+            let names: Vec<&str> = FIELDS.iter().chain(&DERIVED_FIELDS).map(|(n, _, _)| *n).collect();
             let hint = glint_core::nearest_name(name, names.iter().copied()).map_or_else(
                 || format!("the per-world fields are {}", names.join(", ")),
                 |n| format!("did you mean `{n}`?"),
@@ -280,10 +325,13 @@ impl Fields {
                     format!("cam_fovy holds {f}: a perspective camera's fovy runs from 0 to 180 degrees (exclusive), an orthographic one's is a height above 0 metres")
                 })
             }),
-            "body_mass" | "dof_damping" | "geom_friction" => values
+            "geom_dataid" => whole_in(-1.0, f64::from(i32::MAX)).map(|d| {
+                format!("geom_dataid holds {d}: use -1 (no shape) or the id of a mesh or height field")
+            }),
+            "body_mass" | "dof_damping" | "geom_friction" | "geom_size" => values
                 .iter()
                 .find(|v| **v < 0.0)
-                .map(|v| format!("{name} holds {v}: masses, dampings and frictions are 0 or more")),
+                .map(|v| format!("{name} holds {v}: masses, dampings, frictions and sizes are 0 or more")),
             "geom_rgba" | "mat_rgba" => values
                 .iter()
                 .find(|v| !(0.0..=1.0).contains(*v))
@@ -327,7 +375,41 @@ impl Fields {
             body_mass: self.row(BODY_MASS, w).to_vec(),
             dof_damping: self.row(DOF_DAMPING, w).to_vec(),
             geom_friction: self.row(GEOM_FRICTION, w).to_vec(),
+            geom_size: self.row(GEOM_SIZE, w).to_vec(),
+            geom_pos: self.row(GEOM_POS, w).to_vec(),
+            geom_dataid: self.row(GEOM_DATAID, w).iter().map(|&d| d as i32).collect(),
         }
+    }
+
+    /// What rays meet in world `w`: the geom types of `scene` (the world's model or variant),
+    /// with the world's sizes and mesh ids, and visibility from its colours and materials.
+    /// Fails when a mesh or height-field geom's size is set apart from its data.
+    pub(crate) fn shapes(&self, scene: &Scene, w: usize) -> Result<Shapes, SimError> {
+        let size = self.row(GEOM_SIZE, w);
+        let dataid = self.row(GEOM_DATAID, w);
+        let mut shapes = Shapes {
+            geom_type: scene.geom_type.clone(),
+            geom_size: size.chunks_exact(3).map(DVec3::from_slice).collect(),
+            geom_dataid: dataid.iter().map(|&d| d as i32).collect(),
+            geom_visible: Vec::with_capacity(self.ngeom),
+        };
+        for g in 0..self.ngeom {
+            let alpha = match usize::try_from(self.geom_matid(w, g)) {
+                Ok(m) if m < self.nmat => self.mat_rgba(w, m)[3],
+                _ => self.geom_rgba(w, g)[3],
+            };
+            shapes.geom_visible.push(alpha != 0.0);
+            if shapes.geom_type[g].has_data() && shapes.geom_size[g] != scene.geom_size[g] {
+                return Err(SimError::Setting(format!(
+                    "geom_size of {} geom `{}` comes from its {}: swap the {} through a variant, or set geom_dataid",
+                    shapes.geom_type[g].name(),
+                    scene.geom_name[g],
+                    shapes.geom_type[g].name(),
+                    shapes.geom_type[g].name()
+                )));
+            }
+        }
+        Ok(shapes)
     }
 }
 
@@ -355,30 +437,59 @@ impl WorldFields for Fields {
 impl Simulation {
     /// Sets the per-world field `name` (one of [`FIELDS`]) from `values` of shape `shape`,
     /// row-major: `(rows, count)` or `(rows, count, width)` where `count` is the model's
-    /// geoms, materials or lights; world `w` reads row `w % rows` (MuJoCo Warp's rule).
-    /// `light_pos` and `light_dir` are in the light's body frame, as in MJCF. The cameras
-    /// read the render and light fields; physics reads `body_mass`, `dof_damping` and
-    /// `geom_friction` (a world whose values differ steps on its own model copy, with
-    /// MuJoCo's dependent constants recomputed); the lidar reads the model's geometry.
+    /// geoms, materials, lights, cameras, bodies or degrees of freedom; world `w` reads row
+    /// `w % rows` (MuJoCo Warp's rule). `light_pos` and `light_dir` are in the light's body
+    /// frame, as in MJCF. Every sensor sees its world's values: the lidar and the cameras
+    /// meet each world's `geom_size` and `geom_dataid` (and skip geoms whose alpha is 0);
+    /// the cameras draw the render and light fields; physics reads `body_mass`,
+    /// `dof_damping`, `geom_friction`, `geom_size`, `geom_pos` and `geom_dataid` (a world
+    /// whose values differ steps on its own model copy, with MuJoCo's dependent constants
+    /// and each changed geom's bounds recomputed). On an error nothing changes.
     pub fn set_field(&mut self, name: &str, values: &[f64], shape: &[usize]) -> Result<(), SimError> {
+        let before = self.fields.clone();
         self.fields.set(name, values, shape)?;
-        if PHYSICS_FIELDS.contains(&name) {
+        let synced = (0..self.nworld()).try_for_each(|w| self.sync_world_fields(w, &[name]));
+        if let Err(e) = synced {
+            self.fields = before;
             for w in 0..self.nworld() {
-                self.sync_physics(w)?;
+                self.sync_world_fields(w, &[name])?;
             }
+            return Err(e);
         }
         Ok(())
     }
 
-    /// Puts world `w` on the model (or model copy) its physics fields call for.
-    pub(crate) fn sync_physics(&mut self, w: usize) -> Result<(), SimError> {
-        let fields = self.fields.physics(w);
-        Ok(self.worlds.set_physics(w, &fields)?)
+    /// Brings world `w`'s geometry and physics up to its fields after `changed` changed.
+    pub(crate) fn sync_world_fields(&mut self, w: usize, changed: &[&str]) -> Result<(), SimError> {
+        if changed.iter().any(|n| GEOMETRY_FIELDS.contains(n)) {
+            let shapes = self.fields.shapes(self.world_scene(w), w)?;
+            self.rays.set_world_shapes(&self.scene, self.worlds.poses(), w, Arc::new(shapes))?;
+        }
+        if changed.iter().any(|n| PHYSICS_FIELDS.contains(n)) {
+            let fields = self.fields.physics(w);
+            self.worlds.set_physics(w, &fields)?;
+            // Its kinematics were recomputed: geoms may have moved (geom_pos).
+            self.rays.refit_world(self.worlds.poses(), w);
+        }
+        Ok(())
     }
 
-    /// The per-world field `name`'s values (row-major) and shape.
+    /// The per-world field `name`'s values (row-major) and shape: one of [`FIELDS`] as set,
+    /// or one of [`DERIVED_FIELDS`] with one row per world, read from the model each world
+    /// steps on.
     pub fn field(&self, name: &str) -> Result<(Vec<f64>, Vec<usize>), SimError> {
-        self.fields.get(name)
+        let Some(&(_, of, width)) = DERIVED_FIELDS.iter().find(|(n, _, _)| *n == name) else {
+            return self.fields.get(name);
+        };
+        let mut values = Vec::new();
+        for w in 0..self.nworld() {
+            values.extend(self.worlds.model_array(w, name)?.unwrap_or_default());
+        }
+        let mut shape = vec![self.nworld(), self.fields.count(of)];
+        if width > 1 {
+            shape.push(width);
+        }
+        Ok((values, shape))
     }
 
     /// Light `light` of world `world`, with that world's fields, in the world frame.

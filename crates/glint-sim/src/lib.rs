@@ -47,6 +47,7 @@ mod reset;
 mod run;
 mod sim;
 mod task;
+mod variants;
 mod warning;
 
 /// The root `README.md`, compiled so its Rust examples build as doctests.
@@ -56,7 +57,7 @@ pub struct ReadmeExamples;
 
 pub use camera::CameraFrames;
 pub use error::SimError;
-pub use fields::{FIELDS, FieldOf, LightState, PHYSICS_FIELDS};
+pub use fields::{DERIVED_FIELDS, FIELDS, FieldOf, GEOMETRY_FIELDS, LightState, PHYSICS_FIELDS};
 pub use glint_camera::{CameraOptions, Frames, Layout, MAX_SIDE as MAX_CAMERA_SIDE, camera_name, native_resolution};
 pub use glint_manifest::{Manifest, ObservationComponent, Task};
 pub use glint_mujoco::{lower_thread_priority, settle_malloc};
@@ -67,4 +68,5 @@ pub use recording::{RecordingOptions, RecordingSummary, SensorTotals};
 pub use run::{Quiet, RunObserver, RunOutcome};
 pub use sim::{LidarStats, SimOptions, Simulation, StepReport, WorldStatus, Worlds};
 pub use task::TaskOutcome;
+pub use variants::VariantPlan;
 pub use warning::Warning;

@@ -9,7 +9,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::SimError;
-use crate::fields::{FIELDS, FieldOf, Fields, PHYSICS_FIELDS};
+use crate::fields::{FIELDS, FieldOf, Fields};
 
 /// Fields whose values are whole numbers (ids, flags, types): drawn from a choice only.
 const WHOLE: [&str; 5] = ["geom_matid", "mat_texid", "light_active", "light_type", "light_castshadow"];
@@ -41,9 +41,9 @@ impl FieldDraws {
         Ok(FieldDraws { draws })
     }
 
-    /// Whether any draw is of a physics field.
-    pub(crate) fn touches_physics(&self) -> bool {
-        self.draws.iter().any(|d| PHYSICS_FIELDS.contains(&FIELDS[d.field].0))
+    /// The fields the draws set.
+    pub(crate) fn fields(&self) -> Vec<&'static str> {
+        self.draws.iter().map(|d| FIELDS[d.field].0).collect()
     }
 
     /// Whether there is nothing to draw.

@@ -11,7 +11,7 @@ use std::time::Instant;
 use glint_core::{RayBatch, RayCaster, RayFilter, RayHits, Scene};
 use glint_lidar::{LidarBinding, Lidars, MaterialTable, ReturnParams, ReturnPreset, Runner, ScanConfig, episode_seed};
 use glint_manifest::{BakeConfig, Controller, Manifest, Recorder, ResetConfig};
-use glint_mujoco::{LitScene, Model, WorldBatch};
+use glint_mujoco::{LitScene, Model, VariantModel, WorldBatch};
 use glint_record::{EpisodeStatus, SessionInfo, VideoSettings};
 
 use crate::camera::Cameras;
@@ -178,6 +178,9 @@ pub struct Simulation {
     /// The manifest's `[randomize]` draws, and per world what its episode drew.
     field_draws: FieldDraws,
     drawn: Vec<BTreeMap<String, Vec<f64>>>,
+    /// The compiled variants (per-world assets), and which one each world is on.
+    pub(crate) variants: Vec<VariantModel>,
+    pub(crate) world_variant: Vec<Option<usize>>,
 }
 
 impl std::fmt::Debug for Simulation {
@@ -326,6 +329,8 @@ impl Simulation {
             cameras: None,
             field_draws: FieldDraws::default(),
             drawn: vec![BTreeMap::new(); nworld],
+            variants: Vec::new(),
+            world_variant: vec![None; nworld],
         })
     }
 
@@ -337,6 +342,15 @@ impl Simulation {
     /// The immutable scene every world shares.
     pub fn scene(&self) -> &Scene {
         &self.scene
+    }
+
+    /// The scene world `w` was compiled as: its variant's (whose meshes and height fields
+    /// are the shared scene's), or the shared scene.
+    pub(crate) fn world_scene(&self, w: usize) -> &Scene {
+        match self.world_variant[w] {
+            Some(k) => &self.variants[k].scene,
+            None => &self.scene,
+        }
     }
 
     /// Every world's frames after the last step or reset (MuJoCo's `xpos`, `xmat`,
@@ -393,9 +407,8 @@ impl Simulation {
         if !self.field_draws.is_empty() {
             let (seed, nworld) = (self.seed_of(w), self.nworld());
             self.drawn[w] = self.field_draws.apply(&mut self.fields, (w, nworld), seed)?;
-            if self.field_draws.touches_physics() {
-                self.sync_physics(w)?;
-            }
+            let changed = self.field_draws.fields();
+            self.sync_world_fields(w, &changed)?;
         }
         Ok(())
     }

@@ -158,6 +158,60 @@ impl RayCaster {
         Ok(())
     }
 
+    /// Gives world `w` the geometry `shapes` (validated against `scene` unless another world
+    /// has it already) and rebuilds its top level at `poses` when it changed; the other
+    /// worlds are untouched.
+    pub fn set_world_shapes(
+        &mut self,
+        scene: &Scene,
+        poses: &Poses,
+        w: usize,
+        shapes: Arc<Shapes>,
+    ) -> Result<(), CoreError> {
+        self.check_poses(poses)?;
+        poses.check_world(w)?;
+        if **self.shapes(w) == *shapes {
+            return Ok(());
+        }
+        let k = match self.sets.iter().position(|set| *set.shapes == *shapes) {
+            Some(k) => k,
+            None => {
+                shapes.validate(scene)?;
+                self.sets.push(ShapeSet::new(scene, shapes));
+                self.sets.len() - 1
+            }
+        };
+        self.world_set[w] = k as u32;
+        self.tlas_boxes[w] = self.boxes(poses, w);
+        self.tlas[w] = Bvh::build(&self.tlas_boxes[w], 2);
+        self.drop_unused_sets();
+        Ok(())
+    }
+
+    /// Forgets the sets no world reads any more, once they are as many as the used ones.
+    fn drop_unused_sets(&mut self) {
+        let mut used = vec![false; self.sets.len()];
+        for &k in &self.world_set {
+            used[k as usize] = true;
+        }
+        let nused = used.iter().filter(|&&u| u).count();
+        if self.sets.len() < 2 * nused.max(4) {
+            return;
+        }
+        let mut renumber = vec![0u32; self.sets.len()];
+        let mut kept = Vec::with_capacity(nused);
+        for (k, set) in std::mem::take(&mut self.sets).into_iter().enumerate() {
+            if used[k] {
+                renumber[k] = kept.len() as u32;
+                kept.push(set);
+            }
+        }
+        self.sets = kept;
+        for k in &mut self.world_set {
+            *k = renumber[*k as usize];
+        }
+    }
+
     /// Bytes the caster holds for world `w` alone (its top level and boxes), and for the
     /// geometries the worlds share.
     pub fn bytes(&self) -> (Vec<usize>, usize) {
