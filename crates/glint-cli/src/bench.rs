@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use glam::DVec3;
 use glint_lidar::ScanPreset;
-use glint_sim::bench::{self, LidarBench, Pattern, RaysBench, RaysReport, RecordBench, ReturnsBench};
+use glint_sim::bench::{self, LidarBench, Pattern, RaysBench, RaysReport, RecordBench, ReturnsBench, VariantsBench};
 use serde::Serialize;
 
 /// The benchmarks.
@@ -23,6 +23,10 @@ pub enum BenchCommand {
     /// scan, two echoes) against the clean scan of the same revolution, without secondary
     /// capture and with the binding's own capture in both.
     Returns(ReturnsArgs),
+    /// Steps worlds on per-world assets (the manifest's `[variants]` and `[randomize]`) and
+    /// as many identical worlds (the manifest without them), every lidar firing, alternately
+    /// in one process: their throughput ratio, and the geometry's bytes per world and shared.
+    Variants(VariantsArgs),
     /// Times `glint run` of a manifest with the recorder on and off, alternately in one
     /// process, and reports the ratio: the cost of recording.
     Record(RecordArgs),
@@ -74,6 +78,25 @@ pub struct RecordArgs {
     /// Where the recorded sessions go (removed afterwards).
     #[arg(long, default_value = "out/bench-record")]
     out: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `glint bench variants`.
+#[derive(Args)]
+pub struct VariantsArgs {
+    /// Scene manifest (TOML) with a `[variants]` table and lidars.
+    manifest: PathBuf,
+    /// Worlds of each kind.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    worlds: u32,
+    /// Steps per timed run.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    steps: u32,
+    /// Timed runs per measurement (the median is reported).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    repeats: u32,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -189,6 +212,25 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                 println!("one revolution through the sensor API  {:.3} ms", r.sensor_s * 1e3);
                 println!("the same rays through the ray core     {:.3} ms", r.core_s * 1e3);
                 println!("sensor / core                          {:.2}x", r.sensor_over_core);
+            })
+        }
+        BenchCommand::Variants(a) => {
+            let options = VariantsBench { manifest: a.manifest, worlds: a.worlds, steps: a.steps, repeats: a.repeats };
+            print(&bench::variants(&options)?, a.json, |r| {
+                println!(
+                    "{}: {} worlds over {} variants ({} distinct geometries)",
+                    r.manifest, r.worlds, r.variants, r.geometries
+                );
+                println!(
+                    "meshes, each once for all worlds      {} ({:.1} MB with BVHs and shared geometry)",
+                    r.meshes,
+                    r.shared_bytes as f64 / 1e6
+                );
+                println!("geometry per world, randomized        {:.0} bytes", r.bytes_per_world);
+                println!("geometry per world, identical         {:.0} bytes", r.bytes_per_identical_world);
+                println!("world steps + scans per second, randomized  {:.0}", r.randomized_steps_per_s);
+                println!("world steps + scans per second, identical   {:.0}", r.identical_steps_per_s);
+                println!("randomized / identical                {:.3}x (target >= 0.9)", r.ratio);
             })
         }
         BenchCommand::Returns(a) => {

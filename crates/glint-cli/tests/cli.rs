@@ -384,6 +384,33 @@ fn bench_returns_compares_material_and_clean_scans() {
 }
 
 #[test]
+fn bench_variants_reports_throughput_and_memory_of_per_world_assets() {
+    let o = glint(&[
+        "bench",
+        "variants",
+        &example("variants.toml"),
+        "--worlds",
+        "8",
+        "--steps",
+        "2",
+        "--repeats",
+        "1",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!((v["worlds"].as_u64(), v["variants"].as_u64(), v["meshes"].as_u64()), (Some(8), Some(2), Some(8)));
+    assert_eq!(v["geometries"], 2, "the worlds of each variant share one geometry");
+    for key in ["ratio", "randomized_steps_per_s", "identical_steps_per_s", "bytes_per_world"] {
+        let x = v[key].as_f64().unwrap();
+        assert!(x.is_finite() && x > 0.0, "{key} = {x}");
+    }
+    assert!(v["shared_bytes"].as_f64().unwrap() > 8.0 * v["bytes_per_world"].as_f64().unwrap());
+    let o = glint(&["bench", "variants", &example("meshes.toml"), "--worlds", "2"]);
+    assert!(!o.status.success() && stderr(&o).contains("no [variants] table"), "{}", stderr(&o));
+}
+
+#[test]
 fn bench_record_reports_the_cost_of_recording_as_a_ratio() {
     let out = temp_dir("bench-record");
     let o = glint(&[

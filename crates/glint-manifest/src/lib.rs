@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use glam::DVec3;
-use glint_core::{Scene, nearest_name};
+use glint_core::{Scene, Variant, nearest_name};
 use glint_lidar::{
     BakeSettings, ColourBy, Continuation, LidarBinding, LidarError, MaterialPreset, MaterialTable, Metal, NirMaterial,
     RETURN_PARAMS, ReturnParams, ReturnPreset, ScanConfig, ScanFields, ScanPreset, SecondaryCapture, SecondaryScope,
@@ -43,6 +43,7 @@ mod observation;
 mod randomize;
 mod reset;
 mod task;
+mod variants;
 
 use camera::{CAMERA_KEYS, RawCamera};
 pub use camera::{CAMERA_OUTPUTS, CameraBinding, DEFAULT_RATE_HZ};
@@ -57,6 +58,7 @@ pub use reset::{BodyReset, ResetConfig};
 pub use task::Task;
 use task::{RawTask, TASK_KEYS};
 use thiserror::Error;
+use variants::RawVariants;
 
 /// Why a manifest was rejected.
 #[derive(Debug, Error)]
@@ -170,6 +172,7 @@ const TOP_KEYS: &[&str] = &[
     "lights_file",
     "camera",
     "randomize",
+    "variants",
 ];
 const MATERIAL_KEYS: &[&str] = &[
     "preset",
@@ -226,6 +229,8 @@ struct RawManifest {
     camera: Vec<RawCamera>,
     #[serde(default)]
     randomize: RawRandomize,
+    #[serde(default)]
+    variants: RawVariants,
 }
 
 #[derive(Deserialize, Default)]
@@ -361,6 +366,10 @@ pub struct Manifest {
     /// Per-world draws of model fields at each episode reset (`[randomize]`), in field then
     /// target name order.
     pub randomize: Vec<Randomization>,
+    /// Per-world assets (`[variants]`): the variants of the scene (empty: none).
+    pub variants: Vec<Variant>,
+    /// The variant index of each world in turn: world `w` takes `variant_assign[w % len]`.
+    pub variant_assign: Vec<usize>,
 }
 
 /// "; did you mean `x`?" for the nearest valid key, or the whole list when none is close.
@@ -420,6 +429,7 @@ impl Manifest {
         let (return_params, seed) = return_model(&raw.return_model, path)?;
         let lights = light_rig(&raw, dir, path)?;
         let randomize = randomizations(&raw.randomize, path)?;
+        let (variants, variant_assign) = variants::variants(&raw.variants, path)?;
         let cameras = raw.camera.iter().enumerate().map(|(i, c)| c.binding(path, i)).collect::<Result<Vec<_>, _>>()?;
         Ok(Manifest {
             path: path.to_path_buf(),
@@ -438,6 +448,8 @@ impl Manifest {
             lights,
             cameras,
             randomize,
+            variants,
+            variant_assign,
         })
     }
 

@@ -37,6 +37,11 @@ impl LitScene {
         &self.spec
     }
 
+    /// The model, the translation and the lit spec.
+    pub fn into_parts(self) -> (Model, Translation, SceneSpec) {
+        (self.model, self.translation, self.spec)
+    }
+
     fn apply(mut scene_spec: SceneSpec, rig: &Rig) -> Result<LitScene, MujocoError> {
         let source_name = scene_spec.source_name.clone();
         let spec = &mut scene_spec.spec;

@@ -11,7 +11,7 @@ use std::time::Instant;
 use glint_core::{RayBatch, RayCaster, RayFilter, RayHits, Scene};
 use glint_lidar::{LidarBinding, Lidars, MaterialTable, ReturnParams, ReturnPreset, Runner, ScanConfig, episode_seed};
 use glint_manifest::{BakeConfig, Controller, Manifest, Recorder, ResetConfig};
-use glint_mujoco::{LitScene, Model, VariantModel, WorldBatch};
+use glint_mujoco::{LitScene, Model, SceneSpec, VariantModel, WorldBatch};
 use glint_record::{EpisodeStatus, SessionInfo, VideoSettings};
 
 use crate::camera::Cameras;
@@ -24,7 +24,7 @@ pub(crate) use crate::recording::RecordedCamera;
 use crate::recording::{Recording, RecordingOptions, RecordingSummary, SensorTick};
 use crate::reset::Randomizer;
 use crate::task::{TaskOutcome, TaskState};
-use crate::{SimError, Warning};
+use crate::{SimError, VariantPlan, Warning};
 
 /// How a simulation is set up beyond its scene.
 #[derive(Clone, Debug, PartialEq)]
@@ -202,7 +202,7 @@ impl Simulation {
 
     /// [`Simulation::from_manifest`] of a manifest already loaded (and checked by the caller).
     pub fn from_loaded(manifest: Manifest, options: SimOptions) -> Result<Simulation, SimError> {
-        let (model, light_warnings) = lit_model(&manifest)?;
+        let (model, light_warnings, spec) = lit_model(&manifest)?;
         let table = manifest.material_table(model.scene())?;
         let dir = manifest.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let setup = Setup {
@@ -221,6 +221,10 @@ impl Simulation {
         let options = SimOptions { episode_seconds: options.episode_seconds.or(task_seconds), ..options };
         let mut sim = Simulation::build(model, manifest.lidar, setup, calibration, &options)?;
         sim.warnings.extend(light_warnings);
+        if let Some(spec) = spec {
+            let plan = VariantPlan { variants: manifest.variants.clone(), assign: manifest.variant_assign.clone() };
+            sim.apply_variants(&spec, &plan)?;
+        }
         sim.field_draws = FieldDraws::new(&manifest.randomize, &sim.scene, &sim.fields)?;
         for w in 0..sim.nworld() {
             sim.draw_fields(w)?;
@@ -894,14 +898,18 @@ fn available_memory() -> Option<u64> {
 /// The manifest's scene, lit by its rig when `use_scenario_lights` is on (the rig applied
 /// through MuJoCo's model editing before compiling), with what the rig warns about; a rig
 /// without the opt-in is ignored, as the seed says, with a warning.
-fn lit_model(manifest: &Manifest) -> Result<(Model, Vec<Warning>), SimError> {
+///
+/// With `[variants]`, also the spec the variants compile from (the lit one when lit).
+fn lit_model(manifest: &Manifest) -> Result<(Model, Vec<Warning>, Option<SceneSpec>), SimError> {
     let rig = &manifest.lights;
+    let variants = !manifest.variants.is_empty();
     if manifest.use_scenario_lights {
-        let lit = LitScene::from_xml_file(&manifest.scene, rig)?;
-        let warnings = lit.translation.warnings.into_iter().map(Warning::Light).collect();
-        return Ok((lit.model, warnings));
+        let (model, translation, spec) = LitScene::from_xml_file(&manifest.scene, rig)?.into_parts();
+        let warnings = translation.warnings.into_iter().map(Warning::Light).collect();
+        return Ok((model, warnings, variants.then_some(spec)));
     }
     let model = Model::from_xml_file(&manifest.scene)?;
     let ignored = (!rig.lights.is_empty()).then_some(Warning::RigIgnored { lights: rig.lights.len() });
-    Ok((model, ignored.into_iter().collect()))
+    let spec = if variants { Some(SceneSpec::from_xml_file(&manifest.scene)?) } else { None };
+    Ok((model, ignored.into_iter().collect(), spec))
 }

@@ -7,6 +7,7 @@ mod patterns;
 mod rays;
 mod record;
 mod returns;
+mod variants;
 
 use std::time::Instant;
 
@@ -15,6 +16,7 @@ pub use patterns::Pattern;
 pub use rays::{RaysBench, RaysReport, rays};
 pub use record::{RecordBench, RecordReport, record};
 pub use returns::{ReturnsBench, ReturnsReport, returns};
+pub use variants::{VariantsBench, VariantsReport, variants};
 
 use crate::SimError;
 
