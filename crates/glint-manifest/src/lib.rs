@@ -503,6 +503,15 @@ pub fn lidar_bindings(tables: &[toml::Table], source: &Path) -> Result<Vec<Lidar
     bindings(tables, source, ("[[lidar]]", &valid), |raw: RawLidar, index| raw.binding(source, index))
 }
 
+/// The variants and per-world assignment of `table`, which has the keys of a `[variants]`
+/// table (`assign`, and `variant` as a list of `{name, edits}`), checked as a manifest's are
+/// (errors name `source`).
+pub fn variant_plan(table: toml::Table, source: &Path) -> Result<(Vec<Variant>, Vec<usize>), ManifestError> {
+    let raw = RawVariants::deserialize(toml::Value::Table(table))
+        .map_err(|e| ManifestError::Parse { path: source.to_path_buf(), message: format!("[variants]: {e}") })?;
+    variants::variants(&raw, source)
+}
+
 /// The camera bindings of `tables`, each with the keys of a `[[camera]]` table, checked as a
 /// manifest's are (errors name `source` and the table's index).
 pub fn camera_bindings(tables: &[toml::Table], source: &Path) -> Result<Vec<CameraBinding>, ManifestError> {

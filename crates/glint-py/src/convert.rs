@@ -35,12 +35,20 @@ fn toml_value(v: &Bound<'_, PyAny>) -> Result<toml::Value, String> {
             v.try_iter().map_err(|e| e.to_string())?.collect::<PyResult<_>>().map_err(|e| e.to_string())?;
         return Ok(toml::Value::Array(items.iter().map(toml_value).collect::<Result<_, _>>()?));
     }
+    if let Ok(dict) = v.cast::<PyDict>() {
+        let mut table = toml::Table::new();
+        for (key, value) in dict.iter() {
+            let key: String = key.extract().map_err(|_| "keys must be strings".to_string())?;
+            table.insert(key, toml_value(&value)?);
+        }
+        return Ok(toml::Value::Table(table));
+    }
     // numpy scalars and other numbers.
     if let Ok(f) = v.extract::<f64>() {
         return Ok(toml::Value::Float(f));
     }
     Err(format!(
-        "{} is not a string, number, boolean or list",
+        "{} is not a string, number, boolean, list or dict",
         v.get_type().name().map_or("?".into(), |n| n.to_string())
     ))
 }

@@ -16,11 +16,12 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _glint(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<sim::Simulation>()?;
+    m.add_class::<sim::Fields>()?;
     m.add_class::<sim::StepReport>()?;
     m.add_class::<sim::Recording>()?;
     m.add_class::<lidar::Lidar>()?;
     m.add_class::<lidar::Scan>()?;
     m.add_function(wrap_pyfunction!(sim::bench_vector_loop, m)?)?;
-    m.add("__all__", ["Simulation", "StepReport", "Recording", "Lidar", "Scan", "bench_vector_loop"])?;
+    m.add("__all__", ["Simulation", "Fields", "StepReport", "Recording", "Lidar", "Scan", "bench_vector_loop"])?;
     Ok(())
 }

@@ -11,7 +11,7 @@ use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList};
 
 use crate::convert::{params_dict, params_from, toml_table};
 use crate::errors::{IntoPy, raise};
@@ -124,6 +124,42 @@ impl Simulation {
     /// An MJCF scene (the XML text, or the path of an `.xml` file) over `nworld` worlds, with
     /// `lidars`: one dict per sensor with the keys of a manifest's `[[lidar]]` table, e.g.
     /// `{"attach_site": "lidar", "preset": "velodyne-vlp16"}`.
+    /// The MJCF file at `path` (holding every asset) over `nworld` worlds on per-world
+    /// assets: `variants` is a list of `{"name": ..., "edits": [...]}` with the edits of a
+    /// manifest's `[[variants.variant]]` (`{"geom": "obj", "mesh": "mesh_b"}`, `{"body":
+    /// ..., "material": ...}`, `{"material": ..., "texture": ...}`, `{"geom": ...,
+    /// "enabled": False}`), and world `w` takes the variant `assign[w % len(assign)]` (names
+    /// or indices). Each variant is compiled once through MuJoCo's model editing.
+    #[staticmethod]
+    #[pyo3(signature = (path, variants, assign, nworld = 1, lidars = None, seed = None))]
+    fn from_variants(
+        py: Python<'_>,
+        path: PathBuf,
+        variants: Bound<'_, PyList>,
+        assign: Bound<'_, PyList>,
+        nworld: usize,
+        lidars: Option<Vec<Bound<'_, PyDict>>>,
+        seed: Option<u64>,
+    ) -> PyResult<Py<Simulation>> {
+        let table = PyDict::new(py);
+        table.set_item("variant", variants)?;
+        table.set_item("assign", assign)?;
+        let (variants, assign) = glint_manifest::variant_plan(toml_table(&table, "variants")?, &path)
+            .map_err(|e| raise("ManifestError", e.to_string()))?;
+        let tables = lidars
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+            .map(|(i, d)| toml_table(d, &format!("lidars[{i}]")))
+            .collect::<PyResult<Vec<_>>>()?;
+        let bindings =
+            glint_manifest::lidar_bindings(&tables, &path).map_err(|e| raise("ManifestError", e.to_string()))?;
+        let options = SimOptions { nworld, seed, ..SimOptions::default() };
+        let plan = glint_sim::VariantPlan { variants, assign };
+        let sim = py.detach(|| glint_sim::Simulation::from_variants(&path, &plan, bindings, options)).py()?;
+        Simulation::wrap(py, sim)
+    }
+
     #[staticmethod]
     #[pyo3(signature = (xml, nworld = 1, lidars = None, seed = None))]
     fn from_xml(
@@ -471,6 +507,28 @@ impl Simulation {
         Ok(out)
     }
 
+    /// The names of the fields MuJoCo derives from the others (`geom_aabb`, `body_inertia`,
+    /// ...): readable per world through `field` or `fields`, never set.
+    #[staticmethod]
+    fn derived_field_names() -> Vec<&'static str> {
+        glint_sim::DERIVED_FIELDS.iter().map(|(name, _, _)| *name).collect()
+    }
+
+    /// Every per-world field as a mapping: `sim.fields["geom_rgba"]` reads the batched array
+    /// (`(rows, count)` or `(rows, count, width)`; world `w` reads row `w % rows`) and
+    /// `sim.fields["geom_rgba"] = array` sets it, as `field` and `set_field` do. The derived
+    /// fields read one row per world and cannot be set.
+    #[getter]
+    fn fields(slf: &Bound<'_, Self>) -> Fields {
+        Fields { sim: slf.clone().unbind() }
+    }
+
+    /// The variant each world is on (`None`: the base model), for a simulation built by
+    /// `from_variants` or a manifest with `[variants]`.
+    fn world_variant(&self, world: usize) -> PyResult<Option<String>> {
+        Ok(self.sim.world_variant(world).py()?.map(str::to_string))
+    }
+
     /// The names of the model fields that can differ per world (MuJoCo Warp's names).
     #[staticmethod]
     fn field_names() -> Vec<&'static str> {
@@ -687,4 +745,50 @@ pub fn bench_vector_loop(py: Python<'_>, path: PathBuf, nworld: usize, steps: us
         Ok((steps * nworld) as f64 / started.elapsed().as_secs_f64())
     });
     result.py()
+}
+
+/// `Simulation.fields`: the per-world fields as a mapping of numpy arrays.
+#[pyclass(module = "glint._glint", unsendable, mapping)]
+pub struct Fields {
+    sim: Py<Simulation>,
+}
+
+#[pymethods]
+impl Fields {
+    fn __getitem__<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        if !Fields::names().contains(&name) {
+            return Err(pyo3::exceptions::PyKeyError::new_err(format!(
+                "`{name}` is not a per-world field; the fields are {}",
+                Fields::names().join(", ")
+            )));
+        }
+        self.sim.borrow(py).field(py, name)
+    }
+
+    fn __setitem__(&self, py: Python<'_>, name: &str, values: Bound<'_, PyAny>) -> PyResult<()> {
+        self.sim.borrow_mut(py).set_field(py, name, values)
+    }
+
+    fn __len__(&self) -> usize {
+        Fields::names().len()
+    }
+
+    fn __contains__(&self, name: &str) -> bool {
+        Fields::names().contains(&name)
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        slf.keys().into_pyobject(slf.py())?.try_iter().map(Bound::into_any)
+    }
+
+    /// Every field name: the settable ones, then the derived ones.
+    fn keys(&self) -> Vec<&'static str> {
+        Fields::names()
+    }
+}
+
+impl Fields {
+    fn names() -> Vec<&'static str> {
+        glint_sim::FIELDS.iter().chain(&glint_sim::DERIVED_FIELDS).map(|(name, _, _)| *name).collect()
+    }
 }

@@ -66,9 +66,10 @@ def _import_extension():
 
 _glint = _import_extension()
 Simulation = _glint.Simulation
+Fields = _glint.Fields
 Lidar = _glint.Lidar
 Scan = _glint.Scan
 StepReport = _glint.StepReport
 Recording = _glint.Recording
 
-__all__ = ["Simulation", "Lidar", "Scan", "StepReport", "Recording", "MUJOCO_VERSION", *errors.__all__]
+__all__ = ["Simulation", "Fields", "Lidar", "Scan", "StepReport", "Recording", "MUJOCO_VERSION", *errors.__all__]

@@ -5,12 +5,24 @@ from __future__ import annotations
 
 import os
 from types import TracebackType
+from collections.abc import Iterator
 from typing import Any, final
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Simulation", "StepReport", "Recording", "Lidar", "Scan", "bench_vector_loop"]
+__all__ = ["Simulation", "Fields", "StepReport", "Recording", "Lidar", "Scan", "bench_vector_loop"]
+
+@final
+class Fields:
+    """`Simulation.fields`: every per-world field by name, as numpy arrays."""
+
+    def __getitem__(self, key: str, /) -> npt.NDArray[np.float64]: ...
+    def __setitem__(self, key: str, value: npt.ArrayLike, /) -> None: ...
+    def __len__(self) -> int: ...
+    def __contains__(self, key: str, /) -> bool: ...
+    def __iter__(self) -> Iterator[str]: ...
+    def keys(self) -> list[str]: ...
 
 @final
 class Simulation:
@@ -18,6 +30,15 @@ class Simulation:
 
     @staticmethod
     def from_manifest(path: str | os.PathLike[str], nworld: int = 1, seed: int | None = None) -> Simulation: ...
+    @staticmethod
+    def from_variants(
+        path: str | os.PathLike[str],
+        variants: list[dict[str, Any]],
+        assign: list[int | str],
+        nworld: int = 1,
+        lidars: list[dict[str, Any]] | None = None,
+        seed: int | None = None,
+    ) -> Simulation: ...
     @staticmethod
     def from_xml(
         xml: str, nworld: int = 1, lidars: list[dict[str, Any]] | None = None, seed: int | None = None
@@ -61,6 +82,11 @@ class Simulation:
     def return_params(self) -> dict[str, float]: ...
     def set_cameras(self, cameras: list[str | dict[str, Any]]) -> None: ...
     def render(self) -> dict[str, dict[str, npt.NDArray[Any]]]: ...
+    @staticmethod
+    def derived_field_names() -> list[str]: ...
+    @property
+    def fields(self) -> Fields: ...
+    def world_variant(self, world: int) -> str | None: ...
     @staticmethod
     def field_names() -> list[str]: ...
     def field(self, name: str) -> npt.NDArray[np.float64]: ...
