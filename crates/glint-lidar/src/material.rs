@@ -303,13 +303,16 @@ impl MaterialTable {
         self.authored.iter().find(|(n, _)| n == name).map(|(_, m)| m)
     }
 
-    /// Per geom of `scene`, the continuation class its material is authored with (`None`:
-    /// no material, or one the table does not author).
-    pub fn geom_classes(&self, scene: &glint_core::Scene) -> Vec<Option<Continuation>> {
-        scene
-            .geom_matid
+    /// Per geom of material `geom_matid[g]` (into `mat_name`, `-1`: none), the continuation
+    /// class its material is authored with (`None`: no material, or one the table does not
+    /// author).
+    pub fn geom_classes(&self, mat_name: &[String], geom_matid: &[i32]) -> Vec<Option<Continuation>> {
+        geom_matid
             .iter()
-            .map(|&m| usize::try_from(m).ok().and_then(|m| self.get(&scene.mat_name[m])).map(|n| n.continuation))
+            .map(|&m| {
+                let name = usize::try_from(m).ok().and_then(|m| mat_name.get(m))?;
+                self.get(name).map(|n| n.continuation)
+            })
             .collect()
     }
 

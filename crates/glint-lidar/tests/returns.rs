@@ -279,3 +279,39 @@ fn the_flagged_scope_follows_authored_classes_without_a_bake() {
     let wall = rig.geom("wall");
     assert_eq!(rig.lidars.scan(0, 0).unwrap().pass_through.as_ref().unwrap().geomid[0], wall);
 }
+
+/// Per-world materials: a world whose hedge has another MuJoCo material (a per-world
+/// `geom_matid`) follows that material's authored class; the other world keeps its own.
+#[test]
+fn the_flagged_scope_follows_each_worlds_own_materials() {
+    let xml = r#"
+<mujoco>
+  <asset><material name="leaves" rgba="0.2 0.6 0.2 1"/><material name="paint" rgba="0.5 0.5 0.5 1"/></asset>
+  <worldbody>
+    <site name="lidar" pos="0 0 1"/>
+    <geom name="hedge" type="box" pos="3 0 1" size="0.3 3 1" material="leaves"/>
+    <geom name="wall" type="box" pos="7.1 0 1" size="0.1 5 1"/>
+  </worldbody>
+</mujoco>"#;
+    let model = Model::from_xml_str(xml).unwrap();
+    let scene = model.scene();
+    let batch = WorldBatch::new(&model, 2).unwrap();
+    let caster = RayCaster::new(scene, batch.poses());
+    let binding = LidarBinding { attach_site: Some("lidar".into()), scan: ring(360, 0.0), ..LidarBinding::default() };
+    let (mut lidars, _) = Lidars::new(scene, vec![binding], 2).unwrap();
+    lidars.set_secondary_capture(0, SecondaryCapture::PassThrough, SecondaryScope::FlaggedMaterials).unwrap();
+    let mut table = MaterialTable::default();
+    table.set("leaves", MaterialPreset::Vegetation.material()).unwrap();
+    lidars.set_capture_materials(scene, &table);
+    let paint = scene.mat_name.iter().position(|n| n == "paint").unwrap() as i32;
+    lidars.set_world_materials(1, (scene, &table), &[paint, -1], &[1.0, 1.0]).unwrap();
+    lidars.tick(scene, batch.poses(), &caster, 0.02, &[0.0, 0.0], true).unwrap();
+    let wall = scene.geom_name.iter().position(|n| n == "wall").unwrap() as i32;
+    let pass = |lidars: &Lidars, w: usize| lidars.scan(0, w).unwrap().pass_through.as_ref().unwrap().geomid[0];
+    assert_eq!((pass(&lidars, 0), pass(&lidars, 1)), (wall, -1));
+    // A translucent alpha flags it in world 1 again, through its MuJoCo material.
+    lidars.set_world_materials(1, (scene, &table), &[paint, -1], &[0.4, 1.0]).unwrap();
+    lidars.tick(scene, batch.poses(), &caster, 0.02, &[0.0, 0.0], true).unwrap();
+    assert_eq!(pass(&lidars, 1), wall);
+    assert!(lidars.set_world_materials(2, (scene, &table), &[paint, -1], &[1.0, 1.0]).is_err());
+}

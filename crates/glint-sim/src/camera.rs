@@ -111,7 +111,7 @@ impl Simulation {
     /// authors as glass (`continuation = "slab"`) or water (`"medium"`), which pass the depth
     /// camera's near-infrared light as they pass the lidar's (straight on, unrefracted).
     fn depth_see_through(&self) -> Vec<bool> {
-        let classes = self.setup.table.geom_classes(&self.scene);
+        let classes = self.setup.table.geom_classes(&self.scene.mat_name, &self.scene.geom_matid);
         classes.into_iter().map(|c| matches!(c, Some(Continuation::Slab | Continuation::Medium))).collect()
     }
 

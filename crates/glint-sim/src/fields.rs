@@ -381,6 +381,14 @@ impl Fields {
         }
     }
 
+    /// Geom `g`'s alpha in world `w` as `mj_ray` reads it: its material's, or its own.
+    pub(crate) fn geom_alpha(&self, w: usize, g: usize) -> f32 {
+        match usize::try_from(self.geom_matid(w, g)) {
+            Ok(m) if m < self.nmat => self.mat_rgba(w, m)[3],
+            _ => self.geom_rgba(w, g)[3],
+        }
+    }
+
     /// What rays meet in world `w`: the geom types of `scene` (the world's model or variant),
     /// with the world's sizes and mesh ids, and visibility from its colours and materials.
     /// Fails when a mesh or height-field geom's size is set apart from its data.
@@ -394,11 +402,7 @@ impl Fields {
             geom_visible: Vec::with_capacity(self.ngeom),
         };
         for g in 0..self.ngeom {
-            let alpha = match usize::try_from(self.geom_matid(w, g)) {
-                Ok(m) if m < self.nmat => self.mat_rgba(w, m)[3],
-                _ => self.geom_rgba(w, g)[3],
-            };
-            shapes.geom_visible.push(alpha != 0.0);
+            shapes.geom_visible.push(self.geom_alpha(w, g) != 0.0);
             if shapes.geom_type[g].has_data() && shapes.geom_size[g] != scene.geom_size[g] {
                 return Err(SimError::Setting(format!(
                     "geom_size of {} geom `{}` comes from its {}: swap the {} through a variant, or set geom_dataid",
@@ -463,6 +467,10 @@ impl Simulation {
     pub(crate) fn sync_world_fields(&mut self, w: usize, changed: &[&str]) -> Result<(), SimError> {
         if changed.iter().any(|n| GEOMETRY_FIELDS.contains(n)) {
             let shapes = self.fields.shapes(self.world_scene(w), w)?;
+            // The secondary capture's NIR classes and flags follow the world's materials.
+            let matid: Vec<i32> = (0..self.fields.ngeom).map(|g| self.fields.geom_matid(w, g)).collect();
+            let alpha: Vec<f32> = (0..self.fields.ngeom).map(|g| self.fields.geom_alpha(w, g)).collect();
+            self.lidars.set_world_materials(w, (&self.scene, &self.setup.table), &matid, &alpha)?;
             self.rays.set_world_shapes(&self.scene, self.worlds.poses(), w, Arc::new(shapes))?;
         }
         if changed.iter().any(|n| PHYSICS_FIELDS.contains(n)) {

@@ -177,8 +177,8 @@ impl GroupContext<'_> {
                 pass.set(j, 0.0, ext.straight.get(r).flatten().filter(|_| hit));
             }
             let Some(reflected) = part.reflected.as_mut() else { continue };
-            let class = self.class_at(ext.material[r], g);
-            let secondary = if hit && (all || self.flagged(g, class, FLAG_REFLECT)) {
+            let class = self.class_at(live.world, ext.material[r], g);
+            let secondary = if hit && (all || self.flagged(live.world, g, class, FLAG_REFLECT)) {
                 // The return model's fold off a flat mirror, when prefetched, is this very ray.
                 ext.folded.get(r).unwrap_or_else(|| {
                     let (start, folded) = rays.folded(r);
@@ -224,8 +224,9 @@ impl GroupContext<'_> {
             if leg.is_none() && !capture {
                 continue;
             }
-            let pass =
-                capture && c.is_hit(rays.dist[r], g) && (all || self.flagged(g, self.class_at(index, g), FLAG_PASS));
+            let pass = capture
+                && c.is_hit(rays.dist[r], g)
+                && (all || self.flagged(world, g, self.class_at(world, index, g), FLAG_PASS));
             if g >= 0 && (pass || leg == Some(LegKind::Straight)) {
                 ext.through.push(r);
             }
@@ -330,23 +331,25 @@ impl GroupContext<'_> {
 
     /// The continuation class of a hit on geom `g` whose material has palette index `index`:
     /// the material's, or without one, the geom's authored class, if any.
-    fn class_at(&self, index: u32, g: i32) -> Option<Continuation> {
-        self.material(index).map(|m| m.continuation).or_else(|| self.class_of(g))
+    fn class_at(&self, world: usize, index: u32, g: i32) -> Option<Continuation> {
+        self.material(index).map(|m| m.continuation).or_else(|| self.class_of(world, g))
     }
 
     /// The authored continuation class of geom `g`, if any.
-    fn class_of(&self, g: i32) -> Option<Continuation> {
-        usize::try_from(g).ok().and_then(|g| self.tick.geom_class.get(g).copied().flatten())
+    fn class_of(&self, world: usize, g: i32) -> Option<Continuation> {
+        let rows = self.tick.geom_class;
+        usize::try_from(g).ok().and_then(|g| rows[world % rows.len()].get(g).copied().flatten())
     }
 
     /// Whether a hit on `geom` (of continuation class `class`, when known) is flagged for the
     /// secondary ray `flag`.
-    fn flagged(&self, geom: i32, class: Option<Continuation>, flag: u8) -> bool {
+    fn flagged(&self, world: usize, geom: i32, class: Option<Continuation>, flag: u8) -> bool {
         let by_class = match class {
             Some(Continuation::Slab | Continuation::Medium | Continuation::Porous) => flag == FLAG_PASS,
             Some(Continuation::Specular) => flag == FLAG_REFLECT,
             _ => false,
         };
-        by_class || self.tick.geom_flags[geom as usize] & flag != 0
+        let rows = self.tick.geom_flags;
+        by_class || rows[world % rows.len()][geom as usize] & flag != 0
     }
 }

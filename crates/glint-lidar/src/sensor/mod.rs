@@ -114,10 +114,10 @@ pub struct Lidars {
     materials: Option<MaterialSource>,
     /// Per geom, what its MuJoCo material flags for secondary capture ([`FLAG_PASS`],
     /// [`FLAG_REFLECT`]).
-    geom_flags: Vec<u8>,
+    geom_flags: Vec<Vec<u8>>,
     /// Per geom, the continuation class its authored NIR material gives it (for the flagged
     /// secondary-capture scope when no material source is loaded).
-    geom_class: Vec<Option<Continuation>>,
+    geom_class: Vec<Vec<Option<Continuation>>>,
     /// Tests: report every beam through [`ReturnModel::beam_return`], the reference the
     /// batched passes must equal.
     #[cfg(test)]
@@ -139,16 +139,15 @@ const FLAG_PASS: u8 = 1;
 /// The geom's MuJoCo material has a non-zero reflectance: a reflected ray is worth casting.
 const FLAG_REFLECT: u8 = 2;
 
-/// What each geom's MuJoCo material says about secondary capture in the flagged scope.
-fn geom_flags(scene: &Scene) -> Vec<u8> {
+/// What each geom's MuJoCo material says about secondary capture in the flagged scope, for
+/// a world whose geoms have materials `geom_matid` and alphas `geom_alpha` (the material's
+/// where there is one).
+fn geom_flags(scene: &Scene, geom_matid: &[i32], geom_alpha: &[f32]) -> Vec<u8> {
     (0..scene.ngeom())
         .map(|g| {
-            let m = scene.geom_matid[g];
-            let (alpha, reflectance) = if m >= 0 {
-                (scene.mat_rgba[m as usize][3], scene.mat_shading[m as usize][3])
-            } else {
-                (scene.geom_rgba[g][3], 0.0)
-            };
+            let m = geom_matid[g];
+            let alpha = geom_alpha[g];
+            let reflectance = usize::try_from(m).ok().and_then(|m| scene.mat_shading.get(m)).map_or(0.0, |s| s[3]);
             let mut flags = 0;
             if alpha < 1.0 {
                 flags |= FLAG_PASS;
@@ -157,6 +156,16 @@ fn geom_flags(scene: &Scene) -> Vec<u8> {
                 flags |= FLAG_REFLECT;
             }
             flags
+        })
+        .collect()
+}
+
+/// Each geom's alpha as `mj_ray` reads it: its material's, or its own.
+fn scene_alpha(scene: &Scene) -> Vec<f32> {
+    (0..scene.ngeom())
+        .map(|g| match usize::try_from(scene.geom_matid[g]) {
+            Ok(m) => scene.mat_rgba[m][3],
+            Err(_) => scene.geom_rgba[g][3],
         })
         .collect()
 }
@@ -375,8 +384,8 @@ impl Lidars {
             params: ReturnParams::default(),
             seeds: vec![0; nworld.max(1)],
             materials: None,
-            geom_flags: geom_flags(scene),
-            geom_class: vec![None; scene.ngeom()],
+            geom_flags: vec![geom_flags(scene, &scene.geom_matid, &scene_alpha(scene))],
+            geom_class: vec![vec![None; scene.ngeom()]],
             #[cfg(test)]
             one_by_one: false,
         };
@@ -526,7 +535,39 @@ impl Lidars {
     /// geometry behind a hedge or a window whose MuJoCo material looks opaque. A loaded material
     /// source (bake) answers instead, per hit.
     pub fn set_capture_materials(&mut self, scene: &Scene, table: &MaterialTable) {
-        self.geom_class = table.geom_classes(scene);
+        self.geom_class = vec![table.geom_classes(&scene.mat_name, &scene.geom_matid)];
+        self.geom_flags = vec![geom_flags(scene, &scene.geom_matid, &scene_alpha(scene))];
+    }
+
+    /// [`Lidars::set_capture_materials`] for world `w` alone, whose geoms have the MuJoCo
+    /// materials `geom_matid` and alphas `geom_alpha` (per-world fields): its secondary
+    /// capture follows its own materials.
+    pub fn set_world_materials(
+        &mut self,
+        w: usize,
+        (scene, table): (&Scene, &MaterialTable),
+        geom_matid: &[i32],
+        geom_alpha: &[f32],
+    ) -> Result<(), LidarError> {
+        if w >= self.nworld {
+            return Err(LidarError::NoSuchWorld { world: w, nworld: self.nworld });
+        }
+        let n = scene.ngeom();
+        if geom_matid.len() != n || geom_alpha.len() != n {
+            return Err(LidarError::Conflict(format!(
+                "world materials need one material id and one alpha per geom ({n})"
+            )));
+        }
+        for rows in [self.geom_class.len(), self.geom_flags.len()] {
+            debug_assert!(rows == 1 || rows == self.nworld);
+        }
+        if self.geom_class.len() != self.nworld {
+            self.geom_class = (0..self.nworld).map(|v| self.geom_class[v % self.geom_class.len()].clone()).collect();
+            self.geom_flags = (0..self.nworld).map(|v| self.geom_flags[v % self.geom_flags.len()].clone()).collect();
+        }
+        self.geom_class[w] = table.geom_classes(&scene.mat_name, geom_matid);
+        self.geom_flags[w] = geom_flags(scene, geom_matid, geom_alpha);
+        Ok(())
     }
 
     /// The return model's live measurement of sensor `index` in world `world`. An error when
@@ -681,8 +722,9 @@ impl Lidars {
 struct TickContext<'a> {
     sensor: usize,
     model: Option<ReturnInputs<'a>>,
-    geom_flags: &'a [u8],
-    geom_class: &'a [Option<Continuation>],
+    /// Per world (row `w % rows`), each geom's capture flags and authored class.
+    geom_flags: &'a [Vec<u8>],
+    geom_class: &'a [Vec<Option<Continuation>>],
     /// Report every beam through [`ReturnModel::beam_return`] (tests).
     one_by_one: bool,
 }
