@@ -146,14 +146,7 @@ impl Simulation {
         table.set_item("assign", assign)?;
         let (variants, assign) = glint_manifest::variant_plan(toml_table(&table, "variants")?, &path)
             .map_err(|e| raise("ManifestError", e.to_string()))?;
-        let tables = lidars
-            .unwrap_or_default()
-            .iter()
-            .enumerate()
-            .map(|(i, d)| toml_table(d, &format!("lidars[{i}]")))
-            .collect::<PyResult<Vec<_>>>()?;
-        let bindings =
-            glint_manifest::lidar_bindings(&tables, &path).map_err(|e| raise("ManifestError", e.to_string()))?;
+        let bindings = lidar_bindings(lidars, &path)?;
         let options = SimOptions { nworld, seed, ..SimOptions::default() };
         let plan = glint_sim::VariantPlan { variants, assign };
         let sim = py.detach(|| glint_sim::Simulation::from_variants(&path, &plan, bindings, options)).py()?;
@@ -169,16 +162,9 @@ impl Simulation {
         lidars: Option<Vec<Bound<'_, PyDict>>>,
         seed: Option<u64>,
     ) -> PyResult<Py<Simulation>> {
-        let tables = lidars
-            .unwrap_or_default()
-            .iter()
-            .enumerate()
-            .map(|(i, d)| toml_table(d, &format!("lidars[{i}]")))
-            .collect::<PyResult<Vec<_>>>()?;
         let is_path = !xml.trim_start().starts_with('<');
         let source = if is_path { PathBuf::from(xml) } else { PathBuf::from("<xml>") };
-        let bindings =
-            glint_manifest::lidar_bindings(&tables, &source).map_err(|e| raise("ManifestError", e.to_string()))?;
+        let bindings = lidar_bindings(lidars, &source)?;
         let options = SimOptions { nworld, seed, ..SimOptions::default() };
         let sim = py
             .detach(|| {
@@ -745,6 +731,20 @@ pub fn bench_vector_loop(py: Python<'_>, path: PathBuf, nworld: usize, steps: us
         Ok((steps * nworld) as f64 / started.elapsed().as_secs_f64())
     });
     result.py()
+}
+
+/// The lidar bindings of Python dicts with a `[[lidar]]` table's keys (errors name `source`).
+fn lidar_bindings(
+    lidars: Option<Vec<Bound<'_, PyDict>>>,
+    source: &std::path::Path,
+) -> PyResult<Vec<glint_lidar::LidarBinding>> {
+    let tables = lidars
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(i, d)| toml_table(d, &format!("lidars[{i}]")))
+        .collect::<PyResult<Vec<_>>>()?;
+    glint_manifest::lidar_bindings(&tables, source).map_err(|e| raise("ManifestError", e.to_string()))
 }
 
 /// `Simulation.fields`: the per-world fields as a mapping of numpy arrays.
