@@ -70,3 +70,41 @@ fn a_world_with_its_own_physics_steps_as_plain_mujoco_bit_for_bit() {
     short.body_mass.pop();
     assert!(worlds.set_physics(0, &short).unwrap_err().to_string().contains("body masses"));
 }
+
+/// A damped box sliding down a tilted plane: mass (against the damping), damping, friction,
+/// size and position each change how it moves.
+const SLOPE: &str = r#"<mujoco>
+  <worldbody>
+    <geom name="slope" type="plane" size="5 5 0.1" euler="0 15 0" friction="0.1 0.005 0.0001"/>
+    <body name="box" pos="0 0 0.4">
+      <joint type="free" damping="0.3"/>
+      <geom name="box" type="box" size="0.1 0.1 0.1" friction="0.2 0.005 0.0001"/>
+    </body>
+  </worldbody>
+</mujoco>"#;
+
+#[test]
+fn each_physics_field_alone_changes_the_motion_of_its_world_only() {
+    let model = Model::from_xml_str(SLOPE).unwrap();
+    let base = WorldBatch::new(&model, 1).unwrap().physics(0).unwrap();
+    let box_geom = 1;
+    let edits: [(&str, Box<dyn Fn(&mut PhysicsFields)>); 5] = [
+        ("body_mass", Box::new(|f| f.body_mass[1] *= 3.0)),
+        ("dof_damping", Box::new(|f| f.dof_damping.iter_mut().for_each(|d| *d *= 4.0))),
+        ("geom_friction", Box::new(move |f| f.geom_friction[3 * box_geom] = 0.6)),
+        ("geom_size", Box::new(move |f| f.geom_size[3 * box_geom + 2] = 0.2)),
+        ("geom_pos", Box::new(move |f| f.geom_pos[3 * box_geom + 2] = 0.15)),
+    ];
+    let mut reference = WorldBatch::new(&model, 1).unwrap();
+    reference.step(500);
+    for (name, edit) in edits {
+        let mut worlds = WorldBatch::new(&model, 2).unwrap();
+        let mut fields = base.clone();
+        edit(&mut fields);
+        assert_ne!(fields, base, "{name}");
+        worlds.set_physics(1, &fields).unwrap();
+        worlds.step(500);
+        assert_eq!(worlds.qpos(0), reference.qpos(0), "{name}: world 0 keeps the model's physics");
+        assert_ne!(worlds.qpos(1), reference.qpos(0), "{name}: world 1 moves otherwise");
+    }
+}
