@@ -466,6 +466,7 @@ fn log_episode(dir: &Path, meta: &SessionMeta, index: u32) -> Result<(), RecordE
         files,
         camera_files: Vec::new(),
         randomized: Default::default(),
+        variant: None,
     };
     line.append(dir)
 }

@@ -148,6 +148,8 @@ pub struct Episode {
     camera_files: Vec<String>,
     /// What the episode's world drew from `[randomize]`, by `field/target`.
     randomized: BTreeMap<String, Vec<f64>>,
+    /// The variant (per-world assets) the episode's world is on.
+    variant: Option<String>,
 }
 
 impl std::fmt::Debug for Episode {
@@ -371,6 +373,7 @@ impl Session {
             started: Instant::now(),
             camera_files: Vec::new(),
             randomized: BTreeMap::new(),
+            variant: None,
         })
     }
 }
@@ -393,6 +396,9 @@ pub(crate) struct EpisodeLine<'a> {
     /// What the episode's world drew from `[randomize]`, by `field/target`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) randomized: BTreeMap<String, Vec<f64>>,
+    /// The variant (per-world assets) the episode's world was on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) variant: Option<String>,
 }
 
 impl EpisodeLine<'_> {
@@ -457,6 +463,11 @@ impl Episode {
         self.randomized = drawn.clone();
     }
 
+    /// Records in `episodes.jsonl` the variant (per-world assets) the episode's world is on.
+    pub fn attach_variant(&mut self, variant: Option<&str>) {
+        self.variant = variant.map(str::to_string);
+    }
+
     /// Lists camera stream files (relative to the session folder) under the episode's
     /// `camera_files` in `episodes.jsonl`.
     pub fn attach_camera_files(&mut self, files: &[PathBuf]) {
@@ -503,6 +514,7 @@ impl Episode {
             started,
             camera_files,
             randomized,
+            variant,
             ..
         } = self;
         warnings.extend(proxies.into_iter().flatten().filter_map(|proxy| proxy.finish().err()));
@@ -572,6 +584,7 @@ impl Episode {
             files,
             camera_files,
             randomized,
+            variant,
         };
         line.append(&dir)?;
         Ok(EpisodeSummary { index, status, ticks, sensors: summaries, warnings })

@@ -161,13 +161,14 @@ impl Recording {
     /// seconds.
     pub(crate) fn end_episode(
         &mut self,
-        (world, drawn): (usize, &BTreeMap<String, Vec<f64>>),
+        (world, drawn, variant): (usize, &BTreeMap<String, Vec<f64>>, Option<&str>),
         status: EpisodeStatus,
         length_s: f64,
         warnings: &mut Vec<Warning>,
     ) -> Result<(), SimError> {
         let Some(mut episode) = self.episodes[world].take() else { return Ok(()) };
         episode.attach_randomized(drawn);
+        episode.attach_variant(variant);
         let dir = self.session.dir().to_path_buf();
         for stream in std::mem::take(&mut self.streams[world]) {
             let (files, stream_warnings) = stream.finish(&dir)?;

@@ -536,7 +536,8 @@ impl Simulation {
         }
         if let Some(recording) = &mut self.recording {
             let length = clock.ticks as f64 * self.runner.dt;
-            recording.end_episode((w, &self.drawn[w]), status, length, &mut self.warnings)?;
+            let variant = self.world_variant[w].map(|k| self.variants[k].name.as_str());
+            recording.end_episode((w, &self.drawn[w], variant), status, length, &mut self.warnings)?;
         }
         self.clocks[w] = EpisodeClock { ticks: 0, episode: clock.episode + 1 };
         Ok(())
@@ -787,7 +788,8 @@ impl Simulation {
         for (w, clock) in self.clocks.iter().enumerate() {
             let status = if self.worlds.unstable(w) { EpisodeStatus::Unstable } else { status };
             let length = clock.ticks as f64 * self.runner.dt;
-            recording.end_episode((w, &self.drawn[w]), status, length, &mut self.warnings)?;
+            let variant = self.world_variant[w].map(|k| self.variants[k].name.as_str());
+            recording.end_episode((w, &self.drawn[w], variant), status, length, &mut self.warnings)?;
         }
         let summary = recording.summary();
         self.recording = None;

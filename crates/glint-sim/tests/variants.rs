@@ -174,3 +174,25 @@ fn bad_geometry_fields_are_refused_and_change_nothing() {
     let e = Simulation::from_variants(&path, &wrong, vec![], options(2)).unwrap_err().to_string();
     assert!(e.contains("variant `big`") && e.contains("no geom `prt`") && e.contains("`part`"), "{e}");
 }
+
+#[test]
+fn a_manifest_with_variants_records_each_worlds_variant() {
+    let manifest: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "..", "examples", "variants.toml"].iter().collect();
+    let mut sim = Simulation::from_manifest(&manifest, options(3)).unwrap();
+    assert_eq!(
+        (0..3).map(|w| sim.world_variant(w).unwrap().unwrap()).collect::<Vec<_>>(),
+        ["as_built", "swapped", "as_built"]
+    );
+    let out = std::env::temp_dir().join(format!("glint-variants-record-{}", std::process::id()));
+    let dir = sim.arm_recording(&glint_sim::RecordingOptions { out: Some(out.clone()), episodes: 3 }).unwrap();
+    sim.step(None).unwrap();
+    sim.stop_recording(glint_record::EpisodeStatus::Complete).unwrap();
+    let log = std::fs::read_to_string(dir.join("meta/episodes.jsonl")).unwrap();
+    let mut variants: Vec<String> = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["variant"].as_str().unwrap().to_string())
+        .collect();
+    variants.sort();
+    assert_eq!(variants, ["as_built", "as_built", "swapped"]);
+    std::fs::remove_dir_all(out).ok();
+}
