@@ -83,17 +83,20 @@ const SLOPE: &str = r#"<mujoco>
   </worldbody>
 </mujoco>"#;
 
+/// A field's name and a change of it alone.
+type FieldEdit = (&'static str, fn(&mut PhysicsFields));
+
 #[test]
 fn each_physics_field_alone_changes_the_motion_of_its_world_only() {
     let model = Model::from_xml_str(SLOPE).unwrap();
     let base = WorldBatch::new(&model, 1).unwrap().physics(0).unwrap();
-    let box_geom = 1;
-    let edits: [(&str, Box<dyn Fn(&mut PhysicsFields)>); 5] = [
-        ("body_mass", Box::new(|f| f.body_mass[1] *= 3.0)),
-        ("dof_damping", Box::new(|f| f.dof_damping.iter_mut().for_each(|d| *d *= 4.0))),
-        ("geom_friction", Box::new(move |f| f.geom_friction[3 * box_geom] = 0.6)),
-        ("geom_size", Box::new(move |f| f.geom_size[3 * box_geom + 2] = 0.2)),
-        ("geom_pos", Box::new(move |f| f.geom_pos[3 * box_geom + 2] = 0.15)),
+    const BOX: usize = 1;
+    let edits: [FieldEdit; 5] = [
+        ("body_mass", |f| f.body_mass[1] *= 3.0),
+        ("dof_damping", |f| f.dof_damping.iter_mut().for_each(|d| *d *= 4.0)),
+        ("geom_friction", |f| f.geom_friction[3 * BOX] = 0.6),
+        ("geom_size", |f| f.geom_size[3 * BOX + 2] = 0.2),
+        ("geom_pos", |f| f.geom_pos[3 * BOX + 2] = 0.15),
     ];
     let mut reference = WorldBatch::new(&model, 1).unwrap();
     reference.step(500);
