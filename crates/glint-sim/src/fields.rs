@@ -390,19 +390,19 @@ impl Fields {
     }
 
     /// What rays meet in world `w`: the geom types of `scene` (the world's model or variant),
-    /// with the world's sizes and mesh ids, and visibility from its colours and materials.
-    /// Fails when a mesh or height-field geom's size is set apart from its data.
-    pub(crate) fn shapes(&self, scene: &Scene, w: usize) -> Result<Shapes, SimError> {
+    /// with the world's sizes and mesh ids, each geom visible unless its alpha in `alpha`
+    /// ([`Fields::geom_alpha`] of every geom) is 0. Fails when a mesh or height-field geom's
+    /// size is set apart from its data.
+    pub(crate) fn shapes(&self, scene: &Scene, w: usize, alpha: &[f32]) -> Result<Shapes, SimError> {
         let size = self.row(GEOM_SIZE, w);
         let dataid = self.row(GEOM_DATAID, w);
-        let mut shapes = Shapes {
+        let shapes = Shapes {
             geom_type: scene.geom_type.clone(),
             geom_size: size.chunks_exact(3).map(DVec3::from_slice).collect(),
             geom_dataid: dataid.iter().map(|&d| d as i32).collect(),
-            geom_visible: Vec::with_capacity(self.ngeom),
+            geom_visible: alpha.iter().map(|&a| a != 0.0).collect(),
         };
         for g in 0..self.ngeom {
-            shapes.geom_visible.push(self.geom_alpha(w, g) != 0.0);
             if shapes.geom_type[g].has_data() && shapes.geom_size[g] != scene.geom_size[g] {
                 return Err(SimError::Setting(format!(
                     "geom_size of {} geom `{}` comes from its {}: swap the {} through a variant, or set geom_dataid",
@@ -466,10 +466,10 @@ impl Simulation {
     /// Brings world `w`'s geometry and physics up to its fields after `changed` changed.
     pub(crate) fn sync_world_fields(&mut self, w: usize, changed: &[&str]) -> Result<(), SimError> {
         if changed.iter().any(|n| GEOMETRY_FIELDS.contains(n)) {
-            let shapes = self.fields.shapes(self.world_scene(w), w)?;
+            let alpha: Vec<f32> = (0..self.fields.ngeom).map(|g| self.fields.geom_alpha(w, g)).collect();
+            let shapes = self.fields.shapes(self.world_scene(w), w, &alpha)?;
             // The secondary capture's NIR classes and flags follow the world's materials.
             let matid: Vec<i32> = (0..self.fields.ngeom).map(|g| self.fields.geom_matid(w, g)).collect();
-            let alpha: Vec<f32> = (0..self.fields.ngeom).map(|g| self.fields.geom_alpha(w, g)).collect();
             self.lidars.set_world_materials(w, (&self.scene, &self.setup.table), &matid, &alpha)?;
             self.rays.set_world_shapes(&self.scene, self.worlds.poses(), w, Arc::new(shapes))?;
         }

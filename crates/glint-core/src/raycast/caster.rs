@@ -127,33 +127,12 @@ impl RayCaster {
                 expected: format!("one per world ({})", self.nworld()),
             });
         }
-        let mut sets: Vec<ShapeSet> = Vec::new();
-        let mut world_set = Vec::with_capacity(shapes.len());
+        // All or nothing: every world's shapes are checked before any is given.
         for s in shapes {
-            let found = sets.iter().position(|set| Arc::ptr_eq(&set.shapes, s) || *set.shapes == **s);
-            let k = match found {
-                Some(k) => k,
-                None => {
-                    s.validate(scene)?;
-                    sets.push(ShapeSet::new(scene, s.clone()));
-                    sets.len() - 1
-                }
-            };
-            world_set.push(k as u32);
+            s.validate(scene)?;
         }
-        let old: Vec<Arc<Shapes>> = (0..self.nworld()).map(|w| self.shapes(w).clone()).collect();
-        (self.sets, self.world_set) = (sets, world_set);
-        let changed: Vec<usize> = (0..self.nworld()).filter(|&w| *old[w] != **self.shapes(w)).collect();
-        let rebuilt: Vec<(Vec<Aabb>, Bvh)> = changed
-            .par_iter()
-            .map(|&w| {
-                let boxes = self.boxes(poses, w);
-                let bvh = Bvh::build(&boxes, 2);
-                (boxes, bvh)
-            })
-            .collect();
-        for (w, (boxes, bvh)) in changed.into_iter().zip(rebuilt) {
-            (self.tlas_boxes[w], self.tlas[w]) = (boxes, bvh);
+        for (w, s) in shapes.iter().enumerate() {
+            self.set_world_shapes(scene, poses, w, s.clone())?;
         }
         Ok(())
     }
