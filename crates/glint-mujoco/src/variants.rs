@@ -109,31 +109,26 @@ fn unknown(kind: &str, name: &str, names: impl Iterator<Item = String>) -> Strin
     format!("there is no {kind} `{name}` in the base model ({hint})")
 }
 
+/// `Ok` unless `name` is given and not `found`: then the error naming the nearest of
+/// `names()` (listed only on failure).
+fn known<'a, E: SpecElement + 'a>(
+    kind: &str,
+    name: Option<&str>,
+    found: impl Fn(&str) -> bool,
+    names: impl Iterator<Item = &'a E>,
+) -> Result<(), String> {
+    match name {
+        Some(n) if !found(n) => Err(unknown(kind, n, names.map(|e| e.name().to_string()))),
+        _ => Ok(()),
+    }
+}
+
 /// Applies one edit to `spec`, or says why it cannot.
 fn apply(spec: &mut MjSpec, edit: &AssetEdit) -> Result<(), String> {
-    let need = |kind: &str, name: &Option<String>, exists: &dyn Fn(&str) -> bool, all: Vec<String>| match name {
-        Some(n) if !exists(n) => Err(unknown(kind, n, all.into_iter())),
-        _ => Ok(()),
-    };
-    need("mesh", &edit.mesh, &|n| spec.mesh(n).is_some(), spec.mesh_iter().map(|m| m.name().to_string()).collect())?;
-    need(
-        "hfield",
-        &edit.hfield,
-        &|n| spec.hfield(n).is_some(),
-        spec.hfield_iter().map(|m| m.name().to_string()).collect(),
-    )?;
-    need(
-        "material",
-        &edit.material,
-        &|n| spec.material(n).is_some(),
-        spec.material_iter().map(|m| m.name().to_string()).collect(),
-    )?;
-    need(
-        "texture",
-        &edit.texture,
-        &|n| spec.texture(n).is_some(),
-        spec.texture_iter().map(|m| m.name().to_string()).collect(),
-    )?;
+    known("mesh", edit.mesh.as_deref(), |n| spec.mesh(n).is_some(), spec.mesh_iter())?;
+    known("hfield", edit.hfield.as_deref(), |n| spec.hfield(n).is_some(), spec.hfield_iter())?;
+    known("material", edit.material.as_deref(), |n| spec.material(n).is_some(), spec.material_iter())?;
+    known("texture", edit.texture.as_deref(), |n| spec.texture(n).is_some(), spec.texture_iter())?;
     if edit.mesh.is_some() && edit.hfield.is_some() {
         return Err(format!(
             "the edit of {} `{}` gives both a mesh and a height field: give one",
@@ -148,16 +143,17 @@ fn apply(spec: &mut MjSpec, edit: &AssetEdit) -> Result<(), String> {
                     "a texture belongs to a material: edit a material (`material = \"...\"`), not geom `{name}`"
                 ));
             }
-            let all: Vec<String> = spec.geom_iter().map(|g| g.name().to_string()).collect();
-            let geom = spec.geom_mut(name).ok_or_else(|| unknown("geom", name, all.into_iter()))?;
-            edit_geom(geom, edit);
+            known("geom", Some(name), |n| spec.geom(n).is_some(), spec.geom_iter())?;
+            if let Some(geom) = spec.geom_mut(name) {
+                edit_geom(geom, edit);
+            }
         }
         EditTarget::Body(name) => {
             if edit.texture.is_some() {
                 return Err(format!("a texture belongs to a material: edit a material, not body `{name}`"));
             }
-            let all: Vec<String> = spec.body_iter().map(|b| b.name().to_string()).collect();
-            let body = spec.body_mut(name).ok_or_else(|| unknown("body", name, all.into_iter()))?;
+            known("body", Some(name), |n| spec.body(n).is_some(), spec.body_iter())?;
+            let Some(body) = spec.body_mut(name) else { return Ok(()) };
             let count = body.geom_iter(false).count();
             if count == 0 {
                 return Err(format!("body `{name}` has no geoms of its own to edit"));
@@ -175,9 +171,8 @@ fn apply(spec: &mut MjSpec, edit: &AssetEdit) -> Result<(), String> {
             if edit.mesh.is_some() || edit.hfield.is_some() || edit.material.is_some() || edit.enabled.is_some() {
                 return Err(format!("material `{name}` can only take a texture (`texture = \"...\"`)"));
             }
-            let all: Vec<String> = spec.material_iter().map(|m| m.name().to_string()).collect();
-            let material = spec.material_mut(name).ok_or_else(|| unknown("material", name, all.into_iter()))?;
-            if let Some(texture) = &edit.texture {
+            known("material", Some(name), |n| spec.material(n).is_some(), spec.material_iter())?;
+            if let (Some(material), Some(texture)) = (spec.material_mut(name), &edit.texture) {
                 material.set_texture(MjtTextureRoleBase::mjTEXROLE_RGB, texture);
             }
         }
