@@ -23,7 +23,7 @@ pub(crate) struct Packet {
     /// Inverse directions by axis (structure of arrays, for vectorized per-ray box tests).
     inv_axis: [[f64; PACKET]; 3],
     /// Directions by axis (unused lanes repeat ray 0).
-    dir_axis: [[f64; PACKET]; 3],
+    pub(crate) dir_axis: [[f64; PACKET]; 3],
     /// Bit `r` set for each ray `r < n`.
     lanes: u32,
     /// Each ray's own origin by axis, read only by the `OWN` forms of the tests below (set by

@@ -337,12 +337,57 @@ pub(crate) fn box_lanes<const N: usize>(
     }
 }
 
+/// [`box_local`] of `N` rays from one origin `lpnt` outside the box (some `|lpnt[i]| >
+/// half[i]`), on vector lanes: [`box_from_outside`]'s decision for each ray, to the bit. Ray `r`
+/// runs along `(lvec[0][r], lvec[1][r], lvec[2][r])` in the box's frame; where the decision is
+/// clear, `t[r]` gets its distance (`INFINITY`: a miss) and `face[r]` the face hit (6: none);
+/// where it is not (near an edge or a corner), `unclear[r]` is set and the caller runs
+/// MuJoCo's six-face loop for that ray ([`box_local`] would).
+#[inline(always)]
+pub(crate) fn box_outside_lanes<const N: usize>(
+    half: DVec3,
+    lpnt: DVec3,
+    lvec: &[[f64; N]; 3],
+    t: &mut [f64; N],
+    face: &mut [u8; N],
+    unclear: &mut [bool; N],
+) {
+    let (half, lpnt) = (half.to_array(), lpnt.to_array());
+    *t = [f64::INFINITY; N];
+    *face = [6; N];
+    *unclear = [false; N];
+    let mut found = [false; N];
+    for i in 0..3 {
+        let (j, k) = ((i + 1) % 3, (i + 2) % 3);
+        for r in 0..N {
+            // The one face along axis `i` that the ray can enter through.
+            let v = lvec[i][r];
+            let positive = v > 0.0;
+            let f = if positive { 2 * i as u8 } else { 2 * i as u8 + 1 };
+            let tf = (if positive { -half[i] } else { half[i] } - lpnt[i]) / v;
+            let valid = v.abs() > MINVAL && (tf >= 0.0 || tf.is_nan());
+            let (pj, pk) = (lpnt[j] + tf * lvec[j][r], lpnt[k] + tf * lvec[k][r]);
+            let margin = 1e-9 * (1.0 + pj.abs().max(pk.abs()).max(half[j]).max(half[k]));
+            let (dj, dk) = (pj.abs() - half[j], pk.abs() - half[k]);
+            let inside = dj <= 0.0 && dk <= 0.0;
+            let near_edge = dj > -margin || dk > -margin || (found[r] && t[r] == tf);
+            let grazes = !inside && dj.max(dk) <= margin;
+            unclear[r] |= valid && ((inside && near_edge) || grazes);
+            let wins = valid && inside && !near_edge && (!found[r] || tf < t[r]);
+            t[r] = if wins { tf } else { t[r] };
+            face[r] = if wins { f } else { face[r] };
+            found[r] |= wins;
+        }
+    }
+}
+
 /// Outward normal of box face `f` (MuJoCo's order: −X, +X, −Y, +Y, −Z, +Z).
 #[inline(always)]
 pub(crate) fn face_normal(f: usize) -> DVec3 {
-    let mut n = [0.0; 3];
-    n[f / 2] = if f.is_multiple_of(2) { -1.0 } else { 1.0 };
-    DVec3::from_array(n)
+    // A table, not a vector built by writing one indexed component: the read of a vector
+    // just written in parts stalls on store forwarding in the packets' hot loop.
+    const NORMALS: [DVec3; 6] = [DVec3::NEG_X, DVec3::X, DVec3::NEG_Y, DVec3::Y, DVec3::NEG_Z, DVec3::Z];
+    NORMALS[f]
 }
 
 /// MuJoCo's six-face loop (`ray_box`) for one ray: [`box_lanes`] of one lane.
@@ -404,5 +449,47 @@ mod tests {
             }
         }
         assert!(hits > 3_000 && hits < 12_000, "{hits} hits of 12800");
+    }
+
+    #[test]
+    fn boxes_from_one_outside_origin_on_lanes_equal_one_ray_at_a_time() {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let (mut hits, mut unclear_rays) = (0, 0);
+        for _ in 0..400 {
+            let half = DVec3::new(rng.gen_range(0.1..2.0), rng.gen_range(0.1..2.0), rng.gen_range(0.1..2.0));
+            // Directions of every kind `ray` draws, from one origin outside the box.
+            let origin = loop {
+                let (p, _) = ray(&mut rng, half);
+                if p.abs().cmpgt(half).any() {
+                    break p;
+                }
+            };
+            let dirs: Vec<DVec3> = (0..32)
+                .map(|_| {
+                    let (p, d) = ray(&mut rng, half);
+                    // Rays aimed at a corner or an edge keep their aim from the shared origin.
+                    if rng.gen_bool(0.3) { p + d - origin } else { d }
+                })
+                .collect();
+            let mut lvec = [[0.0; 32]; 3];
+            for (r, d) in dirs.iter().enumerate() {
+                for a in 0..3 {
+                    lvec[a][r] = d[a];
+                }
+            }
+            let (mut t, mut face, mut unclear) = ([0.0; 32], [0u8; 32], [false; 32]);
+            box_outside_lanes(half, origin, &lvec, &mut t, &mut face, &mut unclear);
+            for (r, &d) in dirs.iter().enumerate() {
+                let one = box_local(half, origin, d).map(|(t, n)| (t.to_bits(), n));
+                if unclear[r] {
+                    unclear_rays += 1;
+                    continue;
+                }
+                let lanes = (face[r] < 6).then(|| (t[r].to_bits(), face_normal(face[r] as usize)));
+                assert_eq!(lanes, one, "half {half}, ray {origin} + t {d}");
+                hits += usize::from(one.is_some());
+            }
+        }
+        assert!(hits > 1_000 && unclear_rays > 10 && unclear_rays < 3_000, "{hits} hits, {unclear_rays} unclear");
     }
 }

@@ -639,11 +639,12 @@ impl Simulation {
         let mut beams = std::mem::take(&mut self.beams);
         for (s, stats) in self.stats.iter_mut().enumerate() {
             for (w, &time) in times.iter().enumerate() {
-                self.lidars.last_tick_beams(s, w, &mut beams)?;
-                let scan = self.lidars.scan(s, w)?;
-                stats.beams += beams.len() as u64;
-                stats.hits += beams.iter().filter(|&&k| scan.range[k as usize] >= 0.0).count() as u64;
+                let (cast, hits) = self.lidars.last_tick_counts(s, w)?;
+                stats.beams += cast;
+                stats.hits += hits;
                 if let Some(recording) = &mut self.recording {
+                    self.lidars.last_tick_beams(s, w, &mut beams)?;
+                    let scan = self.lidars.scan(s, w)?;
                     let frame = self.lidars.frame(s, w, self.worlds.poses())?;
                     let episode_seed = episode_seed(self.seed, self.episodes[w]);
                     let tick = SensorTick { sensor: s, time, scan, beams: &beams, frame, episode_seed };

@@ -6,7 +6,7 @@ use glam::{DMat3, DVec3};
 use super::batch::RayBatch;
 use super::caster::{Geometry, RayCaster};
 use super::dispatch::intersect_geom;
-use super::hits::RayHit;
+use super::hits::{HitsMut, RayHit};
 use super::query::Query;
 use crate::GeomType;
 use crate::bvh::{Aabb, Node4, Visitor, WIDTH};
@@ -90,11 +90,15 @@ impl RayCaster {
     }
 }
 
+/// Rays of a packet from which a box is tested on all the packet's lanes at once.
+const SHARED_BOX_LANES: u32 = 4;
+
 /// Closest hits so far of a packet's rays (structure of arrays).
 pub(super) struct PacketBest {
     t: [f64; PACKET],
     g: [i32; PACKET],
-    n: [DVec3; PACKET],
+    /// Normals by axis.
+    n: [[f64; PACKET]; 3],
     /// Whether the normals offered are unit already (the walk with own origins, which offers
     /// what the one-ray path answers), so that they are handed out as they are.
     unit: bool,
@@ -102,25 +106,38 @@ pub(super) struct PacketBest {
 
 impl PacketBest {
     fn new(unit: bool) -> Self {
-        PacketBest { t: [f64::INFINITY; PACKET], g: [-1; PACKET], n: [DVec3::ZERO; PACKET], unit }
+        PacketBest { t: [f64::INFINITY; PACKET], g: [-1; PACKET], n: [[0.0; PACKET]; 3], unit }
     }
 
     /// As `Best::offer` (one_ray.rs), for ray `r`.
     #[inline(always)]
     fn offer(&mut self, r: usize, g: usize, t: f64, n: DVec3) {
         if t < self.t[r] || (t == self.t[r] && (g as i32) < self.g[r]) {
-            (self.t[r], self.g[r], self.n[r]) = (t, g as i32, n);
+            (self.t[r], self.g[r]) = (t, g as i32);
+            (self.n[0][r], self.n[1][r], self.n[2][r]) = (n.x, n.y, n.z);
         }
     }
 
+    /// Writes the answer of each of the packet's first `n` lanes `k` into `out` at `ray(k)`.
     #[inline]
-    pub(super) fn hit(&self, r: usize) -> RayHit {
-        // Normals are kept unnormalized until here, so only the winner pays for it.
-        if self.g[r] < 0 {
-            RayHit::MISS
-        } else {
-            let n = if self.unit { self.n[r] } else { self.n[r].normalize() };
-            RayHit { dist: self.t[r], geomid: self.g[r], normal: n }
+    pub(super) fn write(&self, n: usize, out: &mut HitsMut, ray: impl Fn(usize) -> usize) {
+        // Normals were kept unnormalized until here, and are normalized on all lanes at once:
+        // glam's `normalize` (`v * (1 / sqrt(v · v))`), the same operations in the same order.
+        let mut unit = self.n;
+        if !self.unit {
+            let [xs, ys, zs] = &mut unit;
+            for ((x, y), z) in xs.iter_mut().zip(ys.iter_mut()).zip(zs.iter_mut()) {
+                let inv = 1.0 / (*x * *x + *y * *y + *z * *z).sqrt();
+                (*x, *y, *z) = (*x * inv, *y * inv, *z * inv);
+            }
+        }
+        for (k, (&g, &t)) in self.g.iter().zip(&self.t).enumerate().take(n) {
+            let hit = if g < 0 {
+                RayHit::MISS
+            } else {
+                RayHit { dist: t, geomid: g, normal: DVec3::new(unit[0][k], unit[1][k], unit[2][k]) }
+            };
+            out.set(ray(k), hit);
         }
     }
 }
@@ -184,6 +201,63 @@ impl<const OWN: bool> PacketWalk<'_, OWN> {
     }
 }
 
+impl<const OWN: bool> PacketWalk<'_, OWN> {
+    /// The rays of `mask`, all from the packet's origin, against box `g` on all lanes at once:
+    /// what `intersect_local` answers each, to the bit (MuJoCo's bounding-sphere test, then
+    /// the entry-face decision where it is clear and the six-face loop where it is not), with
+    /// the normal rotated into the world frame for the winners.
+    #[inline(never)]
+    fn shared_box(&mut self, g: usize, mut mask: u32) {
+        let (pos, rot, size) = (self.xpos[g], &self.xmat[g], self.geo.shapes.geom_size[g]);
+        let dif = self.p.o - pos;
+        let (lpnt, sphere) = (to_local(rot, dif), primitives::BoundingSphere::new(GeomType::Box, size, dif));
+        let [dx, dy, dz] = &self.p.dir_axis;
+        let mut lvec = [[0.0; PACKET]; 3];
+        for (a, axis) in [rot.x_axis, rot.y_axis, rot.z_axis].iter().enumerate() {
+            for r in 0..PACKET {
+                // Same operation order as `to_local`, so the values equal the one-ray path's.
+                lvec[a][r] = axis.x * dx[r] + axis.y * dy[r] + axis.z * dz[r];
+            }
+        }
+        let (mut t, mut face, mut unclear) = ([0.0; PACKET], [0u8; PACKET], [false; PACKET]);
+        let outside = lpnt.abs().cmpgt(size).any();
+        if outside {
+            primitives::box_outside_lanes(size, lpnt, &lvec, &mut t, &mut face, &mut unclear);
+        } else {
+            let lpnt = lpnt.to_array().map(|x| [x; PACKET]);
+            primitives::box_lanes(size, &lpnt, &lvec, &mut t, &mut face);
+        }
+        let mut normals = [None; 6];
+        let mut changed = false;
+        while mask != 0 {
+            let r = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            if !sphere.passes(self.p.d[r]) {
+                continue;
+            }
+            let (t, n) = if unclear[r] {
+                let d = DVec3::new(lvec[0][r], lvec[1][r], lvec[2][r]);
+                match primitives::box_local(size, lpnt, d) {
+                    Some((t, n)) => (t, *rot * n),
+                    None => continue,
+                }
+            } else if face[r] < 6 {
+                let f = face[r] as usize;
+                (t[r], *normals[f].get_or_insert_with(|| *rot * primitives::face_normal(f)))
+            } else {
+                continue;
+            };
+            if t < self.best.t[r] || (t == self.best.t[r] && (g as i32) < self.best.g[r]) {
+                self.best.offer(r, g, t, n);
+                changed = true;
+            }
+        }
+        if changed {
+            self.update_tmax();
+        }
+    }
+}
+
 impl<const OWN: bool> Visitor for PacketWalk<'_, OWN> {
     #[inline(always)]
     fn entry4(&self, n: &Node4) -> [f64; WIDTH] {
@@ -201,6 +275,11 @@ impl<const OWN: bool> Visitor for PacketWalk<'_, OWN> {
             return false;
         }
         let kind = self.geo.shapes.geom_type[g];
+        // A few rays are quicker one at a time than on all the packet's lanes.
+        if !OWN && kind == GeomType::Box && mask.count_ones() >= SHARED_BOX_LANES {
+            self.shared_box(g, mask);
+            return false;
+        }
         // Rays with their own origins take the general path below: one instance of the
         // primitives' local tests keeps them inlined into the common packets' walk.
         if !OWN && matches!(kind, GeomType::Box | GeomType::Capsule | GeomType::Cylinder | GeomType::Ellipsoid) {

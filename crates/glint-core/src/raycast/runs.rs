@@ -23,9 +23,7 @@ impl RayCaster {
             && (batch.bodyexclude.len() <= 1 || (i..i + run).all(|k| q.exclude(w, k) == exclude));
         if shared && packet.set(o, run, |r| RayBatch::pick(batch.vec, nray, w, i + r)) {
             let best = self.cast_set_packet(q, w, |r| i + r, exclude, packet);
-            for r in 0..run {
-                out.set(r, best.hit(r));
-            }
+            best.write(run, &mut out, |r| r);
         } else if shared && run > 2 {
             self.cast_octants(q, w, i, exclude, packet, out);
         } else {
@@ -54,9 +52,7 @@ impl RayCaster {
             let ray = |k: usize| lanes[k] as usize;
             if n > 1 && packet.set(o, n, |k| dir(ray(k))) {
                 let best = self.cast_set_packet(q, w, |k| i + ray(k), exclude, packet);
-                for k in 0..n {
-                    out.set(ray(k), best.hit(k));
-                }
+                best.write(n, &mut out, ray);
             } else {
                 for r in lanes[..n].iter().map(|&r| r as usize) {
                     out.set(r, self.cast(q, w, i + r));

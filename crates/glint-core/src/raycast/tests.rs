@@ -84,17 +84,30 @@ fn rays_grazing_box_corners_see_what_single_rays_see() {
         sphere_decides += usize::from(bare && one.is_none());
     }
     assert!(sphere_decides > 0, "no ray where the bounding sphere decides");
-    // From one origin, as packets of beams: straight at each corner and edge midpoint.
-    for origin in [DVec3::new(2.0, 1.5, 1.0), DVec3::new(-1.5, 0.7, -2.5)] {
-        let targets =
-            (0..27).map(|k| DVec3::new((k % 3) as f64 - 1.0, ((k / 3) % 3) as f64 - 1.0, (k / 9) as f64 - 1.0));
-        let dirs: Vec<DVec3> = targets.map(|t| (t * scene.geom_size[0] - origin).normalize()).collect();
+    // From one origin, as packets of beams (the box on all lanes at once): straight at each
+    // corner, edge midpoint and face centre, and a hair to either side of each, from outside
+    // and from inside the box.
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(53);
+    for origin in [DVec3::new(2.0, 1.5, 1.0), DVec3::new(-1.5, 0.7, -2.5), DVec3::new(0.1, -0.2, 0.3)] {
+        let mut dirs = Vec::new();
+        for k in 0..27 {
+            let t = DVec3::new((k % 3) as f64 - 1.0, ((k / 3) % 3) as f64 - 1.0, (k / 9) as f64 - 1.0);
+            for _ in 0..8 {
+                let hair = DVec3::new(rng.gen_range(-1.0..1.0), rng.gen_range(-1.0..1.0), rng.gen_range(-1.0..1.0));
+                let scale = [0.0, 1e-12, 1e-9, 1e-3][rng.gen_range(0..4)];
+                dirs.push((t * scene.geom_size[0] + hair * scale - origin).normalize());
+            }
+        }
+        dirs.sort_by_key(|d| (d.x < 0.0, d.y < 0.0, d.z < 0.0));
         let n = dirs.len();
         let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
         prepared.cast(cast(Origins::Shared(origin), &dirs), out(&mut dist, &mut geomid, &mut normal)).unwrap();
         for k in 0..n {
             let one = prepared.cast_one(one(origin, dirs[k]));
             assert_eq!(geomid[k], one.map_or(-1, |h| h.geomid), "from {origin}, ray {k}");
+            if let Some(one) = one {
+                assert_eq!((dist[k], normal[k]), (one.dist, one.normal), "from {origin}, ray {k}");
+            }
         }
     }
 }

@@ -318,6 +318,23 @@ impl Sensor {
         groups
     }
 
+    /// The runs of beam indices the last tick in `world` cast, in emission order: one per
+    /// stretch of consecutive units, split where the pattern wraps.
+    fn last_tick_runs(&self, world: usize) -> impl Iterator<Item = std::ops::Range<usize>> + use<> {
+        let (mut u, to) = self.clocks[world].last;
+        let units = self.units();
+        let per_unit = self.binding.scan.beam_count() / units as usize;
+        std::iter::from_fn(move || {
+            if u >= to {
+                return None;
+            }
+            let first = u % units;
+            let n = (units - first).min(to - u);
+            u += n;
+            Some(first as usize * per_unit..(first + n) as usize * per_unit)
+        })
+    }
+
     /// The cached sensor-frame directions of a whole, aligned spinning group, if it is one.
     fn whole_group(&self, (u0, u1): (u64, u64)) -> Option<&[DVec3]> {
         let first = (u0 % self.units()) as usize;
@@ -630,16 +647,25 @@ impl Lidars {
     /// `out` (cleared first). Empty before the first tick of an episode.
     pub fn last_tick_beams(&self, index: usize, world: usize, out: &mut Vec<u32>) -> Result<(), LidarError> {
         self.check_world(world)?;
-        let sensor = self.sensor(index)?;
-        let (from, to) = sensor.clocks[world].last;
-        let units = sensor.units();
-        let per_unit = sensor.binding.scan.beam_count() / units as usize;
         out.clear();
-        for u in from..to {
-            let first = (u % units) as usize * per_unit;
-            out.extend((first..first + per_unit).map(|k| k as u32));
+        for run in self.sensor(index)?.last_tick_runs(world) {
+            out.extend(run.map(|k| k as u32));
         }
         Ok(())
+    }
+
+    /// How many beams sensor `index` cast in world `world` on its last tick, and how many of
+    /// them hit something: [`Lidars::last_tick_beams`]'s length and its hits, without the list.
+    pub fn last_tick_counts(&self, index: usize, world: usize) -> Result<(u64, u64), LidarError> {
+        self.check_world(world)?;
+        let sensor = self.sensor(index)?;
+        let range = &sensor.scans[world].range;
+        let (mut beams, mut hits) = (0, 0);
+        for run in sensor.last_tick_runs(world) {
+            beams += run.len() as u64;
+            hits += range[run].iter().filter(|&&r| r >= 0.0).count() as u64;
+        }
+        Ok((beams, hits))
     }
 
     /// Ticks sensor `index` has run in world `world` since the episode started.
@@ -874,7 +900,9 @@ impl GroupContext<'_> {
             dirs,
             exclude_body: self.exclude,
             skip_geom: -1,
-            trusted: false,
+            // The pattern's directions are unit vectors made from validated angles, so a finite
+            // frame makes every ray good and the per-ray check can be skipped.
+            trusted: origin.is_finite() && rot.is_finite(),
         };
         self.prepared.cast(cast, HitsMut { dist, geomid, normal })?;
         let c = &sensor.binding.scan;
