@@ -583,6 +583,12 @@ impl Simulation {
 
     /// The step after the controls are set: physics, refit, lidar tick, recording.
     fn advance(&mut self) -> Result<StepReport, SimError> {
+        // On a worker of the thread pool: the step's parallel parts then start from inside
+        // the pool, rather than each waking the pool and waiting on it from outside.
+        rayon::scope(|_| self.advance_in_pool())
+    }
+
+    fn advance_in_pool(&mut self) -> Result<StepReport, SimError> {
         let nworld = self.nworld();
         self.worlds.step(self.runner.steps);
         self.rays.refit(self.worlds.poses());
