@@ -84,6 +84,28 @@ fn rays_grazing_box_corners_see_what_single_rays_see() {
         sphere_decides += usize::from(bare && one.is_none());
     }
     assert!(sphere_decides > 0, "no ray where the bounding sphere decides");
+    // From one origin, as packets: fans tangent to the bounding sphere at the corner.
+    let mut sphere_decides = 0;
+    for k in 0..200 {
+        let a = k as f64 * 0.618;
+        let across = DVec3::new(a.cos(), a.sin(), (3.0 * a).cos()).cross(corner).normalize();
+        let origin = corner + 2.0 * across;
+        let side = across.cross(corner).normalize();
+        let dirs: Vec<DVec3> = (0..32).map(|r| corner + side * (r as f64 - 16.0) * 1e-12 - origin).collect();
+        let n = dirs.len();
+        let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
+        prepared.cast(cast(Origins::Shared(origin), &dirs), out(&mut dist, &mut geomid, &mut normal)).unwrap();
+        for r in 0..n {
+            let one = prepared.cast_one(one(origin, dirs[r]));
+            assert_eq!(geomid[r], one.map_or(-1, |h| h.geomid), "fan {k} ray {r}");
+            if let Some(one) = one {
+                assert_eq!((dist[r], normal[r]), (one.dist, one.normal), "fan {k} ray {r}");
+            }
+            let bare = primitives::box_local(scene.geom_size[0], origin, dirs[r]).is_some();
+            sphere_decides += usize::from(bare && one.is_none());
+        }
+    }
+    assert!(sphere_decides > 0, "no ray from a shared origin where the bounding sphere decides");
     // From one origin, as packets of beams (the box on all lanes at once): straight at each
     // corner, edge midpoint and face centre, and a hair to either side of each, from outside
     // and from inside the box.
