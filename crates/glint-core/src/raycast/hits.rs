@@ -19,6 +19,14 @@ impl RayHit {
     pub const MISS: RayHit = RayHit { dist: -1.0, geomid: -1, normal: DVec3::ZERO };
 }
 
+/// Whether a hit on geom `g` at `t` beats the best so far (`best_t` on `best_g`): it is closer,
+/// or equally close on a lower geom id (MuJoCo scans geoms in id order and keeps the first
+/// of equal distances).
+#[inline(always)]
+pub(super) fn beats(t: f64, g: usize, best_t: f64, best_g: i32) -> bool {
+    t < best_t || (t == best_t && (g as i32) < best_g)
+}
+
 /// Answers for a batch, each array shaped `(nworld, nray)`.
 #[derive(Clone, Debug, Default)]
 pub struct RayHits {

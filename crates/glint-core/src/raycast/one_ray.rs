@@ -4,7 +4,7 @@ use glam::DVec3;
 
 use super::caster::RayCaster;
 use super::dispatch::{geom_blocks, intersect_geom};
-use super::hits::RayHit;
+use super::hits::{RayHit, beats};
 use super::query::Query;
 use crate::bvh::inverse_direction;
 
@@ -60,11 +60,10 @@ struct Best {
 }
 
 impl Best {
-    /// Takes the hit when it is closer, or equally close on a lower geom id (MuJoCo scans
-    /// geoms in id order and keeps the first of equal distances). Returns whether it did.
+    /// Takes the hit when it [`beats`] the best so far. Returns whether it did.
     #[inline(always)]
     fn offer(&mut self, g: usize, t: f64, n: DVec3) -> bool {
-        let take = t < self.t || (t == self.t && (g as i32) < self.g);
+        let take = beats(t, g, self.t, self.g);
         if take {
             *self = Best { t, g: g as i32, n };
         }

@@ -6,7 +6,7 @@ use glam::{DMat3, DVec3};
 use super::batch::RayBatch;
 use super::caster::{Geometry, RayCaster};
 use super::dispatch::intersect_geom;
-use super::hits::{HitsMut, RayHit};
+use super::hits::{HitsMut, RayHit, beats};
 use super::query::Query;
 use crate::GeomType;
 use crate::bvh::{Aabb, Node4, Visitor, WIDTH};
@@ -109,10 +109,16 @@ impl PacketBest {
         PacketBest { t: [f64::INFINITY; PACKET], g: [-1; PACKET], n: [[0.0; PACKET]; 3], unit }
     }
 
-    /// As `Best::offer` (one_ray.rs), for ray `r`.
+    /// Whether a hit on geom `g` at `t` [`beats`] ray `r`'s best so far.
+    #[inline(always)]
+    fn beats(&self, r: usize, g: usize, t: f64) -> bool {
+        beats(t, g, self.t[r], self.g[r])
+    }
+
+    /// Takes the hit for ray `r` when it beats the best so far.
     #[inline(always)]
     fn offer(&mut self, r: usize, g: usize, t: f64, n: DVec3) {
-        if t < self.t[r] || (t == self.t[r] && (g as i32) < self.g[r]) {
+        if self.beats(r, g, t) {
             (self.t[r], self.g[r]) = (t, g as i32);
             (self.n[0][r], self.n[1][r], self.n[2][r]) = (n.x, n.y, n.z);
         }
@@ -207,8 +213,9 @@ impl<const OWN: bool> PacketWalk<'_, OWN> {
     /// the entry-face decision where it is clear and the six-face loop where it is not), with
     /// the normal rotated into the world frame for the winners.
     #[inline(never)]
-    fn shared_box(&mut self, g: usize, mut mask: u32) {
-        let (pos, rot, size) = (self.xpos[g], &self.xmat[g], self.geo.shapes.geom_size[g]);
+    fn shared_box(&mut self, g: usize, mask: u32) {
+        let xmat = self.xmat;
+        let (pos, rot, size) = (self.xpos[g], &xmat[g], self.geo.shapes.geom_size[g]);
         let dif = self.p.o - pos;
         let (lpnt, sphere) = (to_local(rot, dif), primitives::BoundingSphere::new(GeomType::Box, size, dif));
         let [dx, dy, dz] = &self.p.dir_axis;
@@ -227,28 +234,40 @@ impl<const OWN: bool> PacketWalk<'_, OWN> {
             let lpnt = lpnt.to_array().map(|x| [x; PACKET]);
             primitives::box_lanes(size, &lpnt, &lvec, &mut t, &mut face);
         }
-        let mut normals = [None; 6];
+        self.offer_local_hits(g, mask, &sphere, rot, |r, _| {
+            if unclear[r] {
+                primitives::box_local(size, lpnt, DVec3::new(lvec[0][r], lvec[1][r], lvec[2][r]))
+            } else {
+                (face[r] < 6).then(|| (t[r], primitives::face_normal(face[r] as usize)))
+            }
+        });
+    }
+
+    /// Offers the hits on geom `g` of the rays of `mask` (all from the packet's origin) that
+    /// pass MuJoCo's bounding-sphere test: `hit(r, d)` answers ray `r`, along `d`, in the
+    /// geom's frame, and only the winners' normals are rotated by `rot` into the world frame.
+    /// Updates the packet's bound when some ray's best changed.
+    #[inline(always)]
+    fn offer_local_hits(
+        &mut self,
+        g: usize,
+        mut mask: u32,
+        sphere: &primitives::BoundingSphere,
+        rot: &DMat3,
+        mut hit: impl FnMut(usize, DVec3) -> Option<primitives::LocalHit>,
+    ) {
         let mut changed = false;
         while mask != 0 {
             let r = mask.trailing_zeros() as usize;
             mask &= mask - 1;
-            if !sphere.passes(self.p.d[r]) {
+            let d = self.p.d[r];
+            if !sphere.passes(d) {
                 continue;
             }
-            let (t, n) = if unclear[r] {
-                let d = DVec3::new(lvec[0][r], lvec[1][r], lvec[2][r]);
-                match primitives::box_local(size, lpnt, d) {
-                    Some((t, n)) => (t, *rot * n),
-                    None => continue,
-                }
-            } else if face[r] < 6 {
-                let f = face[r] as usize;
-                (t[r], *normals[f].get_or_insert_with(|| *rot * primitives::face_normal(f)))
-            } else {
-                continue;
-            };
-            if t < self.best.t[r] || (t == self.best.t[r] && (g as i32) < self.best.g[r]) {
-                self.best.offer(r, g, t, n);
+            if let Some((t, n)) = hit(r, d)
+                && self.best.beats(r, g, t)
+            {
+                self.best.offer(r, g, t, *rot * n);
                 changed = true;
             }
         }
@@ -284,27 +303,13 @@ impl<const OWN: bool> Visitor for PacketWalk<'_, OWN> {
         // primitives' local tests keeps them inlined into the common packets' walk.
         if !OWN && matches!(kind, GeomType::Box | GeomType::Capsule | GeomType::Cylinder | GeomType::Ellipsoid) {
             // One local origin serves the whole packet; normals are rotated only for winners.
-            let (pos, rot, size) = (self.xpos[g], &self.xmat[g], self.geo.shapes.geom_size[g]);
+            let xmat = self.xmat;
+            let (pos, rot, size) = (self.xpos[g], &xmat[g], self.geo.shapes.geom_size[g]);
             let dif = self.p.o - pos;
             let (lpnt, sphere) = (to_local(rot, dif), primitives::BoundingSphere::new(kind, size, dif));
-            let mut changed = false;
-            while mask != 0 {
-                let r = mask.trailing_zeros() as usize;
-                mask &= mask - 1;
-                if !sphere.passes(self.p.d[r]) {
-                    continue;
-                }
-                let Some((t, n)) = primitives::intersect_local(kind, size, lpnt, to_local(rot, self.p.d[r])) else {
-                    continue;
-                };
-                if t < self.best.t[r] || (t == self.best.t[r] && (g as i32) < self.best.g[r]) {
-                    self.best.offer(r, g, t, *rot * n);
-                    changed = true;
-                }
-            }
-            if changed {
-                self.update_tmax();
-            }
+            self.offer_local_hits(g, mask, &sphere, rot, |_, d| {
+                primitives::intersect_local(kind, size, lpnt, to_local(rot, d))
+            });
             return false;
         }
         if OWN && kind == GeomType::Box {
