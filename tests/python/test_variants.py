@@ -3,25 +3,16 @@
 the `mujoco` package gives for that world's variant compiled alone (MjSpec, as the seed does
 it); `sim.fields` reads and writes the batched arrays."""
 
+from pathlib import Path
+
 import mujoco
 import numpy as np
 import pytest
 
 import glint
 
-XML = """<mujoco>
-  <asset>
-    <mesh name="mesh_a" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/>
-    <mesh name="mesh_b" vertex="0 0 0 2 0 0 0 2 0 0 0 2"/>
-  </asset>
-  <worldbody>
-    <geom name="floor" type="plane" size="5 5 0.1"/>
-    <body pos="0 0 1">
-      <freejoint/>
-      <geom name="obj" type="mesh" mesh="mesh_a"/>
-    </body>
-  </worldbody>
-</mujoco>"""
+SCENE = Path(__file__).resolve().parent.parent / "data" / "per_world_meshes_geom_level.xml"
+XML = SCENE.read_text()
 
 DEPENDENT = ["geom_dataid", "geom_size", "geom_aabb", "geom_rbound", "geom_pos", "body_mass",
              "body_subtreemass", "body_inertia", "body_invweight0", "body_ipos", "body_iquat"]
@@ -39,10 +30,8 @@ def seed_variants():
 
 
 @pytest.fixture
-def scene(tmp_path):
-    path = tmp_path / "scene.xml"
-    path.write_text(XML)
-    return path
+def scene():
+    return SCENE
 
 
 def test_seed_geom_level_example_matches_each_variant_alone(scene):

@@ -255,18 +255,21 @@ fn secondary_capture_records_pass_through_and_reflected_geometry_by_scope() {
     assert_eq!(reflected.range[off], -1.0);
 }
 
-#[test]
-fn the_flagged_scope_follows_authored_classes_without_a_bake() {
-    let xml = r#"
+/// A hedge of leaves 3 m in front of the lidar and a wall behind it; the `paint` material is
+/// for worlds whose hedge is given another one.
+const HEDGE_XML: &str = r#"
 <mujoco>
-  <asset><material name="leaves" rgba="0.2 0.6 0.2 1"/></asset>
+  <asset><material name="leaves" rgba="0.2 0.6 0.2 1"/><material name="paint" rgba="0.5 0.5 0.5 1"/></asset>
   <worldbody>
     <site name="lidar" pos="0 0 1"/>
     <geom name="hedge" type="box" pos="3 0 1" size="0.3 3 1" material="leaves"/>
     <geom name="wall" type="box" pos="7.1 0 1" size="0.1 5 1"/>
   </worldbody>
 </mujoco>"#;
-    let mut rig = Rig::new(xml, ring(360, 0.0), &[], ReturnParams::default());
+
+#[test]
+fn the_flagged_scope_follows_authored_classes_without_a_bake() {
+    let mut rig = Rig::new(HEDGE_XML, ring(360, 0.0), &[], ReturnParams::default());
     rig.lidars.set_materials(None);
     rig.lidars.set_secondary_capture(0, SecondaryCapture::PassThrough, SecondaryScope::FlaggedMaterials).unwrap();
     rig.tick();
@@ -284,16 +287,7 @@ fn the_flagged_scope_follows_authored_classes_without_a_bake() {
 /// `geom_matid`) follows that material's authored class; the other world keeps its own.
 #[test]
 fn the_flagged_scope_follows_each_worlds_own_materials() {
-    let xml = r#"
-<mujoco>
-  <asset><material name="leaves" rgba="0.2 0.6 0.2 1"/><material name="paint" rgba="0.5 0.5 0.5 1"/></asset>
-  <worldbody>
-    <site name="lidar" pos="0 0 1"/>
-    <geom name="hedge" type="box" pos="3 0 1" size="0.3 3 1" material="leaves"/>
-    <geom name="wall" type="box" pos="7.1 0 1" size="0.1 5 1"/>
-  </worldbody>
-</mujoco>"#;
-    let model = Model::from_xml_str(xml).unwrap();
+    let model = Model::from_xml_str(HEDGE_XML).unwrap();
     let scene = model.scene();
     let batch = WorldBatch::new(&model, 2).unwrap();
     let caster = RayCaster::new(scene, batch.poses());

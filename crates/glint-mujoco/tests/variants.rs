@@ -24,35 +24,9 @@ const DEPENDENT: [&str; 11] = [
     "body_iquat",
 ];
 
-const GEOM_LEVEL: &str = r#"<mujoco>
-  <asset>
-    <mesh name="mesh_a" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/>
-    <mesh name="mesh_b" vertex="0 0 0 2 0 0 0 2 0 0 0 2"/>
-  </asset>
-  <worldbody>
-    <geom name="floor" type="plane" size="5 5 0.1"/>
-    <body pos="0 0 1">
-      <freejoint/>
-      <geom name="obj" type="mesh" mesh="mesh_a"/>
-    </body>
-  </worldbody>
-</mujoco>"#;
+const GEOM_LEVEL: &str = include_str!("../../../tests/data/per_world_meshes_geom_level.xml");
 
-const BODY_LEVEL: &str = r#"<mujoco>
-  <asset>
-    <mesh name="mA" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/>
-    <mesh name="mB" vertex="0 0 0 2 0 0 0 2 0 0 0 2"/>
-    <mesh name="mC" vertex="0 0 0 3 0 0 0 3 0 0 0 3"/>
-  </asset>
-  <worldbody>
-    <geom name="floor" type="plane" size="5 5 0.1"/>
-    <body name="obj" pos="0 0 1">
-      <freejoint/>
-      <geom name="obj_0" type="mesh" mesh="mA"/>
-      <geom name="obj_1" size=".001" contype="0" conaffinity="0" mass="0"/>
-    </body>
-  </worldbody>
-</mujoco>"#;
+const BODY_LEVEL: &str = include_str!("../../../tests/data/per_world_meshes_body_level.xml");
 
 fn geom_edit(geom: &str, f: impl FnOnce(&mut AssetEdit)) -> AssetEdit {
     let mut e = AssetEdit::new(EditTarget::Geom(geom.into()));
