@@ -1,6 +1,6 @@
 use glam::{DMat3, DVec3};
 
-use super::{Cast, CastOne, HitsMut, Origins, RayBatch, RayCaster, RayFilter};
+use super::{Cast, CastOne, HitsMut, Origins, PreparedRays, RayBatch, RayCaster, RayFilter};
 use crate::primitives;
 use crate::{CoreError, GeomType, Poses, Scene};
 
@@ -70,19 +70,8 @@ fn rays_grazing_box_corners_see_what_single_rays_see() {
     let mut order: Vec<usize> = (0..dirs.len()).collect();
     order.sort_by_key(|&k| (dirs[k].y < 0.0, dirs[k].z < 0.0));
     let (origins, dirs): (Vec<DVec3>, Vec<DVec3>) = order.iter().map(|&k| (origins[k], dirs[k])).unzip();
-    let n = dirs.len();
-    let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
-    prepared.cast(cast(Origins::Each(&origins), &dirs), out(&mut dist, &mut geomid, &mut normal)).unwrap();
-    let mut sphere_decides = 0;
-    for k in 0..n {
-        let one = prepared.cast_one(one(origins[k], dirs[k]));
-        assert_eq!(geomid[k], one.map_or(-1, |h| h.geomid), "ray {k}");
-        if let Some(one) = one {
-            assert_eq!((dist[k], normal[k]), (one.dist, one.normal), "ray {k}");
-        }
-        let bare = primitives::box_local(scene.geom_size[0], origins[k], dirs[k]).is_some();
-        sphere_decides += usize::from(bare && one.is_none());
-    }
+    let half = scene.geom_size[0];
+    let sphere_decides = match_single_rays(&prepared, half, Origins::Each(&origins), &dirs, "own origins");
     assert!(sphere_decides > 0, "no ray where the bounding sphere decides");
     // From one origin, as packets: fans tangent to the bounding sphere at the corner.
     let mut sphere_decides = 0;
@@ -92,18 +81,7 @@ fn rays_grazing_box_corners_see_what_single_rays_see() {
         let origin = corner + 2.0 * across;
         let side = across.cross(corner).normalize();
         let dirs: Vec<DVec3> = (0..32).map(|r| corner + side * (r as f64 - 16.0) * 1e-12 - origin).collect();
-        let n = dirs.len();
-        let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
-        prepared.cast(cast(Origins::Shared(origin), &dirs), out(&mut dist, &mut geomid, &mut normal)).unwrap();
-        for r in 0..n {
-            let one = prepared.cast_one(one(origin, dirs[r]));
-            assert_eq!(geomid[r], one.map_or(-1, |h| h.geomid), "fan {k} ray {r}");
-            if let Some(one) = one {
-                assert_eq!((dist[r], normal[r]), (one.dist, one.normal), "fan {k} ray {r}");
-            }
-            let bare = primitives::box_local(scene.geom_size[0], origin, dirs[r]).is_some();
-            sphere_decides += usize::from(bare && one.is_none());
-        }
+        sphere_decides += match_single_rays(&prepared, half, Origins::Shared(origin), &dirs, &format!("fan {k}"));
     }
     assert!(sphere_decides > 0, "no ray from a shared origin where the bounding sphere decides");
     // From one origin, as packets of beams (the box on all lanes at once): straight at each
@@ -121,17 +99,33 @@ fn rays_grazing_box_corners_see_what_single_rays_see() {
             }
         }
         dirs.sort_by_key(|d| (d.x < 0.0, d.y < 0.0, d.z < 0.0));
-        let n = dirs.len();
-        let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
-        prepared.cast(cast(Origins::Shared(origin), &dirs), out(&mut dist, &mut geomid, &mut normal)).unwrap();
-        for k in 0..n {
-            let one = prepared.cast_one(one(origin, dirs[k]));
-            assert_eq!(geomid[k], one.map_or(-1, |h| h.geomid), "from {origin}, ray {k}");
-            if let Some(one) = one {
-                assert_eq!((dist[k], normal[k]), (one.dist, one.normal), "from {origin}, ray {k}");
-            }
-        }
+        match_single_rays(&prepared, half, Origins::Shared(origin), &dirs, &format!("from {origin}"));
     }
+}
+
+/// Casts `dirs` from `origins` through `prepared` and checks every answer against the same
+/// ray cast alone (the geom hit, and its distance and normal to the bit; `what` names the
+/// rays in a failure). Returns how many rays the box of half sizes `half` at the world
+/// origin would be hit by, yet MuJoCo's bounding-sphere test turns away.
+fn match_single_rays(prepared: &PreparedRays, half: DVec3, origins: Origins, dirs: &[DVec3], what: &str) -> usize {
+    let n = dirs.len();
+    let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
+    prepared.cast(cast(origins, dirs), out(&mut dist, &mut geomid, &mut normal)).unwrap();
+    let mut sphere_decides = 0;
+    for k in 0..n {
+        let origin = match origins {
+            Origins::Shared(o) => o,
+            Origins::Each(os) => os[k],
+        };
+        let one = prepared.cast_one(one(origin, dirs[k]));
+        assert_eq!(geomid[k], one.map_or(-1, |h| h.geomid), "{what}, ray {k}");
+        if let Some(one) = one {
+            assert_eq!((dist[k], normal[k]), (one.dist, one.normal), "{what}, ray {k}");
+        }
+        let bare = primitives::box_local(half, origin, dirs[k]).is_some();
+        sphere_decides += usize::from(bare && one.is_none());
+    }
+    sphere_decides
 }
 
 #[test]
