@@ -254,55 +254,14 @@ pub(crate) fn box_faces(half: DVec3, lpnt: DVec3, lvec: DVec3) -> [f64; 6] {
 /// first face in MuJoCo's order among those at the smallest distance.
 #[inline]
 pub(crate) fn box_local(half: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<LocalHit> {
-    if lpnt.abs().cmpgt(half).any()
-        && let Some(clear) = box_from_outside(half, lpnt, lvec)
-    {
-        return clear;
+    if lpnt.abs().cmpgt(half).any() {
+        let (mut t, mut face, mut unclear) = ([0.0], [0u8], [false]);
+        box_outside_lanes(half, lpnt, &lvec.to_array().map(|x| [x]), &mut t, &mut face, &mut unclear);
+        if !unclear[0] {
+            return (face[0] < 6).then(|| (t[0], face_normal(face[0] as usize)));
+        }
     }
     box_all_faces(half, lpnt, lvec)
-}
-
-/// A ray from outside a box, decided on the three faces it can enter through (half the
-/// divisions of MuJoCo's six-face loop), when the answer is clear: it enters through one
-/// face well inside its edges (so no exit face can be as near, whatever the rounding), or
-/// it misses every entry face by a margin (so it passes no silhouette edge, the only place
-/// where an exit face could be hit without an entry face). `None` when neither holds: near
-/// edges and corners the caller runs MuJoCo's loop.
-#[inline]
-fn box_from_outside(half: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<Option<LocalHit>> {
-    let (half, lpnt, lvec) = (half.to_array(), lpnt.to_array(), lvec.to_array());
-    let (mut best, mut clear_miss) = (None::<(f64, usize)>, true);
-    for i in 0..3 {
-        if lvec[i].abs() <= MINVAL {
-            continue;
-        }
-        let f = if lvec[i] > 0.0 { 2 * i } else { 2 * i + 1 };
-        let t = (if f % 2 == 0 { -half[i] } else { half[i] } - lpnt[i]) / lvec[i];
-        if t < 0.0 {
-            continue;
-        }
-        let (j, k) = ((i + 1) % 3, (i + 2) % 3);
-        let (pj, pk) = (lpnt[j] + t * lvec[j], lpnt[k] + t * lvec[k]);
-        // Far beyond rounding (about 1e-16 relative), yet almost never met.
-        let margin = 1e-9 * (1.0 + pj.abs().max(pk.abs()).max(half[j]).max(half[k]));
-        let (dj, dk) = (pj.abs() - half[j], pk.abs() - half[k]);
-        if dj <= 0.0 && dk <= 0.0 {
-            clear_miss = false;
-            if dj > -margin || dk > -margin || best.is_some_and(|(bt, _)| bt == t) {
-                return None;
-            }
-            if best.is_none_or(|(bt, _)| t < bt) {
-                best = Some((t, f));
-            }
-        } else if dj.max(dk) <= margin {
-            return None;
-        }
-    }
-    match best {
-        Some((t, f)) => Some(Some((t, face_normal(f)))),
-        None if clear_miss => Some(None),
-        None => None,
-    }
 }
 
 /// MuJoCo's six-face loop (`ray_box`) for `N` rays at once, on vector lanes: [`box_local`] of
@@ -337,12 +296,15 @@ pub(crate) fn box_lanes<const N: usize>(
     }
 }
 
-/// [`box_local`] of `N` rays from one origin `lpnt` outside the box (some `|lpnt[i]| >
-/// half[i]`), on vector lanes: [`box_from_outside`]'s decision for each ray, to the bit. Ray `r`
-/// runs along `(lvec[0][r], lvec[1][r], lvec[2][r])` in the box's frame; where the decision is
-/// clear, `t[r]` gets its distance (`INFINITY`: a miss) and `face[r]` the face hit (6: none);
-/// where it is not (near an edge or a corner), `unclear[r]` is set and the caller runs
-/// MuJoCo's six-face loop for that ray ([`box_local`] would).
+/// `N` rays from one origin `lpnt` outside a box (some `|lpnt[i]| > half[i]`), on vector
+/// lanes, decided on the three faces each can enter through (half the divisions of MuJoCo's
+/// six-face loop) where the answer is clear: the ray enters through one face well inside its
+/// edges (so no exit face can be as near, whatever the rounding), or misses every entry face
+/// by a margin (so it passes no silhouette edge, the only place where an exit face could be
+/// hit without an entry face). Ray `r` runs along `(lvec[0][r], lvec[1][r], lvec[2][r])` in
+/// the box's frame; where the answer is clear, `t[r]` gets its distance (`INFINITY`: a miss)
+/// and `face[r]` the face hit (6: none), as MuJoCo's loop answers; near edges and corners
+/// `unclear[r]` is set and the caller runs the loop for that ray ([`box_local`] does).
 #[inline(always)]
 pub(crate) fn box_outside_lanes<const N: usize>(
     half: DVec3,
@@ -452,7 +414,7 @@ mod tests {
     }
 
     #[test]
-    fn boxes_from_one_outside_origin_on_lanes_equal_one_ray_at_a_time() {
+    fn boxes_from_one_outside_origin_decided_on_entry_faces_answer_as_mujocos_loop() {
         let mut rng = ChaCha8Rng::seed_from_u64(11);
         let (mut hits, mut unclear_rays) = (0, 0);
         for _ in 0..400 {
@@ -480,7 +442,7 @@ mod tests {
             let (mut t, mut face, mut unclear) = ([0.0; 32], [0u8; 32], [false; 32]);
             box_outside_lanes(half, origin, &lvec, &mut t, &mut face, &mut unclear);
             for (r, &d) in dirs.iter().enumerate() {
-                let one = box_local(half, origin, d).map(|(t, n)| (t.to_bits(), n));
+                let one = box_all_faces(half, origin, d).map(|(t, n)| (t.to_bits(), n));
                 if unclear[r] {
                     unclear_rays += 1;
                     continue;
