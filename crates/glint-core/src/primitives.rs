@@ -315,13 +315,13 @@ pub(crate) fn box_outside_lanes<const N: usize>(
     unclear: &mut [bool; N],
 ) {
     let (half, lpnt) = (half.to_array(), lpnt.to_array());
-    *t = [f64::INFINITY; N];
-    *face = [6; N];
-    *unclear = [false; N];
-    let mut found = [false; N];
-    for i in 0..3 {
-        let (j, k) = ((i + 1) % 3, (i + 2) % 3);
-        for r in 0..N {
+    // Lanes outside, faces inside: each lane's best so far stays in registers across its three
+    // faces (a face loop outside stored and reloaded the lanes between faces, and the reload of
+    // a masked store stalls on store forwarding).
+    for r in 0..N {
+        let (mut best, mut best_face, mut found, mut near) = (f64::INFINITY, 6u8, false, false);
+        for i in 0..3 {
+            let (j, k) = ((i + 1) % 3, (i + 2) % 3);
             // The one face along axis `i` that the ray can enter through.
             let v = lvec[i][r];
             let positive = v > 0.0;
@@ -332,14 +332,17 @@ pub(crate) fn box_outside_lanes<const N: usize>(
             let margin = 1e-9 * (1.0 + pj.abs().max(pk.abs()).max(half[j]).max(half[k]));
             let (dj, dk) = (pj.abs() - half[j], pk.abs() - half[k]);
             let inside = dj <= 0.0 && dk <= 0.0;
-            let near_edge = dj > -margin || dk > -margin || (found[r] && t[r] == tf);
+            let near_edge = dj > -margin || dk > -margin || (found && best == tf);
             let grazes = !inside && dj.max(dk) <= margin;
-            unclear[r] |= valid && ((inside && near_edge) || grazes);
-            let wins = valid && inside && !near_edge && (!found[r] || tf < t[r]);
-            t[r] = if wins { tf } else { t[r] };
-            face[r] = if wins { f } else { face[r] };
-            found[r] |= wins;
+            near |= valid && ((inside && near_edge) || grazes);
+            let wins = valid && inside && !near_edge && (!found || tf < best);
+            best = if wins { tf } else { best };
+            best_face = if wins { f } else { best_face };
+            found |= wins;
         }
+        t[r] = best;
+        face[r] = best_face;
+        unclear[r] = near;
     }
 }
 
