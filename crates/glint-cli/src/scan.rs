@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use glint_lidar::{ColourBy, Ramp, Scan, ScanPattern, ScanPreset};
+use glint_lidar::{ColourBy, Ramp, Scan, ScanPattern, ScanPreset, Surfaces};
 use glint_record::{MaterialRead, Point, range_image_by_png, top_down_png};
 use glint_sim::{SimOptions, Simulation, WorldStatus};
 
@@ -110,7 +110,7 @@ pub fn run(args: ScanArgs) -> Result<()> {
     let stem = if binding.name.is_empty() { format!("lidar{s}") } else { binding.name.clone() };
     let ply = args.out.join(format!("{stem}.ply"));
     let origin = lidar.frame(0)?.0.as_vec3();
-    let echoes = echoes(scan, origin);
+    let echoes = echoes(scan, surfaces(scan)?, origin);
     write_ply(&ply, scan, &echoes, channels, &args.manifest, &stem)?;
     let top = args.out.join(format!("{stem}-top.png"));
     top_down_png(&points, args.colour_by, args.ramp, args.size, &top)?;
@@ -160,14 +160,15 @@ fn points(sim: &Simulation, s: usize, by: ColourBy) -> Result<(Vec<Point>, Vec<u
     let lidar = sim.lidar(s)?;
     let (scan, channels) = (lidar.scan(0)?, lidar.config().channels);
     let origin = lidar.frame(0)?.0.as_vec3();
+    let surfaces = surfaces(scan)?;
     let (mut az, mut el) = (vec![0.0f32; scan.len()], vec![0.0f32; scan.len()]);
     lidar.beam_angles_into(0, &mut az, &mut el)?;
     let params = sim.return_params();
     let surface_mode = matches!(by, ColourBy::NirReflectivity | ColourBy::MetalReflectance | ColourBy::DropoutProb);
     let point = |k: usize| -> Option<Point> {
-        let p = glam::Vec3::from(scan.point[k]);
+        let p = glam::Vec3::from(surfaces.point[k]);
         let dir = (p - origin).normalize_or_zero();
-        let cos_incidence = dir.dot(glam::Vec3::from(scan.normal[k])).abs();
+        let cos_incidence = dir.dot(glam::Vec3::from(surfaces.normal[k])).abs();
         let (xyz, range, material) = match &scan.returns {
             Some(returns) => {
                 let read = match sim.material_at(scan.geomid[k] as usize, p.as_dvec3()) {
@@ -182,19 +183,24 @@ fn points(sim: &Simulation, s: usize, by: ColourBy) -> Result<(Vec<Point>, Vec<u
                 };
                 let echo = returns.range[k];
                 if surface_mode {
-                    (scan.point[k], scan.range[k], read)
+                    (surfaces.point[k], scan.range[k], read)
                 } else if echo < 0.0 {
                     return None;
                 } else {
                     ((origin + dir * echo).into(), echo, read)
                 }
             }
-            None => (scan.point[k], scan.range[k], MaterialRead::Unconfigured),
+            None => (surfaces.point[k], scan.range[k], MaterialRead::Unconfigured),
         };
         let (_, channel) = bin_channel(k as u32, channels);
         Some(Point { xyz, range, channel, channels, azimuth: az[k], order: k as u32, cos_incidence, material })
     };
     Ok((0..scan.len()).filter(|&k| scan.range[k] >= 0.0).filter_map(|k| Some((point(k)?, k as u32))).unzip())
+}
+
+/// The scan's hit points and normals (the CLI's simulations keep them).
+fn surfaces(scan: &Scan) -> Result<&Surfaces> {
+    scan.surfaces.as_ref().context("the scan kept no hit points: keep the lidars' surfaces (Lidars::set_keep_surfaces)")
 }
 
 /// The seed's split of a beam index: `index = bin * channels + channel`. For a
@@ -228,18 +234,18 @@ struct Echo {
 
 /// The PLY's points: a clean scan's hits, or, with the return model on, each beam's measured
 /// echoes placed along the beam at their measured (booked) ranges, strongest first.
-fn echoes(scan: &Scan, origin: glam::Vec3) -> Vec<Echo> {
+fn echoes(scan: &Scan, surfaces: &Surfaces, origin: glam::Vec3) -> Vec<Echo> {
     let mut out = Vec::with_capacity(scan.hits());
     for k in (0..scan.len()).filter(|&k| scan.range[k] >= 0.0) {
         let beam = k as u32;
         let Some(r) = &scan.returns else {
             let (intensity, reflectivity) = (-1.0, -1.0);
-            let (xyz, range, geom) = (scan.point[k], scan.range[k], scan.geomid[k]);
+            let (xyz, range, geom) = (surfaces.point[k], scan.range[k], scan.geomid[k]);
             out.push(Echo { beam, echo: 0, xyz, range, geom, intensity, reflectivity });
             continue;
         };
         // The model measures only beams with a first surface, along the direction to it.
-        let dir = (glam::Vec3::from(scan.point[k]) - origin).normalize_or_zero();
+        let dir = (glam::Vec3::from(surfaces.point[k]) - origin).normalize_or_zero();
         let at = |range: f32| (origin + dir * range).into();
         if r.range[k] >= 0.0 {
             let (intensity, reflectivity) = (r.intensity[k], r.reflectivity[k]);

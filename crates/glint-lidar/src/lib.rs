@@ -106,7 +106,7 @@ pub use params::{RETURN_PARAMS, ReturnParam, ReturnParams, ReturnPreset};
 pub use pattern::{Runner, angles, beam_direction};
 pub use reprocess::{RECORDED_CONTINUATIONS, RecordedHit, Reprocessed, Reprocessor};
 pub use return_model::{BeamReturn, MaterialLookup, episode_seed};
-pub use scan::{Returns, Scan, SecondaryHits};
+pub use scan::{Returns, Scan, SecondaryHits, Surfaces};
 pub use sensor::Lidars;
 pub use spelling::Spelled;
 pub use view::{ColourBy, NAN_GREY, Ramp};

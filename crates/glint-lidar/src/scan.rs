@@ -15,10 +15,9 @@ pub struct Scan {
     pub range: Vec<f32>,
     /// Geom hit, or `-1`.
     pub geomid: Vec<i32>,
-    /// Hit point in the world frame (zero for a miss).
-    pub point: Vec<[f32; 3]>,
-    /// Unit surface normal at the hit, world frame (zero for a miss).
-    pub normal: Vec<[f32; 3]>,
+    /// Where each beam met its surface, present while the lidars keep surfaces
+    /// ([`Lidars::set_keep_surfaces`](crate::Lidars::set_keep_surfaces), on by default).
+    pub surfaces: Option<Surfaces>,
     /// Simulation time of the tick that cast the beam (seconds), or `-1` before its first.
     pub time: Vec<f64>,
     /// The return model's measurement, present while a material source is loaded.
@@ -27,6 +26,40 @@ pub struct Scan {
     pub pass_through: Option<SecondaryHits>,
     /// The surface each hit folds onto, present when the binding captures it.
     pub reflected: Option<SecondaryHits>,
+}
+
+/// Each beam's hit point and surface normal. Beams with no return, and beams cast before the
+/// scan kept surfaces, hold zeros (a hit's normal is a unit vector).
+#[derive(Clone, Debug, Default)]
+pub struct Surfaces {
+    /// Hit point in the world frame.
+    pub point: Vec<[f32; 3]>,
+    /// Unit surface normal at the hit, world frame.
+    pub normal: Vec<[f32; 3]>,
+}
+
+impl Surfaces {
+    fn new(beams: usize) -> Surfaces {
+        Surfaces { point: vec![[0.0; 3]; beams], normal: vec![[0.0; 3]; beams] }
+    }
+
+    /// Whether beam `k`'s surface is known: it hit, and was cast while surfaces were kept.
+    pub fn known(&self, k: usize) -> bool {
+        self.normal[k] != [0.0; 3]
+    }
+
+    fn part(&mut self) -> SurfacesPart<'_> {
+        SurfacesPart { point: &mut self.point, normal: &mut self.normal }
+    }
+}
+
+/// Which optional parts a [`Scan`] holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ScanLayout {
+    pub(crate) surfaces: bool,
+    pub(crate) returns: bool,
+    pub(crate) pass_through: bool,
+    pub(crate) reflected: bool,
 }
 
 /// The return model's measurement of every beam (the seed's material scan).
@@ -95,17 +128,16 @@ fn f32x3(v: DVec3) -> [f32; 3] {
 }
 
 impl Scan {
-    /// A scan of `beams` misses, with the optional parts asked for.
-    pub(crate) fn new(beams: usize, returns: bool, pass_through: bool, reflected: bool) -> Scan {
+    /// A scan of `beams` misses, with the optional parts of `layout`.
+    pub(crate) fn new(beams: usize, layout: ScanLayout) -> Scan {
         Scan {
             range: vec![-1.0; beams],
             geomid: vec![-1; beams],
-            point: vec![[0.0; 3]; beams],
-            normal: vec![[0.0; 3]; beams],
+            surfaces: layout.surfaces.then(|| Surfaces::new(beams)),
             time: vec![-1.0; beams],
-            returns: returns.then(|| Returns::new(beams)),
-            pass_through: pass_through.then(|| SecondaryHits::new(beams)),
-            reflected: reflected.then(|| SecondaryHits::new(beams)),
+            returns: layout.returns.then(|| Returns::new(beams)),
+            pass_through: layout.pass_through.then(|| SecondaryHits::new(beams)),
+            reflected: layout.reflected.then(|| SecondaryHits::new(beams)),
         }
     }
 
@@ -114,9 +146,10 @@ impl Scan {
         let beams = self.len();
         self.range.fill(-1.0);
         self.geomid.fill(-1);
-        self.point.fill([0.0; 3]);
-        self.normal.fill([0.0; 3]);
         self.time.fill(-1.0);
+        if let Some(s) = &mut self.surfaces {
+            *s = Surfaces::new(beams);
+        }
         if let Some(r) = &mut self.returns {
             *r = Returns::new(beams);
         }
@@ -126,8 +159,12 @@ impl Scan {
     }
 
     /// Adds or drops the optional parts (new parts start as misses).
-    pub(crate) fn set_layout(&mut self, returns: bool, pass_through: bool, reflected: bool) {
+    pub(crate) fn set_layout(&mut self, layout: ScanLayout) {
+        let ScanLayout { surfaces, returns, pass_through, reflected } = layout;
         let beams = self.len();
+        if surfaces != self.surfaces.is_some() {
+            self.surfaces = surfaces.then(|| Surfaces::new(beams));
+        }
         if returns != self.returns.is_some() {
             self.returns = returns.then(|| Returns::new(beams));
         }
@@ -158,8 +195,7 @@ impl Scan {
         ScanPart {
             range: &mut self.range,
             geomid: &mut self.geomid,
-            point: &mut self.point,
-            normal: &mut self.normal,
+            surfaces: self.surfaces.as_mut().map(Surfaces::part),
             time: &mut self.time,
             returns: self.returns.as_mut().map(Returns::part),
             pass_through: self.pass_through.as_mut().map(SecondaryHits::part),
@@ -172,12 +208,24 @@ impl Scan {
 pub(crate) struct ScanPart<'a> {
     range: &'a mut [f32],
     geomid: &'a mut [i32],
-    point: &'a mut [[f32; 3]],
-    normal: &'a mut [[f32; 3]],
+    surfaces: Option<SurfacesPart<'a>>,
     pub(crate) time: &'a mut [f64],
     pub(crate) returns: Option<ReturnsPart<'a>>,
     pub(crate) pass_through: Option<HitsPart<'a>>,
     pub(crate) reflected: Option<HitsPart<'a>>,
+}
+
+pub(crate) struct SurfacesPart<'a> {
+    point: &'a mut [[f32; 3]],
+    normal: &'a mut [[f32; 3]],
+}
+
+impl<'a> SurfacesPart<'a> {
+    fn split_at(self, mid: usize) -> (SurfacesPart<'a>, SurfacesPart<'a>) {
+        let (p0, p1) = split(self.point, mid);
+        let (n0, n1) = split(self.normal, mid);
+        (SurfacesPart { point: p0, normal: n0 }, SurfacesPart { point: p1, normal: n1 })
+    }
 }
 
 pub(crate) struct ReturnsPart<'a> {
@@ -202,8 +250,7 @@ impl<'a> ScanPart<'a> {
     pub(crate) fn split_at(self, mid: usize) -> (ScanPart<'a>, ScanPart<'a>) {
         let (r0, r1) = split(self.range, mid);
         let (g0, g1) = split(self.geomid, mid);
-        let (p0, p1) = split(self.point, mid);
-        let (n0, n1) = split(self.normal, mid);
+        let (s0, s1) = self.surfaces.map(|s| s.split_at(mid)).unzip();
         let (t0, t1) = split(self.time, mid);
         let (ret0, ret1) = self.returns.map(|r| r.split_at(mid)).unzip();
         let (pass0, pass1) = self.pass_through.map(|h| h.split_at(mid)).unzip();
@@ -212,8 +259,7 @@ impl<'a> ScanPart<'a> {
             ScanPart {
                 range: r0,
                 geomid: g0,
-                point: p0,
-                normal: n0,
+                surfaces: s0,
                 time: t0,
                 returns: ret0,
                 pass_through: pass0,
@@ -222,8 +268,7 @@ impl<'a> ScanPart<'a> {
             ScanPart {
                 range: r1,
                 geomid: g1,
-                point: p1,
-                normal: n1,
+                surfaces: s1,
                 time: t1,
                 returns: ret1,
                 pass_through: pass1,
@@ -240,7 +285,8 @@ impl<'a> ScanPart<'a> {
 
     /// The clean arrays, and the return model's if it runs, to be written together.
     pub(crate) fn clean_and_returns(&mut self) -> (CleanPart<'_>, Option<&mut ReturnsPart<'a>>) {
-        let clean = CleanPart { range: self.range, geomid: self.geomid, point: self.point, normal: self.normal };
+        let surfaces = self.surfaces.as_mut().map(|s| SurfacesPart { point: &mut *s.point, normal: &mut *s.normal });
+        let clean = CleanPart { range: self.range, geomid: self.geomid, surfaces };
         (clean, self.returns.as_mut())
     }
 }
@@ -249,8 +295,7 @@ impl<'a> ScanPart<'a> {
 pub(crate) struct CleanPart<'b> {
     range: &'b mut [f32],
     geomid: &'b mut [i32],
-    point: &'b mut [[f32; 3]],
-    normal: &'b mut [[f32; 3]],
+    surfaces: Option<SurfacesPart<'b>>,
 }
 
 impl CleanPart<'_> {
@@ -261,14 +306,18 @@ impl CleanPart<'_> {
             Some((d, g, p, n)) => {
                 self.range[j] = d as f32;
                 self.geomid[j] = g;
-                self.point[j] = f32x3(p);
-                self.normal[j] = f32x3(n);
+                if let Some(s) = &mut self.surfaces {
+                    s.point[j] = f32x3(p);
+                    s.normal[j] = f32x3(n);
+                }
             }
             None => {
                 self.range[j] = -1.0;
                 self.geomid[j] = -1;
-                self.point[j] = [0.0; 3];
-                self.normal[j] = [0.0; 3];
+                if let Some(s) = &mut self.surfaces {
+                    s.point[j] = [0.0; 3];
+                    s.normal[j] = [0.0; 3];
+                }
             }
         }
     }

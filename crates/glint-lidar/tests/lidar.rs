@@ -108,6 +108,55 @@ fn a_10hz_spinner_on_a_50hz_runner_refreshes_a_fifth_per_tick() {
 }
 
 #[test]
+fn scans_without_surfaces_have_the_same_ranges_and_surfaces_kept_again_fill_in() {
+    let (model, batch, caster) = setup(ROBOT, 1);
+    let c = ScanConfig::from_preset(ScanPreset::VelodyneVlp16);
+    let tick = |lidars: &mut Lidars, k: u32| {
+        let dt = 1.0 / 50.0;
+        lidars.tick(model.scene(), batch.poses(), &caster, dt, &[k as f64 * dt], true).unwrap();
+    };
+    let (mut kept, _) = Lidars::new(model.scene(), vec![binding(c)], 1).unwrap();
+    let (mut lean, _) = Lidars::new(model.scene(), vec![binding(c)], 1).unwrap();
+    assert!(kept.keeps_surfaces(), "surfaces are kept by default");
+    lean.set_keep_surfaces(false);
+    for k in 1..=2 {
+        tick(&mut kept, k);
+        tick(&mut lean, k);
+    }
+    let (a, b) = (kept.scan(0, 0).unwrap(), lean.scan(0, 0).unwrap());
+    assert!(b.surfaces.is_none());
+    assert_eq!((&a.range, &a.geomid, &a.time), (&b.range, &b.geomid, &b.time));
+    assert!(a.hits() > 5_000, "{} hits", a.hits());
+
+    // Kept again: the beams cast from then on have their points (along the beam at its
+    // range) and unit normals; the others have none yet.
+    lean.set_keep_surfaces(true);
+    tick(&mut lean, 3);
+    let (mut az, mut el) = (vec![0.0f32; c.beam_count()], vec![0.0f32; c.beam_count()]);
+    lean.beam_angles(0, 0, &mut az, &mut el).unwrap();
+    let (origin, rot) = lean.frame(0, 0, batch.poses()).unwrap();
+    let scan = lean.scan(0, 0).unwrap();
+    let surfaces = scan.surfaces.as_ref().expect("surfaces kept");
+    let mut fresh = 0;
+    for k in (0..scan.len()).filter(|&k| scan.range[k] >= 0.0) {
+        if scan.time[k] != 3.0 / 50.0 {
+            assert!(!surfaces.known(k) && surfaces.point[k] == [0.0; 3], "beam {k} was cast before");
+            continue;
+        }
+        fresh += 1;
+        assert!(surfaces.known(k));
+        let n = glam::Vec3::from(surfaces.normal[k]);
+        assert!((n.length() - 1.0).abs() < 1e-5, "beam {k}: normal {n}");
+        let (a, e) = (az[k] as f64, el[k] as f64);
+        let dir = rot * DVec3::new(e.cos() * a.cos(), e.cos() * a.sin(), e.sin());
+        let want = origin + dir * scan.range[k] as f64;
+        let got = glam::Vec3::from(surfaces.point[k]).as_dvec3();
+        assert!(got.distance(want) < 1e-4, "beam {k}: point {got}, along the beam {want}");
+    }
+    assert!(fresh > 2_000, "{fresh} beams cast with surfaces kept");
+}
+
+#[test]
 fn a_frozen_pattern_casts_everything_each_tick_and_episodes_restart() {
     let (model, batch, caster) = setup(ROBOT, 1);
     let c = ScanConfig { rotation_hz: 0.0, ..ScanConfig::from_preset(ScanPreset::VelodyneVlp16) };

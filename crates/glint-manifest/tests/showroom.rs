@@ -50,7 +50,7 @@ fn hit_rates(s: &Showroom) -> BTreeMap<&'static str, (usize, usize)> {
         if clean.geomid[k] < 0 {
             continue;
         }
-        let point = glam::Vec3::from(clean.point[k]).as_dvec3();
+        let point = glam::Vec3::from(clean.surfaces.as_ref().unwrap().point[k]).as_dvec3();
         let class = s.bake.material_at(clean.geomid[k] as usize, point).map_or("hole", |m| m.continuation.name());
         let entry = rates.entry(class).or_insert((0, 0));
         entry.0 += 1;
@@ -143,7 +143,7 @@ fn the_pool_bottom_shows_only_where_shallow() {
     let depth = |x: f32| 0.40 - (0.35 + (x + 2.0) * (0.33 / 3.0));
     let (mut shallow, mut shallow_seen, mut deep, mut deep_seen) = (0, 0, 0, 0);
     for k in (0..clean.len()).filter(|&k| clean.geomid[k] == water) {
-        let d = depth(clean.point[k][0]);
+        let d = depth(clean.surfaces.as_ref().unwrap().point[k][0]);
         let seen = returns.geomid[k] == tiles;
         if d < 0.12 {
             shallow += 1;

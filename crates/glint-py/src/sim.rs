@@ -97,7 +97,10 @@ impl Simulation {
         Ok(())
     }
 
-    fn wrap(py: Python<'_>, sim: glint_sim::Simulation) -> PyResult<Py<Simulation>> {
+    fn wrap(py: Python<'_>, mut sim: glint_sim::Simulation) -> PyResult<Py<Simulation>> {
+        // Python reads ranges and the return model's channels, never hit points or normals:
+        // the scans keep those only while recording (a tick writes less).
+        sim.set_keep_surfaces(false);
         let mut sim = Simulation { sim };
         sim.flush_warnings(py)?;
         Py::new(py, sim)
@@ -696,6 +699,7 @@ pub fn bench_vector_loop(py: Python<'_>, path: PathBuf, nworld: usize, steps: us
     let options = SimOptions { nworld, seed: Some(seed), ..SimOptions::default() };
     let mut sim = py.detach(|| glint_sim::Simulation::from_manifest(&path, options)).py()?;
     sim.take_warnings();
+    sim.set_keep_surfaces(false); // as `Simulation.from_manifest` does
     let result = py.detach(move || -> Result<f64, glint_sim::SimError> {
         let ranges: Vec<[f64; 2]> = sim.actuators().into_iter().map(|(_, r)| r.unwrap_or([-1.0, 1.0])).collect();
         let (nu, size) = (ranges.len(), sim.observation().size());

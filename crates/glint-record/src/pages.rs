@@ -136,14 +136,15 @@ impl Source {
 }
 
 impl TickSnapshot {
-    /// Copies beams `beams` of `scan` (whose captured rays the writer has checked).
+    /// Copies beams `beams` of `scan` (whose surfaces and captured rays the writer has checked).
     pub(crate) fn take(&mut self, scan: &Scan, beams: &[u32], timestamp: f64, split: u32, rot: DMat3) {
         (self.timestamp, self.split, self.rot) = (timestamp, split, rot);
         self.beams.clear();
         self.beams.extend_from_slice(beams);
         self.run = run_start(beams);
         let [beam, pass, reflected] = &mut self.rays;
-        beam.copy(beams, self.run, &scan.range, &scan.geomid, &scan.normal);
+        let normal = scan.surfaces.as_ref().map_or(&[][..], |s| &s.normal);
+        beam.copy(beams, self.run, &scan.range, &scan.geomid, normal);
         for (arrays, hits) in [(pass, &scan.pass_through), (reflected, &scan.reflected)] {
             match hits {
                 Some(h) => arrays.copy(beams, self.run, &h.range, &h.geomid, &h.normal),
@@ -573,6 +574,11 @@ mod tests {
 
     use super::*;
 
+    /// Surfaces with `normal` and zero points.
+    fn surfaces(normal: Vec<[f32; 3]>) -> glint_lidar::Surfaces {
+        glint_lidar::Surfaces { point: vec![[0.0; 3]; normal.len()], normal }
+    }
+
     fn snapshot(scan: &Scan, beams: &[u32], split: u32, rot: DMat3) -> TickSnapshot {
         let mut tick = TickSnapshot::default();
         tick.take(scan, beams, 0.0, split, rot);
@@ -654,7 +660,7 @@ mod tests {
         let scan = Scan {
             range: vec![10.0, 11.0, 12.0, 13.0],
             geomid: vec![0; 4],
-            normal: vec![[0.0; 3]; 4],
+            surfaces: Some(surfaces(vec![[0.0; 3]; 4])),
             ..Scan::default()
         };
         let tick = snapshot(&scan, &[0, 2, 1, 3], 1, DMat3::IDENTITY);
@@ -663,8 +669,12 @@ mod tests {
 
     #[test]
     fn bins_and_channels_of_a_run_match_the_division() {
-        let scan =
-            Scan { range: vec![0.0; 1000], geomid: vec![0; 1000], normal: vec![[0.0; 3]; 1000], ..Scan::default() };
+        let scan = Scan {
+            range: vec![0.0; 1000],
+            geomid: vec![0; 1000],
+            surfaces: Some(surfaces(vec![[0.0; 3]; 1000])),
+            ..Scan::default()
+        };
         for (first, len, split) in [(0u32, 200usize, 64u32), (61, 7, 64), (130, 1, 64), (5, 600, 1), (255, 300, 256)] {
             let beams: Vec<u32> = (first..first + len as u32).collect();
             let tick = snapshot(&scan, &beams, split, DMat3::IDENTITY);
@@ -681,7 +691,12 @@ mod tests {
     fn sensor_normals_are_the_rotated_world_normals() {
         let rot = DMat3::from_euler(glam::EulerRot::ZYX, 0.7, -0.2, 0.1);
         let normals = vec![[0.0f32, 0.0, 1.0], [0.6, -0.8, 0.0], [0.0; 3], [-0.36, 0.48, 0.8]];
-        let scan = Scan { range: vec![1.0; 4], geomid: vec![0; 4], normal: normals.clone(), ..Scan::default() };
+        let scan = Scan {
+            range: vec![1.0; 4],
+            geomid: vec![0; 4],
+            surfaces: Some(surfaces(normals.clone())),
+            ..Scan::default()
+        };
         // A run and the same beams out of order take the two paths.
         for beams in [vec![0u32, 1, 2, 3], vec![3, 2, 1, 0]] {
             let tick = snapshot(&scan, &beams, 1, rot);

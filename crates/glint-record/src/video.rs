@@ -134,19 +134,23 @@ fn warning(path: &Path, problem: String) -> RecordWarning {
 /// A proxy frame of `scan`'s returns, world frame, centred on the sensor at `origin` and
 /// `side` metres across.
 fn frame(scan: &Scan, origin: Vec3, channels: u32, by: ColourBy, side: f32) -> RgbImage {
+    // Beams cast before the scan kept surfaces have no point to draw.
+    let Some(surfaces) = &scan.surfaces else {
+        return top_down_image(&[], by, Ramp::default(), FRAME_SIZE, Some(([origin.x, origin.y], side)));
+    };
     let points: Vec<Point> = (0..scan.len())
-        .filter(|&k| scan.range[k] >= 0.0)
+        .filter(|&k| scan.range[k] >= 0.0 && surfaces.known(k))
         .map(|k| {
-            let p = Vec3::from(scan.point[k]);
+            let p = Vec3::from(surfaces.point[k]);
             let dir = (p - origin).normalize_or_zero();
             Point {
-                xyz: scan.point[k],
+                xyz: surfaces.point[k],
                 range: scan.range[k],
                 channel: k as u32 % channels,
                 channels,
                 azimuth: dir.y.atan2(dir.x),
                 order: k as u32,
-                cos_incidence: dir.dot(Vec3::from(scan.normal[k])).abs(),
+                cos_incidence: dir.dot(Vec3::from(surfaces.normal[k])).abs(),
                 material: MaterialRead::Unconfigured,
             }
         })

@@ -176,7 +176,13 @@ impl LidarWriter {
         if !tick.sensor_rot.is_finite() {
             return Err(bad("the sensor rotation is not finite".into()));
         }
-        let lengths = [scan.range.len(), scan.geomid.len(), scan.normal.len()];
+        let Some(surfaces) = &scan.surfaces else {
+            return Err(bad(
+                "the scan keeps no hit normals: keep the lidars' surfaces while recording (Lidars::set_keep_surfaces)"
+                    .into(),
+            ));
+        };
+        let lengths = [scan.range.len(), scan.geomid.len(), surfaces.normal.len()];
         if lengths.iter().any(|&n| n != beams) {
             return Err(bad(format!(
                 "the scan has {} beams, and the recorded binding has {beams} (was the configuration changed during the recording?)",

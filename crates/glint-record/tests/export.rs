@@ -166,8 +166,8 @@ fn record(tag: &str) -> Recording {
                 Live {
                     clean_geom: scan.geomid[k],
                     origin: pos,
-                    point: v(scan.point[k]),
-                    normal: v(scan.normal[k]),
+                    point: v(scan.surfaces.as_ref().unwrap().point[k]),
+                    normal: v(scan.surfaces.as_ref().unwrap().normal[k]),
                     sec: (pass.range[k], pass.geomid[k]),
                     refl: (folded.range[k], folded.geomid[k]),
                     range: r.range[k],

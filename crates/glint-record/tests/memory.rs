@@ -2,7 +2,7 @@
 //! group it fills, encoded as it goes. (A test file of its own, so the process's peak memory is this test's.)
 
 use glam::{DMat3, DVec3};
-use glint_lidar::{LidarBinding, Scan, ScanConfig, ScanPreset, SecondaryCapture, SecondaryHits};
+use glint_lidar::{LidarBinding, Scan, ScanConfig, ScanPreset, SecondaryCapture, SecondaryHits, Surfaces};
 use glint_record::{EpisodeStatus, MAX_BUFFERED_ROWS, ROW_GROUP_ROWS, Session, SessionInfo, TickData, check_session};
 
 /// A synthetic OS1-64 scan with pass-through geometry: hits and misses, varied ranges and
@@ -10,6 +10,7 @@ use glint_record::{EpisodeStatus, MAX_BUFFERED_ROWS, ROW_GROUP_ROWS, Session, Se
 fn os1_scan(seed: u32) -> Scan {
     let beams = ScanConfig::from_preset(ScanPreset::OusterOs1_64).beam_count();
     let mut scan = Scan::default();
+    let mut surfaces = Surfaces::default();
     let mut pass = SecondaryHits::default();
     for k in 0..beams as u32 {
         let h = (k ^ seed).wrapping_mul(2_654_435_761);
@@ -18,14 +19,15 @@ fn os1_scan(seed: u32) -> Scan {
         let n = [(h % 13) as f32 / 13.0, (h % 17) as f32 / 17.0, 0.5];
         scan.range.push(range);
         scan.geomid.push(if hit { (h % 50) as i32 } else { -1 });
-        scan.normal.push(if hit { n } else { [0.0; 3] });
-        scan.point.push([0.0; 3]);
+        surfaces.normal.push(if hit { n } else { [0.0; 3] });
+        surfaces.point.push([0.0; 3]);
         scan.time.push(0.0);
         pass.range.push(if hit && h.is_multiple_of(3) { range + 2.0 } else { -1.0 });
         pass.geomid.push(if hit && h.is_multiple_of(3) { 3 } else { -1 });
         pass.normal.push(if hit && h.is_multiple_of(3) { n } else { [0.0; 3] });
     }
     scan.pass_through = Some(pass);
+    scan.surfaces = Some(surfaces);
     scan
 }
 

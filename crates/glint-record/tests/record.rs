@@ -155,7 +155,7 @@ impl Rig {
                     beams: beams.clone(),
                     range: beams.iter().map(|&k| scan.range[k as usize]).collect(),
                     geom: beams.iter().map(|&k| scan.geomid[k as usize]).collect(),
-                    normal: beams.iter().map(|&k| scan.normal[k as usize]).collect(),
+                    normal: beams.iter().map(|&k| scan.surfaces.as_ref().unwrap().normal[k as usize]).collect(),
                     pass: scan.pass_through.as_ref().map(pick),
                     refl: scan.reflected.as_ref().map(pick),
                 });
@@ -628,6 +628,14 @@ fn sessions_never_reuse_a_folder_and_reject_bad_input() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("timestamp"), "{err}");
+    let mut lean = rig.lidars.clone();
+    lean.set_keep_surfaces(false);
+    let lean = lean.scan(0, 0).unwrap();
+    let err = episode
+        .write_tick(0, &TickData { timestamp: 0.02, scan: lean, beams: &[0], sensor_rot: rot, sensor_pos: DVec3::ZERO })
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("keeps no hit normals") && err.contains("set_keep_surfaces"), "{err}");
     // Nothing was written by the rejected ticks.
     let summary = episode.finish(EpisodeStatus::Complete, 0.0).unwrap();
     assert_eq!(summary.sensors[0].rows, 0);
@@ -650,17 +658,20 @@ fn record_synthetic(out: &Path) -> String {
     let mut session = Session::create(out, &info(vec![b])).unwrap();
     let mut episode = session.begin_episode(0, 0).unwrap();
     let mut scan = glint_lidar::Scan::default();
+    let mut surfaces = glint_lidar::Surfaces::default();
     let mut pass = glint_lidar::SecondaryHits::default();
     for k in 0..beams {
         let hit = k % 5 != 0;
         scan.range.push(if hit { 1.0 + k as f32 * 1e-3 } else { -1.0 });
         scan.geomid.push(if hit { (k % 7) as i32 } else { -1 });
-        scan.normal.push(if hit { [0.0, 0.6, 0.8] } else { [0.0; 3] });
+        surfaces.point.push([0.0; 3]);
+        surfaces.normal.push(if hit { [0.0, 0.6, 0.8] } else { [0.0; 3] });
         pass.range.push(if k % 3 == 0 { 5.0 } else { -1.0 });
         pass.geomid.push(if k % 3 == 0 { 2 } else { -1 });
         pass.normal.push(if k % 3 == 0 { [1.0, 0.0, 0.0] } else { [0.0; 3] });
     }
     scan.pass_through = Some(pass);
+    scan.surfaces = Some(surfaces);
     let per_tick = beams / 5;
     for t in 0..5u32 {
         let slice: Vec<u32> = (t * per_tick..(t + 1) * per_tick).collect();
@@ -707,7 +718,8 @@ fn record_long(out: &Path, ticks: u32, kill: bool) -> PathBuf {
         scan.range =
             (0..beams).map(|k| if (k + t) % 5 == 0 { -1.0 } else { 1.0 + ((k * 7 + t) % 997) as f32 * 1e-2 }).collect();
         scan.geomid = (0..beams).map(|k| if (k + t) % 5 == 0 { -1 } else { ((k + t) % 11) as i32 }).collect();
-        scan.normal = vec![[0.0, 0.6, 0.8]; beams as usize];
+        let n = beams as usize;
+        scan.surfaces = Some(glint_lidar::Surfaces { point: vec![[0.0; 3]; n], normal: vec![[0.0, 0.6, 0.8]; n] });
         let time = (t + 1) as f64 / RUNNER_HZ;
         let tick = TickData {
             timestamp: time,

@@ -215,6 +215,9 @@ impl Core {
     fn build(options: &EngineOptions) -> Result<(Core, StaticInfo), ServerError> {
         let sim_options = SimOptions { nworld: options.nworld, seed: options.seed, ..SimOptions::default() };
         let mut sim = Simulation::from_loaded(options.manifest.clone(), sim_options)?;
+        // The RPCs send ranges and the return model's channels, never hit points or normals:
+        // the scans keep those only while recording.
+        sim.set_keep_surfaces(false);
         for w in sim.take_warnings() {
             crate::say!("warning: {w}");
         }

@@ -160,6 +160,8 @@ pub struct Simulation {
     /// Lidar ticks per episode, when episodes have a length.
     episode_ticks: Option<u64>,
     pub(crate) recording: Option<Recording>,
+    /// Whether the scans keep hit points and normals outside recordings.
+    keep_surfaces: bool,
     stats: Vec<LidarStats>,
     pub(crate) setup: Setup,
     /// The run seed.
@@ -323,6 +325,7 @@ impl Simulation {
             next_episode: nworld as u64,
             episode_ticks,
             recording: None,
+            keep_surfaces: true,
             setup,
             seed,
             warnings,
@@ -445,6 +448,24 @@ impl Simulation {
     /// Whether the lidars fire on every step.
     pub fn lidar_live(&self) -> bool {
         self.lidars.live()
+    }
+
+    /// Keep each beam's hit point and normal in the scans ([`glint_lidar::Scan::surfaces`];
+    /// `true`, the default), or only while recording (`false`: a tick then writes ranges and
+    /// geoms alone, faster where nothing reads the surfaces, such as observations of ranges).
+    pub fn set_keep_surfaces(&mut self, keep: bool) {
+        self.keep_surfaces = keep;
+        self.apply_keep_surfaces();
+    }
+
+    /// Whether the scans keep hit points and normals outside recordings.
+    pub fn keeps_surfaces(&self) -> bool {
+        self.keep_surfaces
+    }
+
+    /// A recording writes each beam's normal, so the scans keep surfaces while one is armed.
+    fn apply_keep_surfaces(&mut self) {
+        self.lidars.set_keep_surfaces(self.keep_surfaces || self.recording.is_some());
     }
 
     /// Number of lidar sensors.
@@ -766,6 +787,7 @@ impl Simulation {
         let recording = Recording::create(&out, &info, (video, cameras), &mut self.warnings)?;
         let dir = recording.dir().to_path_buf();
         self.recording = Some(recording);
+        self.apply_keep_surfaces();
         Ok(dir)
     }
 
@@ -800,6 +822,7 @@ impl Simulation {
         }
         let summary = recording.summary();
         self.recording = None;
+        self.apply_keep_surfaces();
         for (s, binding) in self.bindings.iter().enumerate() {
             self.lidars.set_secondary_capture(s, binding.secondary_capture, binding.secondary_scope)?;
         }

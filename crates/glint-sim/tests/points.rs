@@ -46,9 +46,10 @@ fn the_documented_snippet_reproduces_glints_world_points() {
             let lidar = sim.lidar(s).unwrap();
             lidar.last_tick_beams(0, &mut beams).unwrap();
             let scan = lidar.scan(0).unwrap();
+            let surfaces = scan.surfaces.as_ref().expect("a recording keeps the surfaces");
             for &k in &beams {
                 if scan.range[k as usize] >= 0.0 {
-                    points.extend(scan.point[k as usize].map(f64::from));
+                    points.extend(surfaces.point[k as usize].map(f64::from));
                 }
             }
         }

@@ -133,6 +133,11 @@ fn a_simulation_gives_what_the_hand_wiring_gave() {
     let mut sim = Simulation::from_manifest(&path, SimOptions { nworld, ..SimOptions::default() }).unwrap();
     let mut reference = Reference::new(&manifest, nworld);
     assert_eq!((sim.runner().steps, sim.seed()), (reference.steps, 7));
+    // The simulation keeps hit points and normals only while recording (the reference always
+    // does): its ranges, echoes and recorded files must not change.
+    assert!(sim.keeps_surfaces());
+    sim.set_keep_surfaces(false);
+    let surfaces_kept = |sim: &Simulation| sim.lidar(0).unwrap().scan(0).unwrap().surfaces.is_some();
 
     // Live scans: reset, then steps with the controller.
     sim.set_lidar_live(true);
@@ -146,6 +151,7 @@ fn a_simulation_gives_what_the_hand_wiring_gave() {
         assert_eq!(report.status, vec![WorldStatus::Ok; nworld]);
         same_scans(&sim, &reference, &format!("live tick {tick}"));
     }
+    assert!(!surfaces_kept(&sim));
     let (mut ranges, want) = (vec![0.0; 65_536], &reference.lidars.scan(0, 1).unwrap().range);
     assert_eq!(sim.lidar(0).unwrap().scan_into(1, &mut ranges, false).unwrap(), 65_536);
     assert_eq!(&ranges, want);
@@ -185,6 +191,7 @@ fn a_simulation_gives_what_the_hand_wiring_gave() {
     let session = sim.arm_recording(&RecordingOptions { out: Some(out.join("sim")), episodes: 1 }).unwrap();
     reference.lidars.set_config(0, manifest.lidar[0].scan).unwrap();
     assert_eq!(sim.lidar(0).unwrap().config(), manifest.lidar[0].scan);
+    assert!(surfaces_kept(&sim), "a recording keeps the normals it writes");
     let sensors = (0..reference.lidars.len()).map(|s| reference.lidars.binding(s).cloned().unwrap()).collect();
     let info = SessionInfo {
         manifest: path.clone(),
@@ -219,6 +226,7 @@ fn a_simulation_gives_what_the_hand_wiring_gave() {
     }
     same_scans(&sim, &reference, "recorded");
     let summary = sim.stop_recording(EpisodeStatus::Complete).unwrap();
+    assert!(!surfaces_kept(&sim), "surfaces are dropped again when the recording stops");
     for episode in episodes {
         episode.finish(EpisodeStatus::Complete, reference.ticks as f64 * reference.dt).unwrap();
     }

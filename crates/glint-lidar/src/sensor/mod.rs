@@ -15,7 +15,7 @@ use crate::return_model::{BeamRng, LegKind, MaterialLookup, Optics, ReturnModel,
 pub(crate) mod continuations;
 mod return_pass;
 
-use crate::scan::{Scan, ScanPart};
+use crate::scan::{Scan, ScanLayout, ScanPart};
 use crate::{
     Continuation, LidarBinding, LidarError, LidarWarning, MaterialTable, NirMaterial, ReturnParams, ReturnPreset,
     Returns, ScanConfig, ScanPattern, SecondaryCapture, SecondaryScope, SelfIgnore,
@@ -106,6 +106,8 @@ pub struct Lidars {
     sensors: Vec<Sensor>,
     nworld: usize,
     live: bool,
+    /// Whether the scans keep each beam's hit point and normal.
+    keep_surfaces: bool,
     /// The return model calibration, one set for every sensor.
     params: ReturnParams,
     /// Per world, the seed of the return model's randomness in its episode.
@@ -229,7 +231,7 @@ impl Sensor {
             _ => Vec::new(),
         };
         self.clocks = vec![PatternClock::default(); nworld];
-        self.scans = vec![Scan::new(c.beam_count(), false, false, false); nworld];
+        self.scans = vec![Scan::new(c.beam_count(), ScanLayout::default()); nworld];
         (self.tile_order, self.tile_ray_of, self.tile_dirs) = (Vec::new(), Vec::new(), Vec::new());
         if matches!(c.pattern, ScanPattern::Spinning) {
             let (mut order, mut dirs) = (Vec::new(), Vec::new());
@@ -243,12 +245,14 @@ impl Sensor {
         }
     }
 
-    /// Gives every world's scan the parts the return model and the secondary capture need.
-    fn set_layout(&mut self, returns: bool) {
+    /// Gives every world's scan the parts the return model (`returns`), the secondary capture
+    /// and kept surfaces (`surfaces`) need.
+    fn set_layout(&mut self, (surfaces, returns): (bool, bool)) {
         let capture = self.binding.secondary_capture;
-        let (pass, reflected) = (capture.pass_through(), capture.reflected());
+        let layout =
+            ScanLayout { surfaces, returns, pass_through: capture.pass_through(), reflected: capture.reflected() };
         for scan in &mut self.scans {
-            scan.set_layout(returns, pass, reflected);
+            scan.set_layout(layout);
         }
     }
 
@@ -398,6 +402,7 @@ impl Lidars {
             sensors: Vec::new(),
             nworld: nworld.max(1),
             live: false,
+            keep_surfaces: true,
             params: ReturnParams::default(),
             seeds: vec![0; nworld.max(1)],
             materials: None,
@@ -418,7 +423,7 @@ impl Lidars {
     /// Nothing changes on an error.
     fn add(&mut self, scene: &Scene, binding: LidarBinding) -> Result<Vec<LidarWarning>, LidarError> {
         let (mut sensor, warnings) = Sensor::new(scene, binding, self.nworld)?;
-        sensor.set_layout(self.materials.is_some());
+        sensor.set_layout(self.layout());
         self.sensors.push(sensor);
         Ok(warnings)
     }
@@ -477,11 +482,11 @@ impl Lidars {
     /// error. Returns the warnings.
     pub fn set_config(&mut self, index: usize, config: ScanConfig) -> Result<Vec<LidarWarning>, LidarError> {
         let warnings = config.validate()?;
-        let (nworld, returns) = (self.nworld, self.materials.is_some());
+        let (nworld, layout) = (self.nworld, self.layout());
         let sensor = self.sensor_mut(index)?;
         sensor.binding.scan = config;
         sensor.configure(nworld);
-        sensor.set_layout(returns);
+        sensor.set_layout(layout);
         Ok(warnings)
     }
 
@@ -492,11 +497,11 @@ impl Lidars {
         capture: SecondaryCapture,
         scope: SecondaryScope,
     ) -> Result<(), LidarError> {
-        let returns = self.materials.is_some();
+        let layout = self.layout();
         let sensor = self.sensor_mut(index)?;
         sensor.binding.secondary_capture = capture;
         sensor.binding.secondary_scope = scope;
-        sensor.set_layout(returns);
+        sensor.set_layout(layout);
         Ok(())
     }
 
@@ -541,9 +546,32 @@ impl Lidars {
     /// sensor also runs the return model and fills [`Scan::returns`]. `None` turns it off.
     pub fn set_materials(&mut self, materials: Option<Arc<dyn MaterialLookup>>) {
         self.materials = materials.map(MaterialSource);
-        let returns = self.materials.is_some();
+        self.relayout();
+    }
+
+    /// Keep each beam's hit point and normal in the scans ([`Scan::surfaces`]; `true`, the
+    /// default), or not: a tick then writes only ranges and geoms (and the return model's
+    /// channels), which is faster where nothing reads the surfaces. Turning them on keeps the
+    /// ranges; the beams cast before then hold zero points and normals until cast again.
+    pub fn set_keep_surfaces(&mut self, keep: bool) {
+        self.keep_surfaces = keep;
+        self.relayout();
+    }
+
+    /// Whether the scans keep each beam's hit point and normal.
+    pub fn keeps_surfaces(&self) -> bool {
+        self.keep_surfaces
+    }
+
+    /// The optional scan parts every sensor's scans hold: (surfaces, the return model's).
+    fn layout(&self) -> (bool, bool) {
+        (self.keep_surfaces, self.materials.is_some())
+    }
+
+    fn relayout(&mut self) {
+        let layout = self.layout();
         for sensor in &mut self.sensors {
-            sensor.set_layout(returns);
+            sensor.set_layout(layout);
         }
     }
 

@@ -444,10 +444,11 @@ mod tests {
                     // Each cast beam's report and clean return, to the bit.
                     let (r, clean) = (lidars.returns(0, 0).unwrap(), lidars.scan(0, 0).unwrap());
                     let bits = |v: &[f32; 3]| v.map(f32::to_bits);
+                    let surfaces = clean.surfaces.as_ref().unwrap();
                     let beams = cast.iter().map(|&k| k as usize).map(|k| {
                         let report = [r.range[k], r.secondary_range[k], r.intensity[k], r.reflectivity[k]];
-                        let hit =
-                            (clean.range[k].to_bits(), clean.geomid[k], bits(&clean.point[k]), bits(&clean.normal[k]));
+                        let (point, normal) = (bits(&surfaces.point[k]), bits(&surfaces.normal[k]));
+                        let hit = (clean.range[k].to_bits(), clean.geomid[k], point, normal);
                         (report.map(f32::to_bits), r.geomid[k], hit)
                     });
                     reports.push(beams.collect::<Vec<_>>());
