@@ -85,8 +85,7 @@ impl Packet {
                 self.dir_axis[a][k] = d;
                 *x = if d.abs() > 1e-300 { 1.0 / d } else { 1e300_f64.copysign(d) };
             }
-            lo[a] = axis.iter().fold(f64::INFINITY, |m, &x| if x < m { x } else { m });
-            hi[a] = axis.iter().fold(f64::NEG_INFINITY, |m, &x| if x > m { x } else { m });
+            (lo[a], hi[a]) = min_max(axis);
         }
         (self.lo, self.hi) = (lo, hi);
         self.positive = lo.cmpgt(DVec3::ZERO);
@@ -104,8 +103,7 @@ impl Packet {
         }
         let (mut lo, mut hi) = (DVec3::INFINITY, DVec3::NEG_INFINITY);
         for a in 0..3 {
-            lo[a] = self.origin_axis[a].iter().fold(f64::INFINITY, |m, &x| if x < m { x } else { m });
-            hi[a] = self.origin_axis[a].iter().fold(f64::NEG_INFINITY, |m, &x| if x > m { x } else { m });
+            (lo[a], hi[a]) = min_max(&self.origin_axis[a]);
         }
         (self.origin_lo, self.origin_hi) = (lo, hi);
     }
@@ -203,4 +201,21 @@ impl Packet {
         }
         out
     }
+}
+
+/// The least and the greatest of the packet's lanes `x` (none NaN), on eight lanes at a time:
+/// one fold along all 32 is a chain of dependent scalar comparisons.
+#[inline(always)]
+fn min_max(x: &[f64; PACKET]) -> (f64, f64) {
+    const W: usize = 8;
+    let (mut lo, mut hi) = ([f64::INFINITY; W], [f64::NEG_INFINITY; W]);
+    for chunk in x.chunks_exact(W) {
+        for i in 0..W {
+            lo[i] = if chunk[i] < lo[i] { chunk[i] } else { lo[i] };
+            hi[i] = if chunk[i] > hi[i] { chunk[i] } else { hi[i] };
+        }
+    }
+    let lo = lo.iter().fold(f64::INFINITY, |m, &v| if v < m { v } else { m });
+    let hi = hi.iter().fold(f64::NEG_INFINITY, |m, &v| if v > m { v } else { m });
+    (lo, hi)
 }

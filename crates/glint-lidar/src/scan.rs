@@ -277,12 +277,6 @@ impl<'a> ScanPart<'a> {
         )
     }
 
-    /// Writes beam `j`'s clean return: a hit at `point` with `normal`, or a miss.
-    #[inline]
-    pub(crate) fn set_clean(&mut self, j: usize, hit: Option<(f64, i32, DVec3, DVec3)>) {
-        self.clean_and_returns().0.set(j, hit);
-    }
-
     /// The clean arrays, and the return model's if it runs, to be written together.
     pub(crate) fn clean_and_returns(&mut self) -> (CleanPart<'_>, Option<&mut ReturnsPart<'a>>) {
         let surfaces = self.surfaces.as_mut().map(|s| SurfacesPart { point: &mut *s.point, normal: &mut *s.normal });
@@ -299,6 +293,34 @@ pub(crate) struct CleanPart<'b> {
 }
 
 impl CleanPart<'_> {
+    /// Writes the clean returns of rays `r` from `origin` along `dirs[r]` into beams
+    /// `order[r]`: those `hit` takes for a return, the others as misses.
+    pub(crate) fn set_rays(
+        &mut self,
+        order: &[usize],
+        origin: DVec3,
+        (dirs, dist, geomid, normal): (&[DVec3], &[f64], &[i32], &[DVec3]),
+        hit: impl Fn(f64, i32) -> bool,
+    ) {
+        let n = order.len();
+        let (dirs, dist, geomid, normal) = (&dirs[..n], &dist[..n], &geomid[..n], &normal[..n]);
+        if self.surfaces.is_some() {
+            for (r, &j) in order.iter().enumerate() {
+                let (d, g) = (dist[r], geomid[r]);
+                self.set(j, hit(d, g).then(|| (d, g, origin + dirs[r] * d, normal[r])));
+            }
+            return;
+        }
+        // Ranges and geoms alone: a tight loop with nothing computed for the surfaces.
+        let (range, geom) = (&mut *self.range, &mut *self.geomid);
+        for (r, &j) in order.iter().enumerate() {
+            let (d, g) = (dist[r], geomid[r]);
+            let yes = hit(d, g);
+            range[j] = if yes { d as f32 } else { -1.0 };
+            geom[j] = if yes { g } else { -1 };
+        }
+    }
+
     /// Writes beam `j`'s clean return: a hit at `point` with `normal`, or a miss.
     #[inline]
     pub(crate) fn set(&mut self, j: usize, hit: Option<(f64, i32, DVec3, DVec3)>) {

@@ -344,9 +344,7 @@ impl Simulation {
         {
             let mut view = out.try_readwrite()?;
             let values = view.as_slice_mut().map_err(|_| raise("ShapeError", "out must be C-contiguous".into()))?;
-            for w in 0..nworld {
-                self.sim.observe(w, &mut values[w * size..(w + 1) * size]).py()?;
-            }
+            self.sim.observe_all(values).py()?;
         }
         Ok(out)
     }
@@ -721,9 +719,7 @@ pub fn bench_vector_loop(py: Python<'_>, path: PathBuf, nworld: usize, steps: us
                 *a = lo + (hi - lo) * uniform();
             }
             let report = sim.step(Some(&actions))?;
-            for w in 0..nworld {
-                sim.observe(w, &mut observations[w * size..(w + 1) * size])?;
-            }
+            sim.observe_all(&mut observations)?;
             let done: Vec<usize> = (0..nworld)
                 .filter(|&w| report.status[w] != WorldStatus::Ok || report.task.get(w).is_some_and(|t| t.reached))
                 .collect();

@@ -42,7 +42,7 @@ impl std::fmt::Debug for Lidar<'_> {
 
 /// Copies `src` into the front of `out` (as much as fits) and fills the rest of `out` with
 /// `-1`; the count copied.
-fn fill(out: &mut [f32], src: &[f32]) -> usize {
+pub(crate) fn fill(out: &mut [f32], src: &[f32]) -> usize {
     let n = out.len().min(src.len());
     out[..n].copy_from_slice(&src[..n]);
     out[n..].fill(-1.0);
@@ -89,9 +89,13 @@ impl<'a> Lidar<'a> {
     /// loaded). As many beams as `out` holds are written, and the rest of `out` is set to
     /// `-1`; returns the count written.
     pub fn scan_into(&self, world: usize, out: &mut [f32], material: bool) -> Result<usize, SimError> {
+        Ok(fill(out, self.ranges(world, material)?))
+    }
+
+    /// The live ranges [`Lidar::scan_into`] copies.
+    pub(crate) fn ranges(&self, world: usize, material: bool) -> Result<&'a [f32], SimError> {
         let scan = self.scan(world)?;
-        let ranges = if material { &self.returns(scan, "a material scan")?.range } else { &scan.range };
-        Ok(fill(out, ranges))
+        Ok(if material { &self.returns(scan, "a material scan")?.range } else { &scan.range })
     }
 
     /// [`Lidar::scan_into`] plus the per-beam intensity and calibrated reflectivity

@@ -4,7 +4,9 @@
 
 use glint_manifest::ObservationComponent;
 use glint_mujoco::JointKind;
+use rayon::prelude::*;
 
+use crate::lidar::fill;
 use crate::{SimError, Simulation, Warning};
 
 /// One component as laid out: where its values sit in the vector.
@@ -144,13 +146,55 @@ impl Simulation {
                 expected: format!("the observation has {size} values"),
             });
         }
+        let mut ranges = Vec::new();
+        self.observe_into(world, out, &mut ranges)?;
+        for (out, src) in ranges {
+            fill(out, src);
+        }
+        Ok(())
+    }
+
+    /// [`Simulation::observe`] of every world into `out` (`nworld` rows of
+    /// [`ObservationLayout::size`] values); the lidar ranges, most of the values, are copied
+    /// side by side on the thread pool.
+    pub fn observe_all(&self, out: &mut [f32]) -> Result<(), SimError> {
+        let (nworld, size) = (self.nworld(), self.observation.size());
+        if out.len() != nworld * size {
+            return Err(SimError::BufferLength {
+                what: "the observation buffer",
+                len: out.len(),
+                expected: format!("{nworld} worlds of {size} values: {}", nworld * size),
+            });
+        }
+        let mut ranges = Vec::new();
+        for (w, row) in out.chunks_mut(size.max(1)).enumerate() {
+            self.observe_into(w, row, &mut ranges)?;
+        }
+        ranges.into_par_iter().for_each(|(out, src)| {
+            fill(out, src);
+        });
+        Ok(())
+    }
+
+    /// Writes world `world`'s joint terms into `out` (its observation vector) and queues each
+    /// `lidar_ranges` term as (where in `out`, the scan's ranges) for the caller to copy.
+    fn observe_into<'o, 's>(
+        &'s self,
+        world: usize,
+        out: &'o mut [f32],
+        ranges: &mut Vec<(&'o mut [f32], &'s [f32])>,
+    ) -> Result<(), SimError> {
+        let mut rest = out;
+        let mut at = 0;
         for term in &self.observation.terms {
-            let out = &mut out[term.offset..term.offset + term.len];
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(term.offset - at);
+            let (out, tail) = tail.split_at_mut(term.len);
+            (rest, at) = (tail, term.offset + term.len);
             match term.component {
                 ObservationComponent::JointPositions => copy_f64(out, self.worlds.qpos(world)),
                 ObservationComponent::JointVelocities => copy_f64(out, self.worlds.qvel(world)),
                 ObservationComponent::LidarRanges { sensor, material, .. } => {
-                    self.lidar(sensor)?.scan_into(world, out, material)?;
+                    ranges.push((out, self.lidar(sensor)?.ranges(world, material)?));
                 }
             }
         }

@@ -57,6 +57,16 @@ fn the_observation_holds_joints_then_the_live_scan_padded_with_minus_one() {
     assert!(obs[366..].iter().all(|&r| r == -1.0), "beams past the scan read -1");
     // The other world followed the controller (zero control): it did not move.
     assert_eq!(sim.joint_positions(0).unwrap()[0], 0.0);
+
+    // Every world at once: the rows of the one-world calls.
+    let size = sim.observation().size();
+    let mut all = vec![0.0; 2 * size];
+    sim.observe_all(&mut all).unwrap();
+    let mut row0 = vec![0.0; size];
+    sim.observe(0, &mut row0).unwrap();
+    assert_eq!((&all[..size], &all[size..]), (&row0[..], &obs[..]));
+    let err = sim.observe_all(&mut all[1..]).unwrap_err().to_string();
+    assert!(err.contains(&format!("2 worlds of {size} values")), "{err}");
 }
 
 #[test]

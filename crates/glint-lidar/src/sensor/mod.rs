@@ -941,10 +941,8 @@ impl GroupContext<'_> {
         // values it loads anyway.
         let model_writes_clean = self.tick.model.is_some() && part.returns.is_some() && !self.tick.one_by_one;
         if !model_writes_clean {
-            for (r, &j) in order.iter().enumerate() {
-                let (d, g) = (dist[r], geomid[r]);
-                part.set_clean(j, c.is_hit(d, g).then(|| (d, g, origin + dirs[r] * d, normal[r])));
-            }
+            let (mut clean, _) = part.clean_and_returns();
+            clean.set_rays(order, origin, (dirs, dist, geomid, normal), |d, g| c.is_hit(d, g));
         }
         if !extra {
             return Ok(());
