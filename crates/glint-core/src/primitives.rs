@@ -118,8 +118,27 @@ impl BoundingSphere {
     pub(crate) fn passes(&self, vec: DVec3) -> bool {
         let Some(c) = self.c else { return true };
         let (a, b) = (vec.dot(vec), vec.dot(self.dif));
+        Self::root_ahead(a, b, c)
+    }
+
+    /// [`BoundingSphere::passes`] of `N` rays along `(vec[0][r], vec[1][r], vec[2][r])`, on
+    /// vector lanes (the same operations in the same order).
+    #[inline(always)]
+    pub(crate) fn passes_lanes<const N: usize>(&self, vec: &[[f64; N]; 3]) -> [bool; N] {
+        let Some(c) = self.c else { return [true; N] };
+        let [x, y, z] = vec;
+        std::array::from_fn(|r| {
+            let a = x[r] * x[r] + y[r] * y[r] + z[r] * z[r];
+            let b = x[r] * self.dif.x + y[r] * self.dif.y + z[r] * self.dif.z;
+            Self::root_ahead(a, b, c)
+        })
+    }
+
+    #[inline(always)]
+    fn root_ahead(a: f64, b: f64, c: f64) -> bool {
         let det = b * b - a * c;
-        det >= 0.0 && (b <= 0.0 || -b + det.sqrt() >= 0.0)
+        // `|` rather than `||`: both sides are cheap, and lanes take no branches.
+        (det >= 0.0) & ((b <= 0.0) | (-b + det.sqrt() >= 0.0))
     }
 }
 

@@ -167,11 +167,15 @@ struct PacketWalk<'a, const OWN: bool> {
 
 impl<const OWN: bool> PacketWalk<'_, OWN> {
     fn update_tmax(&mut self) {
-        let mut m = 0.0f64;
-        for r in 0..self.p.n {
-            m = if self.best.t[r] > m { self.best.t[r] } else { m };
+        // Eight lanes at a time: one fold along the packet is a chain of dependent comparisons.
+        let mut m = [0.0f64; 8];
+        for (k, chunk) in self.best.t.chunks_exact(8).enumerate() {
+            for i in 0..8 {
+                let t = if k * 8 + i < self.p.n { chunk[i] } else { 0.0 };
+                m[i] = if t > m[i] { t } else { m[i] };
+            }
         }
-        self.packet_tmax = m;
+        self.packet_tmax = m.iter().fold(0.0f64, |a, &b| if b > a { b } else { a });
     }
 
     /// The rays of `mask`, each from its own origin, against box `g`, all lanes at once: what
@@ -217,7 +221,7 @@ impl<const OWN: bool> PacketWalk<'_, OWN> {
         let xmat = self.xmat;
         let (pos, rot, size) = (self.xpos[g], &xmat[g], self.geo.shapes.geom_size[g]);
         let dif = self.p.o - pos;
-        let (lpnt, sphere) = (to_local(rot, dif), primitives::BoundingSphere::new(GeomType::Box, size, dif));
+        let lpnt = to_local(rot, dif);
         let [dx, dy, dz] = &self.p.dir_axis;
         let mut lvec = [[0.0; PACKET]; 3];
         for (a, axis) in [rot.x_axis, rot.y_axis, rot.z_axis].iter().enumerate() {
@@ -227,20 +231,42 @@ impl<const OWN: bool> PacketWalk<'_, OWN> {
             }
         }
         let (mut t, mut face, mut unclear) = ([0.0; PACKET], [0u8; PACKET], [false; PACKET]);
-        let outside = lpnt.abs().cmpgt(size).any();
-        if outside {
+        if lpnt.abs().cmpgt(size).any() {
             primitives::box_outside_lanes(size, lpnt, &lvec, &mut t, &mut face, &mut unclear);
         } else {
             let lpnt = lpnt.to_array().map(|x| [x; PACKET]);
             primitives::box_lanes(size, &lpnt, &lvec, &mut t, &mut face);
         }
-        self.offer_local_hits(g, mask, &sphere, rot, |r, _| {
-            if unclear[r] {
-                primitives::box_local(size, lpnt, DVec3::new(lvec[0][r], lvec[1][r], lvec[2][r]))
-            } else {
-                (face[r] < 6).then(|| (t[r], primitives::face_normal(face[r] as usize)))
+        let passes = primitives::BoundingSphere::new(GeomType::Box, size, dif).passes_lanes(&self.p.dir_axis);
+        // The clear answers are offered on the lanes: each face's normal rotated into the
+        // world frame once (as `offer_local_hits` rotates a winner's), picked per lane.
+        let normals: [DVec3; 6] = std::array::from_fn(|f| *rot * primitives::face_normal(f));
+        let normal_axis: [[f64; 8]; 3] =
+            std::array::from_fn(|a| std::array::from_fn(|f| if f < 6 { normals[f][a] } else { 0.0 }));
+        let best = &mut self.best;
+        let mut won = 0u32;
+        for r in 0..PACKET {
+            let f = face[r] as usize & 7;
+            let offered = (mask >> r) & 1 != 0 && passes[r] && !unclear[r] && f < 6;
+            let wins = offered && beats(t[r], g, best.t[r], best.g[r]);
+            best.t[r] = if wins { t[r] } else { best.t[r] };
+            best.g[r] = if wins { g as i32 } else { best.g[r] };
+            for (n, normal) in best.n.iter_mut().zip(&normal_axis) {
+                n[r] = if wins { normal[f] } else { n[r] };
             }
-        });
+            won |= u32::from(wins) << r;
+        }
+        // Near edges and corners: MuJoCo's six-face loop, one ray at a time.
+        let unclear_mask = (0..PACKET).fold(0u32, |m, r| m | (u32::from(unclear[r] && passes[r]) << r)) & mask;
+        if unclear_mask != 0 {
+            let all = primitives::BoundingSphere::with_radius(dif, None);
+            self.offer_local_hits(g, unclear_mask, &all, rot, |r, _| {
+                primitives::box_local(size, lpnt, DVec3::new(lvec[0][r], lvec[1][r], lvec[2][r]))
+            });
+        }
+        if won != 0 {
+            self.update_tmax();
+        }
     }
 
     /// Offers the hits on geom `g` of the rays of `mask` (all from the packet's origin) that
