@@ -142,23 +142,23 @@ impl Packet {
     /// Bit mask of the rays `r` whose segment `[0, tmax[r]]` enters `b`.
     #[inline(always)]
     pub(crate) fn enters<const OWN: bool>(&self, b: &Aabb, tmax: &[f64; PACKET]) -> u32 {
-        let mut near = [0.0f64; PACKET];
-        let mut far = *tmax;
         let (o, bmin, bmax) = (self.o.to_array(), b.min.to_array(), b.max.to_array());
         let positive = [self.positive.x, self.positive.y, self.positive.z];
-        for a in 0..3 {
-            let (lo, hi) = if positive[a] { (bmin[a], bmax[a]) } else { (bmax[a], bmin[a]) };
-            let inv = &self.inv_axis[a];
-            for r in 0..PACKET {
-                let o = if OWN { self.origin_axis[a][r] } else { o[a] };
-                let (t0, t1) = ((lo - o) * inv[r], (hi - o) * inv[r]);
-                near[r] = if t0 > near[r] { t0 } else { near[r] };
-                far[r] = if t1 < far[r] { t1 } else { far[r] };
-            }
-        }
+        let slabs: [(f64, f64); 3] =
+            std::array::from_fn(|a| if positive[a] { (bmin[a], bmax[a]) } else { (bmax[a], bmin[a]) });
+        // Lanes outside, axes inside: each lane's interval stays in registers (an axis loop
+        // outside kept the intervals in memory, and the masked stores did not forward).
         let mut mask = 0u32;
-        for r in 0..PACKET {
-            mask |= u32::from(near[r] <= far[r]) << r;
+        for (r, &tmax) in tmax.iter().enumerate() {
+            let (mut near, mut far) = (0.0f64, tmax);
+            for (a, &(lo, hi)) in slabs.iter().enumerate() {
+                let o = if OWN { self.origin_axis[a][r] } else { o[a] };
+                let inv = self.inv_axis[a][r];
+                let (t0, t1) = ((lo - o) * inv, (hi - o) * inv);
+                near = if t0 > near { t0 } else { near };
+                far = if t1 < far { t1 } else { far };
+            }
+            mask |= u32::from(near <= far) << r;
         }
         mask & self.lanes
     }

@@ -18,8 +18,11 @@ impl RayCaster {
         let nray = batch.nray;
         let (o, exclude) = (RayBatch::pick(batch.pnt, nray, w, i), q.exclude(w, i));
         // Rays with their own origins carry them into the packet.
+        // One origin for the whole batch needs no comparing per ray (unless NaN, which equals
+        // nothing, itself included).
+        let one_origin = batch.pnt.len() == 1 && !o.is_nan();
         let shared = run > 1
-            && (q.own || (i..i + run).all(|k| RayBatch::pick(batch.pnt, nray, w, k) == o))
+            && (q.own || one_origin || (i..i + run).all(|k| RayBatch::pick(batch.pnt, nray, w, k) == o))
             && (batch.bodyexclude.len() <= 1 || (i..i + run).all(|k| q.exclude(w, k) == exclude));
         if shared && packet.set(o, run, |r| RayBatch::pick(batch.vec, nray, w, i + r)) {
             let best = self.cast_set_packet(q, w, |r| i + r, exclude, packet);
