@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import glint
 import glint.gym
@@ -41,16 +42,30 @@ def test_bench_gym_json_reports_finite_positive_figures():
     assert report["rays_per_env_step"] == 5760  # a fifth of the 10 Hz revolution per step
     for key in ("glint_env_steps_per_s", "reference_env_steps_per_s", "speedup"):
         assert math.isfinite(report[key]) and report[key] > 0, key
+    # One repeat: the median of one ratio is that ratio.
     assert report["speedup"] == report["glint_env_steps_per_s"] / report["reference_env_steps_per_s"]
-    if hasattr(glint._glint, "bench_vector_loop"):
+    if hasattr(glint._glint, "VectorLoop"):
         assert math.isfinite(report["rust_env_steps_per_s"]) and report["rust_env_steps_per_s"] > 0
         assert math.isfinite(report["python_over_rust"]) and report["python_over_rust"] > 0
+        ratio = report["rust_env_steps_per_s"] / report["glint_env_steps_per_s"]
+        assert math.isclose(report["python_over_rust"], ratio, rel_tol=1e-9)
     else:
         assert report["rust_env_steps_per_s"] is None and "unavailable" in report["rust_loop"]
     agreement = report["agreement"]
     assert agreement["steps"] == 4 and agreement["max_joint_diff"] == 0.0
     assert agreement["lidar_hit_mismatches"] <= 4 * 16 * 5760 // 10000
     assert agreement["max_range_diff_m"] < 1e-3
+
+
+def test_the_rust_driven_loop_runs_in_turns_and_from_a_reset():
+    loop = glint._glint.VectorLoop(VLP16_TOML, 2)
+    first = [loop.run(1) for _ in range(3)]
+    assert all(math.isfinite(s) and s > 0 for s in first)
+    loop.reset()
+    assert loop.run(2) > 0
+    assert glint._glint.bench_vector_loop(VLP16_TOML, 2, 2) > 0
+    with pytest.raises(FileNotFoundError, match="nonexistent.toml"):
+        glint._glint.VectorLoop(REPO / "nonexistent.toml", 2)
 
 
 def test_bench_gym_text_report_and_bad_arguments():

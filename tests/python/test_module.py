@@ -222,6 +222,14 @@ def test_observe_fills_a_caller_buffer():
         sim.observe(out=np.zeros((2, 5), dtype=np.float32))
     with pytest.raises((TypeError, ValueError)):
         sim.observe(out=np.zeros((2, 6 + 28800), dtype=np.float64))
+    # A step writes the observation after it into `out` in the same call.
+    stepped = np.zeros_like(out)
+    sim.step(np.array([1.0, 0.0, 0.0]), out=stepped)
+    assert np.array_equal(stepped, sim.observe()) and not np.array_equal(stepped, out)
+    time = sim.time.copy()
+    with pytest.raises(glint.ShapeError, match="out has shape"):
+        sim.step(out=np.zeros((2, 5), dtype=np.float32))
+    assert np.array_equal(sim.time, time), "a refused step does not run"
 
 
 def test_scan_into_out_shares_memory_and_exports_dlpack():

@@ -5,6 +5,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod bench;
 mod convert;
 mod errors;
 mod lidar;
@@ -21,7 +22,9 @@ fn _glint(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<sim::Recording>()?;
     m.add_class::<lidar::Lidar>()?;
     m.add_class::<lidar::Scan>()?;
-    m.add_function(wrap_pyfunction!(sim::bench_vector_loop, m)?)?;
-    m.add("__all__", ["Simulation", "Fields", "StepReport", "Recording", "Lidar", "Scan", "bench_vector_loop"])?;
+    m.add_class::<bench::VectorLoop>()?;
+    m.add_function(wrap_pyfunction!(bench::bench_vector_loop, m)?)?;
+    let all = ["Simulation", "Fields", "StepReport", "Recording", "Lidar", "Scan", "VectorLoop", "bench_vector_loop"];
+    m.add("__all__", all)?;
     Ok(())
 }

@@ -106,6 +106,18 @@ impl Simulation {
         Py::new(py, sim)
     }
 
+    /// Refuses an observation buffer `out` not shaped `(nworld, size)`.
+    fn check_observation_out(&self, out: &Bound<'_, PyArray2<f32>>) -> PyResult<()> {
+        let (nworld, size) = (self.sim.nworld(), self.sim.observation().size());
+        if out.shape() != [nworld, size] {
+            return Err(raise(
+                "ShapeError",
+                format!("out has shape {:?}, and the observation is ({nworld}, {size})", out.shape()),
+            ));
+        }
+        Ok(())
+    }
+
     fn worlds_of(&self, worlds: Option<Vec<usize>>) -> Vec<usize> {
         worlds.unwrap_or_else(|| (0..self.sim.nworld()).collect())
     }
@@ -244,10 +256,26 @@ impl Simulation {
 
     /// Advances every world by `n` agent steps. `actions` is `(nworld, nu)` (or `(nu,)` for
     /// every world), float64, clamped by MuJoCo to each actuator's `ctrlrange`; `None` lets
-    /// the manifest's controller drive. The GIL is released while the worlds step.
-    #[pyo3(signature = (actions = None, n = 1))]
-    fn step(&mut self, py: Python<'_>, actions: Option<PyReadonlyArrayDyn<'_, f64>>, n: usize) -> PyResult<StepReport> {
+    /// the manifest's controller drive. With `out`, every world's observation after the
+    /// steps is written into it as `observe(out=out)` writes it, in the same call. The GIL is
+    /// released while the worlds step.
+    #[pyo3(signature = (actions = None, n = 1, out = None))]
+    fn step(
+        &mut self,
+        py: Python<'_>,
+        actions: Option<PyReadonlyArrayDyn<'_, f64>>,
+        n: usize,
+        out: Option<Bound<'_, PyArray2<f32>>>,
+    ) -> PyResult<StepReport> {
         let (nworld, nu) = (self.sim.nworld(), self.sim.model().nu());
+        if let Some(out) = &out {
+            self.check_observation_out(out)?;
+        }
+        let mut view = out.as_ref().map(|o| o.try_readwrite()).transpose()?;
+        let observation = match view.as_mut() {
+            Some(v) => Some(v.as_slice_mut().map_err(|_| raise("ShapeError", "out must be C-contiguous".into()))?),
+            None => None,
+        };
         let actions: Option<Vec<f64>> = match actions {
             None => None,
             Some(a) => {
@@ -271,7 +299,17 @@ impl Simulation {
             return Err(PyValueError::new_err("n = 0: give the number of steps to take, 1 or more"));
         }
         let sim = &mut self.sim;
-        let reports = py.detach(|| (0..n).map(|_| sim.step(actions.as_deref())).collect::<Result<Vec<_>, _>>()).py()?;
+        let reports = py
+            .detach(|| {
+                let reports = (0..n).map(|_| sim.step(actions.as_deref())).collect::<Result<Vec<_>, _>>()?;
+                // Observed right away, while the thread pool is still awake.
+                if let Some(values) = observation {
+                    sim.observe_all(values)?;
+                }
+                Ok::<_, glint_sim::SimError>(reports)
+            })
+            .py()?;
+        drop(view);
         self.flush_warnings(py)?;
         let last = reports.last().expect("n >= 1 steps");
         let mut reward = vec![0.0; nworld];
@@ -331,12 +369,7 @@ impl Simulation {
         let (nworld, size) = (self.sim.nworld(), self.sim.observation().size());
         let out = match out {
             Some(out) => {
-                if out.shape() != [nworld, size] {
-                    return Err(raise(
-                        "ShapeError",
-                        format!("out has shape {:?}, and the observation is ({nworld}, {size})", out.shape()),
-                    ));
-                }
+                self.check_observation_out(&out)?;
                 out
             }
             None => PyArray2::zeros(py, [nworld, size], false),
@@ -684,53 +717,6 @@ impl Recording {
         self.stop(py, exc_type.is_some_and(|t| !t.is_none()))?;
         Ok(false)
     }
-}
-
-/// The loop `glint.gym.VectorEnv` runs, driven from Rust: `steps` agent steps of `nworld`
-/// worlds of the manifest at `path`, each with uniform random actions within the actuators'
-/// control ranges (±1 where unlimited), the observation of every world gathered, and the worlds
-/// whose episodes ended reset. Returns environment steps per second (`nworld` per loop step),
-/// for `python -m glint.bench gym`'s Python-against-Rust figure.
-#[pyfunction]
-#[pyo3(signature = (path, nworld = 16, steps = 200, seed = 0))]
-pub fn bench_vector_loop(py: Python<'_>, path: PathBuf, nworld: usize, steps: usize, seed: u64) -> PyResult<f64> {
-    let options = SimOptions { nworld, seed: Some(seed), ..SimOptions::default() };
-    let mut sim = py.detach(|| glint_sim::Simulation::from_manifest(&path, options)).py()?;
-    sim.take_warnings();
-    sim.set_keep_surfaces(false); // as `Simulation.from_manifest` does
-    let result = py.detach(move || -> Result<f64, glint_sim::SimError> {
-        let ranges: Vec<[f64; 2]> = sim.actuators().into_iter().map(|(_, r)| r.unwrap_or([-1.0, 1.0])).collect();
-        let (nu, size) = (ranges.len(), sim.observation().size());
-        let mut actions = vec![0.0; nworld * nu];
-        let mut observations = vec![0.0f32; nworld * size];
-        // A small counter-based generator: the figure measures the loop, not the RNG.
-        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let mut uniform = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
-        sim.reset(Worlds::All, Some(seed))?;
-        let started = std::time::Instant::now();
-        for _ in 0..steps {
-            for (i, a) in actions.iter_mut().enumerate() {
-                let [lo, hi] = ranges[i % nu];
-                *a = lo + (hi - lo) * uniform();
-            }
-            let report = sim.step(Some(&actions))?;
-            sim.observe_all(&mut observations)?;
-            let done: Vec<usize> = (0..nworld)
-                .filter(|&w| report.status[w] != WorldStatus::Ok || report.task.get(w).is_some_and(|t| t.reached))
-                .collect();
-            if !done.is_empty() {
-                sim.reset(Worlds::These(&done), None)?;
-            }
-            std::hint::black_box(&observations);
-        }
-        Ok((steps * nworld) as f64 / started.elapsed().as_secs_f64())
-    });
-    result.py()
 }
 
 /// The lidar bindings of Python dicts with a `[[lidar]]` table's keys (errors name `source`).

@@ -8,15 +8,17 @@ physics steps per environment step, the same lidar rays cast with ``mujoco.mj_mu
 the sensor site's pose, the same observation), in one process, with the same actions: a new
 batch of uniform random actions within the actuators' ranges each step. The default manifest
 is ``examples/python/showroom_vlp16.toml``: the showroom with a VLP-16 (28 800 beams, a fifth
-of them cast per step) in its ``lidar_ranges`` observation. Each figure is the median of
+of them cast per step) in its ``lidar_ranges`` observation. Each rate is the median of
 ``--repeats`` timed runs of ``--steps`` steps, each from a reset to the same initial state,
-the environments' runs alternating, after a warm-up in which the two environments' observations are compared (reported as
-``agreement``).
+the environments' runs alternating, after a warm-up in which the two environments'
+observations are compared (reported as ``agreement``). The speed-up is the median of each
+repeat's ratio between the glint run and the reference run right after it, so that a shared
+machine's drifting load weighs on both sides of each ratio alike.
 
-When the compiled module has ``bench_vector_loop(manifest, nworld, steps)`` (the same
-vector-environment loop driven from Rust, returning environment steps per second), each
-repeat also runs it, and the report adds its median and the ratio of the Python-driven loop's
-time to the Rust-driven one's (``python_over_rust``: the Rust rate over the Python rate).
+When the compiled module has ``VectorLoop`` (the same vector-environment loop driven from
+Rust), each glint run takes turns of ten steps with it, and the report adds its median rate
+and the median of each repeat's ratio of the Python-driven loop's time to the Rust-driven
+one's (``python_over_rust``).
 """
 
 from __future__ import annotations
@@ -57,21 +59,33 @@ def _rate(step, actions: list[np.ndarray], envs: int) -> float:
     return envs * len(actions) / (time.perf_counter() - t0)
 
 
-def _rust_loop(manifest: str, envs: int, steps: int) -> tuple[Optional[float], str]:
-    """The Rust-driven loop's environment steps per second, or None and why not."""
+def _rust_loop(manifest: str, envs: int) -> tuple[Optional[object], str]:
+    """The Rust-driven loop (``glint._glint.VectorLoop``), or None and why not."""
     import glint
 
-    fn = getattr(glint._glint, "bench_vector_loop", None)
-    if fn is None:
-        return None, "unavailable: glint._glint has no bench_vector_loop"
-    result = fn(manifest, envs, steps)
-    if isinstance(result, dict):
-        result = result.get("env_steps_per_second", result.get("steps_per_second"))
-    try:
-        rate = float(result)
-    except (TypeError, ValueError):
-        return None, f"unavailable: bench_vector_loop returned {result!r}"
-    return rate, "glint._glint.bench_vector_loop"
+    cls = getattr(glint._glint, "VectorLoop", None)
+    if cls is None:
+        return None, "unavailable: glint._glint has no VectorLoop"
+    return cls(manifest, envs), "glint._glint.VectorLoop"
+
+
+# Steps per turn when the Python-driven and Rust-driven loops take turns.
+_TURN = 10
+
+
+def _python_and_rust(step, loop, actions: list[np.ndarray]) -> tuple[float, Optional[float]]:
+    """Seconds of `step(a)` over `actions`, and of the Rust-driven loop over as many steps,
+    the two taking turns of a few steps each (None when there is no Rust-driven loop)."""
+    python_s, rust_s = 0.0, None if loop is None else 0.0
+    for start in range(0, len(actions), _TURN):
+        turn = actions[start : start + _TURN]
+        t0 = time.perf_counter()
+        for a in turn:
+            step(a)
+        python_s += time.perf_counter() - t0
+        if loop is not None:
+            rust_s += loop.run(len(turn))
+    return python_s, rust_s
 
 
 def bench_gym(manifest: Optional[str] = None, steps: int = 100, envs: int = 16, repeats: int = 5, warmup: int = 10) -> dict:
@@ -117,19 +131,26 @@ def bench_gym(manifest: Optional[str] = None, steps: int = 100, envs: int = 16, 
             else:
                 max_joint_diff = max(max_joint_diff, float(np.abs(x - y).max()))
 
-    # Every run starts a new episode from the same state (as the Rust-driven loop does: where
-    # the robots drive changes what the rays cost), and the runs alternate, so that the
-    # machine's changing load weighs on every figure alike.
+    # Every run starts a new episode from the same state (where the robots drive changes what
+    # the rays cost). Each repeat runs the glint environment, taking turns of a few steps
+    # with the same loop driven from Rust, then the reference; each ratio is taken within one
+    # repeat, so that the load of a shared machine, which drifts over seconds, weighs on both
+    # sides of a ratio alike, and the medians of the per-repeat ratios are reported.
+    loop, rust_note = _rust_loop(manifest, envs)
     glint_rates, ref_rates, rust_rates = [], [], []
-    rust_note = ""
+    speedups, python_over_rust = [], []
     for _ in range(repeats):
         env.reset(seed=0)
-        glint_rates.append(_rate(env.step, actions, envs))
+        if loop is not None:
+            loop.reset()
+        python_s, rust_s = _python_and_rust(env.step, loop, actions)
+        glint_rates.append(envs * steps / python_s)
         ref.reset()
         ref_rates.append(_rate(ref.step, actions, envs))
-        rate, rust_note = _rust_loop(manifest, envs, steps)
-        if rate is not None:
-            rust_rates.append(rate)
+        speedups.append(glint_rates[-1] / ref_rates[-1])
+        if rust_s is not None:
+            rust_rates.append(envs * steps / rust_s)
+            python_over_rust.append(python_s / rust_s)
     glint_rate, ref_rate = statistics.median(glint_rates), statistics.median(ref_rates)
     rust_rate = statistics.median(rust_rates) if rust_rates else None
     return {
@@ -145,10 +166,10 @@ def bench_gym(manifest: Optional[str] = None, steps: int = 100, envs: int = 16, 
         else ref.beams,
         "glint_env_steps_per_s": glint_rate,
         "reference_env_steps_per_s": ref_rate,
-        "speedup": glint_rate / ref_rate,
+        "speedup": statistics.median(speedups),
         "target_speedup": TARGET_SPEEDUP,
         "rust_env_steps_per_s": rust_rate,
-        "python_over_rust": None if rust_rate is None else rust_rate / glint_rate,
+        "python_over_rust": statistics.median(python_over_rust) if python_over_rust else None,
         "target_python_over_rust": TARGET_PYTHON_OVER_RUST,
         "rust_loop": rust_note,
         "agreement": {
@@ -166,7 +187,8 @@ def _print_report(r: dict) -> None:
     print(
         f"glint bench gym: {r['manifest']}\n"
         f"  {r['envs']} worlds, {r['physics_steps_per_env_step']} physics steps and {r['rays_per_env_step']} rays "
-        f"per world per step ({beams} beams); median of {r['repeats']} runs of {r['steps']} steps"
+        f"per world per step ({beams} beams); median of {r['repeats']} runs of {r['steps']} steps\n"
+        f"  (ratios: the median of each repeat's ratio between runs side by side)"
     )
     print(f"  {'':46}env steps/s")
     print(f"  {'glint.gym.VectorEnv':46}{r['glint_env_steps_per_s']:11.0f}")

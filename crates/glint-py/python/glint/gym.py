@@ -195,9 +195,8 @@ class _Core:
 
 def _status_arrays(report) -> tuple[np.ndarray, np.ndarray]:
     """(unstable, ended) per world from a step report's statuses."""
-    status = report.status
-    unstable = np.fromiter((s == _UNSTABLE for s in status), dtype=np.bool_, count=len(status))
-    ended = np.fromiter((s == _ENDED for s in status), dtype=np.bool_, count=len(status))
+    status = np.asarray(report.status)
+    unstable, ended = status == _UNSTABLE, status == _ENDED
     return unstable, ended
 
 
@@ -436,7 +435,10 @@ class VectorEnv(gymnasium.vector.VectorEnv):
             )
         np.copyto(self._actions, a)
         core = self._core
-        report = core.sim.step(self._actions)
+        # The observation is written by the step call itself (one call into glint per step);
+        # worlds reset below are observed again.
+        buf = core.fresh_buffer() if self.copy else core.buffer
+        report = core.sim.step(self._actions, out=buf)
         unstable, ended = _status_arrays(report)
         reached = np.asarray(report.reached, dtype=np.bool_)
         terminated = reached | unstable
@@ -458,8 +460,9 @@ class VectorEnv(gymnasium.vector.VectorEnv):
                 info[key][restart] = 0
                 info["_" + key][restart] = False
             info["time"] = np.asarray(core.sim.time, dtype=np.float64)
+            core.observe(buf)
 
-        obs = self._observe()
+        obs = core.split(buf)
         if self.reward_fn is not None:
             rewards = np.array(self.reward_fn(obs, a, info), dtype=np.float64).reshape(self.num_envs)
         else:

@@ -1,0 +1,101 @@
+//! The loop `glint.gym.VectorEnv` runs, driven from Rust, for `python -m glint.bench gym`'s
+//! Python-against-Rust figure.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use glint_sim::{SimOptions, WorldStatus, Worlds};
+use pyo3::prelude::*;
+
+use crate::errors::IntoPy;
+
+/// The loop `glint.gym.VectorEnv` runs, driven from Rust, over `nworld` worlds of the manifest
+/// at `path`: each step applies uniform random actions within the actuators' control ranges
+/// (±1 where unlimited), gathers every world's observation, and resets the worlds whose
+/// episodes ended. `run(steps)` runs steps and returns the seconds they took, so that a
+/// benchmark can alternate it with the Python-driven loop in short runs.
+#[pyclass(module = "glint._glint", unsendable)]
+pub struct VectorLoop {
+    sim: glint_sim::Simulation,
+    seed: u64,
+    /// Each actuator's control range.
+    ranges: Vec<[f64; 2]>,
+    actions: Vec<f64>,
+    observations: Vec<f32>,
+    /// The state of a small xorshift generator: the figure measures the loop, not the RNG.
+    rng: u64,
+}
+
+impl VectorLoop {
+    fn uniform(&mut self) -> f64 {
+        let s = &mut self.rng;
+        *s ^= *s << 13;
+        *s ^= *s >> 7;
+        *s ^= *s << 17;
+        (*s >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn step(&mut self) -> Result<(), glint_sim::SimError> {
+        let nu = self.ranges.len();
+        for i in 0..self.actions.len() {
+            let [lo, hi] = self.ranges[i % nu];
+            self.actions[i] = lo + (hi - lo) * self.uniform();
+        }
+        let report = self.sim.step(Some(&self.actions))?;
+        self.sim.observe_all(&mut self.observations)?;
+        let done: Vec<usize> = (0..self.sim.nworld())
+            .filter(|&w| report.status[w] != WorldStatus::Ok || report.task.get(w).is_some_and(|t| t.reached))
+            .collect();
+        if !done.is_empty() {
+            self.sim.reset(Worlds::These(&done), None)?;
+        }
+        std::hint::black_box(&self.observations);
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl VectorLoop {
+    /// `nworld` worlds of the manifest at `path`, reset with run seed `seed`.
+    #[new]
+    #[pyo3(signature = (path, nworld = 16, seed = 0))]
+    fn new(py: Python<'_>, path: PathBuf, nworld: usize, seed: u64) -> PyResult<VectorLoop> {
+        let options = SimOptions { nworld, seed: Some(seed), ..SimOptions::default() };
+        let mut sim = py.detach(|| glint_sim::Simulation::from_manifest(&path, options)).py()?;
+        sim.take_warnings();
+        sim.set_keep_surfaces(false); // as `Simulation.from_manifest` does
+        let ranges: Vec<[f64; 2]> = sim.actuators().into_iter().map(|(_, r)| r.unwrap_or([-1.0, 1.0])).collect();
+        let (actions, observations) = (vec![0.0; nworld * ranges.len()], vec![0.0; nworld * sim.observation().size()]);
+        let mut this = VectorLoop { sim, seed, ranges, actions, observations, rng: 0 };
+        this.reset()?;
+        Ok(this)
+    }
+
+    /// Starts every world's episode again from the run seed, and the actions' generator too.
+    fn reset(&mut self) -> PyResult<()> {
+        self.rng = self.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        self.sim.reset(Worlds::All, Some(self.seed)).py()
+    }
+
+    /// Runs `steps` steps (the GIL released); returns the seconds they took.
+    fn run(&mut self, py: Python<'_>, steps: usize) -> PyResult<f64> {
+        py.detach(|| {
+            let started = Instant::now();
+            for _ in 0..steps {
+                self.step()?;
+            }
+            Ok(started.elapsed().as_secs_f64())
+        })
+        .py()
+    }
+}
+
+/// [`VectorLoop`] in one call: `steps` steps of `nworld` worlds from a reset; returns
+/// environment steps per second (`nworld` per loop step).
+#[pyfunction]
+#[pyo3(signature = (path, nworld = 16, steps = 200, seed = 0))]
+pub fn bench_vector_loop(py: Python<'_>, path: PathBuf, nworld: usize, steps: usize, seed: u64) -> PyResult<f64> {
+    let mut bench = VectorLoop::new(py, path, nworld, seed)?;
+    let seconds = bench.run(py, steps)?;
+    Ok((steps * nworld) as f64 / seconds)
+}
