@@ -203,19 +203,24 @@ impl Packet {
     }
 }
 
-/// The least and the greatest of the packet's lanes `x` (none NaN), on eight lanes at a time:
-/// one fold along all 32 is a chain of dependent scalar comparisons.
+/// The least and the greatest of the packet's lanes `x` (none NaN).
 #[inline(always)]
 fn min_max(x: &[f64; PACKET]) -> (f64, f64) {
+    (fold_lanes(x, PACKET, f64::INFINITY, |v, m| v < m), fold_lanes(x, PACKET, f64::NEG_INFINITY, |v, m| v > m))
+}
+
+/// The lane of `x`'s first `n` (none NaN) that `better` keeps over every other, or `init`
+/// when none beats it: eight lanes at a time, since one fold along all 32 is a chain of
+/// dependent scalar comparisons.
+#[inline(always)]
+pub(crate) fn fold_lanes(x: &[f64; PACKET], n: usize, init: f64, better: impl Fn(f64, f64) -> bool) -> f64 {
     const W: usize = 8;
-    let (mut lo, mut hi) = ([f64::INFINITY; W], [f64::NEG_INFINITY; W]);
-    for chunk in x.chunks_exact(W) {
+    let mut m = [init; W];
+    for (k, chunk) in x.chunks_exact(W).enumerate() {
         for i in 0..W {
-            lo[i] = if chunk[i] < lo[i] { chunk[i] } else { lo[i] };
-            hi[i] = if chunk[i] > hi[i] { chunk[i] } else { hi[i] };
+            let v = if k * W + i < n { chunk[i] } else { init };
+            m[i] = if better(v, m[i]) { v } else { m[i] };
         }
     }
-    let lo = lo.iter().fold(f64::INFINITY, |m, &v| if v < m { v } else { m });
-    let hi = hi.iter().fold(f64::NEG_INFINITY, |m, &v| if v > m { v } else { m });
-    (lo, hi)
+    m.iter().fold(init, |m, &v| if better(v, m) { v } else { m })
 }

@@ -10,7 +10,7 @@ use super::hits::{HitsMut, RayHit, beats};
 use super::query::Query;
 use crate::GeomType;
 use crate::bvh::{Aabb, Node4, Visitor, WIDTH};
-use crate::packet::{PACKET, Packet};
+use crate::packet::{PACKET, Packet, fold_lanes};
 use crate::primitives::{self, to_local};
 
 impl RayCaster {
@@ -167,15 +167,7 @@ struct PacketWalk<'a, const OWN: bool> {
 
 impl<const OWN: bool> PacketWalk<'_, OWN> {
     fn update_tmax(&mut self) {
-        // Eight lanes at a time: one fold along the packet is a chain of dependent comparisons.
-        let mut m = [0.0f64; 8];
-        for (k, chunk) in self.best.t.chunks_exact(8).enumerate() {
-            for i in 0..8 {
-                let t = if k * 8 + i < self.p.n { chunk[i] } else { 0.0 };
-                m[i] = if t > m[i] { t } else { m[i] };
-            }
-        }
-        self.packet_tmax = m.iter().fold(0.0f64, |a, &b| if b > a { b } else { a });
+        self.packet_tmax = fold_lanes(&self.best.t, self.p.n, 0.0, |t, m| t > m);
     }
 
     /// The rays of `mask`, each from its own origin, against box `g`, all lanes at once: what
