@@ -230,6 +230,12 @@ def test_observe_fills_a_caller_buffer():
     with pytest.raises(glint.ShapeError, match="out has shape"):
         sim.step(out=np.zeros((2, 5), dtype=np.float32))
     assert np.array_equal(sim.time, time), "a refused step does not run"
+    strided = np.zeros((2, 2 * (6 + 28800)), dtype=np.float32)[:, ::2]
+    with pytest.raises(glint.ShapeError, match="C-contiguous"):
+        sim.observe(out=strided)
+    with pytest.raises(glint.ShapeError, match="C-contiguous"):
+        sim.step(out=strided)
+    assert np.array_equal(sim.time, time)
 
 
 def test_scan_into_out_shares_memory_and_exports_dlpack():

@@ -47,7 +47,7 @@ fn buffer<'py>(
 }
 
 /// The rows of `array`, world after world, to fill.
-fn rows<'a>(view: &'a mut numpy::PyReadwriteArray2<'_, f32>) -> PyResult<&'a mut [f32]> {
+pub(crate) fn rows<'a>(view: &'a mut numpy::PyReadwriteArray2<'_, f32>) -> PyResult<&'a mut [f32]> {
     view.as_slice_mut().map_err(|_| raise("ShapeError", "out must be C-contiguous float32".into()))
 }
 

@@ -15,7 +15,7 @@ use pyo3::types::{PyDict, PyList};
 
 use crate::convert::{params_dict, params_from, toml_table};
 use crate::errors::{IntoPy, raise};
-use crate::lidar::Lidar;
+use crate::lidar::{Lidar, rows};
 
 /// One MuJoCo scene simulated over `nworld` worlds side by side, with every lidar on it.
 ///
@@ -273,7 +273,7 @@ impl Simulation {
         }
         let mut view = out.as_ref().map(|o| o.try_readwrite()).transpose()?;
         let observation = match view.as_mut() {
-            Some(v) => Some(v.as_slice_mut().map_err(|_| raise("ShapeError", "out must be C-contiguous".into()))?),
+            Some(v) => Some(rows(v)?),
             None => None,
         };
         let actions: Option<Vec<f64>> = match actions {
@@ -376,8 +376,7 @@ impl Simulation {
         };
         {
             let mut view = out.try_readwrite()?;
-            let values = view.as_slice_mut().map_err(|_| raise("ShapeError", "out must be C-contiguous".into()))?;
-            self.sim.observe_all(values).py()?;
+            self.sim.observe_all(rows(&mut view)?).py()?;
         }
         Ok(out)
     }
