@@ -11,6 +11,7 @@ mod did_you_mean;
 mod error;
 mod geom;
 mod hfield;
+mod lanes;
 mod mesh;
 mod packet;
 mod poses;

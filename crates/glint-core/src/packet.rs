@@ -5,7 +5,10 @@
 
 use glam::{BVec3, DMat3, DVec3};
 
+use wide::f64x8;
+
 use crate::bvh::{Aabb, Node4, WIDTH};
+use crate::lanes::{self, LANES};
 use crate::primitives::{MINVAL, to_local};
 
 /// Rays per packet (ray masks are `u32`). With spinning scans cast in 4 × 4 tiles, a packet
@@ -18,7 +21,6 @@ const _: () = assert!(PACKET <= 32);
 #[derive(Clone, Debug)]
 pub(crate) struct Packet {
     pub o: DVec3,
-    pub d: [DVec3; PACKET],
     pub n: usize,
     /// Inverse directions by axis (structure of arrays, for vectorized per-ray box tests).
     inv_axis: [[f64; PACKET]; 3],
@@ -46,7 +48,6 @@ impl Packet {
     pub(crate) fn empty() -> Packet {
         Packet {
             o: DVec3::ZERO,
-            d: [DVec3::ZERO; PACKET],
             n: 0,
             inv_axis: [[1.0; PACKET]; 3],
             dir_axis: [[1.0; PACKET]; 3],
@@ -60,36 +61,56 @@ impl Packet {
         }
     }
 
-    /// Refills the packet with `n` rays from `o` (directions from `dir(k)`); returns false
-    /// when some axis has directions of both signs.
+    /// Refills the packet with the rays from `o` along `dirs` (1 to [`PACKET`] of them);
+    /// returns false when some axis has directions of both signs.
     #[inline]
-    pub(crate) fn set(&mut self, o: DVec3, n: usize, dir: impl Fn(usize) -> DVec3) -> bool {
+    pub(crate) fn set(&mut self, o: DVec3, dirs: &[DVec3]) -> bool {
+        let n = dirs.len();
         debug_assert!(n > 0 && n <= PACKET);
         self.o = o;
         self.n = n;
         self.lanes = u32::MAX >> (32 - n);
-        for k in 0..n {
-            let d = dir(k);
-            self.d[k] = d;
-            for a in 0..3 {
-                self.inv_axis[a][k] = d[a];
+        // Unused lanes repeat ray 0. A whole packet is transposed from a fixed-size array, which
+        // the compiler turns into vector shuffles; scalar stores read back by the vector loops
+        // below would stall on store forwarding.
+        let mut whole = [dirs[0]; PACKET];
+        let whole: &[DVec3; PACKET] = match dirs.try_into() {
+            Ok(all) => all,
+            Err(_) => {
+                whole[..n].copy_from_slice(dirs);
+                &whole
             }
-        }
-        // Inverses as arrays (vectorized divisions); unused lanes repeat ray 0.
+        };
+        // `from_fn`, not `map`: `map` was left out of line.
+        self.dir_axis = [
+            std::array::from_fn(|k| whole[k].x),
+            std::array::from_fn(|k| whole[k].y),
+            std::array::from_fn(|k| whole[k].z),
+        ];
+        // Inverses eight lanes at a time, with their bounds.
+        let splat = f64x8::splat;
         let (mut lo, mut hi) = (DVec3::INFINITY, DVec3::NEG_INFINITY);
         for a in 0..3 {
-            let axis = &mut self.inv_axis[a];
-            let first = axis[0];
-            for (k, x) in axis.iter_mut().enumerate() {
-                let d = if k < n { *x } else { first };
-                self.dir_axis[a][k] = d;
-                *x = if d.abs() > 1e-300 { 1.0 / d } else { 1e300_f64.copysign(d) };
+            let (mut lo_lanes, mut hi_lanes) = (splat(f64::INFINITY), splat(f64::NEG_INFINITY));
+            for b in 0..PACKET / LANES {
+                let d = lanes::load(&self.dir_axis[a], b);
+                let tiny = d.is_sign_negative().select(splat(-1e300), splat(1e300));
+                let inv = d.abs().simd_gt(splat(1e-300)).select(splat(1.0) / d, tiny);
+                lanes::store(&mut self.inv_axis[a], b, inv);
+                (lo_lanes, hi_lanes) = (inv.fast_min(lo_lanes), inv.fast_max(hi_lanes));
             }
-            (lo[a], hi[a]) = min_max(axis);
+            lo[a] = lo_lanes.to_array().into_iter().fold(f64::INFINITY, f64::min);
+            hi[a] = hi_lanes.to_array().into_iter().fold(f64::NEG_INFINITY, f64::max);
         }
         (self.lo, self.hi) = (lo, hi);
         self.positive = lo.cmpgt(DVec3::ZERO);
         (self.positive | hi.cmplt(DVec3::ZERO)).all()
+    }
+
+    /// Ray `k`'s direction.
+    #[inline(always)]
+    pub(crate) fn dir(&self, k: usize) -> DVec3 {
+        DVec3::new(self.dir_axis[0][k], self.dir_axis[1][k], self.dir_axis[2][k])
     }
 
     /// Gives ray `k` its own origin `origin(k)`, for the `OWN` tests: rays folded by a mirror
@@ -146,19 +167,18 @@ impl Packet {
         let positive = [self.positive.x, self.positive.y, self.positive.z];
         let slabs: [(f64, f64); 3] =
             std::array::from_fn(|a| if positive[a] { (bmin[a], bmax[a]) } else { (bmax[a], bmin[a]) });
-        // Lanes outside, axes inside: each lane's interval stays in registers (an axis loop
-        // outside kept the intervals in memory, and the masked stores did not forward).
+        let splat = f64x8::splat;
         let mut mask = 0u32;
-        for (r, &tmax) in tmax.iter().enumerate() {
-            let (mut near, mut far) = (0.0f64, tmax);
+        for blk in 0..PACKET / LANES {
+            let (mut near, mut far) = (f64x8::ZERO, lanes::load(tmax, blk));
             for (a, &(lo, hi)) in slabs.iter().enumerate() {
-                let o = if OWN { self.origin_axis[a][r] } else { o[a] };
-                let inv = self.inv_axis[a][r];
-                let (t0, t1) = ((lo - o) * inv, (hi - o) * inv);
-                near = if t0 > near { t0 } else { near };
-                far = if t1 < far { t1 } else { far };
+                let o = if OWN { lanes::load(&self.origin_axis[a], blk) } else { splat(o[a]) };
+                let inv = lanes::load(&self.inv_axis[a], blk);
+                let (t0, t1) = ((splat(lo) - o) * inv, (splat(hi) - o) * inv);
+                // The hardware's `t0 > near ? t0 : near`, and likewise for the far end.
+                (near, far) = (t0.fast_max(near), t1.fast_min(far));
             }
-            mask |= u32::from(near <= far) << r;
+            mask |= near.simd_le(far).to_bitmask() << (LANES * blk);
         }
         mask & self.lanes
     }

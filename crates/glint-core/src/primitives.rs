@@ -4,6 +4,9 @@
 //! quadratic roots, and `mjMINVAL` as the degeneracy threshold.
 
 use glam::{DMat3, DVec3};
+use wide::f64x8;
+
+use crate::lanes::LANES;
 
 use crate::GeomType;
 
@@ -121,17 +124,17 @@ impl BoundingSphere {
         Self::root_ahead(a, b, c)
     }
 
-    /// [`BoundingSphere::passes`] of `N` rays along `(vec[0][r], vec[1][r], vec[2][r])`, on
-    /// vector lanes (the same operations in the same order).
+    /// [`BoundingSphere::passes`] of eight rays along `vec` (by axis), as a mask (the same
+    /// operations in the same order).
     #[inline(always)]
-    pub(crate) fn passes_lanes<const N: usize>(&self, vec: &[[f64; N]; 3]) -> [bool; N] {
-        let Some(c) = self.c else { return [true; N] };
-        let [x, y, z] = vec;
-        std::array::from_fn(|r| {
-            let a = x[r] * x[r] + y[r] * y[r] + z[r] * z[r];
-            let b = x[r] * self.dif.x + y[r] * self.dif.y + z[r] * self.dif.z;
-            Self::root_ahead(a, b, c)
-        })
+    pub(crate) fn passes8(&self, vec: [f64x8; 3]) -> f64x8 {
+        let Some(c) = self.c else { return crate::lanes::of_bits(u32::MAX) };
+        let ([x, y, z], splat) = (vec, f64x8::splat);
+        let a = x * x + y * y + z * z;
+        let b = x * splat(self.dif.x) + y * splat(self.dif.y) + z * splat(self.dif.z);
+        let det = b * b - a * splat(c);
+        let zero = f64x8::ZERO;
+        det.simd_ge(zero) & (b.simd_le(zero) | (-b + det.sqrt()).simd_ge(zero))
     }
 
     #[inline(always)]
@@ -273,11 +276,11 @@ pub(crate) fn box_faces(half: DVec3, lpnt: DVec3, lvec: DVec3) -> [f64; 6] {
 /// first face in MuJoCo's order among those at the smallest distance.
 #[inline]
 pub(crate) fn box_local(half: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<LocalHit> {
-    if lpnt.abs().cmpgt(half).any() {
-        let (mut t, mut face, mut unclear) = ([0.0], [0u8], [false]);
-        box_outside_lanes(half, lpnt, &lvec.to_array().map(|x| [x]), &mut t, &mut face, &mut unclear);
-        if !unclear[0] {
-            return (face[0] < 6).then(|| (t[0], face_normal(face[0] as usize)));
+    if let Some(entry) = EntryAxes::new(half, lpnt) {
+        let (t, face, unclear) = entry.lanes([f64x8::splat(lvec.x), f64x8::splat(lvec.y), f64x8::splat(lvec.z)]);
+        if unclear.to_bitmask() & 1 == 0 {
+            let (t, face) = (t.to_array()[0], face.to_array()[0] as usize);
+            return (face < 6).then(|| (t, face_normal(face)));
         }
     }
     box_all_faces(half, lpnt, lvec)
@@ -315,54 +318,92 @@ pub(crate) fn box_lanes<const N: usize>(
     }
 }
 
-/// `N` rays from one origin `lpnt` outside a box (some `|lpnt[i]| > half[i]`), on vector
-/// lanes, decided on the three faces each can enter through (half the divisions of MuJoCo's
+/// A box seen from one origin outside it (some `|lpnt[i]| > half[i]`), whose rays are decided
+/// on the faces each can enter through (at most three: half the divisions of MuJoCo's
 /// six-face loop) where the answer is clear: the ray enters through one face well inside its
 /// edges (so no exit face can be as near, whatever the rounding), or misses every entry face
 /// by a margin (so it passes no silhouette edge, the only place where an exit face could be
-/// hit without an entry face). Ray `r` runs along `(lvec[0][r], lvec[1][r], lvec[2][r])` in
-/// the box's frame; where the answer is clear, `t[r]` gets its distance (`INFINITY`: a miss)
-/// and `face[r]` the face hit (6: none), as MuJoCo's loop answers; near edges and corners
-/// `unclear[r]` is set and the caller runs the loop for that ray ([`box_local`] does).
-#[inline(always)]
-pub(crate) fn box_outside_lanes<const N: usize>(
-    half: DVec3,
-    lpnt: DVec3,
-    lvec: &[[f64; N]; 3],
-    t: &mut [f64; N],
-    face: &mut [u8; N],
-    unclear: &mut [bool; N],
-) {
-    let (half, lpnt) = (half.to_array(), lpnt.to_array());
-    // Lanes outside, faces inside: each lane's best so far stays in registers across its three
-    // faces (a face loop outside stored and reloaded the lanes between faces, and the reload of
-    // a masked store stalls on store forwarding).
-    for r in 0..N {
-        let (mut best, mut best_face, mut found, mut near) = (f64::INFINITY, 6u8, false, false);
-        for i in 0..3 {
-            let (j, k) = ((i + 1) % 3, (i + 2) % 3);
-            // The one face along axis `i` that the ray can enter through.
-            let v = lvec[i][r];
-            let positive = v > 0.0;
-            let f = if positive { 2 * i as u8 } else { 2 * i as u8 + 1 };
-            let tf = (if positive { -half[i] } else { half[i] } - lpnt[i]) / v;
-            let valid = v.abs() > MINVAL && (tf >= 0.0 || tf.is_nan());
-            let (pj, pk) = (lpnt[j] + tf * lvec[j][r], lpnt[k] + tf * lvec[k][r]);
-            let margin = 1e-9 * (1.0 + pj.abs().max(pk.abs()).max(half[j]).max(half[k]));
-            let (dj, dk) = (pj.abs() - half[j], pk.abs() - half[k]);
-            let inside = dj <= 0.0 && dk <= 0.0;
-            let near_edge = dj > -margin || dk > -margin || (found && best == tf);
-            let grazes = !inside && dj.max(dk) <= margin;
-            near |= valid && ((inside && near_edge) || grazes);
-            let wins = valid && inside && !near_edge && (!found || tf < best);
-            best = if wins { tf } else { best };
-            best_face = if wins { f } else { best_face };
-            found |= wins;
+/// hit without an entry face). Near edges and corners the caller runs MuJoCo's loop.
+///
+/// Only the axes whose slab the origin is not strictly inside are tested: from inside slab
+/// `i`, both faces along `i` lie behind the ray or beside it (`tf < 0`, or no crossing), so
+/// MuJoCo's loop takes nothing from them. Seen from a lidar, a box is mostly outside one or
+/// two slabs.
+pub(crate) struct EntryAxes {
+    half: [f64; 3],
+    lpnt: [f64; 3],
+    axes: [usize; 3],
+    naxes: usize,
+}
+
+impl EntryAxes {
+    /// The box of half sizes `half` seen from `lpnt` (its frame), or `None` when `lpnt` is not
+    /// outside it (some `|lpnt[i]| > half[i]`).
+    #[inline(always)]
+    pub(crate) fn new(half: DVec3, lpnt: DVec3) -> Option<EntryAxes> {
+        if !lpnt.abs().cmpgt(half).any() {
+            return None;
         }
-        t[r] = best;
-        face[r] = best_face;
-        unclear[r] = near;
+        let (mut axes, mut naxes) = ([0usize; 3], 0);
+        for i in 0..3 {
+            // Not `a >= b`: a NaN origin tests every axis.
+            if lpnt[i].abs().partial_cmp(&half[i]) != Some(std::cmp::Ordering::Less) {
+                (axes[naxes], naxes) = (i, naxes + 1);
+            }
+        }
+        Some(EntryAxes { half: half.to_array(), lpnt: lpnt.to_array(), axes, naxes })
     }
+
+    /// Eight rays along `v` (by axis in the box's frame) from the origin: where the answer is
+    /// clear, the distance (`INFINITY`: a miss) and the face hit (6: none), as MuJoCo's loop
+    /// answers; and the mask of the lanes left unclear, near edges and corners, for which the
+    /// caller runs the loop ([`box_local`] does).
+    #[inline(always)]
+    pub(crate) fn lanes(&self, v: [f64x8; 3]) -> (f64x8, f64x8, f64x8) {
+        box_entry_faces8(self.half, self.lpnt, v, &self.axes[..self.naxes])
+    }
+}
+
+/// [`box_lanes`] of eight rays from `lpnt` along `v` (by axis), as [`EntryAxes::lanes`]
+/// answers: the distance, the face and (none) unclear lanes.
+#[inline(always)]
+pub(crate) fn box_lanes8(half: DVec3, lpnt: DVec3, v: [f64x8; 3]) -> (f64x8, f64x8, f64x8) {
+    let lpnt = lpnt.to_array().map(|x| [x; LANES]);
+    let (mut t, mut face) = ([0.0; LANES], [0u8; LANES]);
+    box_lanes(half, &lpnt, &v.map(f64x8::to_array), &mut t, &mut face);
+    (f64x8::new(t), f64x8::new(face.map(f64::from)), f64x8::ZERO)
+}
+
+/// [`EntryAxes::lanes`] on the axes `axes`.
+#[inline(always)]
+fn box_entry_faces8(half: [f64; 3], lpnt: [f64; 3], v: [f64x8; 3], axes: &[usize]) -> (f64x8, f64x8, f64x8) {
+    let (zero, splat) = (f64x8::ZERO, f64x8::splat);
+    let (mut best, mut best_face) = (splat(f64::INFINITY), splat(6.0));
+    let (mut found, mut near) = (zero, zero);
+    for &i in axes {
+        let (j, k) = ((i + 1) % 3, (i + 2) % 3);
+        // The one face along axis `i` that each ray can enter through.
+        let positive = v[i].simd_gt(zero);
+        let f = positive.select(splat(2.0 * i as f64), splat(2.0 * i as f64 + 1.0));
+        let tf = (positive.select(splat(-half[i]), splat(half[i])) - splat(lpnt[i])) / v[i];
+        // `!(tf < 0)`: ahead of the ray, or NaN.
+        let valid = v[i].abs().simd_gt(splat(MINVAL)) & !tf.simd_lt(zero);
+        let (pj, pk) = (splat(lpnt[j]) + tf * v[j], splat(lpnt[k]) + tf * v[k]);
+        // `fast_max` (the hardware's maximum): it differs from `f64::max` on NaN only, where
+        // the lane is a miss either way, decided here or by MuJoCo's loop.
+        let margin =
+            splat(1e-9) * (splat(1.0) + pj.abs().fast_max(pk.abs()).fast_max(splat(half[j])).fast_max(splat(half[k])));
+        let (dj, dk) = (pj.abs() - splat(half[j]), pk.abs() - splat(half[k]));
+        let inside = dj.simd_le(zero) & dk.simd_le(zero);
+        let near_edge = dj.simd_gt(-margin) | dk.simd_gt(-margin) | (found & best.simd_eq(tf));
+        let grazes = !inside & dj.fast_max(dk).simd_le(margin);
+        near |= valid & ((inside & near_edge) | grazes);
+        let wins = valid & inside & !near_edge & (!found | tf.simd_lt(best));
+        best = wins.select(tf, best);
+        best_face = wins.select(f, best_face);
+        found |= wins;
+    }
+    (best, best_face, near)
 }
 
 /// Outward normal of box face `f` (MuJoCo's order: −X, +X, −Y, +Y, −Z, +Z).
@@ -461,8 +502,16 @@ mod tests {
                     lvec[a][r] = d[a];
                 }
             }
+            let entry = EntryAxes::new(half, origin).expect("the origin is outside");
             let (mut t, mut face, mut unclear) = ([0.0; 32], [0u8; 32], [false; 32]);
-            box_outside_lanes(half, origin, &lvec, &mut t, &mut face, &mut unclear);
+            for b in 0..4 {
+                let (bt, bface, bunclear) =
+                    entry.lanes(std::array::from_fn(|a| f64x8::new(lvec[a][8 * b..8 * b + 8].try_into().unwrap())));
+                for l in 0..8 {
+                    (t[8 * b + l], face[8 * b + l]) = (bt.to_array()[l], bface.to_array()[l] as u8);
+                    unclear[8 * b + l] = (bunclear.to_bitmask() >> l) & 1 != 0;
+                }
+            }
             for (r, &d) in dirs.iter().enumerate() {
                 let one = box_all_faces(half, origin, d).map(|(t, n)| (t.to_bits(), n));
                 if unclear[r] {

@@ -29,6 +29,17 @@ impl RayBatch<'_> {
         }
     }
 
+    /// Entries `i..i + n` of world `w` of `arr` (broadcast as [`RayBatch::pick`] reads it) as
+    /// one slice, or the one entry every ray shares.
+    #[inline(always)]
+    pub(super) fn run<T: Copy>(arr: &[T], nray: usize, w: usize, i: usize, n: usize) -> Result<&[T], T> {
+        match arr.len() {
+            1 => Err(arr[0]),
+            len if len == nray => Ok(&arr[i..i + n]),
+            _ => Ok(&arr[w * nray + i..w * nray + i + n]),
+        }
+    }
+
     /// Checks that the array `field`, `len` entries long, follows the broadcasting rules.
     pub(super) fn check_shape(&self, field: &'static str, len: usize, nworld: usize) -> Result<(), CoreError> {
         let n = self.nray;

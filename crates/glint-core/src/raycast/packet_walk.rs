@@ -2,14 +2,16 @@
 //! walked once for all its rays, each leaf's geoms tested for the rays that enter their box.
 
 use glam::{DMat3, DVec3};
+use wide::f64x8;
 
 use super::batch::RayBatch;
 use super::caster::{Geometry, RayCaster};
 use super::dispatch::intersect_geom;
-use super::hits::{HitsMut, RayHit, beats};
+use super::hits::{HitsMut, RayHit, beats, beats_lanes};
 use super::query::Query;
 use crate::GeomType;
 use crate::bvh::{Aabb, Node4, Visitor, WIDTH};
+use crate::lanes::{self, LANES};
 use crate::packet::{PACKET, Packet, fold_lanes};
 use crate::primitives::{self, to_local};
 
@@ -96,7 +98,9 @@ const SHARED_BOX_LANES: u32 = 4;
 /// Closest hits so far of a packet's rays (structure of arrays).
 pub(super) struct PacketBest {
     t: [f64; PACKET],
-    g: [i32; PACKET],
+    /// Geom ids as floats (exact), so that the box lanes compare and pick them with the
+    /// distances.
+    g: [f64; PACKET],
     /// Normals by axis.
     n: [[f64; PACKET]; 3],
     /// Whether the normals offered are unit already (the walk with own origins, which offers
@@ -106,20 +110,20 @@ pub(super) struct PacketBest {
 
 impl PacketBest {
     fn new(unit: bool) -> Self {
-        PacketBest { t: [f64::INFINITY; PACKET], g: [-1; PACKET], n: [[0.0; PACKET]; 3], unit }
+        PacketBest { t: [f64::INFINITY; PACKET], g: [-1.0; PACKET], n: [[0.0; PACKET]; 3], unit }
     }
 
     /// Whether a hit on geom `g` at `t` [`beats`] ray `r`'s best so far.
     #[inline(always)]
     fn beats(&self, r: usize, g: usize, t: f64) -> bool {
-        beats(t, g, self.t[r], self.g[r])
+        beats(t, g, self.t[r], self.g[r] as i32)
     }
 
     /// Takes the hit for ray `r` when it beats the best so far.
     #[inline(always)]
     fn offer(&mut self, r: usize, g: usize, t: f64, n: DVec3) {
         if self.beats(r, g, t) {
-            (self.t[r], self.g[r]) = (t, g as i32);
+            (self.t[r], self.g[r]) = (t, g as f64);
             (self.n[0][r], self.n[1][r], self.n[2][r]) = (n.x, n.y, n.z);
         }
     }
@@ -138,10 +142,10 @@ impl PacketBest {
             }
         }
         for (k, (&g, &t)) in self.g.iter().zip(&self.t).enumerate().take(n) {
-            let hit = if g < 0 {
+            let hit = if g < 0.0 {
                 RayHit::MISS
             } else {
-                RayHit { dist: t, geomid: g, normal: DVec3::new(unit[0][k], unit[1][k], unit[2][k]) }
+                RayHit { dist: t, geomid: g as i32, normal: DVec3::new(unit[0][k], unit[1][k], unit[2][k]) }
             };
             out.set(ray(k), hit);
         }
@@ -179,7 +183,7 @@ impl<const OWN: bool> PacketWalk<'_, OWN> {
         let radius_sqr = primitives::bounding_sphere_sqr(GeomType::Box, size);
         let (mut lpnt, mut lvec, mut passes) = ([[0.0; PACKET]; 3], [[0.0; PACKET]; 3], [false; PACKET]);
         for r in 0..PACKET {
-            let (dif, d) = (self.p.origin(r) - pos, self.p.d[r]);
+            let (dif, d) = (self.p.origin(r) - pos, self.p.dir(r));
             passes[r] = primitives::BoundingSphere::with_radius(dif, radius_sqr).passes(d);
             let (l, v) = (to_local(rot, dif), to_local(rot, d));
             for a in 0..3 {
@@ -207,53 +211,60 @@ impl<const OWN: bool> PacketWalk<'_, OWN> {
     /// The rays of `mask`, all from the packet's origin, against box `g` on all lanes at once:
     /// what `intersect_local` answers each, to the bit (MuJoCo's bounding-sphere test, then
     /// the entry-face decision where it is clear and the six-face loop where it is not), with
-    /// the normal rotated into the world frame for the winners.
+    /// the normal rotated into the world frame for the winners. Eight lanes at a time on
+    /// `wide`'s vectors, from the directions to the packet's closest hits.
     #[inline(never)]
     fn shared_box(&mut self, g: usize, mask: u32) {
         let xmat = self.xmat;
         let (pos, rot, size) = (self.xpos[g], &xmat[g], self.geo.shapes.geom_size[g]);
         let dif = self.p.o - pos;
         let lpnt = to_local(rot, dif);
-        let [dx, dy, dz] = &self.p.dir_axis;
-        let mut lvec = [[0.0; PACKET]; 3];
-        for (a, axis) in [rot.x_axis, rot.y_axis, rot.z_axis].iter().enumerate() {
-            for r in 0..PACKET {
-                // Same operation order as `to_local`, so the values equal the one-ray path's.
-                lvec[a][r] = axis.x * dx[r] + axis.y * dy[r] + axis.z * dz[r];
-            }
-        }
-        let (mut t, mut face, mut unclear) = ([0.0; PACKET], [0u8; PACKET], [false; PACKET]);
-        if lpnt.abs().cmpgt(size).any() {
-            primitives::box_outside_lanes(size, lpnt, &lvec, &mut t, &mut face, &mut unclear);
-        } else {
-            let lpnt = lpnt.to_array().map(|x| [x; PACKET]);
-            primitives::box_lanes(size, &lpnt, &lvec, &mut t, &mut face);
-        }
-        let passes = primitives::BoundingSphere::new(GeomType::Box, size, dif).passes_lanes(&self.p.dir_axis);
-        // The clear answers are offered on the lanes: each face's normal rotated into the
-        // world frame once (as `offer_local_hits` rotates a winner's), picked per lane.
+        let sphere = primitives::BoundingSphere::new(GeomType::Box, size, dif);
+        let entry = primitives::EntryAxes::new(size, lpnt);
+        // Each face's normal rotated into the world frame once (as `offer_local_hits` rotates
+        // a winner's), picked per lane.
         let normals: [DVec3; 6] = std::array::from_fn(|f| *rot * primitives::face_normal(f));
-        let normal_axis: [[f64; 8]; 3] =
-            std::array::from_fn(|a| std::array::from_fn(|f| if f < 6 { normals[f][a] } else { 0.0 }));
+        let [dx, dy, dz] = &self.p.dir_axis;
+        let (splat, gf) = (f64x8::splat, g as f64);
         let best = &mut self.best;
-        let mut won = 0u32;
-        for r in 0..PACKET {
-            let f = face[r] as usize & 7;
-            let offered = (mask >> r) & 1 != 0 && passes[r] && !unclear[r] && f < 6;
-            let wins = offered && beats(t[r], g, best.t[r], best.g[r]);
-            best.t[r] = if wins { t[r] } else { best.t[r] };
-            best.g[r] = if wins { g as i32 } else { best.g[r] };
-            for (n, normal) in best.n.iter_mut().zip(&normal_axis) {
-                n[r] = if wins { normal[f] } else { n[r] };
+        let (mut won, mut unclear_mask) = (0u32, 0u32);
+        for b in 0..PACKET / LANES {
+            let bits = (mask >> (LANES * b)) & 0xff;
+            if bits == 0 {
+                continue;
             }
-            won |= u32::from(wins) << r;
+            let d = [lanes::load(dx, b), lanes::load(dy, b), lanes::load(dz, b)];
+            // Same operation order as `to_local`, so the values equal the one-ray path's.
+            let axes = [rot.x_axis, rot.y_axis, rot.z_axis];
+            let lvec: [f64x8; 3] = std::array::from_fn(|i| {
+                let a = axes[i];
+                splat(a.x) * d[0] + splat(a.y) * d[1] + splat(a.z) * d[2]
+            });
+            let (t, face, unclear) = match &entry {
+                Some(entry) => entry.lanes(lvec),
+                None => primitives::box_lanes8(size, lpnt, lvec),
+            };
+            let passes = sphere.passes8(d);
+            let offered = lanes::of_bits(bits) & passes & !unclear & face.simd_lt(splat(6.0));
+            let (best_t, best_g) = (lanes::load(&best.t, b), lanes::load(&best.g, b));
+            let wins = offered & beats_lanes(t, gf, best_t, best_g);
+            lanes::store(&mut best.t, b, wins.select(t, best_t));
+            lanes::store(&mut best.g, b, wins.select(splat(gf), best_g));
+            for (a, n) in best.n.iter_mut().enumerate() {
+                let normal =
+                    (0..6).fold(f64x8::ZERO, |n, f| face.simd_eq(splat(f as f64)).select(splat(normals[f][a]), n));
+                let kept = lanes::load(n, b);
+                lanes::store(n, b, wins.select(normal, kept));
+            }
+            won |= wins.to_bitmask() << (LANES * b);
+            unclear_mask |= (unclear & passes).to_bitmask() << (LANES * b);
         }
         // Near edges and corners: MuJoCo's six-face loop, one ray at a time.
-        let unclear_mask = (0..PACKET).fold(0u32, |m, r| m | (u32::from(unclear[r] && passes[r]) << r)) & mask;
+        let unclear_mask = unclear_mask & mask;
         if unclear_mask != 0 {
             let all = primitives::BoundingSphere::with_radius(dif, None);
-            self.offer_local_hits(g, unclear_mask, &all, rot, |r, _| {
-                primitives::box_local(size, lpnt, DVec3::new(lvec[0][r], lvec[1][r], lvec[2][r]))
+            self.offer_local_hits(g, unclear_mask, &all, rot, |_, d| {
+                primitives::box_local(size, lpnt, to_local(rot, d))
             });
         }
         if won != 0 {
@@ -278,7 +289,7 @@ impl<const OWN: bool> PacketWalk<'_, OWN> {
         while mask != 0 {
             let r = mask.trailing_zeros() as usize;
             mask &= mask - 1;
-            let d = self.p.d[r];
+            let d = self.p.dir(r);
             if !sphere.passes(d) {
                 continue;
             }
@@ -320,7 +331,6 @@ impl<const OWN: bool> Visitor for PacketWalk<'_, OWN> {
         // Rays with their own origins take the general path below: one instance of the
         // primitives' local tests keeps them inlined into the common packets' walk.
         if !OWN && matches!(kind, GeomType::Box | GeomType::Capsule | GeomType::Cylinder | GeomType::Ellipsoid) {
-            // One local origin serves the whole packet; normals are rotated only for winners.
             let xmat = self.xmat;
             let (pos, rot, size) = (self.xpos[g], &xmat[g], self.geo.shapes.geom_size[g]);
             let dif = self.p.o - pos;
@@ -338,7 +348,7 @@ impl<const OWN: bool> Visitor for PacketWalk<'_, OWN> {
         while mask != 0 {
             let r = mask.trailing_zeros() as usize;
             mask &= mask - 1;
-            let (d, tmax) = (self.p.d[r], self.best.t[r]);
+            let (d, tmax) = (self.p.dir(r), self.best.t[r]);
             let o = if OWN { self.p.origin(r) } else { self.p.o };
             if let Some((t, n)) = intersect_geom(self.geo, g, self.xpos[g], &self.xmat[g], o, d, tmax) {
                 self.best.offer(r, g, t, n);

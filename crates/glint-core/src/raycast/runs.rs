@@ -24,7 +24,12 @@ impl RayCaster {
         let shared = run > 1
             && (q.own || one_origin || (i..i + run).all(|k| RayBatch::pick(batch.pnt, nray, w, k) == o))
             && (batch.bodyexclude.len() <= 1 || (i..i + run).all(|k| q.exclude(w, k) == exclude));
-        if shared && packet.set(o, run, |r| RayBatch::pick(batch.vec, nray, w, i + r)) {
+        let mut one_dir = [DVec3::ZERO; PACKET];
+        let dirs = RayBatch::run(batch.vec, nray, w, i, run).unwrap_or_else(|d| {
+            one_dir[..run].fill(d);
+            &one_dir[..run]
+        });
+        if shared && packet.set(o, dirs) {
             let best = self.cast_set_packet(q, w, |r| i + r, exclude, packet);
             best.write(run, &mut out, |r| r);
         } else if shared && run > 2 {
@@ -44,16 +49,17 @@ impl RayCaster {
         let dir = |r: usize| RayBatch::pick(batch.vec, batch.nray, w, i + r);
         // A zero component counts by its sign bit, as the packet's inverse directions do.
         let octant = |d: DVec3| (0..3).fold(0, |o, a| o | (usize::from(d[a].is_sign_negative()) << a));
-        let (mut lanes, mut count) = ([[0u8; PACKET]; 8], [0usize; 8]);
+        let (mut lanes, mut dirs, mut count) = ([[0u8; PACKET]; 8], [[DVec3::ZERO; PACKET]; 8], [0usize; 8]);
         for r in 0..run {
-            let o = octant(dir(r));
-            lanes[o][count[o]] = r as u8;
+            let d = dir(r);
+            let o = octant(d);
+            (lanes[o][count[o]], dirs[o][count[o]]) = (r as u8, d);
             count[o] += 1;
         }
         let o = RayBatch::pick(batch.pnt, batch.nray, w, i);
-        for (lanes, &n) in lanes.iter().zip(&count) {
+        for ((lanes, dirs), &n) in lanes.iter().zip(&dirs).zip(&count) {
             let ray = |k: usize| lanes[k] as usize;
-            if n > 1 && packet.set(o, n, |k| dir(ray(k))) {
+            if n > 1 && packet.set(o, &dirs[..n]) {
                 let best = self.cast_set_packet(q, w, |k| i + ray(k), exclude, packet);
                 best.write(n, &mut out, ray);
             } else {
