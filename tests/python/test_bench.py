@@ -63,6 +63,10 @@ def test_the_rust_driven_loop_runs_in_turns_and_from_a_reset():
     assert all(math.isfinite(s) and s > 0 for s in first)
     loop.reset()
     assert loop.run(2) > 0
+    nu = glint.Simulation.from_manifest(VLP16_TOML).nu
+    assert loop.run(3, np.zeros((3, 2, nu))) > 0  # given actions, as the benchmark passes them
+    with pytest.raises(ValueError, match=r"actions have shape \[3, 2\]: give \[3, 2, "):
+        loop.run(3, np.zeros((3, 2)))
     assert glint._glint.bench_vector_loop(VLP16_TOML, 2, 2) > 0
     with pytest.raises(FileNotFoundError, match="nonexistent.toml"):
         glint._glint.VectorLoop(REPO / "nonexistent.toml", 2)

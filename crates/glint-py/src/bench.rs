@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use glint_sim::{SimOptions, WorldStatus, Worlds};
+use numpy::{PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::errors::IntoPy;
@@ -13,7 +15,8 @@ use crate::errors::IntoPy;
 /// at `path`: each step applies uniform random actions within the actuators' control ranges
 /// (±1 where unlimited), gathers every world's observation, and resets the worlds whose
 /// episodes ended. `run(steps)` runs steps and returns the seconds they took, so that a
-/// benchmark can alternate it with the Python-driven loop in short runs.
+/// benchmark can alternate it with the Python-driven loop in short runs; `run(steps, actions)`
+/// takes the given actions instead, so that both loops drive the robots alike.
 #[pyclass(module = "glint._glint", unsendable)]
 pub struct VectorLoop {
     sim: glint_sim::Simulation,
@@ -35,11 +38,17 @@ impl VectorLoop {
         (*s >> 11) as f64 / (1u64 << 53) as f64
     }
 
-    fn step(&mut self) -> Result<(), glint_sim::SimError> {
+    /// One step with `given` actions (`nworld × nu`), or uniform random ones.
+    fn step(&mut self, given: Option<&[f64]>) -> Result<(), glint_sim::SimError> {
         let nu = self.ranges.len();
-        for i in 0..self.actions.len() {
-            let [lo, hi] = self.ranges[i % nu];
-            self.actions[i] = lo + (hi - lo) * self.uniform();
+        match given {
+            Some(actions) => self.actions.copy_from_slice(actions),
+            None => {
+                for i in 0..self.actions.len() {
+                    let [lo, hi] = self.ranges[i % nu];
+                    self.actions[i] = lo + (hi - lo) * self.uniform();
+                }
+            }
         }
         let report = self.sim.step(Some(&self.actions))?;
         self.sim.observe_all(&mut self.observations)?;
@@ -77,12 +86,29 @@ impl VectorLoop {
         self.sim.reset(Worlds::All, Some(self.seed)).py()
     }
 
-    /// Runs `steps` steps (the GIL released); returns the seconds they took.
-    fn run(&mut self, py: Python<'_>, steps: usize) -> PyResult<f64> {
+    /// Runs `steps` steps (the GIL released); returns the seconds they took. `actions`, when
+    /// given, holds every step's actions (`(steps, nworld, nu)` float64); otherwise each step
+    /// draws uniform random ones.
+    #[pyo3(signature = (steps, actions = None))]
+    fn run(&mut self, py: Python<'_>, steps: usize, actions: Option<PyReadonlyArrayDyn<'_, f64>>) -> PyResult<f64> {
+        let per_step = self.actions.len();
+        let given: Option<Vec<f64>> = match actions {
+            None => None,
+            Some(a) => {
+                let expected = [steps, self.sim.nworld(), self.ranges.len()];
+                if a.shape() != expected {
+                    return Err(PyValueError::new_err(format!(
+                        "actions have shape {:?}: give {expected:?} (steps, nworld, nu)",
+                        a.shape()
+                    )));
+                }
+                Some(a.as_array().iter().copied().collect())
+            }
+        };
         py.detach(|| {
             let started = Instant::now();
-            for _ in 0..steps {
-                self.step()?;
+            for k in 0..steps {
+                self.step(given.as_ref().map(|g| &g[k * per_step..(k + 1) * per_step]))?;
             }
             Ok(started.elapsed().as_secs_f64())
         })
@@ -96,6 +122,6 @@ impl VectorLoop {
 #[pyo3(signature = (path, nworld = 16, steps = 200, seed = 0))]
 pub fn bench_vector_loop(py: Python<'_>, path: PathBuf, nworld: usize, steps: usize, seed: u64) -> PyResult<f64> {
     let mut bench = VectorLoop::new(py, path, nworld, seed)?;
-    let seconds = bench.run(py, steps)?;
+    let seconds = bench.run(py, steps, None)?;
     Ok((steps * nworld) as f64 / seconds)
 }

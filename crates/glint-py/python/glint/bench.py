@@ -16,7 +16,7 @@ repeat's ratio between the glint run and the reference run right after it, so th
 machine's drifting load weighs on both sides of each ratio alike.
 
 When the compiled module has ``VectorLoop`` (the same vector-environment loop driven from
-Rust), each glint run takes turns of ten steps with it, and the report adds its median rate
+Rust), each glint run takes turns of ten steps with it, with the same actions, and the report adds its median rate
 and the median of each repeat's ratio of the Python-driven loop's time to the Rust-driven
 one's (``python_over_rust``).
 """
@@ -84,7 +84,7 @@ def _python_and_rust(step, loop, actions: list[np.ndarray]) -> tuple[float, Opti
             step(a)
         python_s += time.perf_counter() - t0
         if loop is not None:
-            rust_s += loop.run(len(turn))
+            rust_s += loop.run(len(turn), np.stack(turn))
     return python_s, rust_s
 
 
