@@ -142,6 +142,31 @@ def test_env_episode_ends(tmp_path):
     assert reward == pytest.approx(10.0, abs=0.01)
 
 
+def test_step_reports_carry_gymnasiums_flags_and_vector_info(tmp_path):
+    """A StepReport's `terminated` (goal reached or unstable), `truncated` (status "ended") and
+    `info()` (the vector env's info dict: this report's arrays, each with a new all-true
+    mask) agree with its status and task arrays, with and without a task."""
+    sim = glint.Simulation.from_manifest(manifest(tmp_path, task=SHORT_TASK), nworld=2)
+    for k in range(5):
+        report = sim.step(np.zeros((2, 3)))
+        status = np.array(report.status)
+        assert np.array_equal(report.truncated, status == "ended"), k
+        assert np.array_equal(report.terminated, report.reached | (status == "unstable")), k
+    assert report.truncated.all() and report.has_task  # 5 steps of 20 ms: the episode's length
+    info = report.info()
+    keys = ["distance", "collided", "reached", "time", "task_reward"]
+    assert sorted(info) == sorted(keys + ["_" + k for k in keys])
+    assert info["task_reward"] is report.reward and info["distance"] is report.distance
+    masks = [info["_" + k] for k in keys]
+    assert all(m.dtype == np.bool_ and m.shape == (2,) and m.all() for m in masks)
+    assert len({id(m) for m in masks}) == len(masks) and info["_time"] is not report.info()["_time"]
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    report = glint.Simulation.from_manifest(manifest(bare), nworld=2).step()
+    assert not report.has_task and "distance" not in report.info() and "_reached" in report.info()
+    assert not report.terminated.any() and not report.truncated.any()
+
+
 def test_env_without_a_task_and_with_a_reward_fn(tmp_path):
     path = manifest(tmp_path)
     env = glint.gym.Env(path)

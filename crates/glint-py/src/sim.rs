@@ -36,6 +36,12 @@ pub struct StepReport {
     pub time: Py<PyArray1<f64>>,
     /// Each world's episode status: "ok", "unstable" or "ended".
     pub status: Vec<String>,
+    /// Gymnasium's `terminated` for each world: it reached the task's goal during the steps,
+    /// or MuJoCo found it unstable.
+    pub terminated: Py<PyArray1<bool>>,
+    /// Gymnasium's `truncated` for each world: its episode has run its length (status
+    /// "ended").
+    pub truncated: Py<PyArray1<bool>>,
     /// The manifest's `[task]` reward of each world, summed over the steps taken, shape
     /// `(nworld,)` (zeros without a task).
     pub reward: Py<PyArray1<f64>>,
@@ -46,6 +52,39 @@ pub struct StepReport {
     /// Each world's task body's distance to its goal after the steps, metres (NaN without a
     /// task).
     pub distance: Py<PyArray1<f64>>,
+    /// Whether the manifest has a `[task]` (`distance` is NaN without one).
+    pub has_task: bool,
+}
+
+#[pymethods]
+impl StepReport {
+    /// The info dict `glint.gym.VectorEnv.step` returns, in Gymnasium's vector layout:
+    /// `distance` (with a task), `collided`, `reached`, `time` and `task_reward` (this report's
+    /// arrays), each with its `_key` mask (a new all-true array each). Built here in one
+    /// call: the same dict built in Python was most of the environment's own time per step.
+    fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let info = PyDict::new(py);
+        let nworld = self.time.bind(py).len();
+        let mut keys: Vec<(&str, &Py<PyAny>)> = Vec::with_capacity(5);
+        let (distance, collided, reached, time, reward) = (
+            self.distance.clone_ref(py).into_any(),
+            self.collided.clone_ref(py).into_any(),
+            self.reached.clone_ref(py).into_any(),
+            self.time.clone_ref(py).into_any(),
+            self.reward.clone_ref(py).into_any(),
+        );
+        if self.has_task {
+            keys.push(("distance", &distance));
+        }
+        keys.extend([("collided", &collided), ("reached", &reached), ("time", &time), ("task_reward", &reward)]);
+        for (key, value) in &keys {
+            info.set_item(*key, value)?;
+        }
+        for (key, _) in &keys {
+            info.set_item(format!("_{key}"), PyArray1::from_vec(py, vec![true; nworld]))?;
+        }
+        Ok(info)
+    }
 }
 
 /// An armed recording; use it as a context manager (`with sim.record("out") as rec:`), or
@@ -326,10 +365,17 @@ impl Simulation {
         Ok(StepReport {
             time: last.time.clone().into_pyarray(py).unbind(),
             status: last.status.iter().map(|s| status_name(*s).to_string()).collect(),
+            terminated: (0..nworld)
+                .map(|w| reached[w] || last.status[w] == WorldStatus::Unstable)
+                .collect::<Vec<_>>()
+                .into_pyarray(py)
+                .unbind(),
+            truncated: last.status.iter().map(|s| *s == WorldStatus::Ended).collect::<Vec<_>>().into_pyarray(py).unbind(),
             reward: reward.into_pyarray(py).unbind(),
             reached: reached.into_pyarray(py).unbind(),
             collided: collided.into_pyarray(py).unbind(),
             distance: distance.into_pyarray(py).unbind(),
+            has_task: !last.task.is_empty(),
         })
     }
 

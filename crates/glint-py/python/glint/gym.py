@@ -86,8 +86,6 @@ RewardFn = Callable[[dict, np.ndarray, dict], Any]
 observation dict, action and info and expects a float; :class:`VectorEnv` passes the batched
 ones (arrays with a leading ``num_envs`` axis) and expects ``num_envs`` rewards."""
 
-_UNSTABLE = "unstable"
-_ENDED = "ended"
 # Whether reference counts say when a buffer is free to reuse (CPython), see _Core.fresh_buffer.
 _REFCOUNTS = platform.python_implementation() == "CPython"
 
@@ -193,13 +191,6 @@ class _Core:
             self.sim.reset(seed=seed, worlds=[int(w) for w in worlds])
 
 
-def _status_arrays(report) -> tuple[np.ndarray, np.ndarray]:
-    """(unstable, ended) per world from a step report's statuses."""
-    status = np.asarray(report.status)
-    unstable, ended = status == _UNSTABLE, status == _ENDED
-    return unstable, ended
-
-
 class Env(gymnasium.Env):
     """One world of a glint manifest as a :class:`gymnasium.Env`.
 
@@ -265,10 +256,8 @@ class Env(gymnasium.Env):
         self._action[0] = a.reshape(-1)
         report = self._core.sim.step(self._action)
         obs = self._obs()
-        status = report.status[0]
         reached = bool(report.reached[0])
-        terminated = reached or status == _UNSTABLE
-        truncated = status == _ENDED
+        terminated, truncated = bool(report.terminated[0]), bool(report.truncated[0])
         task_reward = float(report.reward[0])
         info = {
             "distance": float(report.distance[0]),
@@ -344,7 +333,6 @@ class VectorEnv(gymnasium.vector.VectorEnv):
         self.copy = bool(copy)
         self._actions = np.zeros((self.num_envs, self._core.nu), dtype=np.float64)
         self._autoreset = np.zeros(self.num_envs, dtype=np.bool_)
-        self._all = np.ones(self.num_envs, dtype=np.bool_)
         self._step_keys = ("distance",) * self._core.has_task + ("collided", "reached", "time", "task_reward")
 
     @property
@@ -355,21 +343,6 @@ class VectorEnv(gymnasium.vector.VectorEnv):
     def _observe(self) -> dict:
         buf = None if self.copy else self._core.buffer
         return self._core.split(self._core.observe(buf))
-
-    def _info(self, report, task_reward: np.ndarray) -> dict:
-        """The step's info dict, Gymnasium's vector layout (each key with its ``_key`` mask)."""
-        info = {
-            "distance": np.asarray(report.distance, dtype=np.float64),
-            "collided": np.asarray(report.collided, dtype=np.bool_),
-            "reached": np.asarray(report.reached, dtype=np.bool_),
-            "time": np.asarray(self._core.sim.time, dtype=np.float64),
-            "task_reward": task_reward.copy(),
-        }
-        if not self._core.has_task:
-            del info["distance"]
-        for key in list(info):
-            info["_" + key] = self._all.copy()
-        return info
 
     def reset(
         self, *, seed: Optional[int | Sequence[Optional[int]]] = None, options: Optional[dict] = None
@@ -426,28 +399,23 @@ class VectorEnv(gymnasium.vector.VectorEnv):
                     f"actions have shape {a.shape}: give ({self.num_envs}, {self._core.nu}) (num_envs, nu)"
                 )
             a = a.reshape(self._actions.shape)
-        mode = self.autoreset_mode
-        if mode == AutoresetMode.DISABLED and self._autoreset.any():
+        mode, pending = self.autoreset_mode, self._autoreset.any()
+        if mode == AutoresetMode.DISABLED and pending:
             ended = np.flatnonzero(self._autoreset).tolist()
             raise RuntimeError(
                 f"worlds {ended} ended their episodes and autoreset_mode is DISABLED: reset them with "
                 "reset(options={'reset_mask': mask}) before stepping again"
             )
-        np.copyto(self._actions, a)
         core = self._core
         # The observation is written by the step call itself (one call into glint per step);
         # worlds reset below are observed again.
         buf = core.fresh_buffer() if self.copy else core.buffer
-        report = core.sim.step(self._actions, out=buf)
-        unstable, ended = _status_arrays(report)
-        reached = np.asarray(report.reached, dtype=np.bool_)
-        terminated = reached | unstable
-        truncated = ended.copy()
-        task_reward = np.asarray(report.reward, dtype=np.float64)
-        info = self._info(report, task_reward)
+        report = core.sim.step(a, out=buf)
+        # The report's arrays are new on every step: they are handed out without copies.
+        terminated, truncated, info = report.terminated, report.truncated, report.info()
 
         restart: list[int] = []
-        if mode == AutoresetMode.NEXT_STEP and self._autoreset.any():
+        if mode == AutoresetMode.NEXT_STEP and pending:
             # The worlds whose episode ended on the last step start their next one instead:
             # their step is discarded (reward 0, not done, no step info but the time).
             restart = np.flatnonzero(self._autoreset).tolist()
@@ -467,7 +435,8 @@ class VectorEnv(gymnasium.vector.VectorEnv):
             rewards = np.array(self.reward_fn(obs, a, info), dtype=np.float64).reshape(self.num_envs)
         else:
             rewards = info["task_reward"].copy()
-        rewards[restart] = 0.0
+        if restart:
+            rewards[restart] = 0.0
 
         done = terminated | truncated
         if mode == AutoresetMode.SAME_STEP and done.any():
