@@ -30,3 +30,21 @@ pub(crate) fn of_bits(bits: u32) -> f64x8 {
     let on = f64::from_bits(u64::MAX);
     f64x8::new(std::array::from_fn(|l| if (bits >> l) & 1 != 0 { on } else { 0.0 }))
 }
+
+/// The least of `v`'s lanes (none NaN), in a tree of comparisons rather than a chain.
+#[inline(always)]
+pub(crate) fn least(v: f64x8) -> f64 {
+    fold_tree(v.to_array(), |a, b| if b < a { b } else { a })
+}
+
+/// The greatest of `v`'s lanes (none NaN), in a tree of comparisons rather than a chain.
+#[inline(always)]
+pub(crate) fn greatest(v: f64x8) -> f64 {
+    fold_tree(v.to_array(), |a, b| if b > a { b } else { a })
+}
+
+#[inline(always)]
+fn fold_tree(x: [f64; LANES], keep: impl Fn(f64, f64) -> f64) -> f64 {
+    let four: [f64; 4] = std::array::from_fn(|i| keep(x[i], x[i + 4]));
+    keep(keep(four[0], four[2]), keep(four[1], four[3]))
+}

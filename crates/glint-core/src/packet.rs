@@ -73,12 +73,12 @@ impl Packet {
         // Unused lanes repeat ray 0. A whole packet is transposed from a fixed-size array, which
         // the compiler turns into vector shuffles; scalar stores read back by the vector loops
         // below would stall on store forwarding.
-        let mut whole = [dirs[0]; PACKET];
+        let padded: [DVec3; PACKET];
         let whole: &[DVec3; PACKET] = match dirs.try_into() {
             Ok(all) => all,
             Err(_) => {
-                whole[..n].copy_from_slice(dirs);
-                &whole
+                padded = std::array::from_fn(|k| dirs[if k < n { k } else { 0 }]);
+                &padded
             }
         };
         // `from_fn`, not `map`: `map` was left out of line.
@@ -99,8 +99,7 @@ impl Packet {
                 lanes::store(&mut self.inv_axis[a], b, inv);
                 (lo_lanes, hi_lanes) = (inv.fast_min(lo_lanes), inv.fast_max(hi_lanes));
             }
-            lo[a] = lo_lanes.to_array().into_iter().fold(f64::INFINITY, f64::min);
-            hi[a] = hi_lanes.to_array().into_iter().fold(f64::NEG_INFINITY, f64::max);
+            (lo[a], hi[a]) = (lanes::least(lo_lanes), lanes::greatest(hi_lanes));
         }
         (self.lo, self.hi) = (lo, hi);
         self.positive = lo.cmpgt(DVec3::ZERO);
