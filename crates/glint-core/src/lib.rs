@@ -31,7 +31,10 @@ pub use crate::{
     mesh::Mesh,
     poses::{Poses, mat_from_mujoco},
     primitives::intersect_primitive,
-    raycast::{Cast, CastOne, HitsMut, NGROUP, Origins, PreparedRays, RayBatch, RayCaster, RayFilter, RayHit, RayHits},
+    raycast::{
+        Cast, CastOne, HitsMut, NGROUP, Origins, PreparedRays, RayBatch, RayCaster, RayFilter, RayHit, RayHits,
+        WorldTopLevel,
+    },
     scene::Scene,
     shapes::Shapes,
     texture::{Texture, TextureKind},

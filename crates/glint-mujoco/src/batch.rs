@@ -82,7 +82,7 @@ fn copy_mat(dst: &mut [DMat3], src: *const f64) {
     }
 }
 
-fn refresh(data: &MjData<Arc<MjModel>>, out: WorldPoses) {
+fn refresh(data: &MjData<Arc<MjModel>>, out: &mut WorldPoses) {
     let d = data.ffi();
     copy_vec3(out.geom_xpos, d.geom_xpos);
     copy_mat(out.geom_xmat, d.geom_xmat);
@@ -147,6 +147,18 @@ impl WorldBatch {
 
     /// Runs `f` on every world in parallel (each world on one thread), then refreshes poses.
     fn each_world(&mut self, f: impl Fn(&mut MjData<Arc<MjModel>>) + Sync) {
+        self.each_world_then(f, Vec::<()>::new(), |_, _, _| {});
+    }
+
+    /// [`WorldBatch::each_world`], then `after(item, geom_xpos, geom_xmat)` with world `w`'s
+    /// item of `per_world` and its fresh geom poses, on the same thread (worlds past the
+    /// items get none).
+    fn each_world_then<T: Send>(
+        &mut self,
+        f: impl Fn(&mut MjData<Arc<MjModel>>) + Sync,
+        per_world: Vec<T>,
+        after: impl Fn(T, &[DVec3], &[DMat3]) + Sync,
+    ) {
         let nworld = self.data.len();
         let p = &mut self.poses;
         let parts = rows(&mut p.geom_xpos, nworld)
@@ -173,19 +185,40 @@ impl WorldBatch {
                 site_xmat: sm,
             })
             .collect::<Vec<_>>();
-        self.data.par_iter_mut().zip(parts).for_each(|(d, out)| {
+        let mut items: Vec<Option<T>> = per_world.into_iter().map(Some).collect();
+        items.resize_with(nworld, || None);
+        self.data.par_iter_mut().zip(parts).zip(items).for_each(|((d, mut out), item)| {
             f(d);
-            refresh(d, out);
+            refresh(d, &mut out);
+            if let Some(item) = item {
+                after(item, out.geom_xpos, out.geom_xmat);
+            }
         });
     }
 
     /// Advances every world by `nstep` physics steps, in parallel.
     pub fn step(&mut self, nstep: usize) {
-        self.each_world(|d| {
-            for _ in 0..nstep {
-                d.step();
-            }
-        });
+        self.step_then(nstep, Vec::<()>::new(), |_, _, _| {});
+    }
+
+    /// [`WorldBatch::step`], then `after(item, geom_xpos, geom_xmat)` on the same thread with
+    /// world `w`'s item of `per_world` and its new geom poses: per-world work that follows
+    /// the physics (refitting the world's ray-casting tree) in the same parallel pass.
+    pub fn step_then<T: Send>(
+        &mut self,
+        nstep: usize,
+        per_world: Vec<T>,
+        after: impl Fn(T, &[DVec3], &[DMat3]) + Sync,
+    ) {
+        self.each_world_then(
+            |d| {
+                for _ in 0..nstep {
+                    d.step();
+                }
+            },
+            per_world,
+            after,
+        );
     }
 
     /// Recomputes kinematics (and everything `mj_forward` computes) without advancing time.
@@ -216,7 +249,7 @@ impl WorldBatch {
     pub(crate) fn refresh_world(&mut self, w: usize) {
         let nworld = self.data.len();
         let p = &mut self.poses;
-        let out = WorldPoses {
+        let mut out = WorldPoses {
             geom_xpos: row_of(&mut p.geom_xpos, w, nworld),
             geom_xmat: row_of(&mut p.geom_xmat, w, nworld),
             xpos: row_of(&mut p.xpos, w, nworld),
@@ -228,7 +261,7 @@ impl WorldBatch {
             site_xpos: row_of(&mut p.site_xpos, w, nworld),
             site_xmat: row_of(&mut p.site_xmat, w, nworld),
         };
-        refresh(&self.data[w], out);
+        refresh(&self.data[w], &mut out);
     }
 
     /// Sets the generalized position of world `w` (length `nq`) and recomputes its poses; the

@@ -611,8 +611,14 @@ impl Simulation {
 
     fn advance_in_pool(&mut self) -> Result<StepReport, SimError> {
         let nworld = self.nworld();
-        self.worlds.step(self.runner.steps);
-        self.rays.refit(self.worlds.poses());
+        // Each world's top level is refitted right after its physics, on the same thread.
+        match self.rays.top_levels(nworld) {
+            Some(tops) => self.worlds.step_then(self.runner.steps, tops, |mut top, xpos, xmat| top.refit(xpos, xmat)),
+            None => {
+                self.worlds.step(self.runner.steps);
+                self.rays.refit(self.worlds.poses());
+            }
+        }
         let times: Vec<f64> = (0..nworld).map(|w| self.worlds.time(w)).collect();
         let recording = self.recording.is_some();
         let started = Instant::now();

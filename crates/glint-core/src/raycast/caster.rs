@@ -203,7 +203,7 @@ impl RayCaster {
     fn boxes(&self, poses: &Poses, w: usize) -> Vec<Aabb> {
         let set = self.set(w);
         let mut boxes = vec![Aabb::EMPTY; set.tlas_geoms.len()];
-        world_boxes(set, poses, w, &mut boxes);
+        world_boxes(set, poses.geoms(w), &mut boxes);
         boxes
     }
 
@@ -243,17 +243,46 @@ impl RayCaster {
         let set = &self.sets[self.world_set[w] as usize];
         refit_world(set, poses, w, &mut self.tlas_boxes[w], &mut self.tlas[w]);
     }
+
+    /// Every world's top level, each to be refitted on its own ([`WorldTopLevel::refit`]) from
+    /// that world's geom poses, in a caller's parallel loop over the worlds (the physics
+    /// step's, so that a step makes one pass over the worlds rather than two). `None` when
+    /// the caster was built for other than `nworld` worlds: [`RayCaster::refit`] rebuilds then.
+    pub fn top_levels(&mut self, nworld: usize) -> Option<Vec<WorldTopLevel<'_>>> {
+        if self.tlas.len() != nworld {
+            return None;
+        }
+        let (sets, world_set) = (&self.sets, &self.world_set);
+        let worlds = self.tlas.iter_mut().zip(&mut self.tlas_boxes).zip(world_set);
+        Some(worlds.map(|((bvh, boxes), &s)| WorldTopLevel { set: &sets[s as usize], boxes, bvh }).collect())
+    }
 }
 
-/// World bounds of the top-level geoms of `set` in world `w`.
-fn world_boxes(set: &ShapeSet, poses: &Poses, w: usize, boxes: &mut [Aabb]) {
-    let (xpos, xmat) = poses.geoms(w);
+/// One world's top level, from [`RayCaster::top_levels`].
+pub struct WorldTopLevel<'a> {
+    set: &'a ShapeSet,
+    boxes: &'a mut Vec<Aabb>,
+    bvh: &'a mut Bvh,
+}
+
+impl WorldTopLevel<'_> {
+    /// Refits this world's top level to its geoms' world positions and orientations (the
+    /// world's rows of [`Poses::geom_xpos`] and [`Poses::geom_xmat`]), as
+    /// [`RayCaster::refit`] does for every world.
+    pub fn refit(&mut self, geom_xpos: &[DVec3], geom_xmat: &[DMat3]) {
+        world_boxes(self.set, (geom_xpos, geom_xmat), self.boxes);
+        self.bvh.refit(self.boxes);
+    }
+}
+
+/// World bounds of the top-level geoms of `set` at the geom poses `(xpos, xmat)` of one world.
+fn world_boxes(set: &ShapeSet, (xpos, xmat): (&[DVec3], &[DMat3]), boxes: &mut [Aabb]) {
     for ((b, &g), l) in boxes.iter_mut().zip(&set.tlas_geoms).zip(&set.local_bounds) {
         *b = world_bounds(l, xpos[g as usize], &xmat[g as usize]);
     }
 }
 
 fn refit_world(set: &ShapeSet, poses: &Poses, w: usize, boxes: &mut [Aabb], bvh: &mut Bvh) {
-    world_boxes(set, poses, w, boxes);
+    world_boxes(set, poses.geoms(w), boxes);
     bvh.refit(boxes);
 }

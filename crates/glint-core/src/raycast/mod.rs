@@ -20,7 +20,7 @@ mod runs;
 mod tests;
 
 pub use batch::RayBatch;
-pub use caster::RayCaster;
+pub use caster::{RayCaster, WorldTopLevel};
 pub use filter::{NGROUP, RayFilter};
 pub use hits::{HitsMut, RayHit, RayHits};
 pub use prepared::{Cast, CastOne, Origins, PreparedRays};
