@@ -247,6 +247,11 @@ fn split<T>(s: &mut [T], mid: usize) -> (&mut [T], &mut [T]) {
 }
 
 impl<'a> ScanPart<'a> {
+    /// How many of the part's beams have a return (a range of 0 or more).
+    pub(crate) fn hits(&self) -> u64 {
+        self.range.iter().filter(|&&r| r >= 0.0).count() as u64
+    }
+
     pub(crate) fn split_at(self, mid: usize) -> (ScanPart<'a>, ScanPart<'a>) {
         let (r0, r1) = split(self.range, mid);
         let (g0, g1) = split(self.geomid, mid);

@@ -41,6 +41,8 @@ struct Sensor {
     tile_dirs: Vec<DVec3>,
     clocks: Vec<PatternClock>,
     scans: Vec<Scan>,
+    /// Per world, the hits among the beams its last tick cast (counted by the tick's groups).
+    tick_hits: Vec<u64>,
 }
 
 /// Pattern units a tick casts as one group: a group's beams are contiguous in the scan and
@@ -217,6 +219,7 @@ impl Sensor {
             tile_ray_of: Vec::new(),
             tile_dirs: Vec::new(),
             clocks: Vec::new(),
+            tick_hits: Vec::new(),
             scans: Vec::new(),
         };
         sensor.configure(nworld);
@@ -231,6 +234,7 @@ impl Sensor {
             _ => Vec::new(),
         };
         self.clocks = vec![PatternClock::default(); nworld];
+        self.tick_hits = vec![0; nworld];
         self.scans = vec![Scan::new(c.beam_count(), ScanLayout::default()); nworld];
         (self.tile_order, self.tile_ray_of, self.tile_dirs) = (Vec::new(), Vec::new(), Vec::new());
         if matches!(c.pattern, ScanPattern::Spinning) {
@@ -687,13 +691,8 @@ impl Lidars {
     pub fn last_tick_counts(&self, index: usize, world: usize) -> Result<(u64, u64), LidarError> {
         self.check_world(world)?;
         let sensor = self.sensor(index)?;
-        let range = &sensor.scans[world].range;
-        let (mut beams, mut hits) = (0, 0);
-        for run in sensor.last_tick_runs(world) {
-            beams += run.len() as u64;
-            hits += range[run].iter().filter(|&&r| r >= 0.0).count() as u64;
-        }
-        Ok((beams, hits))
+        let beams = sensor.last_tick_runs(world).map(|run| run.len() as u64).sum();
+        Ok((beams, sensor.tick_hits[world]))
     }
 
     /// Ticks sensor `index` has run in world `world` since the episode started.
@@ -709,6 +708,7 @@ impl Lidars {
         self.check_world(world)?;
         for s in &mut self.sensors {
             s.clocks[world] = PatternClock::default();
+            s.tick_hits[world] = 0;
             s.scans[world].clear();
         }
         Ok(())
@@ -843,9 +843,19 @@ fn tick_sensor(
     }
     let sensor_ref = &*sensor;
     let group = GroupContext { sensor: sensor_ref, prepared: &prepared, frames: &frames, exclude, tick: ctx };
-    let result = jobs.into_par_iter().try_for_each_init(GroupScratch::default, |scratch, job| group.cast(job, scratch));
+    let hits: Result<Vec<(usize, u64)>, CoreError> = jobs
+        .into_par_iter()
+        .map_init(GroupScratch::default, |scratch, job| {
+            let world = job.world;
+            group.cast(job, scratch).map(|hits| (world, hits))
+        })
+        .collect();
     sensor.scans = scans;
-    result.map_err(LidarError::from)
+    sensor.tick_hits.fill(0);
+    for (world, n) in hits? {
+        sensor.tick_hits[world] += n;
+    }
+    Ok(())
 }
 
 /// Cuts `scan` into the disjoint parts that `groups` write and queues one job per group.
@@ -899,8 +909,9 @@ impl Rays<'_> {
 }
 
 impl GroupContext<'_> {
-    /// Casts one group in its world and writes the results into its part of the scan.
-    fn cast(&self, job: GroupJob, scratch: &mut GroupScratch) -> Result<(), CoreError> {
+    /// Casts one group in its world and writes the results into its part of the scan; returns
+    /// how many of its beams hit something.
+    fn cast(&self, job: GroupJob, scratch: &mut GroupScratch) -> Result<u64, CoreError> {
         let sensor = self.sensor;
         let GroupScratch { order, dirs, dist, geomid, normal, extra: ext } = scratch;
         let (origin, rot) = self.frames[job.world];
@@ -945,7 +956,7 @@ impl GroupContext<'_> {
             clean.set_rays(order, origin, (dirs, dist, geomid, normal), |d, g| c.is_hit(d, g));
         }
         if !extra {
-            return Ok(());
+            return Ok(part.hits());
         }
         let rays = Rays { origin, dirs, dist, geomid, normal };
         self.prefetch(&part, &rays, job.world, ext)?;
@@ -962,6 +973,6 @@ impl GroupContext<'_> {
         if part.pass_through.is_some() || part.reflected.is_some() {
             self.capture(&mut part, order, &rays, ext, &mut live);
         }
-        Ok(())
+        Ok(part.hits())
     }
 }
