@@ -50,14 +50,18 @@ impl VectorLoop {
                 }
             }
         }
-        let report = self.sim.step(Some(&self.actions))?;
-        self.sim.observe_all(&mut self.observations)?;
-        let done: Vec<usize> = (0..self.sim.nworld())
-            .filter(|&w| report.status[w] != WorldStatus::Ok || report.task.get(w).is_some_and(|t| t.reached))
-            .collect();
-        if !done.is_empty() {
-            self.sim.reset(Worlds::These(&done), None)?;
-        }
+        let (actions, observations) = (&self.actions, &mut self.observations);
+        self.sim.in_pool(|sim| {
+            let report = sim.step(Some(actions))?;
+            sim.observe_all(observations)?;
+            let done: Vec<usize> = (0..sim.nworld())
+                .filter(|&w| report.status[w] != WorldStatus::Ok || report.task.get(w).is_some_and(|t| t.reached))
+                .collect();
+            if !done.is_empty() {
+                sim.reset(Worlds::These(&done), None)?;
+            }
+            Ok::<_, glint_sim::SimError>(())
+        })?;
         std::hint::black_box(&self.observations);
         Ok(())
     }

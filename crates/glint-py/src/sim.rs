@@ -340,12 +340,14 @@ impl Simulation {
         let sim = &mut self.sim;
         let reports = py
             .detach(|| {
-                let reports = (0..n).map(|_| sim.step(actions.as_deref())).collect::<Result<Vec<_>, _>>()?;
-                // Observed right away, while the thread pool is still awake.
-                if let Some(values) = observation {
-                    sim.observe_all(values)?;
-                }
-                Ok::<_, glint_sim::SimError>(reports)
+                // Stepped and observed in one hand-over to the thread pool.
+                sim.in_pool(|sim| {
+                    let reports = (0..n).map(|_| sim.step(actions.as_deref())).collect::<Result<Vec<_>, _>>()?;
+                    if let Some(values) = observation {
+                        sim.observe_all(values)?;
+                    }
+                    Ok::<_, glint_sim::SimError>(reports)
+                })
             })
             .py()?;
         drop(view);
@@ -370,7 +372,13 @@ impl Simulation {
                 .collect::<Vec<_>>()
                 .into_pyarray(py)
                 .unbind(),
-            truncated: last.status.iter().map(|s| *s == WorldStatus::Ended).collect::<Vec<_>>().into_pyarray(py).unbind(),
+            truncated: last
+                .status
+                .iter()
+                .map(|s| *s == WorldStatus::Ended)
+                .collect::<Vec<_>>()
+                .into_pyarray(py)
+                .unbind(),
             reward: reward.into_pyarray(py).unbind(),
             reached: reached.into_pyarray(py).unbind(),
             collided: collided.into_pyarray(py).unbind(),
