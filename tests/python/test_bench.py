@@ -47,8 +47,6 @@ def test_bench_gym_json_reports_finite_positive_figures():
     if hasattr(glint._glint, "VectorLoop"):
         assert math.isfinite(report["rust_env_steps_per_s"]) and report["rust_env_steps_per_s"] > 0
         assert math.isfinite(report["python_over_rust"]) and report["python_over_rust"] > 0
-        ratio = report["rust_env_steps_per_s"] / report["glint_env_steps_per_s"]
-        assert math.isclose(report["python_over_rust"], ratio, rel_tol=1e-9)
     else:
         assert report["rust_env_steps_per_s"] is None and "unavailable" in report["rust_loop"]
     agreement = report["agreement"]

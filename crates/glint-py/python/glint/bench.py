@@ -16,9 +16,11 @@ repeat's ratio between the glint run and the reference run right after it, so th
 machine's drifting load weighs on both sides of each ratio alike.
 
 When the compiled module has ``VectorLoop`` (the same vector-environment loop driven from
-Rust), each glint run takes turns of ten steps with it, with the same actions, and the report adds its median rate
-and the median of each repeat's ratio of the Python-driven loop's time to the Rust-driven
-one's (``python_over_rust``).
+Rust), each repeat then runs the glint environment again in turns of ten steps with it, with
+the same actions, and the report adds its median rate and the median of each repeat's ratio
+of the Python-driven loop's time to the Rust-driven one's (``python_over_rust``). The
+speed-up is taken from the environment's run on its own: a second simulation taking turns
+with it evicts its data from the caches at every turn.
 """
 
 from __future__ import annotations
@@ -73,18 +75,17 @@ def _rust_loop(manifest: str, envs: int) -> tuple[Optional[object], str]:
 _TURN = 10
 
 
-def _python_and_rust(step, loop, actions: list[np.ndarray]) -> tuple[float, Optional[float]]:
-    """Seconds of `step(a)` over `actions`, and of the Rust-driven loop over as many steps,
-    the two taking turns of a few steps each (None when there is no Rust-driven loop)."""
-    python_s, rust_s = 0.0, None if loop is None else 0.0
+def _python_and_rust(step, loop, actions: list[np.ndarray]) -> tuple[float, float]:
+    """Seconds of `step(a)` over `actions`, and of the Rust-driven loop over the same actions,
+    the two taking turns of a few steps each."""
+    python_s, rust_s = 0.0, 0.0
     for start in range(0, len(actions), _TURN):
         turn = actions[start : start + _TURN]
         t0 = time.perf_counter()
         for a in turn:
             step(a)
         python_s += time.perf_counter() - t0
-        if loop is not None:
-            rust_s += loop.run(len(turn), np.stack(turn))
+        rust_s += loop.run(len(turn), np.stack(turn))
     return python_s, rust_s
 
 
@@ -132,23 +133,24 @@ def bench_gym(manifest: Optional[str] = None, steps: int = 100, envs: int = 16, 
                 max_joint_diff = max(max_joint_diff, float(np.abs(x - y).max()))
 
     # Every run starts a new episode from the same state (where the robots drive changes what
-    # the rays cost). Each repeat runs the glint environment, taking turns of a few steps
-    # with the same loop driven from Rust, then the reference; each ratio is taken within one
-    # repeat, so that the load of a shared machine, which drifts over seconds, weighs on both
-    # sides of a ratio alike, and the medians of the per-repeat ratios are reported.
+    # the rays cost). Each repeat runs the glint environment alone, then the reference, and
+    # takes their ratio, so that the load of a shared machine, which drifts over seconds,
+    # weighs on both sides of a ratio alike; then the same glint loop driven from Python and
+    # from Rust take turns of a few steps, for their ratio. The medians of the per-repeat
+    # ratios are reported.
     loop, rust_note = _rust_loop(manifest, envs)
     glint_rates, ref_rates, rust_rates = [], [], []
     speedups, python_over_rust = [], []
     for _ in range(repeats):
         env.reset(seed=0)
-        if loop is not None:
-            loop.reset()
-        python_s, rust_s = _python_and_rust(env.step, loop, actions)
-        glint_rates.append(envs * steps / python_s)
+        glint_rates.append(_rate(env.step, actions, envs))
         ref.reset()
         ref_rates.append(_rate(ref.step, actions, envs))
         speedups.append(glint_rates[-1] / ref_rates[-1])
-        if rust_s is not None:
+        if loop is not None:
+            env.reset(seed=0)
+            loop.reset()
+            python_s, rust_s = _python_and_rust(env.step, loop, actions)
             rust_rates.append(envs * steps / rust_s)
             python_over_rust.append(python_s / rust_s)
     glint_rate, ref_rate = statistics.median(glint_rates), statistics.median(ref_rates)
