@@ -818,6 +818,21 @@ struct GroupJob<'a> {
     tick: u64,
 }
 
+/// Groups a tick hands to the thread pool as one job, when they follow one another in the
+/// scan: a job per group made the pool's hand-outs and the serial cutting of every world's
+/// scan cost about 5 % of a 16-world step (4, 8 and 16 measured alike).
+const JOB_GROUPS: usize = 8;
+
+/// Up to [`JOB_GROUPS`] consecutive groups of one world's tick and their part of its scan.
+struct TickJob<'a> {
+    groups: [(u64, u64); JOB_GROUPS],
+    ngroups: usize,
+    part: ScanPart<'a>,
+    world: usize,
+    time: f64,
+    tick: u64,
+}
+
 /// One sensor's tick in every world: each world's slice is cut into groups, and all groups of
 /// all worlds are cast in one parallel loop, each writing straight into its part of the scan.
 fn tick_sensor(
@@ -843,11 +858,12 @@ fn tick_sensor(
     }
     let sensor_ref = &*sensor;
     let group = GroupContext { sensor: sensor_ref, prepared: &prepared, frames: &frames, exclude, tick: ctx };
+    let per_unit = sensor_ref.binding.scan.beam_count() / sensor_ref.units() as usize;
     let hits: Result<Vec<(usize, u64)>, CoreError> = jobs
         .into_par_iter()
         .map_init(GroupScratch::default, |scratch, job| {
             let world = job.world;
-            group.cast(job, scratch).map(|hits| (world, hits))
+            group.cast_job(job, per_unit, scratch).map(|hits| (world, hits))
         })
         .collect();
     sensor.scans = scans;
@@ -858,27 +874,35 @@ fn tick_sensor(
     Ok(())
 }
 
-/// Cuts `scan` into the disjoint parts that `groups` write and queues one job per group.
+/// Cuts `scan` into the disjoint parts that `groups` write and queues them as jobs of up to
+/// [`JOB_GROUPS`] consecutive groups.
 fn split_into_jobs<'a>(
     sensor: &Sensor,
     scan: &'a mut Scan,
     mut groups: Vec<(u64, u64)>,
     (world, time, tick): (usize, f64, u64),
-    jobs: &mut Vec<GroupJob<'a>>,
+    jobs: &mut Vec<TickJob<'a>>,
 ) {
     let units = sensor.units();
     let per_unit = sensor.binding.scan.beam_count() / units as usize;
     groups.sort_by_key(|&(u0, _)| u0 % units);
     let mut rest = scan.part();
     let mut cursor = 0;
-    for (u0, u1) in groups {
-        let first = (u0 % units) as usize * per_unit;
-        let len = (u1 - u0) as usize * per_unit;
-        let (_, tail) = rest.split_at(first - cursor);
-        let (part, tail) = tail.split_at(len);
-        jobs.push(GroupJob { units: (u0, u1), part, world, time, tick });
-        rest = tail;
-        cursor = first + len;
+    let mut at = 0;
+    while at < groups.len() {
+        // The run of groups from `at` that follow one another, up to JOB_GROUPS of them.
+        let first = (groups[at].0 % units) as usize * per_unit;
+        let (mut n, mut end) = (0, first);
+        while n < JOB_GROUPS && at + n < groups.len() && (groups[at + n].0 % units) as usize * per_unit == end {
+            end += (groups[at + n].1 - groups[at + n].0) as usize * per_unit;
+            n += 1;
+        }
+        let (_, start) = rest.split_at(first - cursor);
+        let (part, tail) = start.split_at(end - first);
+        let mut run = [(0, 0); JOB_GROUPS];
+        run[..n].copy_from_slice(&groups[at..at + n]);
+        jobs.push(TickJob { groups: run, ngroups: n, part, world, time, tick });
+        (rest, cursor, at) = (tail, end, at + n);
     }
 }
 
@@ -909,6 +933,19 @@ impl Rays<'_> {
 }
 
 impl GroupContext<'_> {
+    /// Casts the groups of `job` one after the other; returns how many of their beams hit
+    /// something.
+    fn cast_job(&self, job: TickJob, per_unit: usize, scratch: &mut GroupScratch) -> Result<u64, CoreError> {
+        let TickJob { groups, ngroups, part: mut rest, world, time, tick } = job;
+        let mut hits = 0;
+        for &units in &groups[..ngroups] {
+            let (part, tail) = rest.split_at((units.1 - units.0) as usize * per_unit);
+            rest = tail;
+            hits += self.cast(GroupJob { units, part, world, time, tick }, scratch)?;
+        }
+        Ok(hits)
+    }
+
     /// Casts one group in its world and writes the results into its part of the scan; returns
     /// how many of its beams hit something.
     fn cast(&self, job: GroupJob, scratch: &mut GroupScratch) -> Result<u64, CoreError> {
