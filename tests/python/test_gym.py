@@ -145,18 +145,21 @@ def test_env_episode_ends(tmp_path):
 def test_step_reports_carry_gymnasiums_flags_and_vector_info(tmp_path):
     """A StepReport's `terminated` (goal reached or unstable), `truncated` (status "ended") and
     `info()` (the vector env's info dict: this report's arrays, each with a new all-true
-    mask) agree with its status and task arrays, with and without a task."""
+    mask) and `ended` agree with its status and task arrays, with and without a task."""
     sim = glint.Simulation.from_manifest(manifest(tmp_path, task=SHORT_TASK), nworld=2)
     for k in range(5):
         report = sim.step(np.zeros((2, 3)))
         status = np.array(report.status)
         assert np.array_equal(report.truncated, status == "ended"), k
         assert np.array_equal(report.terminated, report.reached | (status == "unstable")), k
-    assert report.truncated.all() and report.has_task  # 5 steps of 20 ms: the episode's length
+        assert report.ended == np.flatnonzero(report.terminated | report.truncated).tolist(), k
+    assert report.truncated.all() and report.has_task and report.ended == [0, 1]  # 5 steps of 20 ms: the episode's length
     info = report.info()
     keys = ["distance", "collided", "reached", "time", "task_reward"]
     assert sorted(info) == sorted(keys + ["_" + k for k in keys])
-    assert info["task_reward"] is report.reward and info["distance"] is report.distance
+    # task_reward is a copy: the vector env hands `reward` out as the step's rewards.
+    assert info["distance"] is report.distance and info["task_reward"] is not report.reward
+    assert np.array_equal(info["task_reward"], report.reward)
     masks = [info["_" + k] for k in keys]
     assert all(m.dtype == np.bool_ and m.shape == (2,) and m.all() for m in masks)
     assert len({id(m) for m in masks}) == len(masks) and info["_time"] is not report.info()["_time"]
@@ -165,6 +168,31 @@ def test_step_reports_carry_gymnasiums_flags_and_vector_info(tmp_path):
     report = glint.Simulation.from_manifest(manifest(bare), nworld=2).step()
     assert not report.has_task and "distance" not in report.info() and "_reached" in report.info()
     assert not report.terminated.any() and not report.truncated.any()
+
+
+def test_step_resets_the_worlds_it_is_given_after_the_steps(tmp_path):
+    """`step(reset=worlds)` starts those worlds' next episode after the steps, in the same
+    call: their observation is a new episode's first (as `reset(worlds=...)` then `observe()`
+    gives it), and their report entries read as a new episode's, with no step information in
+    `info()` but the time."""
+    path = manifest(tmp_path, task=SHORT_TASK)
+    sim, twin = (glint.Simulation.from_manifest(path, nworld=3, seed=4) for _ in range(2))
+    actions = np.tile([1.0, 0.5, 0.0], (3, 1))
+    for s in (sim, twin):
+        s.step(actions, n=2)
+    out = np.empty_like(sim.observe())
+    report = sim.step(actions, out=out, reset=[1])
+    twin.step(actions)
+    twin.reset(worlds=[1])
+    assert np.array_equal(out, twin.observe())
+    assert report.restarted == [1] and report.status[1] == "ok" and report.time[1] == 0.0
+    assert report.time[0] > 0.0 and np.allclose(report.time, twin.time)
+    assert report.reward[1] == 0.0 and not report.terminated[1] and not report.truncated[1]
+    info = report.info()
+    assert info["_time"].all() and info["_reached"].tolist() == [True, False, True]
+    assert info["_task_reward"].tolist() == [True, False, True]
+    with pytest.raises(ValueError, match=r"reset = \[\.\., 3, \.\.\]: the simulation has worlds 0 to 2"):
+        sim.step(actions, reset=[3])
 
 
 def test_env_without_a_task_and_with_a_reward_fn(tmp_path):

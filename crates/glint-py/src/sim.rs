@@ -54,14 +54,61 @@ pub struct StepReport {
     pub distance: Py<PyArray1<f64>>,
     /// Whether the manifest has a `[task]` (`distance` is NaN without one).
     pub has_task: bool,
+    /// The worlds whose episode ended during the steps (terminated or truncated), in order.
+    pub ended: Vec<usize>,
+    /// The worlds `step(reset=...)` started new episodes in after the steps.
+    pub restarted: Vec<usize>,
+}
+
+impl StepReport {
+    /// The report of `reports`, the steps one call took, with the worlds in `restarted` read
+    /// as new episodes.
+    fn new(py: Python<'_>, reports: &[glint_sim::StepReport], restarted: Vec<usize>) -> StepReport {
+        let last = reports.last().expect("n >= 1 steps");
+        let nworld = last.status.len();
+        let mut reward = vec![0.0; nworld];
+        let (mut reached, mut collided) = (vec![false; nworld], vec![false; nworld]);
+        for r in reports {
+            for (w, t) in r.task.iter().enumerate() {
+                reward[w] += t.reward;
+                reached[w] |= t.reached;
+                collided[w] |= t.collided;
+            }
+        }
+        let mut distance: Vec<f64> =
+            if last.task.is_empty() { vec![f64::NAN; nworld] } else { last.task.iter().map(|t| t.distance).collect() };
+        let mut status = last.status.clone();
+        let mut time = last.time.clone();
+        for &w in &restarted {
+            (reward[w], reached[w], collided[w], distance[w]) = (0.0, false, false, 0.0);
+            (status[w], time[w]) = (WorldStatus::Ok, 0.0);
+        }
+        let terminated: Vec<bool> = (0..nworld).map(|w| reached[w] || status[w] == WorldStatus::Unstable).collect();
+        let truncated: Vec<bool> = status.iter().map(|s| *s == WorldStatus::Ended).collect();
+        StepReport {
+            time: time.into_pyarray(py).unbind(),
+            status: status.iter().map(|s| status_name(*s).to_string()).collect(),
+            ended: (0..nworld).filter(|&w| terminated[w] || truncated[w]).collect(),
+            terminated: terminated.into_pyarray(py).unbind(),
+            truncated: truncated.into_pyarray(py).unbind(),
+            reward: reward.into_pyarray(py).unbind(),
+            reached: reached.into_pyarray(py).unbind(),
+            collided: collided.into_pyarray(py).unbind(),
+            distance: distance.into_pyarray(py).unbind(),
+            has_task: !last.task.is_empty(),
+            restarted,
+        }
+    }
 }
 
 #[pymethods]
 impl StepReport {
     /// The info dict `glint.gym.VectorEnv.step` returns, in Gymnasium's vector layout:
-    /// `distance` (with a task), `collided`, `reached`, `time` and `task_reward` (this report's
-    /// arrays), each with its `_key` mask (a new all-true array each). Built here in one
-    /// call: the same dict built in Python was most of the environment's own time per step.
+    /// `distance` (with a task), `collided`, `reached`, `time` (this report's arrays) and
+    /// `task_reward` (a copy of `reward`), each with its `_key` mask: a new array, true but
+    /// for the `restarted` worlds, which have no step information but their time. Built here
+    /// in one call: the same dict built in Python was most of the environment's own time per
+    /// step.
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let info = PyDict::new(py);
         let nworld = self.time.bind(py).len();
@@ -71,7 +118,7 @@ impl StepReport {
             self.collided.clone_ref(py).into_any(),
             self.reached.clone_ref(py).into_any(),
             self.time.clone_ref(py).into_any(),
-            self.reward.clone_ref(py).into_any(),
+            self.reward.bind(py).to_owned_array().into_pyarray(py).into_any().unbind(),
         );
         if self.has_task {
             keys.push(("distance", &distance));
@@ -80,8 +127,13 @@ impl StepReport {
         for (key, value) in &keys {
             info.set_item(*key, value)?;
         }
+        let mut stepped = vec![true; nworld];
+        for &w in &self.restarted {
+            stepped[w] = false;
+        }
         for (key, _) in &keys {
-            info.set_item(format!("_{key}"), PyArray1::from_vec(py, vec![true; nworld]))?;
+            let mask = if *key == "time" { vec![true; nworld] } else { stepped.clone() };
+            info.set_item(format!("_{key}"), PyArray1::from_vec(py, mask))?;
         }
         Ok(info)
     }
@@ -96,6 +148,22 @@ pub struct Recording {
     #[pyo3(get)]
     path: String,
     stopped: bool,
+}
+
+/// Every world's actions from `actions`, `(nworld, nu)` or `(nu,)` for every world.
+fn world_actions(actions: &PyReadonlyArrayDyn<'_, f64>, nworld: usize, nu: usize) -> PyResult<Vec<f64>> {
+    let shape = actions.shape();
+    let values = actions.as_array();
+    if shape == [nu] {
+        Ok((0..nworld).flat_map(|_| values.iter().copied()).collect())
+    } else if shape == [nworld, nu] {
+        Ok(values.iter().copied().collect())
+    } else {
+        Err(raise(
+            "ShapeError",
+            format!("actions have shape {shape:?}: give ({nworld}, {nu}) (nworld, nu), or ({nu},) for every world"),
+        ))
+    }
 }
 
 fn status_name(s: WorldStatus) -> &'static str {
@@ -296,53 +364,49 @@ impl Simulation {
     /// Advances every world by `n` agent steps. `actions` is `(nworld, nu)` (or `(nu,)` for
     /// every world), float64, clamped by MuJoCo to each actuator's `ctrlrange`; `None` lets
     /// the manifest's controller drive. With `out`, every world's observation after the
-    /// steps is written into it as `observe(out=out)` writes it, in the same call. The GIL is
-    /// released while the worlds step.
-    #[pyo3(signature = (actions = None, n = 1, out = None))]
+    /// steps is written into it as `observe(out=out)` writes it, in the same call. The worlds
+    /// in `reset` start new episodes after the steps, in the same call (Gymnasium's
+    /// next-step autoreset): their observation is their new episode's first and their report
+    /// entries read as a new episode's (time 0, reward 0, neither terminated nor truncated).
+    /// The GIL is released while the worlds step.
+    #[pyo3(signature = (actions = None, n = 1, out = None, reset = None))]
     fn step(
         &mut self,
         py: Python<'_>,
         actions: Option<PyReadonlyArrayDyn<'_, f64>>,
         n: usize,
         out: Option<Bound<'_, PyArray2<f32>>>,
+        reset: Option<Vec<usize>>,
     ) -> PyResult<StepReport> {
         let (nworld, nu) = (self.sim.nworld(), self.sim.model().nu());
         if let Some(out) = &out {
             self.check_observation_out(out)?;
+        }
+        let restarted = reset.unwrap_or_default();
+        if let Some(&w) = restarted.iter().find(|&&w| w >= nworld) {
+            return Err(PyValueError::new_err(format!(
+                "reset = [.., {w}, ..]: the simulation has worlds 0 to {}",
+                nworld - 1
+            )));
         }
         let mut view = out.as_ref().map(|o| o.try_readwrite()).transpose()?;
         let observation = match view.as_mut() {
             Some(v) => Some(rows(v)?),
             None => None,
         };
-        let actions: Option<Vec<f64>> = match actions {
-            None => None,
-            Some(a) => {
-                let shape = a.shape().to_vec();
-                let values: Vec<f64> = a.as_array().iter().copied().collect();
-                if shape == [nu] {
-                    Some((0..nworld).flat_map(|_| values.iter().copied()).collect())
-                } else if shape == [nworld, nu] {
-                    Some(values)
-                } else {
-                    return Err(raise(
-                        "ShapeError",
-                        format!(
-                            "actions have shape {shape:?}: give ({nworld}, {nu}) (nworld, nu), or ({nu},) for every world"
-                        ),
-                    ));
-                }
-            }
-        };
+        let actions = actions.map(|a| world_actions(&a, nworld, nu)).transpose()?;
         if n == 0 {
             return Err(PyValueError::new_err("n = 0: give the number of steps to take, 1 or more"));
         }
         let sim = &mut self.sim;
         let reports = py
             .detach(|| {
-                // Stepped and observed in one hand-over to the thread pool.
+                // Stepped, reset and observed in one hand-over to the thread pool.
                 sim.in_pool(|sim| {
                     let reports = (0..n).map(|_| sim.step(actions.as_deref())).collect::<Result<Vec<_>, _>>()?;
+                    if !restarted.is_empty() {
+                        sim.reset(Worlds::These(&restarted), None)?;
+                    }
                     if let Some(values) = observation {
                         sim.observe_all(values)?;
                     }
@@ -352,39 +416,7 @@ impl Simulation {
             .py()?;
         drop(view);
         self.flush_warnings(py)?;
-        let last = reports.last().expect("n >= 1 steps");
-        let mut reward = vec![0.0; nworld];
-        let (mut reached, mut collided) = (vec![false; nworld], vec![false; nworld]);
-        for r in &reports {
-            for (w, t) in r.task.iter().enumerate() {
-                reward[w] += t.reward;
-                reached[w] |= t.reached;
-                collided[w] |= t.collided;
-            }
-        }
-        let distance: Vec<f64> =
-            if last.task.is_empty() { vec![f64::NAN; nworld] } else { last.task.iter().map(|t| t.distance).collect() };
-        Ok(StepReport {
-            time: last.time.clone().into_pyarray(py).unbind(),
-            status: last.status.iter().map(|s| status_name(*s).to_string()).collect(),
-            terminated: (0..nworld)
-                .map(|w| reached[w] || last.status[w] == WorldStatus::Unstable)
-                .collect::<Vec<_>>()
-                .into_pyarray(py)
-                .unbind(),
-            truncated: last
-                .status
-                .iter()
-                .map(|s| *s == WorldStatus::Ended)
-                .collect::<Vec<_>>()
-                .into_pyarray(py)
-                .unbind(),
-            reward: reward.into_pyarray(py).unbind(),
-            reached: reached.into_pyarray(py).unbind(),
-            collided: collided.into_pyarray(py).unbind(),
-            distance: distance.into_pyarray(py).unbind(),
-            has_task: !last.task.is_empty(),
-        })
+        Ok(StepReport::new(py, &reports, restarted))
     }
 
     /// Starts new episodes in `worlds` (default: all): MuJoCo's reset, the manifest's `[reset]`

@@ -147,6 +147,8 @@ class _Core:
         )
         self.has_task = self.sim.task is not None
         self.buffer = np.empty((nworld, self.size), dtype=np.float32)
+        self._columns = [(c.key, np.s_[:, c.offset : c.offset + c.length]) for c in self.components]
+        self._buffer_views = {key: self.buffer[columns] for key, columns in self._columns}
         self._pool: list[np.ndarray] = []
 
     # -- observations -------------------------------------------------------------------------
@@ -176,8 +178,10 @@ class _Core:
 
     def split(self, buf: np.ndarray) -> dict:
         """The observation dict of `buf` (views, no copy): one ``(nworld, length)`` array per
-        component."""
-        return {c.key: buf[:, c.offset : c.offset + c.length] for c in self.components}
+        component. The views of :attr:`buffer` are made once."""
+        if buf is self.buffer:
+            return dict(self._buffer_views)
+        return {key: buf[columns] for key, columns in self._columns}
 
     def reset(self, seed: Optional[int], worlds: Optional[Sequence[int]]) -> None:
         """Starts new episodes in `worlds` (None: all)."""
@@ -332,7 +336,8 @@ class VectorEnv(gymnasium.vector.VectorEnv):
         self.reward_fn = reward_fn
         self.copy = bool(copy)
         self._actions = np.zeros((self.num_envs, self._core.nu), dtype=np.float64)
-        self._autoreset = np.zeros(self.num_envs, dtype=np.bool_)
+        # The worlds whose episode ended on the last step, still to reset (NEXT_STEP, DISABLED).
+        self._pending: list[int] = []
         self._step_keys = ("distance",) * self._core.has_task + ("collided", "reached", "time", "task_reward")
 
     @property
@@ -381,10 +386,10 @@ class VectorEnv(gymnasium.vector.VectorEnv):
             worlds = np.flatnonzero(mask).tolist()
             if worlds:
                 self._core.reset(run_seed, worlds)
-            self._autoreset[mask] = False
+            self._pending = [w for w in self._pending if not mask[w]]
         else:
             self._core.reset(run_seed, None)
-            self._autoreset[:] = False
+            self._pending = []
         return self._observe(), {}
 
     def step(self, actions) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray, dict]:
@@ -399,67 +404,52 @@ class VectorEnv(gymnasium.vector.VectorEnv):
                     f"actions have shape {a.shape}: give ({self.num_envs}, {self._core.nu}) (num_envs, nu)"
                 )
             a = a.reshape(self._actions.shape)
-        mode, pending = self.autoreset_mode, self._autoreset.any()
-        if mode == AutoresetMode.DISABLED and pending:
-            ended = np.flatnonzero(self._autoreset).tolist()
+        mode, core, pending = self.autoreset_mode, self._core, self._pending
+        if pending and mode == AutoresetMode.DISABLED:
             raise RuntimeError(
-                f"worlds {ended} ended their episodes and autoreset_mode is DISABLED: reset them with "
+                f"worlds {pending} ended their episodes and autoreset_mode is DISABLED: reset them with "
                 "reset(options={'reset_mask': mask}) before stepping again"
             )
-        core = self._core
-        # The observation is written by the step call itself (one call into glint per step);
-        # worlds reset below are observed again.
         buf = core.fresh_buffer() if self.copy else core.buffer
-        report = core.sim.step(a, out=buf)
-        # The report's arrays are new on every step: they are handed out without copies.
-        terminated, truncated, info = report.terminated, report.truncated, report.info()
-
-        restart: list[int] = []
-        if mode == AutoresetMode.NEXT_STEP and pending:
-            # The worlds whose episode ended on the last step start their next one instead:
-            # their step is discarded (reward 0, not done, no step info but the time).
-            restart = np.flatnonzero(self._autoreset).tolist()
-            core.reset(None, restart)
-            terminated[restart] = False
-            truncated[restart] = False
-            for key in self._step_keys:
-                if key == "time":
-                    continue
-                info[key][restart] = 0
-                info["_" + key][restart] = False
-            info["time"] = np.asarray(core.sim.time, dtype=np.float64)
-            core.observe(buf)
-
+        # One call into glint steps every world, writes the observation and (NEXT_STEP)
+        # starts the next episode of the worlds whose episode ended on the last step: their
+        # step is discarded (reward 0, not done, no step info but the time). The report's
+        # arrays are new on every step: they are handed out without copies.
+        report = core.sim.step(a, out=buf, reset=pending)
+        info = report.info()
         obs = core.split(buf)
         if self.reward_fn is not None:
             rewards = np.array(self.reward_fn(obs, a, info), dtype=np.float64).reshape(self.num_envs)
+            rewards[pending] = 0.0
         else:
-            rewards = info["task_reward"].copy()
-        if restart:
-            rewards[restart] = 0.0
-
-        done = terminated | truncated
-        if mode == AutoresetMode.SAME_STEP and done.any():
-            final = np.flatnonzero(done).tolist()
-            final_obs = np.full(self.num_envs, None, dtype=object)
-            for w in final:
-                final_obs[w] = {key: np.array(value[w]) for key, value in obs.items()}
-            final_info: dict[str, Any] = {}
-            for key in self._step_keys:
-                kept = np.zeros_like(info[key])
-                kept[done] = info[key][done]
-                final_info[key], final_info["_" + key] = kept, done.copy()
-            core.reset(None, final)
-            obs = self._observe()
-            info["time"] = np.asarray(core.sim.time, dtype=np.float64)
-            info["final_obs"], info["_final_obs"] = final_obs, done.copy()
-            info["final_info"], info["_final_info"] = final_info, done.copy()
+            rewards = report.reward
+        terminated, truncated, ended = report.terminated, report.truncated, report.ended
 
         if mode == AutoresetMode.SAME_STEP:
-            self._autoreset[:] = False
-        else:
-            self._autoreset = done
+            if ended:
+                obs = self._reset_same_step(ended, obs, info)
+            ended = []
+        self._pending = ended
         return obs, rewards, terminated, truncated, info
+
+    def _reset_same_step(self, ended: list[int], obs: dict, info: dict) -> dict:
+        """Starts the next episode of the worlds in `ended` (SAME_STEP): `info` gains their
+        final observations and step information; returns the observation after the resets."""
+        core, done = self._core, np.zeros(self.num_envs, dtype=np.bool_)
+        done[ended] = True
+        final_obs = np.full(self.num_envs, None, dtype=object)
+        for w in ended:
+            final_obs[w] = {key: np.array(value[w]) for key, value in obs.items()}
+        final_info: dict[str, Any] = {}
+        for key in self._step_keys:
+            kept = np.zeros_like(info[key])
+            kept[done] = info[key][done]
+            final_info[key], final_info["_" + key] = kept, done.copy()
+        core.reset(None, ended)
+        info["time"] = np.asarray(core.sim.time, dtype=np.float64)
+        info["final_obs"], info["_final_obs"] = final_obs, done.copy()
+        info["final_info"], info["_final_info"] = final_info, done
+        return self._observe()
 
     def render(self) -> None:
         """Renders nothing: glint's vector environment has no render mode."""
