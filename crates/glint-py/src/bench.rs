@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use glint_sim::{SimOptions, WorldStatus, Worlds};
+use glint_sim::{SimOptions, Worlds};
 use numpy::{PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -55,7 +55,11 @@ impl VectorLoop {
             let report = sim.step(Some(actions))?;
             sim.observe_all(observations)?;
             let done: Vec<usize> = (0..sim.nworld())
-                .filter(|&w| report.status[w] != WorldStatus::Ok || report.task.get(w).is_some_and(|t| t.reached))
+                .filter(|&w| {
+                    let (terminated, truncated) =
+                        report.status[w].terminated_truncated(report.task.get(w).is_some_and(|t| t.reached));
+                    terminated || truncated
+                })
                 .collect();
             if !done.is_empty() {
                 sim.reset(Worlds::These(&done), None)?;

@@ -83,8 +83,8 @@ impl StepReport {
             (reward[w], reached[w], collided[w], distance[w]) = (0.0, false, false, 0.0);
             (status[w], time[w]) = (WorldStatus::Ok, 0.0);
         }
-        let terminated: Vec<bool> = (0..nworld).map(|w| reached[w] || status[w] == WorldStatus::Unstable).collect();
-        let truncated: Vec<bool> = status.iter().map(|s| *s == WorldStatus::Ended).collect();
+        let (terminated, truncated): (Vec<bool>, Vec<bool>) =
+            (0..nworld).map(|w| status[w].terminated_truncated(reached[w])).unzip();
         StepReport {
             time: time.into_pyarray(py).unbind(),
             status: status.iter().map(|s| status_name(*s).to_string()).collect(),

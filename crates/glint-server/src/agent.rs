@@ -233,6 +233,7 @@ impl AgentService for Agents {
         };
         let unstable = stepped.status == WorldStatus::Unstable;
         let reached = stepped.task.is_some_and(|t| t.reached);
+        let (terminated, truncated) = stepped.status.terminated_truncated(reached);
         // The manifest's [task], as raw signals: the reward, and its terms unweighted.
         let (reward_signals, info) = match stepped.task {
             Some(t) => (
@@ -267,8 +268,8 @@ impl AgentService for Agents {
             physics_step_duration_us: (stepped.seconds * 1e6) as u64,
             camera_frames,
             reward_signals,
-            terminated: unstable || reached,
-            truncated: stepped.status == WorldStatus::Ended,
+            terminated,
+            truncated,
             info,
             termination_flags,
         }))

@@ -74,6 +74,16 @@ pub enum WorldStatus {
     Ended,
 }
 
+impl WorldStatus {
+    /// Gymnasium's `(terminated, truncated)` for a world in this status whose task body did
+    /// (`reached`) or did not reach the goal: terminated when it reached the goal or MuJoCo
+    /// found it unstable, truncated when its episode has run its length. Every front end
+    /// reports an episode's end by this rule.
+    pub fn terminated_truncated(self, reached: bool) -> (bool, bool) {
+        (reached || self == WorldStatus::Unstable, self == WorldStatus::Ended)
+    }
+}
+
 /// What one step did.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StepReport {

@@ -229,19 +229,18 @@ impl RayCaster {
 
     /// Refits every world's top level to new poses (as MuJoCo Warp's `refit_bvh`), in parallel.
     pub fn refit(&mut self, poses: &Poses) {
-        if self.tlas.len() != poses.nworld {
-            return self.rebuild(poses);
-        }
-        let (sets, world_set) = (&self.sets, &self.world_set);
-        self.tlas.par_iter_mut().zip(self.tlas_boxes.par_iter_mut()).enumerate().for_each(|(w, (bvh, boxes))| {
-            refit_world(&sets[world_set[w] as usize], poses, w, boxes, bvh);
+        let Some(tops) = self.top_levels(poses.nworld) else { return self.rebuild(poses) };
+        tops.into_par_iter().enumerate().for_each(|(w, mut top)| {
+            let (xpos, xmat) = poses.geoms(w);
+            top.refit(xpos, xmat);
         });
     }
 
     /// Refits world `w` only.
     pub fn refit_world(&mut self, poses: &Poses, w: usize) {
         let set = &self.sets[self.world_set[w] as usize];
-        refit_world(set, poses, w, &mut self.tlas_boxes[w], &mut self.tlas[w]);
+        let (xpos, xmat) = poses.geoms(w);
+        WorldTopLevel { set, boxes: &mut self.tlas_boxes[w], bvh: &mut self.tlas[w] }.refit(xpos, xmat);
     }
 
     /// Every world's top level, each to be refitted on its own ([`WorldTopLevel::refit`]) from
@@ -280,9 +279,4 @@ fn world_boxes(set: &ShapeSet, (xpos, xmat): (&[DVec3], &[DMat3]), boxes: &mut [
     for ((b, &g), l) in boxes.iter_mut().zip(&set.tlas_geoms).zip(&set.local_bounds) {
         *b = world_bounds(l, xpos[g as usize], &xmat[g as usize]);
     }
-}
-
-fn refit_world(set: &ShapeSet, poses: &Poses, w: usize, boxes: &mut [Aabb], bvh: &mut Bvh) {
-    world_boxes(set, poses.geoms(w), boxes);
-    bvh.refit(boxes);
 }
