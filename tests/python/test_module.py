@@ -218,22 +218,22 @@ def test_observe_fills_a_caller_buffer():
     assert got is out
     assert np.array_equal(out[:, 6:], sim.lidars[0].scan().ranges)
     assert out[0, 3] > 0  # base_x velocity
-    with pytest.raises(glint.ShapeError, match="out has shape"):
+    with pytest.raises(glint.ShapeError, match=r"of shape \(2, 28806\).*; got a float32 array of shape \(2, 5\)"):
         sim.observe(out=np.zeros((2, 5), dtype=np.float32))
-    with pytest.raises((TypeError, ValueError)):
+    with pytest.raises(glint.ShapeError, match="got a float64 array"):
         sim.observe(out=np.zeros((2, 6 + 28800), dtype=np.float64))
     # A step writes the observation after it into `out` in the same call.
     stepped = np.zeros_like(out)
     sim.step(np.array([1.0, 0.0, 0.0]), out=stepped)
     assert np.array_equal(stepped, sim.observe()) and not np.array_equal(stepped, out)
     time = sim.time.copy()
-    with pytest.raises(glint.ShapeError, match="out has shape"):
+    with pytest.raises(glint.ShapeError, match=r"got a float32 array of shape \(2, 5\)"):
         sim.step(out=np.zeros((2, 5), dtype=np.float32))
     assert np.array_equal(sim.time, time), "a refused step does not run"
     strided = np.zeros((2, 2 * (6 + 28800)), dtype=np.float32)[:, ::2]
-    with pytest.raises(glint.ShapeError, match="C-contiguous"):
+    with pytest.raises(glint.ShapeError, match="C-ordered float32 .* in a strided layout"):
         sim.observe(out=strided)
-    with pytest.raises(glint.ShapeError, match="C-contiguous"):
+    with pytest.raises(glint.ShapeError, match="C-ordered float32 .* in a strided layout"):
         sim.step(out=strided)
     assert np.array_equal(sim.time, time)
 

@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use glint_sim::{SimOptions, Worlds};
-use numpy::{PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use numpy::PyUntypedArrayMethods;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+use crate::arrays::float64_input;
 use crate::errors::IntoPy;
 
 /// The loop `glint.gym.VectorEnv` runs, driven from Rust, over `nworld` worlds of the manifest
@@ -98,11 +99,12 @@ impl VectorLoop {
     /// given, holds every step's actions (`(steps, nworld, nu)` float64); otherwise each step
     /// draws uniform random ones.
     #[pyo3(signature = (steps, actions = None))]
-    fn run(&mut self, py: Python<'_>, steps: usize, actions: Option<PyReadonlyArrayDyn<'_, f64>>) -> PyResult<f64> {
+    fn run(&mut self, py: Python<'_>, steps: usize, actions: Option<Bound<'_, PyAny>>) -> PyResult<f64> {
         let per_step = self.actions.len();
         let given: Option<Vec<f64>> = match actions {
             None => None,
             Some(a) => {
+                let a = float64_input(&a, "actions")?;
                 let expected = [steps, self.sim.nworld(), self.ranges.len()];
                 if a.shape() != expected {
                     return Err(PyValueError::new_err(format!(

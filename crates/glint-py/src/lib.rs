@@ -5,6 +5,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod arrays;
 mod bench;
 mod convert;
 mod errors;

@@ -1,10 +1,11 @@
 //! `glint.Lidar`: one lidar sensor of a simulation, its live scans as `(nworld, beams)` arrays.
 
 use glint_lidar::{ScanFields, SecondaryCapture, SecondaryScope, Spelled};
-use numpy::{PyArray2, PyArrayMethods, PyUntypedArrayMethods};
+use numpy::{PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::arrays::{out_array, rows};
 use crate::convert::{from_json, toml_table};
 use crate::errors::{IntoPy, raise};
 use crate::sim::Simulation;
@@ -33,24 +34,6 @@ pub struct Scan {
     pub reflectivity: Option<Py<PyArray2<f32>>>,
 }
 
-/// `out` checked to be `(nworld, beams)`, or a new array of that shape.
-fn buffer<'py>(
-    py: Python<'py>,
-    out: Option<Bound<'py, PyArray2<f32>>>,
-    shape: [usize; 2],
-) -> PyResult<Bound<'py, PyArray2<f32>>> {
-    match out {
-        Some(out) if out.shape() == shape => Ok(out),
-        Some(out) => Err(raise("ShapeError", format!("out has shape {:?}, and the scan is {shape:?}", out.shape()))),
-        None => Ok(PyArray2::zeros(py, shape, false)),
-    }
-}
-
-/// The rows of `array`, world after world, to fill.
-pub(crate) fn rows<'a>(view: &'a mut numpy::PyReadwriteArray2<'_, f32>) -> PyResult<&'a mut [f32]> {
-    view.as_slice_mut().map_err(|_| raise("ShapeError", "out must be C-contiguous float32".into()))
-}
-
 #[pymethods]
 impl Lidar {
     /// Its name (the binding's, or its attach target's).
@@ -69,9 +52,9 @@ impl Lidar {
 
     /// Every world's live scan. `material` applies the return model (a bake must be loaded),
     /// `secondary` adds the second echo (needs a bake), `intensity` adds intensity and
-    /// calibrated reflectivity (`-1` without `material`). `out`, a C-contiguous float32
-    /// `(nworld, beams)` array, receives the ranges without a copy and is returned as
-    /// `Scan.ranges`.
+    /// calibrated reflectivity (`-1` without `material`). `out`, a writeable C-ordered float32
+    /// `(nworld, beams)` array (any other is refused), receives the ranges without a copy and
+    /// is returned as `Scan.ranges`.
     #[pyo3(signature = (material = false, secondary = false, intensity = false, out = None))]
     fn scan<'py>(
         &self,
@@ -79,12 +62,12 @@ impl Lidar {
         material: bool,
         secondary: bool,
         intensity: bool,
-        out: Option<Bound<'py, PyArray2<f32>>>,
+        out: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Scan> {
         let sim = self.sim.bind(py).borrow();
         let lidar = sim.sim.lidar(self.index).py()?;
         let (nworld, beams) = (sim.sim.nworld(), lidar.beam_count());
-        let ranges = buffer(py, out, [nworld, beams])?;
+        let ranges = out_array(py, out, [nworld, beams])?;
         let make = |asked: bool| asked.then(|| PyArray2::<f32>::zeros(py, [nworld, beams], false));
         let (sec, int, refl) = (make(secondary), make(intensity), make(intensity));
         {

@@ -13,9 +13,10 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+use crate::arrays::{checked_out, float64_input, out_array, rows};
 use crate::convert::{params_dict, params_from, toml_table};
 use crate::errors::{IntoPy, raise};
-use crate::lidar::{Lidar, rows};
+use crate::lidar::Lidar;
 
 /// One MuJoCo scene simulated over `nworld` worlds side by side, with every lidar on it.
 ///
@@ -213,16 +214,9 @@ impl Simulation {
         Py::new(py, sim)
     }
 
-    /// Refuses an observation buffer `out` not shaped `(nworld, size)`.
-    fn check_observation_out(&self, out: &Bound<'_, PyArray2<f32>>) -> PyResult<()> {
-        let (nworld, size) = (self.sim.nworld(), self.sim.observation().size());
-        if out.shape() != [nworld, size] {
-            return Err(raise(
-                "ShapeError",
-                format!("out has shape {:?}, and the observation is ({nworld}, {size})", out.shape()),
-            ));
-        }
-        Ok(())
+    /// The shape of every world's observation: `(nworld, size)`.
+    fn observation_shape(&self) -> [usize; 2] {
+        [self.sim.nworld(), self.sim.observation().size()]
     }
 
     fn worlds_of(&self, worlds: Option<Vec<usize>>) -> Vec<usize> {
@@ -373,15 +367,13 @@ impl Simulation {
     fn step(
         &mut self,
         py: Python<'_>,
-        actions: Option<PyReadonlyArrayDyn<'_, f64>>,
+        actions: Option<Bound<'_, PyAny>>,
         n: usize,
-        out: Option<Bound<'_, PyArray2<f32>>>,
+        out: Option<Bound<'_, PyAny>>,
         reset: Option<Vec<usize>>,
     ) -> PyResult<StepReport> {
         let (nworld, nu) = (self.sim.nworld(), self.sim.model().nu());
-        if let Some(out) = &out {
-            self.check_observation_out(out)?;
-        }
+        let out = out.map(|o| checked_out(o, self.observation_shape())).transpose()?;
         let restarted = reset.unwrap_or_default();
         if let Some(&w) = restarted.iter().find(|&&w| w >= nworld) {
             return Err(PyValueError::new_err(format!(
@@ -394,7 +386,7 @@ impl Simulation {
             Some(v) => Some(rows(v)?),
             None => None,
         };
-        let actions = actions.map(|a| world_actions(&a, nworld, nu)).transpose()?;
+        let actions = actions.map(|a| world_actions(&float64_input(&a, "actions")?, nworld, nu)).transpose()?;
         if n == 0 {
             return Err(PyValueError::new_err("n = 0: give the number of steps to take, 1 or more"));
         }
@@ -445,21 +437,11 @@ impl Simulation {
     }
 
     /// Every world's observation, shape `(nworld, size)` float32, written into `out` when
-    /// given (zero copy) and returned.
+    /// given (zero copy; a writeable C-ordered float32 array of that shape, any other refused)
+    /// and returned.
     #[pyo3(signature = (out = None))]
-    fn observe<'py>(
-        &self,
-        py: Python<'py>,
-        out: Option<Bound<'py, PyArray2<f32>>>,
-    ) -> PyResult<Bound<'py, PyArray2<f32>>> {
-        let (nworld, size) = (self.sim.nworld(), self.sim.observation().size());
-        let out = match out {
-            Some(out) => {
-                self.check_observation_out(&out)?;
-                out
-            }
-            None => PyArray2::zeros(py, [nworld, size], false),
-        };
+    fn observe<'py>(&self, py: Python<'py>, out: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        let out = out_array(py, out, self.observation_shape())?;
         {
             let mut view = out.try_readwrite()?;
             self.sim.observe_all(rows(&mut view)?).py()?;
@@ -494,13 +476,14 @@ impl Simulation {
     fn rays<'py>(
         &mut self,
         py: Python<'py>,
-        pnt: PyReadonlyArrayDyn<'py, f64>,
-        vec: PyReadonlyArrayDyn<'py, f64>,
+        pnt: Bound<'py, PyAny>,
+        vec: Bound<'py, PyAny>,
         geomgroup: Option<Vec<u8>>,
         flg_static: bool,
         bodyexclude: i32,
     ) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<i32>>, Bound<'py, PyArray3<f64>>)> {
         let nworld = self.sim.nworld();
+        let (pnt, vec) = (float64_input(&pnt, "pnt")?, float64_input(&vec, "vec")?);
         let vshape = vec.shape().to_vec();
         let nray = match vshape.as_slice() {
             [n, 3] => *n,
@@ -654,11 +637,8 @@ impl Simulation {
     /// `(rows, count)` or `(rows, count, width)`, any `rows` of 1 or more: world `w` reads row
     /// `w % rows`. `light_pos` and `light_dir` are in the light's body frame, as in MJCF. The
     /// cameras read every field.
-    fn set_field(&mut self, py: Python<'_>, name: &str, values: Bound<'_, PyAny>) -> PyResult<()> {
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("dtype", "float64")?;
-        let values = py.import("numpy")?.call_method("asarray", (values,), Some(&kwargs))?;
-        let values: PyReadonlyArrayDyn<'_, f64> = values.extract()?;
+    fn set_field(&mut self, name: &str, values: Bound<'_, PyAny>) -> PyResult<()> {
+        let values = float64_input(&values, "values")?;
         let shape = values.shape().to_vec();
         let flat: Vec<f64> = values.as_array().iter().copied().collect();
         self.sim.set_field(name, &flat, &shape).py()
@@ -837,7 +817,7 @@ impl Fields {
     }
 
     fn __setitem__(&self, py: Python<'_>, name: &str, values: Bound<'_, PyAny>) -> PyResult<()> {
-        self.sim.borrow_mut(py).set_field(py, name, values)
+        self.sim.borrow_mut(py).set_field(name, values)
     }
 
     fn __len__(&self) -> usize {

@@ -1,0 +1,109 @@
+//! Arrays a caller hands in. The `out=` buffers glint fills are checked by one rule with one
+//! message: glint writes a buffer row after row, so an array in any other layout (Fortran
+//! order, a strided view) would come back scrambled rather than refused. The arrays glint
+//! reads (`actions`, `pnt`, `vec`, field values) are anything numpy reads as float64.
+
+use numpy::{PyArray2, PyReadonlyArrayDyn, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::errors::raise;
+
+/// `out` when given (see [`checked_out`]), else a new zeroed float32 array of `shape`.
+pub(crate) fn out_array<'py>(
+    py: Python<'py>,
+    out: Option<Bound<'py, PyAny>>,
+    shape: [usize; 2],
+) -> PyResult<Bound<'py, PyArray2<f32>>> {
+    match out {
+        Some(out) => checked_out(out, shape),
+        None => Ok(PyArray2::zeros(py, shape, false)),
+    }
+}
+
+/// `out` when it is a writeable, aligned, C-ordered float32 array of `shape`; anything else is
+/// a `glint.ShapeError` saying what the buffer must be and what it is. Every `out=` argument
+/// of the module goes through here.
+pub(crate) fn checked_out(out: Bound<'_, PyAny>, shape: [usize; 2]) -> PyResult<Bound<'_, PyArray2<f32>>> {
+    if let Ok(array) = out.cast::<PyArray2<f32>>()
+        && fits(array, shape)?
+    {
+        return Ok(array.clone());
+    }
+    let want = tuple(&shape);
+    Err(raise(
+        "ShapeError",
+        format!(
+            "out must be a writeable C-ordered float32 array of shape {want}, such as numpy.zeros({want}, \
+             numpy.float32); got {}",
+            describe(&out)?
+        ),
+    ))
+}
+
+/// Whether `array` can be filled as the rows of `shape`, world after world.
+fn fits(array: &Bound<'_, PyArray2<f32>>, shape: [usize; 2]) -> PyResult<bool> {
+    Ok(array.shape() == shape && array.is_c_contiguous() && array.is_aligned() && writeable(array.as_any())?)
+}
+
+/// Whether numpy lets the array be written (`array.flags.writeable`).
+fn writeable(array: &Bound<'_, PyAny>) -> PyResult<bool> {
+    array.getattr("flags")?.getattr("writeable")?.extract()
+}
+
+/// What `value` is, for the message: "a float64 array of shape (2, 5760) in Fortran order",
+/// "a read-only float32 array of ...", "an object of type list".
+fn describe(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    let Ok(array) = value.cast::<PyUntypedArray>() else {
+        return Ok(format!("an object of type {}", value.get_type().name()?));
+    };
+    let mut kind = String::new();
+    if !writeable(value)? {
+        kind.push_str("read-only ");
+    }
+    if !array.is_aligned() {
+        kind.push_str("unaligned ");
+    }
+    let layout = if array.is_c_contiguous() {
+        "C order"
+    } else if array.is_fortran_contiguous() {
+        "Fortran order"
+    } else {
+        "a strided layout"
+    };
+    Ok(format!("a {kind}{} array of shape {} in {layout}", array.dtype().str()?, tuple(array.shape())))
+}
+
+/// `shape` as Python writes a tuple: `(2, 5760)`, `(5760,)`, `()`.
+fn tuple(shape: &[usize]) -> String {
+    match shape {
+        [one] => format!("({one},)"),
+        _ => format!("({})", shape.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+/// `value`, an array argument named `name` that glint reads, as float64: a float64 array as
+/// it is, and anything else numpy reads as numbers (a list, a float32 array) converted; a
+/// `TypeError` naming the argument otherwise.
+pub(crate) fn float64_input<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<PyReadonlyArrayDyn<'py, f64>> {
+    if let Ok(array) = value.extract::<PyReadonlyArrayDyn<'py, f64>>() {
+        return Ok(array);
+    }
+    let py = value.py();
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("dtype", "float64")?;
+    let converted = py.import("numpy")?.call_method("asarray", (value,), Some(&kwargs));
+    converted.and_then(|a| a.extract::<PyReadonlyArrayDyn<'py, f64>>()).map_err(|e| {
+        let got = describe(value).unwrap_or_else(|_| "something else".to_string());
+        PyTypeError::new_err(format!(
+            "{name} must be numbers numpy reads as float64 (an array or lists); got {got} ({e})"
+        ))
+    })
+}
+
+/// The rows of a C-ordered array (one [`out_array`] gave), world after world, to fill.
+pub(crate) fn rows<'a>(view: &'a mut numpy::PyReadwriteArray2<'_, f32>) -> PyResult<&'a mut [f32]> {
+    // `as_slice_mut` takes Fortran order as readily as C order; `out_array` has ruled it out.
+    view.as_slice_mut().map_err(|e| raise("ShapeError", format!("out is not contiguous ({e})")))
+}
