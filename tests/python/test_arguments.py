@@ -1,8 +1,8 @@
 """Arguments checked at the Python edge, each kind by one rule with one message: every `out=`
 buffer (`scan`, `observe`, `step`) must be a writeable, C-ordered float32 array of the call's
 shape, and is refused otherwise (a Fortran-ordered one would be filled in the wrong order);
-the arrays glint reads (actions, ray origins and directions, field values) are anything numpy
-reads as float64."""
+every seed must be an integer from 0 to 2**64 - 1; the arrays glint reads (actions, ray
+origins and directions, field values) are anything numpy reads as float64."""
 
 from __future__ import annotations
 
@@ -122,3 +122,41 @@ def test_read_arrays_take_lists_and_other_dtypes():
         a.step("fast")
     with pytest.raises(TypeError, match="pnt must be numbers numpy reads as float64"):
         a.rays([0, "x", 0], vec)
+
+# -- seeds ------------------------------------------------------------------------------------
+
+SEED_RANGE = re.escape("give an integer from 0 to 18446744073709551615 (2**64 - 1)")
+
+
+def seed_calls():
+    """Every call taking a seed, as `(name, call(seed))`. A seed is checked before anything
+    is loaded, so the scene need not exist."""
+    missing = str(REPO / "no-such-scene.xml")
+    return [
+        ("from_manifest", lambda s: glint.Simulation.from_manifest(VLP16_TOML, seed=s)),
+        ("from_xml", lambda s: glint.Simulation.from_xml(missing, seed=s)),
+        ("from_variants", lambda s: glint.Simulation.from_variants(missing, [{"name": "a"}], [0], seed=s)),
+        ("VectorLoop", lambda s: glint._glint.VectorLoop(VLP16_TOML, 2, seed=s)),
+        ("bench_vector_loop", lambda s: glint._glint.bench_vector_loop(VLP16_TOML, 2, 2, seed=s)),
+    ]
+
+
+@pytest.mark.parametrize("seed", [-1, 2**64, -(2**70)])
+def test_a_seed_out_of_range_is_refused_with_the_range(sim, seed):
+    for name, call in seed_calls() + [("reset", lambda s: sim.reset(seed=s))]:
+        with pytest.raises(glint.SettingError, match=re.escape(f"seed = {seed}: ") + SEED_RANGE) as info:
+            call(seed)
+        assert isinstance(info.value, ValueError), name
+
+
+def test_a_seed_that_is_not_an_integer_is_refused_with_the_range(sim):
+    for name, call in seed_calls() + [("reset", lambda s: sim.reset(seed=s))]:
+        with pytest.raises(TypeError, match=re.escape("seed = 1.5: ") + SEED_RANGE):
+            call(1.5)
+
+
+def test_the_largest_seed_and_numpy_integers_are_seeds(sim):
+    sim.reset(seed=2**64 - 1)
+    sim.reset(seed=np.uint64(2**64 - 1))
+    sim.reset(seed=np.int32(3))
+    assert np.array_equal(sim.time, [0.0, 0.0])

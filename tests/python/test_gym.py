@@ -412,6 +412,27 @@ def test_vector_env_seeded_resets_reproduce(tmp_path):
     check_batch(envs, obs, 4)
 
 
+def test_seeds_out_of_range_are_refused_with_the_range():
+    """Every seed of the environments meets the module's one rule, before Gymnasium's own
+    seeding sees it: a negative or too large seed names the argument and the range."""
+    range_ = "give an integer from 0 to 18446744073709551615"
+    with pytest.raises(glint.SettingError, match=f"seed = -1: {range_}"):
+        glint.gym.Env(VLP16_TOML, seed=-1)
+    with pytest.raises(glint.SettingError, match=f"seed = {2**64}: {range_}"):
+        glint.gym.VectorEnv(VLP16_TOML, num_envs=2, seed=2**64)
+    env = glint.gym.Env(VLP16_TOML)
+    envs = glint.gym.VectorEnv(VLP16_TOML, num_envs=2)
+    for reset in (env.reset, envs.reset):
+        for seed in (-1, 2**64):
+            with pytest.raises(glint.SettingError, match=f"seed = {seed}: {range_}"):
+                reset(seed=seed)
+    with pytest.raises(TypeError, match=f"seed = 1.5: {range_}"):
+        env.reset(seed=1.5)
+    obs, _ = env.reset(seed=np.int64(3))  # a numpy integer is a seed for glint and Gymnasium
+    again, _ = env.reset(seed=3)
+    assert np.array_equal(obs["joint_positions"], again["joint_positions"])
+
+
 def test_vector_env_observation_buffers(tmp_path):
     path = manifest(tmp_path, task=SHORT_TASK.replace("0.1", "5.0"))
     actions = np.zeros((2, 3))

@@ -10,6 +10,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::arrays::float64_input;
+use crate::convert::Seed;
 use crate::errors::IntoPy;
 
 /// The loop `glint.gym.VectorEnv` runs, driven from Rust, over `nworld` worlds of the manifest
@@ -76,8 +77,9 @@ impl VectorLoop {
 impl VectorLoop {
     /// `nworld` worlds of the manifest at `path`, reset with run seed `seed`.
     #[new]
-    #[pyo3(signature = (path, nworld = 16, seed = 0))]
-    fn new(py: Python<'_>, path: PathBuf, nworld: usize, seed: u64) -> PyResult<VectorLoop> {
+    #[pyo3(signature = (path, nworld = 16, seed = Seed(0)), text_signature = "(path, nworld=16, seed=0)")]
+    fn new(py: Python<'_>, path: PathBuf, nworld: usize, seed: Seed) -> PyResult<VectorLoop> {
+        let Seed(seed) = seed;
         let options = SimOptions { nworld, seed: Some(seed), ..SimOptions::default() };
         let mut sim = py.detach(|| glint_sim::Simulation::from_manifest(&path, options)).py()?;
         sim.take_warnings();
@@ -129,8 +131,11 @@ impl VectorLoop {
 /// [`VectorLoop`] in one call: `steps` steps of `nworld` worlds from a reset; returns
 /// environment steps per second (`nworld` per loop step).
 #[pyfunction]
-#[pyo3(signature = (path, nworld = 16, steps = 200, seed = 0))]
-pub fn bench_vector_loop(py: Python<'_>, path: PathBuf, nworld: usize, steps: usize, seed: u64) -> PyResult<f64> {
+#[pyo3(
+    signature = (path, nworld = 16, steps = 200, seed = Seed(0)),
+    text_signature = "(path, nworld=16, steps=200, seed=0)"
+)]
+pub fn bench_vector_loop(py: Python<'_>, path: PathBuf, nworld: usize, steps: usize, seed: Seed) -> PyResult<f64> {
     let mut bench = VectorLoop::new(py, path, nworld, seed)?;
     let seconds = bench.run(py, steps, None)?;
     Ok((steps * nworld) as f64 / seconds)

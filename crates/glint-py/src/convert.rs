@@ -1,10 +1,12 @@
 //! Python values to and from glint's: dicts of manifest keys as TOML tables, JSON values as
-//! Python objects, the return parameters by their keys.
+//! Python objects, the return parameters by their keys, seeds.
 
 use glint_lidar::{RETURN_PARAMS, ReturnParams};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+
+use crate::errors::raise;
 
 /// A dict of manifest keys (strings, numbers, booleans and lists of them) as a TOML table.
 pub(crate) fn toml_table(dict: &Bound<'_, PyDict>, what: &str) -> PyResult<toml::Table> {
@@ -116,4 +118,29 @@ pub(crate) fn params_from(dict: &Bound<'_, PyDict>, current: ReturnParams, requi
         }
     }
     Ok(values)
+}
+
+/// A seed argument (`seed=` of every call that takes one): an integer from 0 to 2**64 - 1.
+/// Anything else is refused here, for every call alike, naming the value and the range: a
+/// `glint.SettingError` for an integer out of range, a `TypeError` for a value that is not an
+/// integer.
+pub(crate) struct Seed(pub(crate) u64);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Seed {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Seed> {
+        obj.extract::<u64>().map(Seed).map_err(|e| {
+            let message = format!(
+                "seed = {}: give an integer from 0 to {} (2**64 - 1)",
+                obj.repr().map_or_else(|_| "?".to_string(), |r| r.to_string()),
+                u64::MAX
+            );
+            if e.is_instance_of::<PyOverflowError>(obj.py()) {
+                raise("SettingError", message)
+            } else {
+                PyTypeError::new_err(message)
+            }
+        })
+    }
 }

@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::arrays::{checked_out, float64_input, out_array, rows};
-use crate::convert::{params_dict, params_from, toml_table};
+use crate::convert::{Seed, params_dict, params_from, toml_table};
 use crate::errors::{IntoPy, raise};
 use crate::lidar::Lidar;
 
@@ -231,8 +231,8 @@ impl Simulation {
     /// run seed (default: the manifest's).
     #[staticmethod]
     #[pyo3(signature = (path, nworld = 1, seed = None))]
-    fn from_manifest(py: Python<'_>, path: PathBuf, nworld: usize, seed: Option<u64>) -> PyResult<Py<Simulation>> {
-        let options = SimOptions { nworld, seed, ..SimOptions::default() };
+    fn from_manifest(py: Python<'_>, path: PathBuf, nworld: usize, seed: Option<Seed>) -> PyResult<Py<Simulation>> {
+        let options = SimOptions { nworld, seed: seed.map(|Seed(s)| s), ..SimOptions::default() };
         let sim = py.detach(|| glint_sim::Simulation::from_manifest(&path, options)).py()?;
         Simulation::wrap(py, sim)
     }
@@ -255,7 +255,7 @@ impl Simulation {
         assign: Bound<'_, PyList>,
         nworld: usize,
         lidars: Option<Vec<Bound<'_, PyDict>>>,
-        seed: Option<u64>,
+        seed: Option<Seed>,
     ) -> PyResult<Py<Simulation>> {
         let table = PyDict::new(py);
         table.set_item("variant", variants)?;
@@ -263,7 +263,7 @@ impl Simulation {
         let (variants, assign) = glint_manifest::variant_plan(toml_table(&table, "variants")?, &path)
             .map_err(|e| raise("ManifestError", e.to_string()))?;
         let bindings = lidar_bindings(lidars, &path)?;
-        let options = SimOptions { nworld, seed, ..SimOptions::default() };
+        let options = SimOptions { nworld, seed: seed.map(|Seed(s)| s), ..SimOptions::default() };
         let plan = glint_sim::VariantPlan { variants, assign };
         let sim = py.detach(|| glint_sim::Simulation::from_variants(&path, &plan, bindings, options)).py()?;
         Simulation::wrap(py, sim)
@@ -276,12 +276,12 @@ impl Simulation {
         xml: &str,
         nworld: usize,
         lidars: Option<Vec<Bound<'_, PyDict>>>,
-        seed: Option<u64>,
+        seed: Option<Seed>,
     ) -> PyResult<Py<Simulation>> {
         let is_path = !xml.trim_start().starts_with('<');
         let source = if is_path { PathBuf::from(xml) } else { PathBuf::from("<xml>") };
         let bindings = lidar_bindings(lidars, &source)?;
-        let options = SimOptions { nworld, seed, ..SimOptions::default() };
+        let options = SimOptions { nworld, seed: seed.map(|Seed(s)| s), ..SimOptions::default() };
         let sim = py
             .detach(|| {
                 if is_path {
@@ -416,9 +416,10 @@ impl Simulation {
     /// `seed` and the episodes are numbered from 0 again: the same seed gives the same
     /// episodes.
     #[pyo3(signature = (seed = None, worlds = None))]
-    fn reset(&mut self, py: Python<'_>, seed: Option<u64>, worlds: Option<Vec<usize>>) -> PyResult<()> {
+    fn reset(&mut self, py: Python<'_>, seed: Option<Seed>, worlds: Option<Vec<usize>>) -> PyResult<()> {
         let list = self.worlds_of(worlds);
         let sim = &mut self.sim;
+        let seed = seed.map(|Seed(s)| s);
         py.detach(|| sim.reset(Worlds::These(&list), seed)).py()?;
         self.flush_warnings(py)
     }

@@ -60,6 +60,7 @@ it returned before, and the tensors made from them by DLPack.
 from __future__ import annotations
 
 import math
+import operator
 import os
 import platform
 import sys
@@ -184,11 +185,8 @@ class _Core:
         return {key: buf[columns] for key, columns in self._columns}
 
     def reset(self, seed: Optional[int], worlds: Optional[Sequence[int]]) -> None:
-        """Starts new episodes in `worlds` (None: all)."""
-        if seed is not None:
-            seed = int(seed)
-            if seed < 0:
-                raise ValueError(f"seed = {seed}: give a seed of 0 or more")
+        """Starts new episodes in `worlds` (None: all). The simulation checks `seed` (an integer
+        from 0 to 2**64 - 1), as every glint call taking a seed does."""
         if worlds is None:
             self.sim.reset(seed=seed)
         else:
@@ -243,8 +241,8 @@ class Env(gymnasium.Env):
         """Starts a new episode and returns its first observation and an info dict (``time``).
         With `seed`, the simulation's run seed becomes `seed` and episodes are numbered from 0
         again, so the same seed gives the same episode; `options` is accepted and unused."""
-        super().reset(seed=seed)
-        self._core.reset(seed, None)
+        self._core.reset(seed, None)  # glint's check of the seed comes before Gymnasium's seeding
+        super().reset(seed=None if seed is None else operator.index(seed))
         return self._obs(), {"time": float(self._core.sim.time[0])}
 
     def step(self, action) -> tuple[dict, float, bool, bool, dict]:
@@ -370,11 +368,8 @@ class VectorEnv(gymnasium.vector.VectorEnv):
                     "the worlds of a glint.gym.VectorEnv share one run seed: give reset(seed=<int>) "
                     "(each world's episodes derive from it), or a list of None"
                 )
-        elif seed is not None:
-            if not isinstance(seed, (int, np.integer)):
-                raise TypeError(f"seed = {seed!r}: give an int (or None)")
-            run_seed = int(seed)
-            super().reset(seed=run_seed)
+        else:
+            run_seed = seed  # checked by the simulation's reset
         mask = None if options is None else options.get("reset_mask")
         if mask is not None:
             mask = np.asarray(mask)
@@ -390,6 +385,8 @@ class VectorEnv(gymnasium.vector.VectorEnv):
         else:
             self._core.reset(run_seed, None)
             self._pending = []
+        if run_seed is not None:
+            super().reset(seed=operator.index(run_seed))
         return self._observe(), {}
 
     def step(self, actions) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray, dict]:
