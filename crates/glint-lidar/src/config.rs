@@ -180,9 +180,9 @@ pub struct ScanConfig {
     pub vfov_min_deg: f64,
     /// Highest beam elevation, degrees (-90 to 90).
     pub vfov_max_deg: f64,
-    /// Near cutoff, metres (0 to 10000): closer hits are dropped.
+    /// Near cutoff, metres (0 to 10000): closer hits are dropped. Below `max_range`.
     pub min_range: f64,
-    /// Far cutoff, metres (0 to 100000): farther hits are misses.
+    /// Far cutoff, metres (0 to 100000): hits at or beyond it are misses. Above `min_range`.
     pub max_range: f64,
     /// MuJoCo geom groups the beams hit (0 to 255; only the low six bits mean anything).
     pub geom_group_mask: u32,
@@ -290,8 +290,9 @@ impl ScanConfig {
         (self.geom_group_mask & 0x3f) as u8
     }
 
-    /// Checks every field against the seed's ranges. Returns the warnings that do not stop
-    /// the configuration (the group mask's high bits).
+    /// Checks every field against the seed's ranges, and that the range of hits,
+    /// `[min_range, max_range)`, is not empty. Returns the warnings that do not stop the
+    /// configuration (the group mask's high bits).
     pub fn validate(&self) -> Result<Vec<LidarWarning>, LidarError> {
         let check = |field: &'static str, value: f64, lo: f64, hi: f64, range: &'static str| {
             if value.is_finite() && (lo..=hi).contains(&value) {
@@ -314,9 +315,12 @@ impl ScanConfig {
                 self.vfov_min_deg, self.vfov_max_deg
             )));
         }
-        if self.min_range > self.max_range {
+        // A hit counts inside [min_range, max_range): equal bounds would drop every hit.
+        if self.min_range >= self.max_range {
+            let relation = if self.min_range > self.max_range { "is above" } else { "equals" };
             return Err(LidarError::Conflict(format!(
-                "min_range ({}) is above max_range ({})",
+                "min_range ({}) {relation} max_range ({}): hits count from min_range up to (not \
+                 including) max_range, so that range is empty; make min_range smaller than max_range",
                 self.min_range, self.max_range
             )));
         }
@@ -360,7 +364,7 @@ pub struct ScanFields {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     risley_spin_hz: Option<f64>,
     /// Risley prism rates (Hz), for the `risley` pattern.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "two_rates")]
     risley_prism_hz: Option<[f64; 2]>,
     /// Vertical beams (1 for non-repetitive patterns).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -392,6 +396,17 @@ pub struct ScanFields {
     /// `none`, `mount-body` or `whole-robot`.
     #[serde(skip_serializing_if = "Option::is_none")]
     self_ignore: Option<String>,
+}
+
+/// Exactly two rates: serde's `[f64; 2]` reads the first two of a longer TOML array and drops
+/// the rest without a word.
+fn two_rates<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<[f64; 2]>, D::Error> {
+    let rates = Vec::<f64>::deserialize(d)?;
+    let count = rates.len();
+    let two: [f64; 2] = rates
+        .try_into()
+        .map_err(|_| serde::de::Error::invalid_length(count, &"an array of exactly 2 rates, [hz, hz]"))?;
+    Ok(Some(two))
 }
 
 impl ScanFields {
@@ -555,15 +570,21 @@ pub struct LidarBinding {
 }
 
 impl LidarBinding {
+    /// The largest mount offset component, metres: a sensor is mounted on its robot, and a
+    /// pose 10 km out already loses millimetres in the `f32` geometry the rays meet.
+    pub const MAX_MOUNT_OFFSET_M: f64 = 1.0e4;
+
     /// Checks what [`ScanConfig::validate`] does not cover: every component of the mount
-    /// offset is a finite number of metres (the error names the first that is not).
+    /// offset is a finite number of metres within ±[`LidarBinding::MAX_MOUNT_OFFSET_M`] (the
+    /// error names the first that is not).
     pub fn check_mount_offset(&self) -> Result<(), LidarError> {
-        match self.mount_offset.to_array().iter().position(|v| !v.is_finite()) {
+        let bad = |v: &f64| !(v.is_finite() && v.abs() <= Self::MAX_MOUNT_OFFSET_M);
+        match self.mount_offset.to_array().iter().position(bad) {
             Some(component) => Err(LidarError::ComponentOutOfRange {
                 field: "mount_offset",
                 component,
                 value: self.mount_offset[component],
-                range: "finite metres",
+                range: "-10000 to 10000 metres (finite)",
             }),
             None => Ok(()),
         }

@@ -396,7 +396,7 @@ fn invalid_configurations_are_errors_that_change_nothing() {
     // A non-finite offset names its component and value.
     let nan_offset = LidarBinding { mount_offset: DVec3::new(f64::NAN, 0.0, 0.0), ..binding(good) };
     let err = Lidars::new(model.scene(), vec![nan_offset], 1).unwrap_err().to_string();
-    assert_eq!(err, "lidar field `mount_offset` component 0 is NaN, outside its range finite metres");
+    assert_eq!(err, "lidar field `mount_offset` component 0 is NaN, outside its range -10000 to 10000 metres (finite)");
     let inf_offset = LidarBinding { mount_offset: DVec3::new(0.0, f64::INFINITY, 0.0), ..binding(good) };
     let err = Lidars::new(model.scene(), vec![inf_offset], 1).unwrap_err().to_string();
     assert!(err.contains("component 1 is inf"), "{err}");
@@ -405,6 +405,40 @@ fn invalid_configurations_are_errors_that_change_nothing() {
     assert!(lidars.scan(0, 2).is_err());
     let (mut az, mut el) = (vec![0.0f32; 10], vec![0.0f32; 28_800]);
     assert!(lidars.beam_angles(0, 0, &mut az, &mut el).unwrap_err().to_string().contains("28800 beams"));
+}
+
+#[test]
+fn an_empty_range_of_hits_is_refused_on_every_route() {
+    let (model, _batch, _caster) = setup(ROBOT, 1);
+    let good = ScanConfig::default();
+    let empty = ScanConfig { min_range: 5.0, max_range: 5.0, ..good };
+    let message = "min_range (5) equals max_range (5): hits count from min_range up to (not including) \
+                   max_range, so that range is empty; make min_range smaller than max_range";
+    assert!(empty.validate().unwrap_err().to_string().contains(message));
+    // Binding (the manifest, Python's and the server's scenes) and set_config (SetLidarConfig,
+    // Python's set_config) both go through ScanConfig::validate.
+    let err = Lidars::new(model.scene(), vec![binding(empty)], 1).unwrap_err().to_string();
+    assert!(err.contains(message), "{err}");
+    let (mut lidars, _) = Lidars::new(model.scene(), vec![binding(good)], 1).unwrap();
+    let err = lidars.set_config(0, empty).unwrap_err().to_string();
+    assert!(err.contains(message), "{err}");
+    assert_eq!(lidars.config(0).unwrap(), good);
+    let zero = ScanConfig { min_range: 0.0, max_range: 0.0, ..good };
+    assert!(zero.validate().unwrap_err().to_string().contains("min_range (0) equals max_range (0)"));
+}
+
+#[test]
+fn a_mount_offset_past_ten_kilometres_is_refused_with_its_bound() {
+    let (model, _batch, _caster) = setup(ROBOT, 1);
+    let far = LidarBinding { mount_offset: DVec3::new(0.0, 0.0, 1e300), ..binding(ScanConfig::default()) };
+    let err = Lidars::new(model.scene(), vec![far], 1).unwrap_err().to_string();
+    assert!(err.starts_with("lidar field `mount_offset` component 2 is 1000000000"), "{err}");
+    assert!(err.ends_with(", outside its range -10000 to 10000 metres (finite)"), "{err}");
+    let edge = LidarBinding {
+        mount_offset: DVec3::new(-LidarBinding::MAX_MOUNT_OFFSET_M, 0.0, 0.0),
+        ..binding(ScanConfig::default())
+    };
+    assert!(Lidars::new(model.scene(), vec![edge], 1).is_ok(), "the bound itself is allowed");
 }
 
 #[test]
