@@ -1,8 +1,8 @@
 """Bad requests are refused with a message naming what is wrong, change nothing, and leave
 the server serving (a following GetLidarBeamCount works): out-of-range configuration, return
 parameters and bake fields, bake names that leave the project folder, unknown enum values,
-bad actions and agents, clients that vanish mid-call, and a manifest the server cannot start
-with."""
+bad actions and agents, answers larger than --max-message-mib (refused before they are
+built), clients that vanish mid-call, and a manifest the server cannot start with."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from conftest import (
     STOP_TIMEOUT_S,
     assert_serving,
     launch,
+    rpc_error,
     showroom_manifest,
     step,
     tick_of,
@@ -29,6 +30,7 @@ from conftest import (
 
 T = RPC_TIMEOUT_S
 NAN = float("nan")
+MIB = 1024 * 1024
 
 
 
@@ -278,6 +280,81 @@ def test_unknown_agent_elsewhere(client):
     assert e.value.code() == grpc.StatusCode.NOT_FOUND and "bogus" in e.value.details()
     assert_serving(client)
     assert client.reset_agent().success
+
+
+def peak_rss(server) -> int:
+    """The server's peak resident memory so far (VmHWM), bytes."""
+    with open(f"/proc/{server.proc.pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM in /proc/PID/status")
+
+
+def assert_too_large(error: grpc.RpcError, what: str, at_least: int, limit_mib: int = 4) -> None:
+    """A refusal from the sizing rule: RESOURCE_EXHAUSTED naming the answer (`what`), its
+    size (at least `at_least` bytes), the limit, and both settings that raise it."""
+    assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, (error.code(), error.details())
+    message = error.details()
+    assert what in message, message
+    size = re.search(r"would take (\d+) bytes, above the (\d+) bytes", message)
+    assert size, message
+    assert int(size.group(1)) >= at_least and int(size.group(2)) == limit_mib * MIB, message
+    assert f"--max-message-mib {limit_mib})" in message, message
+    assert "grpc.max_receive_message_length" in message, message
+
+
+# 64 x 65535 beams: legal, and their angles (two float arrays, 32 MiB) are past the 4 MiB limit.
+WIDE = dict(GOOD_CONFIG, channels=64, azimuth_bins=65535)
+WIDE_BEAMS = 64 * 65535
+
+
+def test_beam_angles_past_the_message_limit_are_refused_unbuilt(serve, connect):
+    """GetLidarBeamAngles is sized as GetLidarScan is: past --max-message-mib it is refused
+    with the size, the limit and the settings, before the angles are computed (the server's
+    peak memory does not grow by the answer's 32 MiB, let alone its encoding)."""
+    server = serve(showroom_manifest())
+    client = connect(server)
+    pb = client.pb.lidar
+    ack = client.lidar.SetLidarConfig(pb.SetLidarConfigRequest(**WIDE), timeout=T)
+    assert ack.ok, ack.message
+    assert_serving(client, 0, WIDE_BEAMS)
+    server_peak = peak_rss(server)
+    e = rpc_error(client.lidar.GetLidarBeamAngles, pb.LidarSensorRequest(sensor=0), timeout=T)
+    assert_too_large(e, f"beam angles of lidar sensor 0 ({WIDE_BEAMS} beams", 2 * 4 * WIDE_BEAMS)
+    assert "SetLidarConfig" in e.details(), e.details()
+    grew = peak_rss(server) - server_peak
+    assert grew < 16 * MIB, f"the refused answer raised the server's peak memory by {grew / MIB:.0f} MiB"
+    e = rpc_error(client.lidar.GetLidarScan, pb.GetLidarScanRequest(sensor=0), timeout=T)
+    assert_too_large(e, f"scan of lidar sensor 0 ({WIDE_BEAMS} beams, 1 array)", 4 * WIDE_BEAMS)
+    # Within the limit, the angles come back whole.
+    ack = client.lidar.SetLidarConfig(pb.SetLidarConfigRequest(**GOOD_CONFIG), timeout=T)
+    assert ack.ok, ack.message
+    angles = client.lidar.GetLidarBeamAngles(pb.LidarSensorRequest(sensor=0), timeout=T)
+    assert angles.beams == len(angles.azimuth) == len(angles.elevation) == 8 * 100
+
+
+def test_a_camera_frame_past_the_message_limit_is_refused_before_rendering(serve, connect):
+    """A legal 8192 x 8192 colour request (256 MiB of RGBA) answers RESOURCE_EXHAUSTED with the
+    answer's size, the limit and the settings, before the step: nothing moves, nothing renders
+    (the server's peak memory stays put), and the next step works."""
+    server = serve(showroom_manifest())
+    client = connect(server)
+    pb = client.pb.agent
+    before = step(client).observation.frame_number
+    server_peak = peak_rss(server)
+    huge = pb.GetCameraFrameRequest(name="overview", width=8192, height=8192)
+    request = pb.StepRequest(actions=[0.0, 0.0, 0.0], camera_requests=[huge])
+    e = rpc_error(client.agent.Step, request, timeout=T)
+    assert_too_large(e, "1 camera frame (overview 8192x8192 colour)", 8192 * 8192 * 4)
+    assert "width and height" in e.details(), e.details()
+    grew = peak_rss(server) - server_peak
+    assert grew < 16 * MIB, f"the refused frame raised the server's peak memory by {grew / MIB:.0f} MiB"
+    # Many frames that each fit add up: the sum is what is sized.
+    small = pb.GetCameraFrameRequest(name="overview", kind=pb.CAMERA_STREAM_DEPTH, width=1024, height=1024)
+    e = rpc_error(client.agent.Step, pb.StepRequest(actions=[0.0, 0.0, 0.0], camera_requests=[small] * 3), timeout=T)
+    assert_too_large(e, "3 camera frames (overview 1024x1024 depth", 3 * 2 * MIB)
+    assert step(client).observation.frame_number == before + 1, "the refused steps moved nothing"
 
 
 def test_client_that_disconnects_mid_call(serve, connect):

@@ -17,17 +17,26 @@ use crate::proto::{
     GetJointStateResponse, GetMujocoInfoRequest, GetMujocoInfoResponse, JointState, NamedImageFrame, ResetAgentRequest,
     ResetAgentResponse, SimulationContract, StepRequest, StepResponse,
 };
+use crate::size::{Limit, Size};
 
 /// `AgentService` and `MujocoService` over the loop.
 #[derive(Clone)]
 pub struct Agents {
     engine: Engine,
+    limit: Limit,
 }
 
+/// Bytes the fixed fields of an `AgentFrame`, `AgentSchema` or `JointState` take at most.
+const NESTED_FIXED: usize = 64;
+
+/// How to ask for a smaller observation.
+const SMALLER_OBSERVATION: &str =
+    "read fewer values in the manifest's [[observation]] (a lidar_ranges component is one value per beam)";
+
 impl Agents {
-    /// The services over `engine`.
-    pub fn new(engine: Engine) -> Agents {
-        Agents { engine }
+    /// The services over `engine`, answering within `limit`.
+    pub fn new(engine: Engine, limit: Limit) -> Agents {
+        Agents { engine, limit }
     }
 
     /// The world an agent (or robot) name selects: empty is `agent_0`, `agent_N` is world N.
@@ -48,6 +57,45 @@ impl Agents {
             _ => Err(format!("no agent named '{name}': glint serve runs {nworld} worlds, agents {}", known())),
         }
     }
+}
+
+/// Why a `Step` is refused: a message in the answer (`success = false`), or a status (an
+/// answer too large to send).
+enum Refusal {
+    Message(String),
+    Status(Status),
+}
+
+impl From<String> for Refusal {
+    fn from(message: String) -> Refusal {
+        Refusal::Message(message)
+    }
+}
+
+impl From<Status> for Refusal {
+    fn from(status: Status) -> Refusal {
+        Refusal::Status(status)
+    }
+}
+
+/// Checks that the `Step` answer of `world` (an observation of `observation` values, `nu`
+/// actions, a frame per camera request) fits `limit`, before anything steps or renders.
+fn check_step(
+    limit: Limit,
+    world: usize,
+    (observation, nu): (usize, usize),
+    requests: &[camera::FrameRequest],
+) -> Result<(), Status> {
+    let frame = Size::of(NESTED_FIXED).floats(observation).floats(nu);
+    let size = camera::with_frames(Size::answer().message(frame), requests);
+    let what = format!(
+        "the Step answer of agent_{world} (an observation of {observation} values and {})",
+        camera::describe(requests)
+    );
+    let smaller = format!(
+        "ask for smaller frames (camera_requests' width and height) or fewer of them, or {SMALLER_OBSERVATION}"
+    );
+    limit.check(what, size, &smaller)
 }
 
 fn milliseconds_now() -> u64 {
@@ -161,6 +209,14 @@ impl AgentService for Agents {
         let name = request.into_inner().agent_name;
         let world = self.world(&name).map_err(Status::not_found)?;
         let info = self.engine.info();
+        let observations = info.observation_names.iter().map(String::len);
+        let schema = Size::of(NESTED_FIXED).strings(observations).strings(info.actuators.iter().map(|(n, _)| n.len()));
+        let what = format!(
+            "the schema of agent_{world} ({} observation names, {} action names)",
+            info.observation_names.len(),
+            info.actuators.len()
+        );
+        self.limit.check(what, Size::answer().message(schema), SMALLER_OBSERVATION)?;
         let schema = AgentSchema {
             agent_name: format!("agent_{world}"),
             observation_names: info.observation_names.clone(),
@@ -213,11 +269,14 @@ impl AgentService for Agents {
             Ok(w) => w,
             Err(message) => return fail(message),
         };
+        let (limit, layout) = (self.limit, (info.observation_names.len(), info.actuators.len()));
         let answer = self
             .engine
-            .call(move |core| -> Result<(Stepped, Vec<NamedImageFrame>), String> {
-                // Camera requests are checked before the step, so a bad one moves nothing.
+            .call(move |core| -> Result<(Stepped, Vec<NamedImageFrame>), Refusal> {
+                // Camera requests and the answer's size are checked before the step, so a
+                // refused one moves nothing and renders nothing.
                 let requests = camera::resolve(&core.sim, &r.camera_requests)?;
+                check_step(limit, world, layout, &requests)?;
                 let current = core.sim.controls(world).map_err(|e| e.to_string())?.to_vec();
                 let actions = compose_actions(&r.actions, &r.action_groups, &current)?;
                 let stepped = step_world(&mut core.sim, world, &actions)?;
@@ -229,7 +288,8 @@ impl AgentService for Agents {
             .await?;
         let (stepped, camera_frames) = match answer {
             Ok(s) => s,
-            Err(message) => return fail(message),
+            Err(Refusal::Message(message)) => return fail(message),
+            Err(Refusal::Status(status)) => return Err(status),
         };
         let unstable = stepped.status == WorldStatus::Unstable;
         let reached = stepped.task.is_some_and(|t| t.reached);
@@ -286,6 +346,10 @@ impl MujocoService for Agents {
             Ok(w) => w,
             Err(message) => return Ok(Response::new(GetJointStateResponse { success: false, message, state: None })),
         };
+        let (nq, nv) = (self.engine.info().nq, self.engine.info().nv);
+        let size = Size::answer().message(Size::of(NESTED_FIXED).floats(nq).floats(nv));
+        let what = format!("the joint state of agent_{world} ({nq} positions, {nv} velocities)");
+        self.limit.check(what, size, "serve a model with fewer joints")?;
         let state = self
             .engine
             .call(move |core| -> Result<JointState, String> {
@@ -310,6 +374,14 @@ impl MujocoService for Agents {
             return Ok(Response::new(GetMujocoInfoResponse { success: false, message, ..Default::default() }));
         }
         let info = self.engine.info();
+        let joints = info.joint_names.iter().map(String::len);
+        let size = Size::answer().strings(joints).strings(info.actuators.iter().map(|(n, _)| n.len()));
+        let what = format!(
+            "the MuJoCo info ({} joint names, {} actuator names)",
+            info.joint_names.len(),
+            info.actuators.len()
+        );
+        self.limit.check(what, size, "serve a model with fewer joints and actuators")?;
         Ok(Response::new(GetMujocoInfoResponse {
             success: true,
             message: String::new(),

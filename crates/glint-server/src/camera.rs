@@ -14,34 +14,50 @@ use crate::proto::{
     CameraConfig, CameraConfigResponse, CameraInfo, CameraStreamKind, EntityId, GetCameraConfigRequest,
     GetCameraFrameRequest, ImageFrame, ListCamerasRequest, ListCamerasResponse, NamedImageFrame,
 };
+use crate::size::{Limit, Size};
 
 /// Metres per uint16 depth code: millimetres, up to 65.535 m (the recordings' codes).
 pub const DEPTH_SCALE: f32 = DEPTH_PNG_SCALE as f32;
+
+/// Bytes an `ImageFrame`'s fields other than its pixels take at most.
+const FRAME_FIXED: usize = 64;
+
+/// Bytes a `CameraInfo`'s id takes at most.
+const INFO_FIXED: usize = 16;
 
 /// `CameraService` over the engine's simulation.
 #[derive(Clone)]
 pub struct Cameras {
     engine: Engine,
+    limit: Limit,
 }
 
 impl Cameras {
-    /// The service over `engine`.
-    pub fn new(engine: Engine) -> Cameras {
-        Cameras { engine }
+    /// The service over `engine`, answering within `limit`.
+    pub fn new(engine: Engine, limit: Limit) -> Cameras {
+        Cameras { engine, limit }
     }
 }
 
 #[tonic::async_trait]
 impl CameraService for Cameras {
     async fn list_cameras(&self, _: Request<ListCamerasRequest>) -> Result<Response<ListCamerasResponse>, Status> {
+        let limit = self.limit;
         let cameras = self
             .engine
-            .call(|core| {
-                (0..core.sim.scene().ncam())
-                    .map(|c| CameraInfo { id: Some(EntityId { id: c as u64 }), name: camera_name(core.sim.scene(), c) })
-                    .collect()
+            .call(move |core| -> Result<Vec<CameraInfo>, Status> {
+                let (scene, ncam) = (core.sim.scene(), core.sim.scene().ncam());
+                let info = |c: usize| Size::of(INFO_FIXED).field(camera_name(scene, c).len());
+                let size = (0..ncam).fold(Size::answer(), |size, c| size.message(info(c)));
+                limit.check(
+                    format!("the list of the scene's {ncam} cameras"),
+                    size,
+                    "serve a scene with fewer cameras",
+                )?;
+                let entry = |c: usize| CameraInfo { id: Some(EntityId { id: c as u64 }), name: camera_name(scene, c) };
+                Ok((0..ncam).map(entry).collect())
             })
-            .await?;
+            .await??;
         Ok(Response::new(ListCamerasResponse { cameras }))
     }
 
@@ -138,6 +154,41 @@ pub fn resolve(sim: &Simulation, requests: &[GetCameraFrameRequest]) -> Result<V
             Ok(FrameRequest { name, camera, size, depth })
         })
         .collect()
+}
+
+impl FrameRequest {
+    /// The frame's pixel bytes: RGBA for colour, two bytes a pixel for depth.
+    fn data_len(&self) -> usize {
+        let (w, h) = self.size;
+        w.saturating_mul(h).saturating_mul(if self.depth { 2 } else { 4 })
+    }
+}
+
+/// `size` with a `NamedImageFrame` added for each of `requests`.
+pub fn with_frames(size: Size, requests: &[FrameRequest]) -> Size {
+    requests.iter().fold(size, |size, r| {
+        let frame = Size::of(FRAME_FIXED).field(r.data_len());
+        size.message(Size::of(0).field(r.name.len()).message(frame))
+    })
+}
+
+/// `requests` in words: "2 camera frames (overview 8192x8192 colour, overview 64x48 depth)",
+/// the first few named.
+pub fn describe(requests: &[FrameRequest]) -> String {
+    const NAMED: usize = 4;
+    let each = requests.iter().take(NAMED).map(|r| {
+        let kind = if r.depth { "depth" } else { "colour" };
+        format!("{} {}x{} {kind}", r.name, r.size.0, r.size.1)
+    });
+    let mut list = each.collect::<Vec<_>>().join(", ");
+    if requests.len() > NAMED {
+        list.push_str(&format!(", and {} more", requests.len() - NAMED));
+    }
+    match requests.len() {
+        0 => "no camera frames".into(),
+        1 => format!("1 camera frame ({list})"),
+        n => format!("{n} camera frames ({list})"),
+    }
 }
 
 /// Renders world `world` for `requests` and answers each with its frame.

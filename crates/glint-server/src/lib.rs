@@ -25,6 +25,7 @@ mod engine;
 mod error;
 mod lidar;
 mod serve;
+mod size;
 mod unserved;
 
 /// The hazel.rpc messages and services, generated from `proto/`.

@@ -17,6 +17,7 @@ use crate::proto::{
     LidarSensorRequest, LoadLidarBakeRequest, SaveLidarBakeRequest, SetLidarConfigRequest, SetLidarLiveRequest,
     SetLidarPresetRequest, SetLidarReturnParamsRequest, SetLidarSecondaryCaptureRequest,
 };
+use crate::size::{Limit, Size};
 
 /// The metadata key carrying the loop tick a scan was taken at.
 pub const TICK_METADATA: &str = "glint-tick";
@@ -24,15 +25,36 @@ pub const TICK_METADATA: &str = "glint-tick";
 /// The service over the loop.
 pub struct Lidar {
     engine: Engine,
-    /// The largest response glint sends, bytes (a client's default receive limit).
-    max_message: usize,
+    /// The largest answer glint sends.
+    limit: Limit,
 }
 
 impl Lidar {
-    /// The service over `engine`, answering scans of at most `max_message` bytes.
-    pub fn new(engine: Engine, max_message: usize) -> Lidar {
-        Lidar { engine, max_message }
+    /// The service over `engine`, answering scans and beam angles within `limit`.
+    pub fn new(engine: Engine, limit: Limit) -> Lidar {
+        Lidar { engine, limit }
     }
+}
+
+/// How to ask for a smaller answer about a sensor's beams.
+const FEWER_BEAMS: &str = "configure fewer beams (SetLidarConfig's channels x azimuth_bins)";
+
+/// Checks that the scan `r` asks of `sensor` fits `limit`, before it is built.
+fn check_scan(limit: Limit, sensor: &SensorSnapshot, r: &GetLidarScanRequest) -> Result<(), Status> {
+    let beams = sensor.ranges.len();
+    let arrays = 1 + 2 * r.want_intensity as usize + r.want_secondary as usize;
+    let size = (0..arrays).fold(Size::answer(), |size, _| size.floats(beams));
+    let arrays = if arrays == 1 { "1 array".to_string() } else { format!("{arrays} arrays") };
+    let what = format!("a scan of lidar sensor {} ({beams} beams, {arrays})", r.sensor);
+    limit.check(what, size, &format!("ask for fewer arrays (want_intensity, want_secondary), or {FEWER_BEAMS}"))
+}
+
+/// Checks that the beam angles of sensor `sensor`, of `beams` beams, fit `limit`, before
+/// they are built.
+fn check_angles(limit: Limit, sensor: usize, beams: usize) -> Result<(), Status> {
+    let size = Size::answer().floats(beams).floats(beams);
+    let what = format!("the beam angles of lidar sensor {sensor} ({beams} beams, 2 arrays)");
+    limit.check(what, size, FEWER_BEAMS)
 }
 
 fn ack(ok: bool, message: impl Into<String>) -> Response<LidarAck> {
@@ -362,18 +384,7 @@ impl LidarService for Lidar {
         let Some(sensor) = snapshot.sensors.get(r.sensor as usize) else {
             return Ok(Response::new(LidarScanResponse::default()));
         };
-        let arrays = 1 + 2 * r.want_intensity as usize + r.want_secondary as usize;
-        let bytes = sensor.ranges.len() * 4 * arrays + 64;
-        if bytes > self.max_message {
-            return Err(Status::resource_exhausted(format!(
-                "a scan of lidar sensor {} ({} beams, {arrays} arrays) is {bytes} bytes, above the {} bytes glint \
-                 serve answers (the gRPC default a client accepts): ask for fewer arrays, or raise the client's \
-                 grpc.max_receive_message_length and start glint serve with a larger --max-message-mib",
-                r.sensor,
-                sensor.ranges.len(),
-                self.max_message
-            )));
-        }
+        check_scan(self.limit, sensor, &r)?;
         let mut response = Response::new(scan_response(sensor, &r, snapshot.params.max_returns));
         response.metadata_mut().insert(TICK_METADATA, snapshot.tick.into());
         Ok(response)
@@ -393,17 +404,26 @@ impl LidarService for Lidar {
         request: Request<LidarSensorRequest>,
     ) -> Result<Response<LidarBeamAnglesResponse>, Status> {
         let sensor = request.into_inner().sensor as usize;
+        // Checked on the snapshot first, so an answer too large never reaches the loop; and
+        // again on the loop, where a configuration may have changed since.
+        if let Some(s) = self.engine.snapshot().sensors.get(sensor) {
+            check_angles(self.limit, sensor, s.config.beam_count())?;
+        }
+        let limit = self.limit;
         let answer = self
             .engine
-            .call(move |core| {
-                let lidar = core.sim.lidar(sensor).ok()?;
+            .call(move |core| -> Result<LidarBeamAnglesResponse, Status> {
+                let Ok(lidar) = core.sim.lidar(sensor) else { return Ok(LidarBeamAnglesResponse::default()) };
                 let beams = lidar.beam_count();
+                check_angles(limit, sensor, beams)?;
                 let (mut azimuth, mut elevation) = (vec![0.0; beams], vec![0.0; beams]);
-                lidar.beam_angles_into(0, &mut azimuth, &mut elevation).ok()?;
-                Some(LidarBeamAnglesResponse { beams: beams as u32, azimuth, elevation })
+                if lidar.beam_angles_into(0, &mut azimuth, &mut elevation).is_err() {
+                    return Ok(LidarBeamAnglesResponse::default());
+                }
+                Ok(LidarBeamAnglesResponse { beams: beams as u32, azimuth, elevation })
             })
-            .await?;
-        Ok(Response::new(answer.unwrap_or_default()))
+            .await??;
+        Ok(Response::new(answer))
     }
 }
 

@@ -16,6 +16,7 @@ use crate::proto::agent_service_server::AgentServiceServer;
 use crate::proto::camera_service_server::CameraServiceServer;
 use crate::proto::lidar_service_server::LidarServiceServer;
 use crate::proto::mujoco_service_server::MujocoServiceServer;
+use crate::size::Limit;
 use crate::unserved::UnservedLayer;
 use crate::{ServerError, proto};
 
@@ -103,15 +104,18 @@ pub async fn serve(
         .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
         .build_v1alpha()
         .map_err(|e| ServerError::Start(format!("reflection: {e}")))?;
-    let agents = Agents::new(engine.clone());
+    // Each service sizes its growing answers before building them (`size.rs`); tonic's own
+    // limit is the backstop for an answer reckoned wrong.
+    let (limit, max) = (Limit::new(options.max_message), options.max_message);
+    let agents = Agents::new(engine.clone(), limit);
     let router = builder
         .layer(UnservedLayer::new())
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(LidarServiceServer::new(Lidar::new(engine.clone(), options.max_message)))
-        .add_service(AgentServiceServer::new(agents.clone()))
-        .add_service(MujocoServiceServer::new(agents))
-        .add_service(CameraServiceServer::new(Cameras::new(engine.clone())));
+        .add_service(LidarServiceServer::new(Lidar::new(engine.clone(), limit)).max_encoding_message_size(max))
+        .add_service(AgentServiceServer::new(agents.clone()).max_encoding_message_size(max))
+        .add_service(MujocoServiceServer::new(agents).max_encoding_message_size(max))
+        .add_service(CameraServiceServer::new(Cameras::new(engine.clone(), limit)).max_encoding_message_size(max));
     on_listen(local);
     let served =
         router.serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), shutdown).await;
