@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use glint_sim::RecordingSummary;
 use tonic::transport::server::TcpIncoming;
@@ -88,12 +88,7 @@ pub async fn serve(
         .initial_connection_window_size(Some(2 * WINDOW))
         .max_frame_size(Some(FRAME));
     if let Some((cert, key)) = &options.tls {
-        let read =
-            |p: &PathBuf| std::fs::read(p).map_err(|e| ServerError::Tls(format!("cannot read '{}': {e}", p.display())));
-        let identity = Identity::from_pem(read(cert)?, read(key)?);
-        builder = builder
-            .tls_config(ServerTlsConfig::new().identity(identity))
-            .map_err(|e| ServerError::Tls(format!("the certificate or key is not usable: {e}")))?;
+        builder = with_tls(builder, cert, key)?;
     }
     let (engine, thread) = Engine::start(options.engine.clone())?;
     let reflection_v1 = tonic_reflection::server::Builder::configure()
@@ -124,4 +119,134 @@ pub async fn serve(
     let recording = tokio::task::spawn_blocking(move || thread.join()).await.unwrap_or(None);
     served.map_err(|e| ServerError::Transport(e.to_string()))?;
     Ok(ServeSummary { recording })
+}
+
+/// `builder` serving TLS with the PEM certificate chain at `cert` and the private key at
+/// `key`. Each file is read and checked on its own first, so a problem names its file and
+/// what is wrong with it; what rustls then finds (a damaged block, a key type it cannot use,
+/// a key that is not the certificate's) is named against the file it concerns.
+fn with_tls<L>(builder: Server<L>, cert: &Path, key: &Path) -> Result<Server<L>, ServerError> {
+    let cert_pem = read_pem(cert, "certificate", "--tls-cert", certificate_problem)?;
+    let key_pem = read_pem(key, "private key", "--tls-key", key_problem)?;
+    builder
+        .tls_config(ServerTlsConfig::new().identity(Identity::from_pem(cert_pem, key_pem)))
+        .map_err(|e| ServerError::Tls(unusable(cert, key, &causes(&e))))
+}
+
+/// The bytes of the PEM file at `path` (the `what` given with `flag`), or an error naming it
+/// and saying what `problem` finds wrong with its blocks.
+fn read_pem(
+    path: &Path,
+    what: &str,
+    flag: &str,
+    problem: fn(&[String]) -> Option<String>,
+) -> Result<Vec<u8>, ServerError> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| ServerError::Tls(format!("cannot read the {what} '{}' ({flag}): {e}", path.display())))?;
+    match problem(&pem_labels(&bytes)) {
+        None => Ok(bytes),
+        Some(why) => Err(ServerError::Tls(format!("the {what} '{}' ({flag}) {why}", path.display()))),
+    }
+}
+
+/// The labels of the PEM blocks in `bytes`: "CERTIFICATE", "PRIVATE KEY", ...
+fn pem_labels(bytes: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let label = |line: &str| Some(line.trim().strip_prefix("-----BEGIN ")?.strip_suffix("-----")?.to_string());
+    text.lines().filter_map(label).collect()
+}
+
+/// What is wrong with a certificate file holding these PEM blocks, if anything.
+fn certificate_problem(labels: &[String]) -> Option<String> {
+    if labels.iter().any(|l| l == "CERTIFICATE") {
+        return None;
+    }
+    Some(if labels.iter().any(|l| l.ends_with("PRIVATE KEY")) {
+        "holds a private key, not a certificate (are --tls-cert and --tls-key swapped?)".into()
+    } else if labels.is_empty() {
+        "holds no PEM certificate (a '-----BEGIN CERTIFICATE-----' block): give the server's certificate in PEM, \
+         e.g. one made by openssl req -x509"
+            .into()
+    } else {
+        format!("holds PEM blocks {labels:?} but no certificate (a '-----BEGIN CERTIFICATE-----' block)")
+    })
+}
+
+/// What is wrong with a private key file holding these PEM blocks, if anything.
+fn key_problem(labels: &[String]) -> Option<String> {
+    match labels.iter().find(|l| l.ends_with("PRIVATE KEY")) {
+        Some(l) if l == "ENCRYPTED PRIVATE KEY" => Some(
+            "is encrypted with a passphrase: glint serve reads an unencrypted key (openssl pkey -in KEY -out PLAIN \
+             writes one)"
+                .into(),
+        ),
+        Some(_) => None,
+        None if labels.iter().any(|l| l == "CERTIFICATE") => {
+            Some("holds a certificate, not a private key (are --tls-cert and --tls-key swapped?)".into())
+        }
+        None => Some(
+            "holds no PEM private key (a '-----BEGIN PRIVATE KEY-----' block, or an RSA or EC PRIVATE KEY one)".into(),
+        ),
+    }
+}
+
+/// Why a certificate and key whose PEM blocks are in place are still not usable, named
+/// against the file concerned (`detail` is what tonic and rustls said).
+fn unusable(cert: &Path, key: &Path, detail: &str) -> String {
+    let (cert, key) = (cert.display(), key.display());
+    let lower = detail.to_lowercase();
+    if lower.contains("keys may not be consistent") {
+        format!(
+            "the private key '{key}' (--tls-key) is not the key of the certificate '{cert}' (--tls-cert): give the \
+             key the certificate was made with ({detail})"
+        )
+    } else if lower.contains("private key") {
+        format!(
+            "the private key '{key}' (--tls-key) is not usable: it is damaged, or of a type glint serve cannot use \
+             (it reads RSA, ECDSA P-256 and P-384, and Ed25519 keys) ({detail})"
+        )
+    } else if lower.contains("certificate") {
+        format!(
+            "the certificate '{cert}' (--tls-cert) is not usable: its PEM block is damaged or not an X.509 \
+             certificate ({detail})"
+        )
+    } else {
+        format!(
+            "the certificate '{cert}' (--tls-cert) and the private key '{key}' (--tls-key) are not usable: {detail}"
+        )
+    }
+}
+
+/// An error's causes, outermost first ("transport error" alone says nothing).
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut parts = Vec::new();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        parts.push(cause.to_string());
+        next = cause.source();
+    }
+    if parts.is_empty() { e.to_string() } else { parts.join(": ") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(text: &str) -> Vec<String> {
+        pem_labels(text.as_bytes())
+    }
+
+    #[test]
+    fn each_pem_file_is_checked_for_its_own_block() {
+        let cert = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+        let key = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
+        assert_eq!(certificate_problem(&labels(cert)), None);
+        assert_eq!(key_problem(&labels(key)), None);
+        assert_eq!(key_problem(&labels(&key.replace("PRIVATE", "RSA PRIVATE"))), None);
+        assert!(certificate_problem(&labels(key)).unwrap().contains("swapped"));
+        assert!(key_problem(&labels(cert)).unwrap().contains("swapped"));
+        assert!(certificate_problem(&labels("hello")).unwrap().contains("no PEM certificate"));
+        assert!(key_problem(&labels("")).unwrap().contains("no PEM private key"));
+        assert!(key_problem(&labels(&key.replace("PRIVATE", "ENCRYPTED PRIVATE"))).unwrap().contains("encrypted"));
+    }
 }
