@@ -1,7 +1,7 @@
 //! `glint serve`: the hazel.rpc gRPC server (LuckyEngine's API) over a manifest's scene, until
 //! Ctrl-C (SIGINT), SIGTERM or SIGQUIT, which stop it cleanly and close an armed recording.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -17,7 +17,7 @@ pub struct ServeArgs {
     manifest: PathBuf,
     /// Address to listen on; port 0 picks a free port (printed). Anything but loopback is
     /// reachable from other machines, and the server has no authentication.
-    #[arg(long, default_value = glint_server::DEFAULT_ADDR)]
+    #[arg(long, default_value = glint_server::DEFAULT_ADDR, value_parser = parse_addr)]
     addr: SocketAddr,
     /// Worlds side by side; agent `agent_N` is world N, and LidarService reads world 0.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
@@ -42,6 +42,35 @@ pub struct ServeArgs {
     /// Largest response in MiB (default 4, the gRPC default a client accepts).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
     max_message_mib: u32,
+}
+
+/// The form `--addr` takes, for its messages.
+const ADDR_FORM: &str = "give HOST:PORT with an IP address and a port from 0 to 65535 (0 picks a free one), e.g. \
+                         127.0.0.1:50051, 0.0.0.0:50051 or [::1]:50051";
+
+/// `--addr`: an IP address and a port, or a message saying which part is wrong and the form
+/// expected (std's own error is "invalid socket address syntax" for every mistake).
+fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+    let Some((host, port)) = text.rsplit_once(':') else {
+        return Err(format!("'{text}' has no port: {ADDR_FORM}"));
+    };
+    let port = match port.parse::<u64>() {
+        Ok(p) => u16::try_from(p).map_err(|_| format!("port {p} is out of range: {ADDR_FORM}"))?,
+        Err(_) if port.is_empty() => return Err(format!("'{text}' has no port after the ':': {ADDR_FORM}")),
+        Err(_) => return Err(format!("port '{port}' is not a number: {ADDR_FORM}")),
+    };
+    let bracketed = host.strip_prefix('[').and_then(|h| h.strip_suffix(']'));
+    let ip = match bracketed.unwrap_or(host).parse::<IpAddr>() {
+        Ok(IpAddr::V6(_)) if bracketed.is_none() => {
+            return Err(format!("the IPv6 address '{host}' needs brackets: [{host}]:{port}"));
+        }
+        Ok(ip) => ip,
+        Err(_) if host.eq_ignore_ascii_case("localhost") => {
+            return Err(format!("the host 'localhost' is a name, not an IP address: use 127.0.0.1:{port}"));
+        }
+        Err(_) => return Err(format!("the host '{host}' is not an IP address: {ADDR_FORM}")),
+    };
+    Ok(SocketAddr::new(ip, port))
 }
 
 /// `--pace`.
@@ -142,6 +171,29 @@ impl StopSignals {
         {
             let _ = tokio::signal::ctrl_c().await;
             "SIGINT"
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_parse_and_mistakes_are_named() {
+        assert_eq!(parse_addr("127.0.0.1:0").unwrap().to_string(), "127.0.0.1:0");
+        assert_eq!(parse_addr("[::1]:50051").unwrap().to_string(), "[::1]:50051");
+        for (bad, said) in [
+            ("127.0.0.1:99999", "port 99999 is out of range"),
+            ("127.0.0.1:-1", "port '-1' is not a number"),
+            ("127.0.0.1:", "no port after"),
+            ("127.0.0.1", "has no port"),
+            ("localhost:50051", "use 127.0.0.1:50051"),
+            ("example.com:1", "the host 'example.com' is not an IP address"),
+            ("::1:50051", "needs brackets"),
+        ] {
+            let e = parse_addr(bad).unwrap_err();
+            assert!(e.contains(said), "{bad}: {e}");
         }
     }
 }

@@ -98,6 +98,30 @@ fn serve_refuses_bad_manifests_and_addresses() {
 }
 
 #[test]
+fn a_bad_address_says_what_is_wrong_and_the_form_expected() {
+    let dir = temp_dir("addr");
+    let m = manifest(&dir, "");
+    let cases = [
+        ("127.0.0.1:99999", "port 99999 is out of range"),
+        ("127.0.0.1:65536", "port 65536 is out of range"),
+        ("127.0.0.1:-1", "port '-1' is not a number"),
+        ("127.0.0.1", "has no port"),
+        ("localhost:50051", "use 127.0.0.1:50051"),
+        ("glint.example:50051", "the host 'glint.example' is not an IP address"),
+        ("::1:50051", "needs brackets: [::1]:50051"),
+    ];
+    for (addr, said) in cases {
+        let o = glint().args(["serve", &m, "--addr", addr]).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{addr} is a usage error: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains(&format!("invalid value '{addr}' for '--addr <ADDR>'")) && e.contains(said), "{addr}: {e}");
+        assert!(!e.contains("invalid socket address syntax"), "{addr}: {e}");
+    }
+    let o = glint().args(["serve", &m, "--addr", "127.0.0.1:99999"]).output().unwrap();
+    assert!(stderr(&o).contains("a port from 0 to 65535"), "the form expected: {}", stderr(&o));
+}
+
+#[test]
 fn an_observation_without_beams_warns_once_and_emits_nothing() {
     let dir = temp_dir("nobeams");
     let m = manifest(&dir, "[[observation]]\nname = \"lidar_ranges\"\nbeams = 0\n");
