@@ -95,7 +95,7 @@ fn write_beam_table(partial: &Path, path: &Path, config: &ScanConfig, cycles: u6
             Arc::new(Float32Array::from(std::mem::take(&mut cols.3))),
         ];
         let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| RecordError::parquet(partial, e))?;
-        writer.write(&batch).map_err(|e| RecordError::parquet(partial, e))
+        writer.write(&batch).map_err(|e| writer.inner().error(partial, e))
     };
     for cycle in 0..cycles {
         for k in 0..beams {
@@ -112,7 +112,7 @@ fn write_beam_table(partial: &Path, path: &Path, config: &ScanConfig, cycles: u6
     if !cols.0.is_empty() {
         flush(&mut cols, &mut writer)?;
     }
-    writer.finish().map_err(|e| RecordError::parquet(partial, e))?;
+    writer.finish().map_err(|e| writer.inner().error(partial, e))?;
     let sha256 = writer.inner_mut().finish(partial)?;
     std::fs::rename(partial, path).map_err(|e| RecordError::io("rename", partial, e))?;
     Ok(BeamsDone { rows: cycles * beams as u64, cycles, sha256 })

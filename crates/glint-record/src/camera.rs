@@ -35,7 +35,7 @@ pub fn write_depth_png(path: &Path, depth: &[f32], width: usize, height: usize) 
                 path: path.to_path_buf(),
                 reason: "the depth frame has the wrong size".into(),
             })?;
-    img.save(path).map_err(|e| RecordError::Image { path: path.to_path_buf(), reason: e.to_string() })
+    crate::files::save_png(&img, path)
 }
 
 /// What a camera stream records and how.

@@ -10,9 +10,10 @@ use std::f32::consts::{PI, TAU};
 use std::path::Path;
 
 use glint_lidar::{ColourBy, NAN_GREY, Ramp};
-use image::{ImageFormat, Rgb, RgbImage};
+use image::{Rgb, RgbImage};
 
 use crate::RecordError;
+use crate::files::save_png;
 
 /// Colour of every point in [`ColourBy::Solid`] mode, whatever the ramp.
 const SOLID_GREEN: [u8; 3] = [0, 200, 0];
@@ -155,12 +156,6 @@ impl Frame {
         let inside = |v: f32| v >= 0.0 && v < self.size as f32;
         (inside(col) && inside(row)).then_some((col as u32, row as u32))
     }
-}
-
-/// Encodes `img` as PNG at `path`, naming the path on failure.
-fn save_png(img: &RgbImage, path: &Path) -> Result<(), RecordError> {
-    img.save_with_format(path, ImageFormat::Png)
-        .map_err(|e| RecordError::Image { path: path.to_path_buf(), reason: e.to_string() })
 }
 
 /// An error drawing to `path`.
@@ -467,11 +462,15 @@ mod tests {
 
     #[test]
     fn draw_write_failure_names_path() {
-        let path = std::env::temp_dir().join("glint-draw-no-such-dir").join("x.png");
+        // A folder that cannot be made: its parent is a file.
+        let file = std::env::temp_dir().join(format!("glint-draw-not-a-folder-{}", std::process::id()));
+        std::fs::write(&file, b"").unwrap();
+        let path = file.join("x.png");
         let err = top_down_png(&[point(0.0, 0.0, 0.0)], ColourBy::Solid, Ramp::Heat, 8, &path).unwrap_err();
         assert!(format!("{err:#}").contains(&path.display().to_string()), "{err:#}");
         let err = range_image_png(&[1.0], 1, 1, 10.0, Ramp::Heat, &path).unwrap_err();
         assert!(format!("{err:#}").contains(&path.display().to_string()), "{err:#}");
+        std::fs::remove_file(&file).unwrap();
     }
 
     #[test]

@@ -5,14 +5,30 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-/// What to tell someone whose recording stopped while writing `path`: which session to
-/// `glint recover` (found by walking up to the folder with `meta/info.json`).
+/// What to tell someone whose recording stopped while writing `path`, from what the session
+/// holds: with an episode left `.partial`, which session to `glint recover`; with nothing
+/// recorded yet, that there is nothing to salvage; outside a session, nothing.
 fn recover_advice(path: &Path) -> String {
-    let session = path.ancestors().skip(1).find(|d| d.join("meta").join("info.json").is_file());
-    let session = session.map_or_else(|| "SESSION".to_string(), |d| d.display().to_string());
-    format!(
-        "run `glint recover {session}` to salvage the episode in progress up to its last complete row group (finished episodes are intact)"
-    )
+    let Some(session) = path.ancestors().skip(1).find(|d| d.join("meta").is_dir()) else {
+        return String::new();
+    };
+    if has_partial_episode(session) {
+        format!(
+            "run `glint recover {}` to salvage the episode in progress up to its last complete row group (finished episodes are intact)",
+            session.display()
+        )
+    } else {
+        format!("no episode was in progress, so nothing needs salvaging in '{}'", session.display())
+    }
+}
+
+/// Whether the session at `dir` holds a `.parquet.partial` lidar file.
+fn has_partial_episode(dir: &Path) -> bool {
+    let list = |d: &Path| std::fs::read_dir(d).into_iter().flatten().flatten().map(|e| e.path()).collect::<Vec<_>>();
+    list(&dir.join("data")).iter().flat_map(|chunk| list(chunk)).any(|f| {
+        let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        name.starts_with("lidar-") && name.ends_with(".parquet.partial") && !name.contains(".poses.")
+    })
 }
 
 /// Why a recording could not be written, read or checked.
@@ -167,6 +183,43 @@ pub enum RecordError {
         /// The folder.
         path: PathBuf,
     },
+    /// Another process is recording or salvaging the session (or, for a salvage, reading it).
+    #[error("cannot {verb} the session '{path}' now: {reason}")]
+    InUse {
+        /// What was refused: "recover", "export".
+        verb: &'static str,
+        /// The session folder.
+        path: PathBuf,
+        /// Who holds it and what to do.
+        reason: String,
+    },
+    /// Another process is exporting into the same output folder right now.
+    #[error(
+        "'{path}' is being exported by another glint right now: a variant is never overwritten, so wait for that export and use its result, or choose another output folder"
+    )]
+    VariantBusy {
+        /// The folder.
+        path: PathBuf,
+    },
+    /// An output file cannot be written where it was asked for.
+    #[error("cannot write '{path}': {reason}")]
+    Output {
+        /// The output path.
+        path: PathBuf,
+        /// Why, and what to do.
+        reason: String,
+    },
+    /// A salvage log (a row-group journal, a pose log) is empty or damaged: what a full disk
+    /// or a kill leaves as the log is created.
+    #[error("'{path}' is not a usable {what}: {reason}")]
+    Log {
+        /// The log.
+        path: PathBuf,
+        /// "row-group journal" or "pose log".
+        what: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A file's rows contradict the rest of the session (a row without a pose, a beam the
     /// sensor does not have).
     #[error("'{path}' does not fit its session: {reason}")]
@@ -183,7 +236,10 @@ impl RecordError {
     pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, e: std::io::Error) -> RecordError {
         let path = path.into();
         if e.kind() == std::io::ErrorKind::StorageFull {
-            let advice = format!("Free space on that disk, then {}", recover_advice(&path));
+            let advice = match recover_advice(&path) {
+                a if a.is_empty() => "Free space on that disk, or write elsewhere".to_string(),
+                a => format!("Free space on that disk, then {a}"),
+            };
             return RecordError::NoSpace { action, path, advice };
         }
         RecordError::Io { action, path, reason: e.to_string() }
@@ -192,7 +248,10 @@ impl RecordError {
     /// A failed write of the recording file `path` (the Parquet writer's error `e`).
     pub(crate) fn write(path: impl Into<PathBuf>, e: impl std::fmt::Display) -> RecordError {
         let path = path.into();
-        let advice = format!("The episode was cut short: {}", recover_advice(&path));
+        let advice = match recover_advice(&path) {
+            a if a.is_empty() => "Nothing was written there".to_string(),
+            a => format!("The recording stopped: {a}"),
+        };
         RecordError::Write { path, reason: e.to_string(), advice }
     }
 

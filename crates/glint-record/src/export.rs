@@ -21,12 +21,13 @@ use parquet::arrow::ArrowWriter;
 use serde::{Deserialize, Serialize};
 
 use crate::RecordError;
-use crate::files::{HashWriter, file_sha256, zstd_properties};
+use crate::files::{HashWriter, zstd_properties};
+use crate::lock::{SessionLock, hold_output};
 use crate::poses::{PoseReader, PoseTable, pose_path};
 use crate::reader::{LidarReader, LidarTable, SecondaryColumns, open_table, values};
 use crate::session::write_json;
-use crate::sidecar::{ColumnDescription, SessionMeta, Sidecar, read_session_meta, read_sidecar};
-use crate::verify::episode_lines;
+use crate::sidecar::{ColumnDescription, SessionMeta, Sidecar, read_session_meta};
+use crate::verify::{episode_lines, verified_sidecar};
 
 /// The provenance file in a variant folder.
 pub const AUGMENTATION_FILE: &str = "augmentation.json";
@@ -280,14 +281,27 @@ impl VariantWriter {
         ];
         let batch =
             RecordBatch::try_new(self.schema.clone(), cols).map_err(|e| RecordError::parquet(&self.partial, e))?;
-        self.writer.write(&batch).map_err(|e| RecordError::parquet(&self.partial, e))?;
-        self.writer.flush().map_err(|e| RecordError::parquet(&self.partial, e))
+        self.writer.write(&batch).map_err(|e| self.failed(e))?;
+        self.writer.flush().map_err(|e| self.failed(e))
+    }
+
+    /// A failed write of the variant file, as the user should read it: a full disk as such,
+    /// with what becomes of the variant.
+    fn failed(&self, e: impl std::fmt::Display) -> RecordError {
+        let reason = match self.writer.inner().failed {
+            Some(std::io::ErrorKind::StorageFull) => "no space left on device".to_string(),
+            Some(_) | None => e.to_string(),
+        };
+        RecordError::Output {
+            path: self.partial.clone(),
+            reason: format!("{reason}; the unfinished variant is removed (free space and export again)"),
+        }
     }
 
     /// Finishes the file, renames it into place and returns its SHA-256.
     fn finish(mut self) -> Result<String, RecordError> {
-        self.writer.finish().map_err(|e| RecordError::parquet(&self.partial, e))?;
-        let sha256 = self.writer.inner_mut().finish(&self.partial)?;
+        self.writer.finish().map_err(|e| self.failed(e))?;
+        let sha256 = self.writer.inner_mut().finish(&self.partial).map_err(|e| self.failed(e))?;
         std::fs::rename(&self.partial, &self.path).map_err(|e| RecordError::io("rename", &self.partial, e))?;
         Ok(sha256)
     }
@@ -426,6 +440,7 @@ pub fn export_variant(
     provenance: Provenance,
 ) -> Result<Augmentation, RecordError> {
     let meta = read_session_meta(session)?;
+    let _reading = SessionLock::shared(session, "export")?;
     let (mut files, partial) = session_files(session)?;
     let missing = listed_but_missing(session)?;
     if !settings.skip_damaged {
@@ -452,11 +467,13 @@ pub fn export_variant(
     if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| RecordError::io("create", parent, e))?;
     }
+    let _writing = hold_output(out)?;
     if out.exists() {
         return Err(RecordError::VariantExists { path: out.to_path_buf() });
     }
     // Written aside and renamed when whole, so an interrupted export leaves nothing in the
-    // way of the next (which clears what an earlier interrupted one left aside).
+    // way of the next (which clears what an earlier interrupted one left aside: only the
+    // holder of the output's lock touches it).
     let aside = PathBuf::from(format!("{}.partial", out.display()));
     if aside.exists() {
         std::fs::remove_dir_all(&aside).map_err(|e| RecordError::io("remove the unfinished", &aside, e))?;
@@ -522,7 +539,13 @@ fn export_into(
         files: exported,
         skipped: skipped.iter().map(|(p, why)| format!("{}: {why}", relative(p, session))).collect(),
     };
-    write_json(&out.join(AUGMENTATION_FILE), &augmentation)?;
+    write_json(&out.join(AUGMENTATION_FILE), &augmentation).map_err(|e| match e {
+        RecordError::NoSpace { path, .. } => RecordError::Output {
+            path,
+            reason: "no space left on device; the unfinished variant is removed (free space and export again)".into(),
+        },
+        e => e,
+    })?;
     Ok(augmentation)
 }
 
@@ -533,30 +556,12 @@ fn export_file(
     settings: &ExportSettings,
     meta: &SessionMeta,
 ) -> Result<VariantFile, RecordError> {
-    let sidecar = read_sidecar(&source.with_extension("json"))?;
+    let sidecar = verified_sidecar(source)?;
     let config = sidecar.sensor.scan;
     let changed = |reason: String| RecordError::Changed { path: source.to_path_buf(), reason };
     let entry = sidecar.poses.as_ref().ok_or_else(|| RecordError::NoPoses { path: source.to_path_buf() })?;
-    let source_sha256 = file_sha256(source)?;
-    if source_sha256 != sidecar.sha256 {
-        return Err(changed(format!(
-            "its SHA-256 is {}…, and the sidecar's {}…",
-            &source_sha256[..12],
-            &sidecar.sha256[..sidecar.sha256.len().min(12)]
-        )));
-    }
+    let (source_sha256, poses_sha256) = (sidecar.sha256.clone(), entry.sha256.clone());
     let poses = pose_path(source);
-    let poses_sha256 = file_sha256(&poses)?;
-    if poses_sha256 != entry.sha256 {
-        return Err(RecordError::Changed {
-            path: poses.clone(),
-            reason: format!(
-                "its SHA-256 is {}…, and the sidecar's entry {}…",
-                &poses_sha256[..12],
-                &entry.sha256[..entry.sha256.len().min(12)]
-            ),
-        });
-    }
     let reader = LidarReader::open(source)?;
     if reader.capture() != sidecar.sensor.secondary_capture || reader.rows() != sidecar.rows {
         return Err(changed(format!(
@@ -665,6 +670,24 @@ pub fn read_variant_file(path: &Path) -> Result<VariantTable, RecordError> {
         t.geom_id.extend(values::<Int32Type>(path, c(7))?);
     }
     Ok(t)
+}
+
+/// Checks the variant file at `path` against the SHA-256 its variant folder's
+/// `augmentation.json` records (the folder is the nearest one above it with that file).
+pub(crate) fn verify_variant_file(path: &Path) -> Result<(), RecordError> {
+    let root = path.ancestors().skip(1).find(|d| d.join(AUGMENTATION_FILE).is_file()).ok_or_else(|| {
+        RecordError::Inconsistent {
+            path: path.to_path_buf(),
+            reason: format!("no folder above it has the {AUGMENTATION_FILE} that describes its variant"),
+        }
+    })?;
+    let augmentation = read_augmentation(root)?;
+    let rel = relative(path, root);
+    let entry = augmentation.files.iter().find(|f| f.variant == rel).ok_or_else(|| RecordError::Changed {
+        path: path.to_path_buf(),
+        reason: format!("{} does not list it", root.join(AUGMENTATION_FILE).display()),
+    })?;
+    crate::verify::verify_hash(path, &entry.variant_sha256, "the variant's augmentation.json")
 }
 
 /// Reads a variant folder's `augmentation.json`.

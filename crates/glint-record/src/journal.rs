@@ -138,8 +138,7 @@ pub(crate) struct JournaledGroup {
 /// be read or is not a journal.
 pub(crate) fn read_journal(path: &Path) -> Result<Vec<JournaledGroup>, RecordError> {
     let bytes = std::fs::read(path).map_err(|e| RecordError::io("read", path, e))?;
-    let bad = |reason: &str| RecordError::Parquet { path: path.to_path_buf(), reason: reason.into() };
-    let mut rest = bytes.strip_prefix(GROUPS_MAGIC).ok_or_else(|| bad("it is not a glint row-group journal"))?;
+    let mut rest = strip_magic(path, &bytes, GROUPS_MAGIC, "row-group journal")?;
     let mut groups = Vec::new();
     while rest.len() >= 8 {
         let len = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes")) as usize;
@@ -183,13 +182,22 @@ pub(crate) fn footer_of(groups: &[JournaledGroup]) -> parquet::errors::Result<Ve
     Ok(out)
 }
 
+/// The records of the log `bytes` (read from `path`), after its magic; an error saying whether
+/// the log is empty, cut inside its magic, or not a glint log at all.
+fn strip_magic<'a>(path: &Path, bytes: &'a [u8], magic: &[u8; 8], what: &'static str) -> Result<&'a [u8], RecordError> {
+    let reason = match bytes.strip_prefix(magic) {
+        Some(rest) => return Ok(rest),
+        None if bytes.is_empty() => "it is empty (the disk filled, or the run was killed, as it was created)",
+        None if magic.starts_with(bytes) => "it was cut off inside its header (the disk filled as it was created)",
+        None => "it does not start with a glint log header: it is another file, or damaged",
+    };
+    Err(RecordError::Log { path: path.to_path_buf(), what, reason: reason.into() })
+}
+
 /// The pose rows of the pose log at `path` (a torn last row left out).
 pub(crate) fn read_ticks(path: &Path) -> Result<Vec<[f64; 8]>, RecordError> {
     let bytes = std::fs::read(path).map_err(|e| RecordError::io("read", path, e))?;
-    let rest = bytes.strip_prefix(TICKS_MAGIC).ok_or_else(|| RecordError::Parquet {
-        path: path.to_path_buf(),
-        reason: "it is not a glint pose log".into(),
-    })?;
+    let rest = strip_magic(path, &bytes, TICKS_MAGIC, "pose log")?;
     Ok(rest
         .chunks_exact(64)
         .map(|c| std::array::from_fn(|i| f64::from_le_bytes(c[8 * i..8 * i + 8].try_into().expect("8 bytes"))))

@@ -82,6 +82,7 @@ mod error;
 mod export;
 mod files;
 mod journal;
+mod lock;
 mod pages;
 mod points;
 mod poses;
@@ -110,7 +111,8 @@ pub use export::{
     AUGMENTATION_FILE, Augmentation, BakeRecord, ExportSettings, Provenance, VariantFile, VariantTable, export_variant,
     read_augmentation, read_variant_file,
 };
-pub use files::file_sha256;
+pub use files::{OutputFile, Overwrite, check_output, file_sha256, write_rgb_png};
+pub use lock::{SessionLock, SessionUser, session_user};
 pub use points::{PointCloud, PointFormat, PointFrame, recorded_points, write_points};
 pub use poses::{PoseTable, read_pose_file};
 pub use reader::{LidarReader, LidarTable, SecondaryColumns, read_lidar_file};

@@ -11,9 +11,10 @@ use glam::{DQuat, DVec3};
 use crate::RecordError;
 use crate::beams::{CycleCounter, beam_path, read_beam_file};
 use crate::export::read_variant_file;
+use crate::export::verify_variant_file;
 use crate::poses::{pose_path, read_pose_file};
 use crate::reader::read_lidar_file;
-use crate::sidecar::read_sidecar;
+use crate::verify::verified_sidecar;
 
 /// Which frame points are given in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,8 +60,13 @@ impl PointCloud {
 
 /// The points of the lidar file `lidar` (clean hits), or with `variant` the measured echoes
 /// of that variant file of it (primary and second echoes), in `frame`.
+/// Every file read is checked against the SHA-256 its sidecar (or the variant's
+/// `augmentation.json`) records first: a damaged file is refused, never read as other points.
 pub fn recorded_points(lidar: &Path, variant: Option<&Path>, frame: PointFrame) -> Result<PointCloud, RecordError> {
-    let sidecar = read_sidecar(&lidar.with_extension("json"))?;
+    let sidecar = verified_sidecar(lidar)?;
+    if let Some(v) = variant {
+        verify_variant_file(v)?;
+    }
     let config = sidecar.sensor.scan;
     let Some(entry) = &sidecar.beams else {
         return Err(RecordError::Setting(format!(

@@ -21,6 +21,7 @@ use parquet::file::reader::{ChunkReader, Length};
 use crate::beams::write_beams_beside;
 use crate::files::file_sha256;
 use crate::journal::{GROUPS_SUFFIX, JournaledGroup, TICKS_SUFFIX, footer_of, read_journal, read_ticks, side_path};
+use crate::lock::SessionLock;
 use crate::poses::{PoseWriter, pose_columns, pose_path};
 use crate::reader::recorded_episode_seed;
 use crate::reader::{LidarReader, footer};
@@ -91,12 +92,22 @@ pub enum SalvageOutcome {
         pose_rows: Option<u64>,
         /// Ticks of the pose log after the last salvaged row, whose lidar rows were lost.
         lost_ticks: u64,
+        /// Why the episode has no pose table although it left a pose log (an empty or damaged
+        /// log), if so.
+        pose_problem: Option<String>,
         /// SHA-256 of the finished file, as its sidecar records it.
         sha256: String,
     },
-    /// Nothing could be salvaged (no complete row group); the `.partial` is left as it is.
+    /// Nothing could be salvaged (no complete row group, or no usable journal saying where
+    /// one ends); the `.partial` is left as it is.
     Nothing {
         /// Why, in words.
+        reason: String,
+    },
+    /// Salvaging the file failed (it or a file beside it could not be read or written); the
+    /// other files were salvaged all the same, and this one can be tried again.
+    Failed {
+        /// The error, naming the file.
         reason: String,
     },
 }
@@ -117,10 +128,14 @@ pub struct RecoveryReport {
 
 /// Salvages every `.partial` lidar file of the session at `dir` (and its pose table), and
 /// logs each episode salvaged that `meta/episodes.jsonl` does not list, as `recovered`. A
-/// file with no complete row group is reported and left as it is. An error when `dir` is not
-/// a session, or a file cannot be read, written or renamed.
+/// file with no complete row group (or no usable row-group journal) is reported and left as
+/// it is, and so is one whose salvage failed ([`SalvageOutcome::Failed`]): the others are
+/// salvaged all the same. An error when `dir` is not a session, when another process is
+/// recording it ([`RecordError::InUse`]: a live session is never touched), or when the
+/// episode log cannot be written.
 pub fn recover_session(dir: &Path) -> Result<RecoveryReport, RecordError> {
     let meta = read_session_meta(dir)?;
+    let _lock = SessionLock::exclusive(dir, "recovering", "recover")?;
     let before = check_session(dir)?;
     let mut report =
         RecoveryReport { dir: dir.to_path_buf(), files: Vec::new(), logged: Vec::new(), removed: Vec::new() };
@@ -136,7 +151,8 @@ pub fn recover_session(dir: &Path) -> Result<RecoveryReport, RecordError> {
             });
             continue;
         };
-        let outcome = salvage(dir, rel, &meta, sensor, episode)?;
+        let outcome = salvage(dir, rel, &meta, sensor, episode)
+            .unwrap_or_else(|e| SalvageOutcome::Failed { reason: e.to_string() });
         report.files.push(Salvage { partial: rel.clone(), episode, outcome });
     }
     // Episodes with a salvaged file that the log does not list.
@@ -304,7 +320,14 @@ fn salvage(
                     ),
                 });
             }
-            let journal = read_journal(&journal_path)?;
+            let journal = match read_journal(&journal_path) {
+                Ok(journal) => journal,
+                Err(e) => {
+                    return Ok(SalvageOutcome::Nothing {
+                        reason: format!("{e}, so nothing says where its row groups end ({len} bytes lost)"),
+                    });
+                }
+            };
             let groups = usable(&journal, len);
             if groups.is_empty() {
                 return Ok(SalvageOutcome::Nothing {
@@ -347,7 +370,7 @@ fn salvage(
     };
     let path = partial.with_extension("");
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let (poses, lost_ticks) = pose_table(&path, whole, last)?;
+    let (poses, lost_ticks, pose_problem) = pose_table(&path, whole, last)?;
     let sha256 = file_sha256(&partial)?;
     let config = sensor.scan;
     let sidecar = Sidecar::new(
@@ -388,6 +411,7 @@ fn salvage(
         lost_bytes,
         pose_rows,
         lost_ticks,
+        pose_problem,
         sha256,
     })
 }
@@ -395,8 +419,10 @@ fn salvage(
 /// The pose table of the salvaged lidar file `lidar` (its final path): the finished one if the
 /// run got that far, the `.partial` one if it is whole and so is the lidar file, else rebuilt
 /// from the pose log with the ticks up to `last` (the last salvaged row's time). Returns the
-/// sidecar's entry for it (none without a table or a log) and the ticks of the log left out.
-fn pose_table(lidar: &Path, whole: bool, last: f64) -> Result<(Option<PoseFile>, u64), RecordError> {
+/// sidecar's entry for it (none without a table or a usable log), the ticks of the log left
+/// out, and what was wrong with a log that could not be used.
+type PoseSalvage = (Option<PoseFile>, u64, Option<String>);
+fn pose_table(lidar: &Path, whole: bool, last: f64) -> Result<PoseSalvage, RecordError> {
     let path = pose_path(lidar);
     let partial = with_suffix(&path, ".partial");
     let log = side_path(&partial, TICKS_SUFFIX);
@@ -412,7 +438,7 @@ fn pose_table(lidar: &Path, whole: bool, last: f64) -> Result<(Option<PoseFile>,
             _ => Ok(()),
         }
     };
-    let mut result = (None, 0);
+    let mut result = (None, 0, None);
     if path.exists() {
         result.0 = Some(entry(footer(&path)?.1, file_sha256(&path)?));
     } else if whole && partial.exists() && crate::poses::read_pose_file(&partial).is_ok() {
@@ -421,7 +447,11 @@ fn pose_table(lidar: &Path, whole: bool, last: f64) -> Result<(Option<PoseFile>,
         std::fs::rename(&partial, &path).map_err(|e| RecordError::io("rename", &partial, e))?;
         result.0 = Some(entry(rows, sha256));
     } else if log.exists() {
-        let ticks = read_ticks(&log)?;
+        let ticks = match read_ticks(&log) {
+            Ok(ticks) => ticks,
+            // Kept for whoever wants to look at it; the lidar rows are salvaged without poses.
+            Err(e) => return Ok((None, 0, Some(e.to_string()))),
+        };
         let keep: Vec<[f64; 8]> = ticks.iter().copied().filter(|row| whole || row[0] <= last).collect();
         let temp = with_suffix(&path, ".recovering");
         remove(&temp)?;
@@ -432,7 +462,7 @@ fn pose_table(lidar: &Path, whole: bool, last: f64) -> Result<(Option<PoseFile>,
         let done = writer.close()?;
         std::fs::rename(&temp, &path).map_err(|e| RecordError::io("rename", &temp, e))?;
         remove(&partial)?;
-        result = (Some(entry(done.rows, done.sha256)), (ticks.len() - keep.len()) as u64);
+        result = (Some(entry(done.rows, done.sha256)), (ticks.len() - keep.len()) as u64, None);
     }
     remove(&log)?;
     Ok(result)

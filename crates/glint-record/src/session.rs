@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use glint_lidar::{LidarBinding, Runner, ScanConfig};
@@ -13,6 +14,7 @@ use serde::Serialize;
 use crate::RecordError;
 use crate::beams::write_beams_beside;
 use crate::journal::{GROUPS_SUFFIX, TICKS_SUFFIX};
+use crate::lock::SessionLock;
 use crate::poses::{PoseWriter, pose_columns};
 use crate::sidecar::{FORMAT_VERSION, PoseFile, SensorDescription, SessionMeta, Sidecar};
 use crate::video::{RecordWarning, VideoProxy, VideoSettings, find_ffmpeg, frame_rate};
@@ -55,7 +57,7 @@ pub struct SessionInfo {
 pub enum EpisodeStatus {
     /// It ran its full length.
     Complete,
-    /// It was stopped early (Ctrl-C, SIGTERM, SIGQUIT): what was recorded is readable.
+    /// It was stopped early (Ctrl-C, SIGTERM, SIGQUIT, SIGHUP): what was recorded is readable.
     Interrupted,
     /// MuJoCo found the world unstable (NaN, infinite or huge accelerations) during the
     /// episode and reset its state, so the rows after that moment follow a reset world.
@@ -125,6 +127,8 @@ pub struct Session {
     /// The video proxies' settings and the `ffmpeg` that encodes them, once asked for.
     video: Option<(VideoSettings, PathBuf)>,
     warnings: Vec<RecordWarning>,
+    /// The session held for writing, until this and every episode begun in it are dropped.
+    lock: Arc<SessionLock>,
 }
 
 /// An episode being recorded: one open lidar file per sensor.
@@ -150,6 +154,8 @@ pub struct Episode {
     randomized: BTreeMap<String, Vec<f64>>,
     /// The variant (per-world assets) the episode's world is on.
     variant: Option<String>,
+    /// The session's hold, kept while the episode's files are written.
+    lock: Arc<SessionLock>,
 }
 
 impl std::fmt::Debug for Episode {
@@ -172,7 +178,7 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 }
 
 /// The current UTC time as (`YYYYMMDD_HHMMSS`, `YYYY-MM-DDTHH:MM:SSZ`).
-fn utc_now() -> (String, String) {
+pub(crate) fn utc_now() -> (String, String) {
     let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
     let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
     let s = secs.rem_euclid(86_400);
@@ -250,6 +256,8 @@ impl Session {
             let p = dir.join(sub);
             std::fs::create_dir(&p).map_err(|e| RecordError::io("create", &p, e))?;
         }
+        // Held before anything else is written: no command salvages a session being recorded.
+        let lock = Arc::new(SessionLock::exclusive(&dir, "recording", "record")?);
         let meta = SessionMeta {
             format_version: FORMAT_VERSION,
             glint_version: env!("CARGO_PKG_VERSION").into(),
@@ -281,6 +289,7 @@ impl Session {
             begun: HashSet::new(),
             video: None,
             warnings: Vec::new(),
+            lock,
         })
     }
 
@@ -374,6 +383,7 @@ impl Session {
             camera_files: Vec::new(),
             randomized: BTreeMap::new(),
             variant: None,
+            lock: self.lock.clone(),
         })
     }
 }
@@ -515,6 +525,7 @@ impl Episode {
             camera_files,
             randomized,
             variant,
+            lock,
             ..
         } = self;
         warnings.extend(proxies.into_iter().flatten().filter_map(|proxy| proxy.finish().err()));
@@ -587,6 +598,7 @@ impl Episode {
             variant,
         };
         line.append(&dir)?;
+        drop(lock);
         Ok(EpisodeSummary { index, status, ticks, sensors: summaries, warnings })
     }
 }

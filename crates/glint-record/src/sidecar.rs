@@ -295,6 +295,91 @@ impl Sidecar {
     }
 }
 
+/// Checks a value read from a session's JSON: `Err` with what is wrong with it, naming the key.
+fn need(ok: bool, problem: impl FnOnce() -> String) -> Result<(), String> {
+    if ok { Ok(()) } else { Err(problem()) }
+}
+
+/// A `format_version` this glint reads: 1 to [`FORMAT_VERSION`].
+fn check_format_version(v: u32) -> Result<(), String> {
+    need(v <= FORMAT_VERSION, || {
+        format!("it has format version {v}, newer than this glint reads ({FORMAT_VERSION}); update glint")
+    })?;
+    need(v >= 1, || format!("format_version is {v}, and session formats run from 1 to {FORMAT_VERSION}"))
+}
+
+/// A positive, finite rate or period named `key`.
+fn check_positive(key: &str, v: f64) -> Result<(), String> {
+    need(v.is_finite() && v > 0.0, || format!("{key} is {v}, and must be a positive number"))
+}
+
+impl SessionMeta {
+    /// Whether the session's description can be what a run wrote: a format this glint reads,
+    /// at least one world and one sensor, positive rates, a runner that realises them, sensors
+    /// numbered in order with distinct file names and valid scan configurations. `Err` names
+    /// the first key that cannot be (an edited or damaged `info.json`).
+    pub fn check(&self) -> Result<(), String> {
+        check_format_version(self.format_version)?;
+        need(self.worlds >= 1, || format!("worlds is {}, and a session records at least one world", self.worlds))?;
+        check_positive("physics_timestep", self.physics_timestep)?;
+        check_positive("lidar_runner_hz", self.lidar_runner_hz)?;
+        need(self.seconds_per_episode.is_finite() && self.seconds_per_episode >= 0.0, || {
+            format!("seconds_per_episode is {}, and must be a number >= 0", self.seconds_per_episode)
+        })?;
+        if let Some(steps) = self.tick_steps {
+            let hz = 1.0 / (steps as f64 * self.physics_timestep);
+            need(steps >= 1 && (hz - self.lidar_runner_hz).abs() <= 1e-6 * self.lidar_runner_hz, || {
+                format!(
+                    "tick_steps is {steps}, and {steps} steps of physics_timestep {} s are not lidar_runner_hz {} Hz",
+                    self.physics_timestep, self.lidar_runner_hz
+                )
+            })?;
+        }
+        need(!self.sensors.is_empty(), || "sensors is empty, and a session records at least one lidar".into())?;
+        for (i, s) in self.sensors.iter().enumerate() {
+            s.check(i).map_err(|e| format!("sensors[{i}]: {e}"))?;
+            if let Some(j) = self.sensors[..i].iter().position(|o| o.file_name == s.file_name) {
+                return Err(format!("sensors[{j}] and sensors[{i}] share the file name '{}'", s.file_name));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl SensorDescription {
+    /// Whether the description can be sensor `index`'s: its index, a file name as glint makes
+    /// them, a finite mount offset and a valid scan configuration.
+    fn check(&self, index: usize) -> Result<(), String> {
+        need(self.index == index, || format!("index is {}, and it is sensor {index}", self.index))?;
+        need(self.file_name == file_name(&self.name, index), || {
+            format!("file_name is '{}', and glint names its files '{}'", self.file_name, file_name(&self.name, index))
+        })?;
+        need(self.mount_offset.iter().all(|v| v.is_finite()), || {
+            format!("mount_offset is {:?}, which is not finite", self.mount_offset)
+        })?;
+        self.scan.validate().map(drop).map_err(|e| format!("scan: {e}"))
+    }
+}
+
+impl Sidecar {
+    /// Whether the sidecar can be what the recorder wrote: a format this glint reads, a
+    /// positive tick rate, a valid sensor, the beam count of its configuration, and a
+    /// realised runner where it records one. `Err` names the first key that cannot be.
+    pub fn check(&self) -> Result<(), String> {
+        check_format_version(self.format_version)?;
+        check_positive("tick_hz", self.tick_hz)?;
+        self.sensor.check(self.sensor.index).map_err(|e| format!("sensor: {e}"))?;
+        let beams = self.sensor.scan.beam_count() as u64;
+        need(self.beam_count == beams, || {
+            format!("beam_count is {}, and its sensor's scan configuration has {beams} beams", self.beam_count)
+        })?;
+        if let Some(dt) = self.physics_timestep {
+            check_positive("physics_timestep", dt)?;
+        }
+        need(self.tick_steps != Some(0), || "tick_steps is 0, and a tick is at least one physics step".into())
+    }
+}
+
 /// Reads a session's `meta/info.json` (`dir` is the session folder); an error naming the file
 /// when it is missing or malformed, or [`RecordError::NotASession`] when `dir` has neither it
 /// nor `data/`.
@@ -309,12 +394,7 @@ pub fn read_session_meta(dir: &Path) -> Result<SessionMeta, RecordError> {
     let bad = |reason: String| RecordError::Json { path: path.clone(), what: "session info", reason };
     let text = std::fs::read_to_string(&path).map_err(|e| RecordError::io("read", &path, e))?;
     let meta: SessionMeta = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
-    if meta.format_version > FORMAT_VERSION {
-        return Err(bad(format!(
-            "it has format version {}, newer than this glint reads ({FORMAT_VERSION}); update glint",
-            meta.format_version
-        )));
-    }
+    meta.check().map_err(bad)?;
     Ok(meta)
 }
 
@@ -324,11 +404,6 @@ pub fn read_sidecar(path: &Path) -> Result<Sidecar, RecordError> {
     let bad = |reason: String| RecordError::Json { path: path.to_path_buf(), what: "sidecar", reason };
     let text = std::fs::read_to_string(path).map_err(|e| RecordError::io("read", path, e))?;
     let sidecar: Sidecar = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
-    if sidecar.format_version > FORMAT_VERSION {
-        return Err(bad(format!(
-            "it has format version {}, newer than this glint reads ({FORMAT_VERSION}); update glint",
-            sidecar.format_version
-        )));
-    }
+    sidecar.check().map_err(bad)?;
     Ok(sidecar)
 }

@@ -13,7 +13,7 @@ use crate::files::file_sha256;
 use crate::poses::{pose_mismatch, pose_path};
 use crate::reader::footer;
 use crate::schema::mismatch;
-use crate::sidecar::{BeamFile, PoseFile, SessionMeta, Sidecar, read_sidecar};
+use crate::sidecar::{BeamFile, PoseFile, SessionMeta, Sidecar, read_session_meta, read_sidecar};
 
 /// One line of `meta/episodes.jsonl`.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -289,12 +289,9 @@ pub fn check_session(dir: &Path) -> Result<SessionReport, RecordError> {
         partial: Vec::new(),
         problems: Vec::new(),
     };
-    match std::fs::read_to_string(&info) {
-        Ok(text) => match serde_json::from_str::<SessionMeta>(&text) {
-            Ok(meta) => report.meta = Some(meta),
-            Err(e) => report.problems.push(format!("meta/info.json cannot be read: {e}")),
-        },
-        Err(e) => report.problems.push(format!("meta/info.json cannot be read: {e}")),
+    match read_session_meta(dir) {
+        Ok(meta) => report.meta = Some(meta),
+        Err(e) => report.problems.push(e.to_string()),
     }
     let log = dir.join("meta").join("episodes.jsonl");
     match std::fs::read_to_string(&log) {
@@ -351,4 +348,38 @@ pub fn check_session(dir: &Path) -> Result<SessionReport, RecordError> {
         }
     }
     Ok(report)
+}
+
+/// The file at `path` checked against the SHA-256 `expected` its description (`described_in`,
+/// a sidecar or `augmentation.json`) records; [`RecordError::Changed`] naming both when the
+/// bytes differ. Every reader of recorded rows goes through this (or [`verified_sidecar`]), so
+/// a damaged file is refused rather than read as other rows.
+pub(crate) fn verify_hash(path: &Path, expected: &str, described_in: &str) -> Result<(), RecordError> {
+    let found = file_sha256(path)?;
+    if found == expected {
+        return Ok(());
+    }
+    Err(RecordError::Changed {
+        path: path.to_path_buf(),
+        reason: format!(
+            "its SHA-256 is {}…, and {described_in} records {}… (the file changed or was damaged after it was written)",
+            &found[..12],
+            &expected[..expected.len().min(12)]
+        ),
+    })
+}
+
+/// The sidecar of the finished lidar file `lidar`, once the file and the pose and beam tables
+/// the sidecar lists are checked against its SHA-256s ([`RecordError::Changed`] naming the
+/// file that differs).
+pub fn verified_sidecar(lidar: &Path) -> Result<Sidecar, RecordError> {
+    let sidecar = read_sidecar(&lidar.with_extension("json"))?;
+    verify_hash(lidar, &sidecar.sha256, "its sidecar")?;
+    if let Some(entry) = &sidecar.poses {
+        verify_hash(&pose_path(lidar), &entry.sha256, "the lidar file's sidecar")?;
+    }
+    if let Some(entry) = &sidecar.beams {
+        verify_hash(&beam_path(lidar), &entry.sha256, "the lidar file's sidecar")?;
+    }
+    Ok(sidecar)
 }
