@@ -663,25 +663,7 @@ impl Bake {
         decode(bytes).map_err(|reason| LidarError::Bake { path: source.to_path_buf(), reason })
     }
 
-    /// Writes the bake to `path`, creating its folder: first to a temporary file beside it,
-    /// then renamed over `path`, so a reader never sees half a file.
-    pub fn save(&self, path: &Path) -> Result<(), LidarError> {
-        let err = |reason: String| LidarError::Bake { path: path.to_path_buf(), reason };
-        let Some(file_name) = path.file_name() else {
-            return Err(err("the path names no file".into()));
-        };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| err(format!("cannot create its folder: {e}")))?;
-        }
-        let tmp = path.with_file_name(format!(".{}.{}.tmp", file_name.to_string_lossy(), std::process::id()));
-        std::fs::write(&tmp, self.to_bytes()).map_err(|e| err(format!("cannot write it: {e}")))?;
-        std::fs::rename(&tmp, path).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            err(format!("cannot move it into place: {e}"))
-        })
-    }
-
-    /// Reads a bake written by [`Bake::save`]. An older format version loads (and reports
+    /// Reads a bake file ([`Bake::to_bytes`]; `glint bake` and `Simulation::save_bake` write them). An older format version loads (and reports
     /// stale); a missing, truncated, corrupt or foreign file, or one from a newer format, is an
     /// error naming the file and what is wrong.
     pub fn load(path: &Path) -> Result<Bake, LidarError> {
@@ -798,10 +780,13 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: u64, what: &str) -> Result<&'a [u8], String> {
-        let end =
-            (self.pos as u64).checked_add(n).filter(|&e| e <= self.bytes.len() as u64).ok_or_else(|| {
-                format!("truncated: the file ends after {} bytes, inside the {what}", self.bytes.len())
-            })? as usize;
+        let end = (self.pos as u64).checked_add(n).filter(|&e| e <= self.bytes.len() as u64).ok_or_else(|| {
+            format!(
+                "truncated or damaged: the {what} ({n} bytes from byte {}) runs past the file's end at {} bytes",
+                self.pos,
+                self.bytes.len()
+            )
+        })? as usize;
         let out = &self.bytes[self.pos..end];
         self.pos = end;
         Ok(out)
@@ -837,12 +822,21 @@ fn decode(bytes: &[u8]) -> Result<Bake, String> {
              {BAKE_FORMAT_VERSION}): bake again with this build, or update glint"
         ));
     }
+
     // The structure first: every section's length, read as slices without allocating.
     let cell_size = r.f64("header")?;
     let max_dim = r.u32("header")?;
     let splat_radius = r.u32("header")? as i32;
     let include_hidden = r.array::<1>("header")?[0];
     let dims = [r.u32("header")?, r.u32("header")?, r.u32("header")?];
+    // Checked before the grid's length is taken from them: an absurd size is damage, not a
+    // file cut short.
+    if dims.iter().any(|&d| d > MAX_DIM_LIMIT) || (dims.contains(&0) && dims != [0; 3]) {
+        return Err(format!(
+            "corrupt: its header gives grid dims {dims:?}, and a bake's dims run from 1 to {MAX_DIM_LIMIT} cells per axis \
+             (the file is damaged): bake again"
+        ));
+    }
     let origin = DVec3::new(r.f64("header")?, r.f64("header")?, r.f64("header")?);
     let cell = r.f64("header")?;
     let fingerprint = u64::from_le_bytes(r.array("header")?);
@@ -850,20 +844,23 @@ fn decode(bytes: &[u8]) -> Result<Bake, String> {
         true => Some(u64::from_le_bytes(r.array("header")?)),
         false => None,
     };
-    let npalette = r.u32("palette")?;
-    let palette_bytes = r.take(npalette as u64 * MAT_BYTES as u64, "palette")?;
-    let ngeom = r.u32("per-geom table")?;
-    let geom_bytes = r.take(ngeom as u64 * 3, "per-geom table")?;
+    // A file whose sections do not fit its length is cut short, or its header (its version
+    // above all, which decides the layout) is damaged: the message says what the header read.
+    let header = |e: String| format!("{e}; its header reads as format version {version} with a {dims:?} grid");
+    let npalette = r.u32("palette").map_err(header)?;
+    let palette_bytes = r.take(npalette as u64 * MAT_BYTES as u64, "palette").map_err(header)?;
+    let ngeom = r.u32("per-geom table").map_err(header)?;
+    let geom_bytes = r.take(ngeom as u64 * 3, "per-geom table").map_err(header)?;
     let ncells = dims.iter().try_fold(1u64, |n, &d| n.checked_mul(d as u64));
-    let grid_bytes = r.take(ncells.and_then(|n| n.checked_mul(2)).unwrap_or(u64::MAX), "grid")?;
+    let grid_bytes = r.take(ncells.and_then(|n| n.checked_mul(2)).unwrap_or(u64::MAX), "grid").map_err(header)?;
     let body_len = r.pos;
-    let stored_crc = r.u32("checksum")?;
+    let stored_crc = r.u32("checksum").map_err(header)?;
     if r.pos != bytes.len() {
-        return Err(format!(
-            "corrupt: {} bytes follow the checksum (its header describes {} bytes in all)",
+        return Err(header(format!(
+            "corrupt: {} bytes follow the checksum (the header describes {} bytes in all)",
             bytes.len() - r.pos,
             r.pos
-        ));
+        )));
     }
     if crc32fast::hash(&bytes[..body_len]) != stored_crc {
         return Err("corrupt: checksum mismatch (the file was changed or damaged after it was written)".into());
@@ -879,9 +876,6 @@ fn decode(bytes: &[u8]) -> Result<Bake, String> {
     settings.validate().map_err(|e| format!("corrupt settings: {e}"))?;
     if !(origin.is_finite() && cell.is_finite() && cell > 0.0) {
         return Err(format!("corrupt: grid origin {origin} or cell size {cell} is not usable"));
-    }
-    if dims.iter().any(|&d| d > MAX_DIM_LIMIT) || (dims.contains(&0) && dims != [0; 3]) {
-        return Err(format!("corrupt: grid dims {dims:?}"));
     }
     let palette = palette_bytes
         .chunks_exact(MAT_BYTES)

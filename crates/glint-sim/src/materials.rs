@@ -5,10 +5,12 @@
 //! refusing one is the caller's choice (`glint export` refuses stale bakes, `glint scan
 //! --material` ones that do not match the scene).
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use glint_lidar::{BAKE_DIR, Bake, BakeSettings, BakeStatus, NirMaterial, bake_path};
+use glint_record::{OutputFile, Overwrite, RecordError};
 
 use crate::{SimError, Simulation, Warning};
 
@@ -62,11 +64,17 @@ impl Simulation {
     }
 
     /// Saves the loaded bake as `MaterialBakes/<name>.lvxb` in the project folder (`None`:
-    /// the scene's bake name), and returns the file.
+    /// the scene's bake name), replacing the bake of that name (never a device or a folder in
+    /// its place, see [`glint_record::OutputFile`]), and returns the file.
     pub fn save_bake(&self, name: Option<&str>) -> Result<PathBuf, SimError> {
         let loaded = self.bake.as_ref().ok_or(SimError::NoBake { what: "saving a bake" })?;
         let path = self.bake_file(name)?;
-        loaded.bake.save(&path)?;
+        // A bake is saved under its name to be replaced when the scene is baked again, so an
+        // existing one is replaced; anything that is not a regular file is not.
+        let mut file = OutputFile::create(&path, Overwrite::Replace)?;
+        file.write_all(&loaded.bake.to_bytes())
+            .map_err(|e| RecordError::Output { path: path.clone(), reason: e.to_string() })?;
+        file.finish()?;
         Ok(path)
     }
 
