@@ -40,6 +40,7 @@ mod error;
 mod fields;
 mod lidar;
 mod materials;
+mod memory;
 mod observation;
 mod randomize;
 mod recording;

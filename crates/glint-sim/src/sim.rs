@@ -301,7 +301,7 @@ impl Simulation {
             check_rotation(s, &b.scan, runner)?;
         }
         let randomizer = Randomizer::new(&setup.reset, &model)?;
-        check_memory(&model, &bindings, nworld)?;
+        crate::memory::check_worlds(&model, &bindings, nworld)?;
         let mut worlds = WorldBatch::new(&model, nworld)?;
         for w in 0..nworld {
             randomizer.apply(&mut worlds, w, episode_seed(seed, w as u64))?;
@@ -808,11 +808,24 @@ impl Simulation {
         let r = &self.setup.recorder;
         let video = VideoSettings { all_sensors: r.record_video_proxy, colour_by: r.video_colour_by };
         let cameras = self.recorded_cameras();
+        crate::memory::check_recording(self.nworld(), &self.rows_per_episode())?;
         let recording = Recording::create(&out, &info, (video, cameras), &mut self.warnings)?;
         let dir = recording.dir().to_path_buf();
         self.recording = Some(recording);
         self.apply_keep_surfaces();
         Ok(dir)
+    }
+
+    /// Per lidar, the rows a recorded episode gets (`None` without a set episode length):
+    /// the beams it casts a tick, at most a revolution's, over the episode's ticks.
+    fn rows_per_episode(&self) -> Vec<Option<u64>> {
+        let hz = self.setup.recorder.lidar_runner_hz;
+        let per_tick = |b: &LidarBinding| {
+            let beams = b.scan.beam_count() as f64;
+            let share = if b.scan.rotation_hz > 0.0 { (b.scan.rotation_hz / hz).min(1.0) } else { 1.0 };
+            (beams * share).ceil() as u64
+        };
+        self.bindings.iter().map(|b| self.episode_ticks.map(|ticks| per_tick(b) * ticks)).collect()
     }
 
     fn session_info(&self, episodes: u32) -> SessionInfo {
@@ -903,52 +916,6 @@ pub(crate) fn check_rotation(sensor: usize, config: &ScanConfig, runner: Runner)
         )));
     }
     Ok(())
-}
-
-/// Bytes one world costs beyond MuJoCo's own: per lidar beam, the live scan (range, geom,
-/// point, normal), its secondary capture and its return-model report, at most.
-const LIDAR_BYTES_PER_BEAM: u64 = 32 + 40 + 24;
-
-/// Refuses `nworld` worlds of `model` with `bindings` when their estimated memory exceeds
-/// what the machine has available (Linux's `MemAvailable`; no check where it cannot be read).
-fn check_memory(model: &Model, bindings: &[LidarBinding], nworld: usize) -> Result<(), SimError> {
-    let Some(available) = available_memory() else { return Ok(()) };
-    let beams: u64 = bindings.iter().map(|b| b.scan.beam_count() as u64).sum();
-    let ours = beams * LIDAR_BYTES_PER_BEAM + model.scene().ngeom() as u64 * 128;
-    let fits = |mujoco: u64| (mujoco + ours).saturating_mul(nworld as u64) <= available;
-    let mut probe = WorldBatch::new(model, 1)?;
-    // Twice the whole arena bounds what the stepped estimate below can give: when even that
-    // fits, no world need be stepped at start-up.
-    if fits(probe.bytes_reserved() * 2) {
-        return Ok(());
-    }
-    // A world stepped a while shows how much of its arena contacts and constraints take;
-    // twice that leaves room for a busier moment.
-    probe.step(100);
-    let mujoco = probe.bytes_in_use() * 2;
-    if fits(mujoco) {
-        return Ok(());
-    }
-    let per_world = mujoco + ours;
-    let estimate = per_world.saturating_mul(nworld as u64);
-    let mb = |b: u64| b as f64 / 1e6;
-    Err(SimError::Memory(format!(
-        "{nworld} worlds need about {:.0} MB ({:.1} MB each: MuJoCo's data {:.1} MB and {beams} lidar beams), and \
-         this machine has {:.0} MB available (MemAvailable): use at most {} worlds",
-        mb(estimate),
-        mb(per_world),
-        mb(mujoco),
-        mb(available),
-        (available / per_world.max(1)).max(1)
-    )))
-}
-
-/// The memory the kernel says new allocations can get (`MemAvailable`), bytes.
-fn available_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }
 
 /// The manifest's scene, lit by its rig when `use_scenario_lights` is on (the rig applied
