@@ -584,7 +584,7 @@ impl LidarBinding {
                 field: "mount_offset",
                 component,
                 value: self.mount_offset[component],
-                range: "-10000 to 10000 metres (finite)",
+                range: "finite metres from -10000 to 10000",
             }),
             None => Ok(()),
         }

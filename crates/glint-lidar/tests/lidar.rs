@@ -396,7 +396,10 @@ fn invalid_configurations_are_errors_that_change_nothing() {
     // A non-finite offset names its component and value.
     let nan_offset = LidarBinding { mount_offset: DVec3::new(f64::NAN, 0.0, 0.0), ..binding(good) };
     let err = Lidars::new(model.scene(), vec![nan_offset], 1).unwrap_err().to_string();
-    assert_eq!(err, "lidar field `mount_offset` component 0 is NaN, outside its range -10000 to 10000 metres (finite)");
+    assert_eq!(
+        err,
+        "lidar field `mount_offset` component 0 is NaN, outside its range finite metres from -10000 to 10000"
+    );
     let inf_offset = LidarBinding { mount_offset: DVec3::new(0.0, f64::INFINITY, 0.0), ..binding(good) };
     let err = Lidars::new(model.scene(), vec![inf_offset], 1).unwrap_err().to_string();
     assert!(err.contains("component 1 is inf"), "{err}");
@@ -433,7 +436,7 @@ fn a_mount_offset_past_ten_kilometres_is_refused_with_its_bound() {
     let far = LidarBinding { mount_offset: DVec3::new(0.0, 0.0, 1e300), ..binding(ScanConfig::default()) };
     let err = Lidars::new(model.scene(), vec![far], 1).unwrap_err().to_string();
     assert!(err.starts_with("lidar field `mount_offset` component 2 is 1000000000"), "{err}");
-    assert!(err.ends_with(", outside its range -10000 to 10000 metres (finite)"), "{err}");
+    assert!(err.ends_with(", outside its range finite metres from -10000 to 10000"), "{err}");
     let edge = LidarBinding {
         mount_offset: DVec3::new(-LidarBinding::MAX_MOUNT_OFFSET_M, 0.0, 0.0),
         ..binding(ScanConfig::default())
