@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::ManifestError;
+use crate::values::Exact;
 
 /// The keys `[controller]` accepts.
 pub(crate) const CONTROLLER_KEYS: &[&str] =
@@ -61,7 +62,7 @@ pub(crate) struct RawController {
     kind: Option<String>,
     ctrl: Option<BTreeMap<String, f64>>,
     body: Option<String>,
-    points: Option<Vec<[f64; 2]>>,
+    points: Option<Vec<Exact<2>>>,
     speed: Option<f64>,
     actuators: Option<RawActuators>,
     tolerance: Option<f64>,
@@ -93,7 +94,8 @@ impl RawController {
                 Controller::Velocity { ctrl }
             }
             "waypoints" => {
-                let points = self.points.clone().ok_or_else(|| need("points", kind))?;
+                let points: Vec<[f64; 2]> =
+                    self.points.as_ref().ok_or_else(|| need("points", kind))?.iter().map(|p| p.0).collect();
                 if points.is_empty() {
                     return Err(value("[controller] points is empty: it must hold at least one [x, y] pair".into()));
                 }

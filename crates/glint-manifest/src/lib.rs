@@ -36,13 +36,17 @@ use glint_lidar::{
 };
 use glint_lights::{LightsError, RawLight, Rig};
 use serde::Deserialize;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, Visitor};
 
 mod camera;
 mod controller;
+mod located;
 mod observation;
 mod randomize;
 mod reset;
 mod task;
+mod values;
 mod variants;
 
 use camera::{CAMERA_KEYS, RawCamera};
@@ -54,10 +58,11 @@ use observation::{OBSERVATION_KEYS, RawObservation};
 pub use randomize::{Distribution, Randomization};
 use randomize::{RawRandomize, randomizations};
 use reset::{BODY_RESET_KEYS, RESET_KEYS, RawReset};
-pub use reset::{BodyReset, ResetConfig};
+pub use reset::{BodyReset, MAX_RESET_OFFSET, MAX_RESET_YAW_DEG, ResetConfig};
 pub use task::Task;
 use task::{RawTask, TASK_KEYS};
 use thiserror::Error;
+use values::{Exact, Written};
 use variants::RawVariants;
 
 /// Why a manifest was rejected.
@@ -79,6 +84,15 @@ pub enum ManifestError {
         path: PathBuf,
         /// The parser's message (with line and column).
         message: String,
+    },
+    /// A value of the wrong type or shape for its key: where it is, what it is, and what the
+    /// key takes.
+    #[error("manifest '{path}'{mismatch}")]
+    Type {
+        /// The manifest path (or what gave the table).
+        path: PathBuf,
+        /// The table, the key, the value, its type, the type expected and the line.
+        mismatch: Box<TypeMismatch>,
     },
     /// A key the manifest does not know.
     #[error("manifest '{path}': unknown key `{key}` in {table}{hint}")]
@@ -156,6 +170,35 @@ pub enum ManifestError {
     },
 }
 
+/// A value of the wrong type or shape, located. Written ", line 5: [[lidar]] 0 has
+/// `channels` = "64", a string; expected an integer" (without the line for a table a program
+/// gave), to follow the manifest's path.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeMismatch {
+    /// The value's line in the manifest (1-based), if it was read from a file.
+    pub line: Option<usize>,
+    /// Which table, e.g. "[[lidar]] 0".
+    pub table: String,
+    /// The key, with element indices where the value is inside an array ("points[2]").
+    pub key: String,
+    /// The value as written.
+    pub value: String,
+    /// What the value is ("a string", "an array of 3 elements", "out of range").
+    pub found: String,
+    /// What the key takes ("an integer", "a number", "an array of exactly 2 values").
+    pub expected: String,
+}
+
+impl std::fmt::Display for TypeMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(line) = self.line {
+            write!(f, ", line {line}")?;
+        }
+        let TypeMismatch { table, key, value, found, expected, .. } = self;
+        write!(f, ": {table} has `{key}` = {value}, {found}; expected {expected}")
+    }
+}
+
 const TOP_KEYS: &[&str] = &[
     "scene",
     "lidar",
@@ -213,7 +256,7 @@ struct RawManifest {
     #[serde(default)]
     bake: RawBake,
     #[serde(default)]
-    return_model: toml::Table,
+    return_model: RawReturnModel,
     #[serde(default)]
     controller: RawController,
     #[serde(default)]
@@ -310,18 +353,69 @@ impl Default for Recorder {
     }
 }
 
-#[derive(Deserialize, Default)]
+/// A `[[lidar]]` table: the binding's own keys ([`BINDING_KEYS`]) and the scan
+/// configuration's ([`ScanFields`]), read in one pass (see its `Deserialize`).
+#[derive(Default)]
 struct RawLidar {
     name: Option<String>,
     attach_body: Option<String>,
     attach_site: Option<String>,
-    mount_offset: Option<[f64; 3]>,
+    mount_offset: Option<Exact<3>>,
     preset: Option<String>,
     video_proxy: Option<bool>,
     secondary_capture: Option<String>,
     secondary_scope: Option<String>,
-    #[serde(flatten)]
     scan: ScanFields,
+}
+
+/// Reads the binding's keys here and hands every other key to [`ScanFields`]'s own reader,
+/// value by value. `#[serde(flatten)]` would do the same but buffers the table first, and a
+/// wrong type inside it then loses its key and line (the error points at `[[lidar]]`).
+impl<'de> Deserialize<'de> for RawLidar {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(LidarVisitor)
+    }
+}
+
+struct LidarVisitor;
+
+impl<'de> Visitor<'de> for LidarVisitor {
+    type Value = RawLidar;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a [[lidar]] table")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawLidar, A::Error> {
+        let mut raw = RawLidar::default();
+        let scan = ScanFields::deserialize(MapAccessDeserializer::new(BindingKeysAside { map, raw: &mut raw }))?;
+        raw.scan = scan;
+        Ok(raw)
+    }
+}
+
+/// A `[[lidar]]` table's entries less the binding's keys, whose values it reads into `raw`
+/// on the way.
+struct BindingKeysAside<'a, A> {
+    map: A,
+    raw: &'a mut RawLidar,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for BindingKeysAside<'_, A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
+        while let Some(key) = self.map.next_key::<String>()? {
+            if !self.raw.take(&key, &mut self.map)? {
+                return seed.deserialize(key.into_deserializer()).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+        self.map.next_value_seed(seed)
+    }
 }
 
 /// A loaded manifest.
@@ -394,7 +488,7 @@ impl Manifest {
         let parse_err = |message: String| ManifestError::Parse { path: path.to_path_buf(), message };
         let table: toml::Table = text.parse().map_err(|e: toml::de::Error| parse_err(e.to_string()))?;
         check_keys(&table, path)?;
-        let raw: RawManifest = toml::from_str(text).map_err(|e: toml::de::Error| parse_err(e.to_string()))?;
+        let raw: RawManifest = located::from_text(text, path)?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let lidar =
             raw.lidar.iter().enumerate().map(|(index, l)| l.binding(path, index)).collect::<Result<Vec<_>, _>>()?;
@@ -500,29 +594,29 @@ fn light_rig(raw: &RawManifest, dir: &Path, path: &Path) -> Result<Rig, Manifest
 /// simulation from an MJCF scene binds its lidars.
 pub fn lidar_bindings(tables: &[toml::Table], source: &Path) -> Result<Vec<LidarBinding>, ManifestError> {
     let valid: Vec<&str> = BINDING_KEYS.iter().copied().chain(ScanFields::KEYS).collect();
-    bindings(tables, source, ("[[lidar]]", &valid), |raw: RawLidar, index| raw.binding(source, index))
+    bindings(tables, source, ("lidar", &valid), |raw: RawLidar, index| raw.binding(source, index))
 }
 
 /// The variants and per-world assignment of `table`, which has the keys of a `[variants]`
 /// table (`assign`, and `variant` as a list of `{name, edits}`), checked as a manifest's are
 /// (errors name `source`).
 pub fn variant_plan(table: toml::Table, source: &Path) -> Result<(Vec<Variant>, Vec<usize>), ManifestError> {
-    let raw = RawVariants::deserialize(toml::Value::Table(table))
-        .map_err(|e| ManifestError::Parse { path: source.to_path_buf(), message: format!("[variants]: {e}") })?;
+    let raw: RawVariants = located::from_table(&table, ("variants", None), source)?;
     variants::variants(&raw, source)
 }
 
 /// The camera bindings of `tables`, each with the keys of a `[[camera]]` table, checked as a
 /// manifest's are (errors name `source` and the table's index).
 pub fn camera_bindings(tables: &[toml::Table], source: &Path) -> Result<Vec<CameraBinding>, ManifestError> {
-    bindings(tables, source, ("[[camera]]", CAMERA_KEYS), |raw: RawCamera, index| raw.binding(source, index))
+    bindings(tables, source, ("camera", CAMERA_KEYS), |raw: RawCamera, index| raw.binding(source, index))
 }
 
-/// Each of `tables` checked for keys outside `valid`, read as `R` and made a binding by `make`.
+/// Each of `tables` (a manifest's `[[name]]` tables) checked for keys outside `valid`, read
+/// as `R` and made a binding by `make`.
 fn bindings<R: serde::de::DeserializeOwned, B>(
     tables: &[toml::Table],
     source: &Path,
-    (label, valid): (&str, &[&str]),
+    (name, valid): (&str, &[&str]),
     make: impl Fn(R, usize) -> Result<B, ManifestError>,
 ) -> Result<Vec<B>, ManifestError> {
     tables
@@ -532,15 +626,12 @@ fn bindings<R: serde::de::DeserializeOwned, B>(
             if let Some(key) = table.keys().find(|k| !valid.contains(&k.as_str())) {
                 return Err(ManifestError::UnknownKey {
                     path: source.to_path_buf(),
-                    table: format!("{label} {index}"),
+                    table: format!("[[{name}]] {index}"),
                     key: key.clone(),
                     hint: hint(key, valid),
                 });
             }
-            let raw: R = toml::Value::Table(table.clone()).try_into().map_err(|e: toml::de::Error| {
-                ManifestError::Parse { path: source.to_path_buf(), message: format!("{label} {index}: {e}") }
-            })?;
-            make(raw, index)
+            make(located::from_table(table, (name, Some(index)), source)?, index)
         })
         .collect()
 }
@@ -617,44 +708,78 @@ impl RawBake {
     }
 }
 
+/// The `[return_model]` table as written: each parameter a number kept as written, so an
+/// error echoes it exactly.
+#[derive(Default)]
+struct RawReturnModel {
+    preset: Option<String>,
+    seed: Option<u64>,
+    params: BTreeMap<String, Written>,
+}
+
+/// Read key by key: `preset` a string, `seed` an integer from 0, every other key a number
+/// (`check_keys` has refused unknown keys already).
+impl<'de> Deserialize<'de> for RawReturnModel {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(ReturnModelVisitor)
+    }
+}
+
+struct ReturnModelVisitor;
+
+impl<'de> Visitor<'de> for ReturnModelVisitor {
+    type Value = RawReturnModel;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a [return_model] table")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawReturnModel, A::Error> {
+        let mut raw = RawReturnModel::default();
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "preset" => raw.preset = Some(map.next_value()?),
+                "seed" => raw.seed = Some(map.next_value()?),
+                _ => {
+                    raw.params.insert(key, map.next_value()?);
+                }
+            }
+        }
+        Ok(raw)
+    }
+}
+
 /// The `[return_model]` table: the preset's seventeen parameters with the ones given
 /// replaced, checked; and the seed.
-fn return_model(table: &toml::Table, path: &Path) -> Result<(ReturnParams, u64), ManifestError> {
-    let value_err = |message: String| ManifestError::Value { path: path.to_path_buf(), message };
-    let preset = match table.get("preset") {
-        None => ReturnPreset::Generic,
-        Some(toml::Value::String(p)) => ReturnPreset::from_name(p).map_err(|source| ManifestError::Section {
-            path: path.to_path_buf(),
-            table: "[return_model]".into(),
-            error: Box::new(source),
-        })?,
-        Some(v) => return Err(value_err(format!("[return_model] preset is {v}, not a preset's name"))),
+fn return_model(raw: &RawReturnModel, path: &Path) -> Result<(ReturnParams, u64), ManifestError> {
+    let section = |source: LidarError| ManifestError::Section {
+        path: path.to_path_buf(),
+        table: "[return_model]".into(),
+        error: Box::new(source),
     };
-    let seed = match table.get("seed") {
-        None => 0,
-        Some(toml::Value::Integer(s)) if *s >= 0 => *s as u64,
-        Some(v) => return Err(value_err(format!("[return_model] seed is {v}: use a whole number, 0 or more"))),
+    let preset = match &raw.preset {
+        None => ReturnPreset::Generic,
+        Some(p) => ReturnPreset::from_name(p).map_err(section)?,
     };
     let mut values = preset.params().to_array();
     for (slot, param) in values.iter_mut().zip(&RETURN_PARAMS) {
-        match table.get(param.key) {
-            None => {}
-            Some(toml::Value::Float(v)) => *slot = *v,
-            Some(toml::Value::Integer(v)) => *slot = *v as f64,
-            Some(v) => return Err(value_err(format!("[return_model] {} is {v}, not a number", param.key))),
+        if let Some(v) = raw.params.get(param.key) {
+            *slot = v.to_f64();
         }
     }
     let params = ReturnParams::from_array(values).map_err(|e| match e {
-        // Name the parameter as the manifest spells it.
+        // Name the parameter as the manifest spells it, and give its value as written.
         LidarError::OutOfRange { field, value, range } => {
             let key = RETURN_PARAMS.iter().find(|p| p.name == field).map_or(field, |p| p.key);
-            value_err(format!("[return_model] {key} is {value}, outside its range {range}"))
+            let written = raw.params.get(key).map_or_else(|| value.to_string(), Written::to_string);
+            ManifestError::Value {
+                path: path.to_path_buf(),
+                message: format!("[return_model] {key} is {written}, outside its range {range}"),
+            }
         }
-        source => {
-            ManifestError::Section { path: path.to_path_buf(), table: "[return_model]".into(), error: Box::new(source) }
-        }
+        source => section(source),
     })?;
-    Ok((params, seed))
+    Ok((params, raw.seed.unwrap_or(0)))
 }
 
 /// The value of enumerated setting `key` of `table` called `name`, or the error listing the
@@ -767,6 +892,23 @@ fn check_keys(table: &toml::Table, path: &Path) -> Result<(), ManifestError> {
 }
 
 impl RawLidar {
+    /// Reads the value of `key` from `map` when it is one of the binding's keys
+    /// ([`BINDING_KEYS`]); `false` when it is not.
+    fn take<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        match key {
+            "name" => self.name = Some(map.next_value()?),
+            "attach_body" => self.attach_body = Some(map.next_value()?),
+            "attach_site" => self.attach_site = Some(map.next_value()?),
+            "mount_offset" => self.mount_offset = Some(map.next_value()?),
+            "preset" => self.preset = Some(map.next_value()?),
+            "video_proxy" => self.video_proxy = Some(map.next_value()?),
+            "secondary_capture" => self.secondary_capture = Some(map.next_value()?),
+            "secondary_scope" => self.secondary_scope = Some(map.next_value()?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
     /// The binding: the preset, then the scan fields given, then the rest; checked.
     fn binding(&self, path: &Path, index: usize) -> Result<LidarBinding, ManifestError> {
         let table = format!("[[lidar]] {index}");
@@ -797,7 +939,7 @@ impl RawLidar {
             name: self.name.clone().unwrap_or_default(),
             attach_body: self.attach_body.clone(),
             attach_site: self.attach_site.clone(),
-            mount_offset: DVec3::from(self.mount_offset.unwrap_or([0.0; 3])),
+            mount_offset: DVec3::from(self.mount_offset.map_or([0.0; 3], |o| o.0)),
             scan,
             video_proxy: self.video_proxy.unwrap_or(false),
             secondary_capture,

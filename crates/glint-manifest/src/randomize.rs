@@ -15,6 +15,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::ManifestError;
+use crate::values::Exact;
 
 /// How a value is drawn; each number stands for one component of the field's value (a
 /// scalar field takes plain numbers).
@@ -62,11 +63,48 @@ pub struct Randomization {
 }
 
 /// A number or a list of numbers, as written.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(untagged)]
+#[derive(Clone, Debug)]
 enum Numbers {
     One(f64),
     Many(Vec<f64>),
+}
+
+/// Read by one visitor, not `#[serde(untagged)]`: an untagged enum's error says only that
+/// nothing matched, where this one names the element and its type.
+impl<'de> Deserialize<'de> for Numbers {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NumbersVisitor)
+    }
+}
+
+struct NumbersVisitor;
+
+impl<'de> serde::de::Visitor<'de> for NumbersVisitor {
+    type Value = Numbers;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a number or an array of numbers")
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Numbers, E> {
+        Ok(Numbers::One(v as f64))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Numbers, E> {
+        Ok(Numbers::One(v as f64))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Numbers, E> {
+        Ok(Numbers::One(v))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Numbers, A::Error> {
+        let mut values = Vec::new();
+        while let Some(v) = seq.next_element::<f64>()? {
+            values.push(v);
+        }
+        Ok(Numbers::Many(values))
+    }
 }
 
 impl Numbers {
@@ -81,8 +119,8 @@ impl Numbers {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawDistribution {
-    uniform: Option<[Numbers; 2]>,
-    normal: Option<[Numbers; 2]>,
+    uniform: Option<Exact<2, Numbers>>,
+    normal: Option<Exact<2, Numbers>>,
     choice: Option<Vec<Numbers>>,
 }
 
@@ -105,14 +143,14 @@ pub(crate) fn randomizations(raw: &RawRandomize, path: &Path) -> Result<Vec<Rand
                     "give exactly one of uniform = [lo, hi], normal = [mean, std], choice = [a, b, ...]".into()
                 ));
             }
-            let distribution = if let Some([lo, hi]) = d.uniform.clone() {
+            let distribution = if let Some(Exact([lo, hi])) = d.uniform.clone() {
                 let (lo, hi) = (lo.list(), hi.list());
                 check_pair(&lo, &hi, "lo", "hi").map_err(bad)?;
                 if let Some(k) = (0..lo.len()).find(|&k| lo[k] > hi[k]) {
                     return Err(bad(format!("uniform has lo {} above hi {} (component {k}); swap them", lo[k], hi[k])));
                 }
                 Distribution::Uniform { lo, hi }
-            } else if let Some([mean, std]) = d.normal.clone() {
+            } else if let Some(Exact([mean, std])) = d.normal.clone() {
                 let (mean, std) = (mean.list(), std.list());
                 check_pair(&mean, &std, "mean", "std").map_err(bad)?;
                 if let Some(s) = std.iter().find(|s| **s < 0.0) {

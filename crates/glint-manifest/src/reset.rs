@@ -18,6 +18,15 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::ManifestError;
+use crate::values::Exact;
+
+/// The largest joint noise half-width (metres for a slide, radians for a hinge) and the
+/// largest body offset (metres) `[reset]` takes: a start pose 10 km out loses millimetres in
+/// the `f32` geometry the rays meet, and a larger draw only starts episodes unstable. A hinge
+/// is held to a full turn when the model says which joints are hinges.
+pub const MAX_RESET_OFFSET: f64 = 1.0e4;
+/// The largest yaw a `[reset.bodies.NAME]` range reaches, degrees: a full turn either way.
+pub const MAX_RESET_YAW_DEG: f64 = 360.0;
 
 /// The keys of a `[reset]` table and of each `[reset.bodies.NAME]` table.
 pub(crate) const RESET_KEYS: &[&str] = &["joints", "bodies"];
@@ -64,40 +73,44 @@ pub(crate) struct RawReset {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawBodyReset {
-    x: Option<[f64; 2]>,
-    y: Option<[f64; 2]>,
-    z: Option<[f64; 2]>,
-    yaw: Option<[f64; 2]>,
+    x: Option<Exact<2>>,
+    y: Option<Exact<2>>,
+    z: Option<Exact<2>>,
+    yaw: Option<Exact<2>>,
 }
 
 impl RawReset {
-    /// The checked table: every noise finite and at least 0, every range finite with
-    /// `lo <= hi`.
+    /// The checked table: every noise finite, from 0 to [`MAX_RESET_OFFSET`]; every range
+    /// finite with `lo <= hi`, within ±[`MAX_RESET_OFFSET`] metres (±[`MAX_RESET_YAW_DEG`]
+    /// for a yaw).
     pub(crate) fn config(&self, path: &Path) -> Result<ResetConfig, ManifestError> {
         let value = |message: String| ManifestError::Value { path: path.to_path_buf(), message };
         for (joint, &noise) in &self.joints {
-            if !(noise.is_finite() && noise >= 0.0) {
+            if !(noise.is_finite() && (0.0..=MAX_RESET_OFFSET).contains(&noise)) {
                 return Err(value(format!(
-                    "[reset.joints] {joint} = {noise}: give the half-width of the noise, a finite number >= 0 \
-                     (metres for a slide joint, radians for a hinge)"
+                    "[reset.joints] {joint} = {noise}: give the half-width of the noise, a number from 0 to \
+                     {MAX_RESET_OFFSET} (metres for a slide joint, radians for a hinge)"
                 )));
             }
         }
         let mut bodies = Vec::with_capacity(self.bodies.len());
         for (body, raw) in &self.bodies {
-            let range = |key: &str, r: Option<[f64; 2]>| -> Result<[f64; 2], ManifestError> {
-                let [lo, hi] = r.unwrap_or([0.0, 0.0]);
-                if !(lo.is_finite() && hi.is_finite() && lo <= hi) {
+            let range = |key: &str, r: Option<Exact<2>>, bound: f64, unit: &str| {
+                let [lo, hi] = r.map_or([0.0, 0.0], |r| r.0);
+                let inside = |v: f64| v.is_finite() && v.abs() <= bound;
+                if !(inside(lo) && inside(hi) && lo <= hi) {
                     return Err(value(format!(
-                        "[reset.bodies.{body}] {key} = [{lo}, {hi}]: give a range [lo, hi] of finite numbers with lo <= hi"
+                        "[reset.bodies.{body}] {key} = [{lo}, {hi}]: give a range [lo, hi] of finite numbers with \
+                         lo <= hi, each from -{bound} to {bound} {unit}"
                     )));
                 }
                 Ok([lo, hi])
             };
+            let metres = |key: &str, r: Option<Exact<2>>| range(key, r, MAX_RESET_OFFSET, "metres");
             bodies.push(BodyReset {
                 body: body.clone(),
-                position: [range("x", raw.x)?, range("y", raw.y)?, range("z", raw.z)?],
-                yaw_deg: range("yaw", raw.yaw)?,
+                position: [metres("x", raw.x)?, metres("y", raw.y)?, metres("z", raw.z)?],
+                yaw_deg: range("yaw", raw.yaw, MAX_RESET_YAW_DEG, "degrees")?,
             });
         }
         Ok(ResetConfig { joints: self.joints.iter().map(|(j, &n)| (j.clone(), n)).collect(), bodies })

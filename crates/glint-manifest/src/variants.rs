@@ -39,11 +39,44 @@ pub(crate) struct RawVariants {
     variant: Vec<RawVariant>,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
+/// A variant by name or by index (from 0).
 enum NameOrIndex {
     Index(usize),
     Name(String),
+}
+
+/// Read by one visitor, not `#[serde(untagged)]`: an untagged enum's error says only that
+/// nothing matched, where this one names the value's type or range.
+impl<'de> Deserialize<'de> for NameOrIndex {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NameOrIndexVisitor)
+    }
+}
+
+struct NameOrIndexVisitor;
+
+impl serde::de::Visitor<'_> for NameOrIndexVisitor {
+    type Value = NameOrIndex;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a variant's name or its index (0 or more)")
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<NameOrIndex, E> {
+        usize::try_from(v)
+            .map(NameOrIndex::Index)
+            .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<NameOrIndex, E> {
+        usize::try_from(v)
+            .map(NameOrIndex::Index)
+            .map_err(|_| E::invalid_value(serde::de::Unexpected::Unsigned(v), &self))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<NameOrIndex, E> {
+        Ok(NameOrIndex::Name(v.to_string()))
+    }
 }
 
 #[derive(Deserialize)]

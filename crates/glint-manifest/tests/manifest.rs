@@ -84,11 +84,17 @@ fn bad_values_are_named_with_their_range_or_choices() {
         ("preset = \"hdl-64\"", "unknown lidar scan preset 'hdl-64'"),
         ("pattern = \"zigzag\"", "pattern = \"zigzag\"; use one of spinning, livox-mid360, unitree-l1, risley"),
         ("self_ignore = \"all\"", "use one of none, mount-body, whole-robot"),
-        ("channels = \"sixteen\"", "invalid type"),
+        ("channels = \"sixteen\"", "line 4: [[lidar]] 0 has `channels` = \"sixteen\", a string; expected an integer"),
         ("pattern = \"livox-mid360\"", "a non-repetitive pattern has one channel"),
         ("risley_spin_hz = 3.0", "need pattern = \"risley\""),
-        ("mount_offset = [nan, 0.0, 0.0]", "`mount_offset` component 0 is NaN, outside its range finite metres"),
-        ("mount_offset = [0.0, 0.0, -inf]", "`mount_offset` component 2 is -inf, outside its range finite metres"),
+        (
+            "mount_offset = [nan, 0.0, 0.0]",
+            "`mount_offset` component 0 is NaN, outside its range finite metres from -10000 to 10000",
+        ),
+        (
+            "mount_offset = [0.0, 0.0, -inf]",
+            "`mount_offset` component 2 is -inf, outside its range finite metres from -10000 to 10000",
+        ),
     ] {
         let err = lidar(extra).unwrap_err();
         assert!(err.contains(expect), "{extra}: {err}");
@@ -182,7 +188,7 @@ fn materials_name_unknown_keys_bad_values_and_unknown_materials() {
         ("transmission = 1.5", "[materials.window]: lidar field `transmission` is 1.5, outside its range 0 to 1"),
         ("absorption = 200.0", "`absorption` is 200, outside its range 0 to 100 per metre"),
         ("f0 = nan", "`f0` is NaN"),
-        ("roughness = \"smooth\"", "invalid type"),
+        ("roughness = \"smooth\"", "[materials.window] has `roughness` = \"smooth\", a string; expected a number"),
     ] {
         let err = material(extra).unwrap_err();
         assert!(err.contains(expect), "{extra}: {err}");
@@ -221,7 +227,7 @@ fn bake_settings_and_their_errors() {
         ("max_dim = -3", "`max_dim` is -3"),
         ("splat_radius = 40", "`splat_radius` is 40, outside its range 0 to 16 cells"),
         ("name = \"../up\"", "bake name '../up' is not usable"),
-        ("include_hidden = 1", "invalid type"),
+        ("include_hidden = 1", "line 3: [bake] has `include_hidden` = 1, an integer; expected a boolean"),
     ] {
         let err = bake(extra).unwrap_err();
         assert!(err.contains(expect), "{extra}: {err}");
@@ -330,4 +336,189 @@ fn controllers_and_recorder_outputs() {
         let err = parse(&format!("scene = \"robot.xml\"\n{text}")).unwrap_err();
         assert!(err.contains(needle), "{text}: {err}");
     }
+}
+
+/// `text` after a `scene` line and a blank one: its first line is line 3 of the manifest.
+fn after_scene(text: &str) -> String {
+    parse(&format!("scene = \"a.xml\"\n\n{text}")).unwrap_err()
+}
+
+#[test]
+fn type_errors_name_the_table_the_key_the_value_and_the_line() {
+    let lidar = "[[lidar]]\nattach_site = \"s\"\n";
+    for (text, expect) in [
+        // Inside [[lidar]] (the table, the key and the line, not the table's header).
+        (
+            format!("{lidar}channels = \"64\"\n"),
+            "line 5: [[lidar]] 0 has `channels` = \"64\", a string; expected an integer",
+        ),
+        (
+            format!("{lidar}min_range = [1,2]\n"),
+            "line 5: [[lidar]] 0 has `min_range` = [1,2], an array of 2 elements; expected a number",
+        ),
+        (
+            format!("{lidar}channels = 16.5\n"),
+            "line 5: [[lidar]] 0 has `channels` = 16.5, a float; expected an integer",
+        ),
+        (
+            format!("{lidar}\n[[lidar]]\nattach_body = 7\n"),
+            "line 7: [[lidar]] 1 has `attach_body` = 7, an integer; expected a string",
+        ),
+        (
+            format!("{lidar}pattern = \"risley\"\nrisley_prism_hz = [1, 2, 3]\n"),
+            "line 6: [[lidar]] 0 has `risley_prism_hz` = [1, 2, 3], an array of 3 elements; expected an array of exactly 2 rates",
+        ),
+        // Every other table.
+        (
+            "[recorder]\nlidar_runner_hz = \"fast\"\n".into(),
+            "line 4: [recorder] has `lidar_runner_hz` = \"fast\", a string; expected a number",
+        ),
+        (
+            "[controller]\nkind = \"velocity\"\nctrl = { vx = true }\n".into(),
+            "line 5: [controller.ctrl] has `vx` = true, a boolean; expected a number",
+        ),
+        (
+            "[controller]\nkind = \"waypoints\"\npoints = [[1, 2], [3, \"x\"]]\n".into(),
+            "line 5: [controller] has `points[1][1]` = \"x\", a string; expected a number",
+        ),
+        (
+            "[reset.joints]\nhip = \"wide\"\n".into(),
+            "line 4: [reset.joints] has `hip` = \"wide\", a string; expected a number",
+        ),
+        (
+            "[reset.bodies.box]\nx = 1.0\n".into(),
+            "line 4: [reset.bodies.box] has `x` = 1.0, a float; expected an array of exactly 2 values",
+        ),
+        (
+            "[[camera]]\ncamera = \"c\"\nwidth = 320.5\n".into(),
+            "line 5: [[camera]] 0 has `width` = 320.5, a float; expected an integer",
+        ),
+        (
+            "[[observation]]\nname = \"lidar_ranges\"\nbeams = \"all\"\n".into(),
+            "line 5: [[observation]] 0 has `beams` = \"all\", a string; expected an integer",
+        ),
+        (
+            "[bake]\nmax_dim = [1]\n".into(),
+            "line 4: [bake] has `max_dim` = [1], an array of 1 element; expected an integer",
+        ),
+        (
+            "[materials.glass]\nf0 = \"0.04\"\n".into(),
+            "line 4: [materials.glass] has `f0` = \"0.04\", a string; expected a number",
+        ),
+        (
+            "[return_model]\nrange_exp = \"x\"\n".into(),
+            "line 4: [return_model] has `range_exp` = \"x\", a string; expected a number",
+        ),
+        (
+            "[return_model]\nseed = -1\n".into(),
+            "line 4: [return_model] has `seed` = -1, out of range; expected an integer from 0 to 18446744073709551615",
+        ),
+        (
+            "[task]\nbody = \"b\"\ngoal = \"home\"\n".into(),
+            "line 5: [task] has `goal` = \"home\", a string; expected an array",
+        ),
+        (
+            "[randomize.geom_rgba]\ncube = { uniform = [[1, \"x\"], [1, 2]] }\n".into(),
+            "line 4: [randomize.geom_rgba.cube] has `uniform[0][1]` = \"x\", a string; expected a number",
+        ),
+        (
+            "[randomize.geom_matid]\nfloor = { choice = [true] }\n".into(),
+            "line 4: [randomize.geom_matid.floor] has `choice[0]` = true, a boolean; expected a number or an array of numbers",
+        ),
+        (
+            "[variants]\nassign = [-1]\n".into(),
+            "line 4: [variants] has `assign[0]` = -1, out of range; expected a variant's name or its index (0 or more)",
+        ),
+        (
+            "[[variants.variant]]\nname = \"a\"\nedits = [{ geom = 3 }]\n".into(),
+            "line 5: [[variants.variant]] 0 edits[0] has `geom` = 3, an integer; expected a string",
+        ),
+        (
+            "use_scenario_lights = \"yes\"\n".into(),
+            "line 3: the top level has `use_scenario_lights` = \"yes\", a string; expected a boolean",
+        ),
+        (
+            "[[lights]]\ntype = \"sphere\"\nintensity = \"bright\"\n".into(),
+            "line 5: [[lights]] 0 has `intensity` = \"bright\", a string; expected a number",
+        ),
+    ] {
+        let err = after_scene(&text);
+        assert!(err.starts_with("manifest '/scenes/robot.toml', "), "{err}");
+        assert!(err.contains(expect), "{text}:\n{err}\nexpected: {expect}");
+    }
+    // A table that lacks a key names the table and its line.
+    let err = after_scene("[task]\ngoal = [1, 2]\n");
+    assert!(err.contains("line 3, [task]: missing field `body`"), "{err}");
+}
+
+#[test]
+fn tables_given_by_a_program_name_the_key_of_a_wrong_type() {
+    let table = |text: &str| text.parse::<toml::Table>().unwrap();
+    let source = Path::new("set_lidars");
+    let good = table("attach_site = \"s\"");
+    let bad = table("attach_site = \"s\"\nchannels = \"64\"");
+    let err = glint_manifest::lidar_bindings(&[good, bad], source).unwrap_err().to_string();
+    assert_eq!(err, "manifest 'set_lidars': [[lidar]] 1 has `channels` = \"64\", a string; expected an integer");
+    let err = glint_manifest::camera_bindings(&[table("camera = 3")], source).unwrap_err().to_string();
+    assert!(err.contains("[[camera]] 0 has `camera` = 3, an integer; expected a string"), "{err}");
+    let err = glint_manifest::variant_plan(table("assign = \"a\""), source).unwrap_err().to_string();
+    assert!(err.contains("[variants] has `assign` = \"a\", a string; expected an array"), "{err}");
+}
+
+#[test]
+fn return_model_values_are_echoed_as_written() {
+    for big in ["4294967295", "9223372036854775807"] {
+        let err = after_scene(&format!("[return_model]\nmax_returns = {big}\n"));
+        let expect = format!("[return_model] max_returns is {big}, outside its range a whole number from 1 to 8");
+        assert!(err.contains(&expect), "{err}");
+    }
+    let err = after_scene("[return_model]\nmax_returns = 2.5\n");
+    assert!(err.contains("max_returns is 2.5, outside its range a whole number from 1 to 8"), "{err}");
+}
+
+#[test]
+fn silent_acceptances_are_refused_naming_the_key_and_the_bound() {
+    let lidar = "[[lidar]]\nattach_site = \"s\"\n";
+    for (text, expect) in [
+        (
+            format!("{lidar}min_range = 5.0\nmax_range = 5.0\n"),
+            "[[lidar]] 0: lidar fields conflict: min_range (5) equals max_range (5): hits count from min_range up to \
+             (not including) max_range, so that range is empty; make min_range smaller than max_range",
+        ),
+        (format!("{lidar}mount_offset = [1e300, 0, 0]\n"), "`mount_offset` component 0 is 1000000000"),
+        (
+            format!("{lidar}mount_offset = [0, 0, 0.1, 5]\n"),
+            "line 5: [[lidar]] 0 has `mount_offset` = [0, 0, 0.1, 5], an array of 4 elements; expected an array of exactly 3 values, [x, y, z]",
+        ),
+        (
+            "[controller]\nkind = \"waypoints\"\nbody = \"b\"\npoints = [[1, 2], [3, 4, 5]]\n".into(),
+            "line 6: [controller] has `points[1]` = [3, 4, 5], an array of 3 elements; expected an array of exactly 2 values, [x, y]",
+        ),
+        ("[reset.joints]\nhip = 1e300\n".into(), "[reset.joints] hip = 1000000000"),
+        ("[reset.bodies.box]\nx = [-1e300, 1e300]\n".into(), "each from -10000 to 10000 metres"),
+        (
+            "[reset.bodies.box]\nyaw = [-720, 720]\n".into(),
+            "[reset.bodies.box] yaw = [-720, 720]: give a range [lo, hi] of finite numbers with lo <= hi, each from -360 to 360 degrees",
+        ),
+        (
+            "[reset.bodies.box]\nz = [0, 1, 2]\n".into(),
+            "line 4: [reset.bodies.box] has `z` = [0, 1, 2], an array of 3 elements; expected an array of exactly 2 values",
+        ),
+        (
+            "[randomize.cam_fovy]\nwrist = { uniform = [40, 50, 60] }\n".into(),
+            "line 4: [randomize.cam_fovy.wrist] has `uniform` = [40, 50, 60], an array of 3 elements; expected an array of exactly 2 values",
+        ),
+    ] {
+        let err = after_scene(&text);
+        assert!(err.contains(expect), "{text}:\n{err}\nexpected: {expect}");
+    }
+    let err = after_scene("[reset.joints]\nhip = 1e300\n");
+    assert!(err.contains("a number from 0 to 10000 (metres for a slide joint, radians for a hinge)"), "{err}");
+    // The bounds themselves are allowed.
+    let m = parse(&format!(
+        "scene = \"a.xml\"\n{lidar}mount_offset = [10000, -10000, 0]\n[reset.joints]\nhip = 10000\n\
+         [reset.bodies.box]\nyaw = [-360, 360]\n"
+    ))
+    .unwrap();
+    assert_eq!(m.lidar[0].mount_offset.x, 10000.0);
 }
