@@ -59,6 +59,33 @@ pub enum MujocoError {
     /// Physics fields that do not fit the model.
     #[error("{0}")]
     Physics(String),
+    /// A compiled model field that the ray core or physics reads is not a finite number (or a
+    /// length is past MuJoCo's `mjMAXVAL`): MuJoCo compiles such MJCF with at most a warning.
+    #[error(
+        "{source_name}: {element} {index} ('{name}') has {field}[{component}] = {}, {}; fix the MJCF {element}'s `{attribute}`",
+        short_number(*.value),
+        if *.bounded && .value.is_finite() { "beyond MuJoCo's limit of ±1e10 (mjMAXVAL)" } else { "which is not a finite number" }
+    )]
+    NotFinite {
+        /// The MJCF file ("'scene.xml'"), or "the MJCF string", or "the model".
+        source_name: String,
+        /// The element kind: body, joint, geom, site, camera, light, hfield or mesh.
+        element: &'static str,
+        /// The element's id.
+        index: usize,
+        /// The element's name (empty when unnamed).
+        name: String,
+        /// MuJoCo's field name, e.g. `geom_pos`.
+        field: &'static str,
+        /// The component of the element's value.
+        component: usize,
+        /// The value.
+        value: f64,
+        /// Whether the field is a length held within ±mjMAXVAL.
+        bounded: bool,
+        /// The MJCF attribute(s) it is compiled from.
+        attribute: &'static str,
+    },
     /// A batch was asked for with no worlds.
     #[error("a world batch needs at least one world (nworld = 0)")]
     NoWorlds,
@@ -68,4 +95,19 @@ pub enum MujocoError {
     /// The extracted scene failed glint's checks.
     #[error(transparent)]
     Core(#[from] glint_core::CoreError),
+}
+
+/// `value` as written by hand: 1e300 rather than its 301 digits.
+fn short_number(value: f64) -> String {
+    if value.is_finite() && value.abs() >= 1e7 { format!("{value:e}") } else { value.to_string() }
+}
+
+impl MujocoError {
+    /// The error with the MJCF it came from named (for errors that do not name it yet).
+    pub(crate) fn in_source(mut self, name: String) -> MujocoError {
+        if let MujocoError::NotFinite { source_name, .. } = &mut self {
+            *source_name = name;
+        }
+        self
+    }
 }

@@ -70,11 +70,12 @@ impl Model {
         route_mujoco_messages();
         let path = path.as_ref();
         check_readable(path)?;
+        let source_name = format!("'{}'", path.display());
         let mj = MjModel::from_xml(path).map_err(|e| MujocoError::Load {
-            source_name: format!("'{}'", path.display()),
+            source_name: source_name.clone(),
             message: path.to_str().and_then(|p| full_load_error(p, None)).unwrap_or_else(|| load_message(e)),
         })?;
-        Self::from_mj(mj)
+        Self::from_mj(mj).map_err(|e| e.in_source(source_name))
     }
 
     /// Loads MJCF from a string (assets must then be absolute paths or built-in).
@@ -91,7 +92,7 @@ impl Model {
                 message: full.unwrap_or_else(|| load_message(e)),
             }
         })?;
-        Self::from_mj(mj)
+        Self::from_mj(mj).map_err(|e| e.in_source("the MJCF string".into()))
     }
 
     pub(crate) fn from_mj(mj: MjModel) -> Result<Model, MujocoError> {
@@ -297,9 +298,153 @@ fn fixed<const N: usize, T: Copy + Default>(v: &[T], i: usize) -> [T; N] {
     std::array::from_fn(|k| v[N * i + k])
 }
 
+/// The largest magnitude of a compiled length (a position or a size, metres) or joint
+/// coordinate: MuJoCo's `mjMAXVAL`, past which MuJoCo itself calls a simulation unstable.
+const MAX_MODEL_VALUE: f64 = mujoco_rs::mujoco_c::mjMAXVAL;
+
+/// Where a checked field's element gets its name.
+#[derive(Clone, Copy)]
+enum Namer {
+    /// The element's own name (`name_*adr`).
+    Adr(*const i32),
+    /// A `qpos0` entry: the joint whose coordinates hold it.
+    Qpos,
+}
+
+/// A compiled `mjModel` array that the ray core or physics reads, checked at load.
+struct Field {
+    /// The MJCF element kind ("body", "geom", ...).
+    element: &'static str,
+    /// MuJoCo's array name.
+    field: &'static str,
+    /// The MJCF attribute(s) it is compiled from.
+    attribute: &'static str,
+    /// The array.
+    values: &'static [f64],
+    /// Numbers per element.
+    width: usize,
+    /// Where an element's name comes from.
+    namer: Namer,
+    /// Whether it is a length or coordinate, held within ±[`MAX_MODEL_VALUE`] (else only
+    /// finite).
+    bounded: bool,
+}
+
+/// The fields of `m` that the ray core and physics read (poses, sizes, orientations, masses).
+fn checked_fields(m: &mjModel) -> Vec<Field> {
+    let f = |element, field, attribute, values, width, namer, bounded| Field {
+        element,
+        field,
+        attribute,
+        values,
+        width,
+        namer,
+        bounded,
+    };
+    let (nb, nj, ng, ns, nc, nl) = (m.nbody, m.njnt, m.ngeom, m.nsite, m.ncam, m.nlight);
+    let (body, jnt, geom) = (Namer::Adr(m.name_bodyadr), Namer::Adr(m.name_jntadr), Namer::Adr(m.name_geomadr));
+    let (site, cam, light) = (Namer::Adr(m.name_siteadr), Namer::Adr(m.name_camadr), Namer::Adr(m.name_lightadr));
+    let orientation = "quat (or euler, axisangle, xyaxes, zaxis)";
+    // What the MJCF writes first, then what MuJoCo derives from it (a body's inertia from its
+    // geoms, a geom's bounds from its size), so the error names the cause.
+    vec![
+        f("body", "body_pos", "pos", arr(m.body_pos, 3 * nb), 3, body, true),
+        f("body", "body_quat", orientation, arr(m.body_quat, 4 * nb), 4, body, false),
+        f("joint", "jnt_pos", "pos", arr(m.jnt_pos, 3 * nj), 3, jnt, true),
+        f("joint", "jnt_axis", "axis", arr(m.jnt_axis, 3 * nj), 3, jnt, false),
+        f("geom", "geom_pos", "pos (or fromto, its mesh)", arr(m.geom_pos, 3 * ng), 3, geom, true),
+        f("geom", "geom_quat", orientation, arr(m.geom_quat, 4 * ng), 4, geom, false),
+        f("geom", "geom_size", "size (or fromto, its mesh)", arr(m.geom_size, 3 * ng), 3, geom, true),
+        f("site", "site_pos", "pos", arr(m.site_pos, 3 * ns), 3, site, true),
+        f("site", "site_quat", orientation, arr(m.site_quat, 4 * ns), 4, site, false),
+        f("site", "site_size", "size", arr(m.site_size, 3 * ns), 3, site, true),
+        f("camera", "cam_pos", "pos", arr(m.cam_pos, 3 * nc), 3, cam, true),
+        f("camera", "cam_quat", orientation, arr(m.cam_quat, 4 * nc), 4, cam, false),
+        f("light", "light_pos", "pos", arr(m.light_pos, 3 * nl), 3, light, true),
+        f("light", "light_dir", "dir", arr(m.light_dir, 3 * nl), 3, light, false),
+        f("hfield", "hfield_size", "size", arr(m.hfield_size, 4 * m.nhfield), 4, Namer::Adr(m.name_hfieldadr), true),
+        f("joint", "qpos0", "ref (or its body's pos, quat)", arr(m.qpos0, m.nq), 1, Namer::Qpos, true),
+        f("body", "body_ipos", "inertial pos (or its geoms)", arr(m.body_ipos, 3 * nb), 3, body, true),
+        f("body", "body_iquat", "inertial quat (or its geoms)", arr(m.body_iquat, 4 * nb), 4, body, false),
+        f("body", "body_mass", "mass (or its geoms' mass, density)", arr(m.body_mass, nb), 1, body, false),
+        f("body", "body_inertia", "inertia (or its geoms' sizes)", arr(m.body_inertia, 3 * nb), 3, body, false),
+        f("geom", "geom_rbound", "size (or its mesh)", arr(m.geom_rbound, ng), 1, geom, true),
+        f("geom", "geom_aabb", "size (or its mesh)", arr(m.geom_aabb, 6 * ng), 6, geom, true),
+    ]
+}
+
+/// Checks that every field the ray core and physics read is a finite number, lengths within
+/// ±[`MAX_MODEL_VALUE`]: MuJoCo compiles `pos="inf 0 0"` or `quat="nan 0 0 1"` (with at most a
+/// warning), and such a model casts rays and steps to nonsense. The error names the element,
+/// the field, the value and the MJCF attribute to fix.
+fn check_compiled(m: &mjModel) -> Result<(), MujocoError> {
+    for field in checked_fields(m) {
+        let bad = |v: &f64| !(v.is_finite() && (!field.bounded || v.abs() <= MAX_MODEL_VALUE));
+        let Some(k) = field.values.iter().position(bad) else { continue };
+        let (index, component, name) = locate(m, &field, k);
+        return Err(MujocoError::NotFinite {
+            source_name: "the model".into(),
+            element: field.element,
+            index,
+            name,
+            field: field.field,
+            component,
+            value: field.values[k],
+            bounded: field.bounded,
+            attribute: field.attribute,
+        });
+    }
+    check_mesh_vertices(m)
+}
+
+/// The element that entry `k` of `field` belongs to, the entry's component within it, and
+/// the element's name.
+fn locate(m: &mjModel, field: &Field, k: usize) -> (usize, usize, String) {
+    match field.namer {
+        Namer::Adr(adr) => (k / field.width, k % field.width, name(m, adr, k / field.width)),
+        Namer::Qpos => {
+            let joint = qpos_joint(m, k).unwrap_or(0);
+            let start = arr(m.jnt_qposadr, m.njnt).get(joint).map_or(0, |&a| a as usize);
+            (joint, k - start.min(k), name(m, m.name_jntadr, joint))
+        }
+    }
+}
+
+/// The joint whose `qpos` coordinates hold entry `k`.
+fn qpos_joint(m: &mjModel, k: usize) -> Option<usize> {
+    let adr = arr(m.jnt_qposadr, m.njnt);
+    adr.iter().rposition(|&a| a >= 0 && a as usize <= k)
+}
+
+/// Every mesh vertex is finite (MuJoCo scales vertices by the mesh's `scale`).
+fn check_mesh_vertices(m: &mjModel) -> Result<(), MujocoError> {
+    let (vertadr, vertnum) = (arr(m.mesh_vertadr, m.nmesh), arr(m.mesh_vertnum, m.nmesh));
+    let vert = arr(m.mesh_vert, 3 * m.nmeshvert);
+    for mesh in 0..m.nmesh.max(0) as usize {
+        let start = 3 * vertadr[mesh] as usize;
+        let own = vert.get(start..start + 3 * vertnum[mesh] as usize).unwrap_or_default();
+        if let Some(k) = own.iter().position(|v| !v.is_finite()) {
+            return Err(MujocoError::NotFinite {
+                source_name: "the model".into(),
+                element: "mesh",
+                index: mesh,
+                name: name(m, m.name_meshadr, mesh),
+                field: "mesh_vert",
+                component: k,
+                value: own[k].into(),
+                bounded: false,
+                attribute: "vertex (or file, scale)",
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The scene of `m`; with `assets` false its meshes and height fields are left empty (a
-/// variant's, which shares the base model's).
+/// variant's, which shares the base model's). Fails first on a field the ray core or physics
+/// reads that is not finite ([`check_compiled`]).
 pub(crate) fn extract_scene(m: &mjModel, assets: bool) -> Result<Scene, MujocoError> {
+    check_compiled(m)?;
     let (ngeom, nbody) = (m.ngeom, m.nbody);
     let geom_name = names(m, m.name_geomadr, ngeom);
     let raw_type = arr(m.geom_type, ngeom);
