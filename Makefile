@@ -75,7 +75,7 @@ bench: build python osmesa
 # seed's five rigs, rendered by MuJoCo's classic renderer on the CPU; the table beside the
 # seed's, and the PNGs in out/lights.
 lights-report: build pydeps osmesa
-	@$(RENDER_ENV) $(GLINT) lights report --out out/lights
+	@$(RENDER_ENV) $(GLINT) lights report --out out/lights --force
 
 lint: deps
 	$(CARGO) fmt --all --check

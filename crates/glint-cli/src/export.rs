@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Args;
 use glint_lidar::{ReturnPreset, Spelled};
 use glint_record::{BakeRecord, ExportSettings, Provenance, export_variant, read_session_meta};
@@ -52,6 +52,8 @@ fn absolute(path: &Path) -> String {
 
 pub fn run(args: ExportArgs) -> Result<()> {
     let meta = read_session_meta(&args.session)?;
+    // Held to the end: a session being recorded or salvaged is refused before any work.
+    let _reading = glint_record::SessionLock::shared(&args.session, "export")?;
     let manifest_path = match &args.manifest {
         Some(p) => p.clone(),
         None if meta.manifest.is_empty() => bail!(
@@ -130,8 +132,11 @@ pub fn run(args: ExportArgs) -> Result<()> {
         bake: BakeRecord { name: args.bake.clone(), path: absolute(path), material_fingerprint: fingerprint, status },
     };
     let settings = ExportSettings { params, seed, materials: &*saved.bake, skip_damaged: args.skip_damaged };
-    let aug = export_variant(&args.session, &out, &settings, provenance)
-        .with_context(|| format!("cannot export '{}'", args.session.display()))?;
+    let aug = export_variant(&args.session, &out, &settings, provenance).map_err(|e| match e {
+        // These name the session and the folder already.
+        e @ (glint_record::RecordError::InUse { .. } | glint_record::RecordError::VariantBusy { .. }) => e.into(),
+        e => anyhow::Error::from(e).context(format!("cannot export '{}'", args.session.display())),
+    })?;
     for f in &aug.files {
         let pct = |n: u64| if f.rows > 0 { 100.0 * n as f64 / f.rows as f64 } else { 0.0 };
         println!(

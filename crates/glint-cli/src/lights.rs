@@ -10,7 +10,7 @@ use glint_mujoco::LitScene;
 use glint_sim::{CameraOptions, SimOptions, Simulation};
 
 use crate::classic::{self, ClassicJob};
-use crate::output::{save_rgb, write_error};
+use crate::output::{save_rgb, write_output};
 
 /// `glint lights` commands.
 #[derive(Subcommand)]
@@ -41,6 +41,9 @@ pub struct TranslateArgs {
     /// Print the translation as one JSON object instead of MJCF lines.
     #[arg(long)]
     json: bool,
+    /// Replace the --out file if it exists.
+    #[arg(long)]
+    force: bool,
 }
 
 /// Arguments of `glint lights report`.
@@ -56,6 +59,10 @@ pub struct ReportArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
+    /// Replace the report's files if the folder holds them already (else it refuses before
+    /// it starts).
+    #[arg(long)]
+    force: bool,
 }
 
 pub fn run(cmd: LightsCommand) -> Result<()> {
@@ -66,6 +73,9 @@ pub fn run(cmd: LightsCommand) -> Result<()> {
 }
 
 fn translate(args: TranslateArgs) -> Result<()> {
+    if let Some(out) = &args.out {
+        glint_record::check_output(out, crate::overwrite(args.force))?;
+    }
     let rig = Rig::load(&args.rig)?;
     let lit = LitScene::from_xml_file(&args.mjcf, &rig)?;
     for w in &lit.translation.warnings {
@@ -84,7 +94,7 @@ fn translate(args: TranslateArgs) -> Result<()> {
         );
     }
     if let Some(out) = &args.out {
-        std::fs::write(out, lit.to_xml()?).map_err(|e| write_error(out, e))?;
+        write_output(out, lit.to_xml()?.as_bytes())?;
         eprintln!("wrote {}", out.display());
     }
     Ok(())
@@ -125,11 +135,24 @@ struct Row {
     png: PathBuf,
 }
 
+/// The files `glint lights report` writes into `out`.
+fn report_files(out: &Path) -> Vec<PathBuf> {
+    let mjcf = out.join("mjcf");
+    let mut files = vec![mjcf.join("scene.xml"), out.join("report.json")];
+    files.extend(RIGS.iter().map(|(name, _)| mjcf.join(format!("{name}.xml"))));
+    for row in &SEED_TABLE {
+        files.extend(["mujoco", "glint", "side_by_side"].map(|kind| out.join(format!("{}_{kind}.png", row.rig))));
+    }
+    files
+}
+
 fn report(args: ReportArgs) -> Result<()> {
+    for f in report_files(&args.out) {
+        glint_record::check_output(&f, crate::overwrite(args.force))?;
+    }
     let mjcf_dir = args.out.join("mjcf");
-    std::fs::create_dir_all(&mjcf_dir).map_err(|e| write_error(&mjcf_dir, e))?;
     let scene = mjcf_dir.join("scene.xml");
-    std::fs::write(&scene, SCENE).map_err(|e| write_error(&scene, e))?;
+    write_output(&scene, SCENE.as_bytes())?;
     let mut jobs = Vec::new();
     for row in &SEED_TABLE {
         let mjcf = match RIGS.iter().find(|(name, _)| *name == row.rig) {
@@ -141,7 +164,7 @@ fn report(args: ReportArgs) -> Result<()> {
                     eprintln!("warning: rig {name}: {w}");
                 }
                 let path = mjcf_dir.join(format!("{name}.xml"));
-                std::fs::write(&path, lit.to_xml()?).map_err(|e| write_error(&path, e))?;
+                write_output(&path, lit.to_xml()?.as_bytes())?;
                 path
             }
         };
@@ -176,7 +199,7 @@ fn report(args: ReportArgs) -> Result<()> {
     }
     let summary = serde_json::json!({ "mujoco_version": version, "camera": CAMERA, "size": SIDE, "rows": rows });
     let json_path = args.out.join("report.json");
-    std::fs::write(&json_path, serde_json::to_string_pretty(&summary)?).map_err(|e| write_error(&json_path, e))?;
+    write_output(&json_path, serde_json::to_string_pretty(&summary)?.as_bytes())?;
     if args.json {
         println!("{}", serde_json::to_string(&summary)?);
     } else {

@@ -138,6 +138,11 @@ fn parse_seed(s: &str) -> Result<u64, String> {
     s.parse().map_err(|_| format!("'{s}' is not a seed: give a whole number from 0 to {}", u64::MAX))
 }
 
+/// How a command's `--force` treats an output file that exists.
+fn overwrite(force: bool) -> glint_record::Overwrite {
+    if force { glint_record::Overwrite::Replace } else { glint_record::Overwrite::Refuse }
+}
+
 /// Prints what the simulation had to warn about since the last call, one line each.
 fn print_warnings(sim: &mut glint_sim::Simulation) {
     for w in sim.take_warnings() {

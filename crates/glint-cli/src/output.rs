@@ -90,9 +90,16 @@ pub fn report_lost_output() {
     }
 }
 
-/// Writes an 8-bit RGB image (rows top to bottom) as a PNG.
+/// Writes an 8-bit RGB image (rows top to bottom) as a PNG, as every output is written
+/// ([`glint_record::OutputFile`]; the command checked the path first).
 pub fn save_rgb(path: &Path, rgb: &[u8], width: usize, height: usize) -> anyhow::Result<()> {
-    use anyhow::Context;
-    image::save_buffer(path, rgb, width as u32, height as u32, image::ColorType::Rgb8)
-        .with_context(|| format!("writing {}", path.display()))
+    Ok(glint_record::write_rgb_png(path, rgb, width, height)?)
+}
+
+/// Writes `bytes` to `path` as every output is written ([`glint_record::OutputFile`]; the
+/// command checked the path first).
+pub fn write_output(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let mut file = glint_record::OutputFile::create(path, glint_record::Overwrite::Replace)?;
+    file.write_all(bytes).map_err(|e| write_error(path, e))?;
+    Ok(file.finish()?)
 }

@@ -2,12 +2,13 @@
 //! exported variant of it) as PLY, PCD or KITTI `.bin`, in the world or the sensor frame
 //! (`glint_record::recorded_points` does the work).
 
-use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
-use glint_record::{PointFormat, PointFrame, lidar_file, read_session_meta, recorded_points, write_points};
+use glint_record::{
+    OutputFile, PointFormat, PointFrame, lidar_file, read_session_meta, recorded_points, session_user, write_points,
+};
 
 /// Arguments of `glint points`.
 #[derive(Args)]
@@ -32,9 +33,13 @@ pub struct PointsArgs {
     #[arg(long, value_name = "NAME")]
     variant: Option<String>,
     /// Output file, `-` for standard output (default:
-    /// `SESSION/points/lidar-<Name>-NNN[-<variant>].<ply|pcd|bin>`).
+    /// `SESSION/points/lidar-<Name>-NNN[-<variant>].<ply|pcd|bin>`). A device or a pipe
+    /// (`/dev/null`, a named pipe) is written into; an existing file only with --force.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Replace the output file if it exists.
+    #[arg(long)]
+    force: bool,
 }
 
 impl PointsArgs {
@@ -75,6 +80,16 @@ pub fn run(args: PointsArgs) -> Result<()> {
     let lidar = args.session.join(&rel);
     if !lidar.exists() {
         let partial = PathBuf::from(format!("{}.partial", lidar.display()));
+        if partial.exists()
+            && let Some(user) = session_user(&args.session)?
+        {
+            bail!(
+                "episode {} of sensor '{}' is still being written ('{}'): {user}; ask again once the episode ends",
+                args.episode,
+                sensor.name,
+                partial.display()
+            );
+        }
         if partial.exists() {
             bail!(
                 "episode {} of sensor '{}' was cut short ('{}' is still .partial): run `glint recover {}` first",
@@ -126,18 +141,9 @@ pub fn run(args: PointsArgs) -> Result<()> {
         let mut stdout = std::io::stdout().lock();
         return crate::output::quiet_on_closed_pipe(write_points(&cloud, format, &comment, &mut stdout));
     }
-    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).with_context(|| format!("cannot create '{}'", parent.display()))?;
-    }
-    let partial = PathBuf::from(format!("{}.partial", out.display()));
-    let file = std::fs::File::create(&partial).with_context(|| format!("cannot create '{}'", partial.display()))?;
-    let mut writer = std::io::BufWriter::new(file);
-    let written = write_points(&cloud, format, &comment, &mut writer).and_then(|_| writer.flush());
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&partial);
-        return Err(crate::output::write_error(&out, e));
-    }
-    std::fs::rename(&partial, &out).with_context(|| format!("cannot rename '{}'", partial.display()))?;
+    let mut file = OutputFile::create(&out, crate::overwrite(args.force))?;
+    write_points(&cloud, format, &comment, &mut file).map_err(|e| crate::output::write_error(&out, e))?;
+    file.finish()?;
     println!("{} points: {}", cloud.len(), out.display());
     Ok(())
 }

@@ -30,7 +30,7 @@ pub fn run(args: RecoverArgs) -> Result<()> {
     if report.files.is_empty() {
         println!("{}: nothing to recover (no .partial lidar files)", dir.display());
     }
-    let mut nothing = 0;
+    let (mut nothing, mut failed) = (0, Vec::new());
     for f in &report.files {
         println!("{}:", f.partial.display());
         match &f.outcome {
@@ -43,6 +43,7 @@ pub fn run(args: RecoverArgs) -> Result<()> {
                 lost_bytes,
                 pose_rows,
                 lost_ticks,
+                pose_problem,
                 ..
             } => {
                 println!(
@@ -57,14 +58,23 @@ pub fn run(args: RecoverArgs) -> Result<()> {
                         size(*lost_bytes)
                     );
                 }
-                match pose_rows {
-                    Some(n) => println!("  pose table: {n} tick(s)"),
-                    None => println!("  pose table: none (the episode left neither a pose table nor a pose log)"),
+                match (pose_rows, pose_problem) {
+                    (Some(n), _) => println!("  pose table: {n} tick(s)"),
+                    (None, Some(why)) => println!("  pose table: none ({why}); the rows cannot be placed in the world"),
+                    (None, None) => {
+                        println!("  pose table: none (the episode left neither a pose table nor a pose log)")
+                    }
                 }
             }
             SalvageOutcome::Nothing { reason } => {
                 nothing += 1;
                 println!("  nothing salvaged: {reason}; the file is left as it is (delete it if you do not need it)");
+            }
+            SalvageOutcome::Failed { reason } => {
+                failed.push(f.partial.display().to_string());
+                println!(
+                    "  not salvaged: {reason}; the file is left as it is (run `glint recover` again once that is fixed)"
+                );
             }
             _ => println!("  {:?}", f.outcome),
         }
@@ -75,10 +85,13 @@ pub fn run(args: RecoverArgs) -> Result<()> {
     for p in &report.removed {
         println!("removed {} (its file was already finished)", p.display());
     }
-    let salvaged = report.files.len() - nothing;
+    let salvaged = report.files.len() - nothing - failed.len();
     if !report.files.is_empty() {
-        println!("{salvaged} file(s) recovered, {nothing} with nothing to salvage");
+        println!("{salvaged} file(s) recovered, {nothing} with nothing to salvage, {} failed", failed.len());
         println!("check the session with: glint replay {}", dir.display());
+    }
+    if !failed.is_empty() {
+        anyhow::bail!("{} file(s) could not be salvaged: {}", failed.len(), failed.join(", "));
     }
     Ok(())
 }

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use clap::Args;
-use glint_sim::{CameraFrames, CameraOptions, SimOptions, Simulation};
+use glint_sim::{CameraFrames, CameraOptions, MAX_CAMERA_SIDE, SimOptions, Simulation};
 
-use crate::output::{save_rgb, write_error};
+use crate::output::write_error;
 use crate::print_warnings;
 
 /// Arguments of `glint render`.
@@ -30,8 +30,8 @@ pub struct RenderArgs {
     /// controller driving; 10 ms by default).
     #[arg(long, default_value_t = 0)]
     steps: u32,
-    /// Override the width and height of every camera, pixels.
-    #[arg(long, num_args = 2, value_names = ["WIDTH", "HEIGHT"])]
+    /// Override the width and height of every camera, pixels (1 to 8192 each).
+    #[arg(long, num_args = 2, value_names = ["WIDTH", "HEIGHT"], value_parser = side)]
     size: Option<Vec<usize>>,
     /// Render without shadows.
     #[arg(long)]
@@ -42,6 +42,17 @@ pub struct RenderArgs {
     /// Output folder (created if missing).
     #[arg(long, default_value = "out/render")]
     out: PathBuf,
+    /// Replace output files that exist (else the render refuses before it starts).
+    #[arg(long)]
+    force: bool,
+}
+
+/// A `--size` side: a whole number of pixels the renderer takes.
+fn side(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<i64>() {
+        Ok(n) if (1..=MAX_CAMERA_SIDE as i64).contains(&n) => Ok(n as usize),
+        _ => Err(format!("'{s}' is not an image side: give a whole number of pixels from 1 to {MAX_CAMERA_SIDE}")),
+    }
 }
 
 pub fn run(args: RenderArgs) -> Result<()> {
@@ -85,48 +96,66 @@ pub fn run(args: RenderArgs) -> Result<()> {
         c.use_textures &= !args.no_textures;
     }
     sim.set_cameras(cameras)?;
+    let layout = sim.camera_layout().map(|l| l.cameras.clone()).unwrap_or_default();
+    for (model, options) in &layout {
+        for (_, p) in camera_files(&args.out, &model.name, options) {
+            glint_record::check_output(&p, crate::overwrite(args.force))?;
+        }
+    }
     for _ in 0..args.steps {
         sim.step(None)?;
     }
     let frames = sim.render()?;
-    std::fs::create_dir_all(&args.out).map_err(|e| write_error(&args.out, e))?;
     for slot in 0..frames.layout.cameras.len() {
         write_camera(&frames, args.world, slot, &args.out)?;
     }
     Ok(())
 }
 
-/// Writes one camera's outputs: `NAME_rgb.png`, `NAME_depth.png` (16-bit millimetres),
-/// `NAME_depth.npy`, `NAME_seg.png` (a colour per geom) and `NAME_seg.npy`.
+/// One file of a camera's outputs.
+#[derive(Clone, Copy)]
+enum Output {
+    RgbPng,
+    DepthPng,
+    DepthNpy,
+    SegPng,
+    SegNpy,
+}
+
+/// One camera's outputs in `out`, as its options ask: `NAME_rgb.png`, `NAME_depth.png`
+/// (16-bit millimetres), `NAME_depth.npy`, `NAME_seg.png` (a colour per geom) and
+/// `NAME_seg.npy`.
+fn camera_files(out: &Path, name: &str, options: &CameraOptions) -> Vec<(Output, PathBuf)> {
+    let stem = glint_record::camera_file_name(name);
+    let wanted = [
+        (options.render_rgb, Output::RgbPng, "rgb.png"),
+        (options.render_depth, Output::DepthPng, "depth.png"),
+        (options.render_depth, Output::DepthNpy, "depth.npy"),
+        (options.render_seg, Output::SegPng, "seg.png"),
+        (options.render_seg, Output::SegNpy, "seg.npy"),
+    ];
+    wanted.iter().filter(|w| w.0).map(|&(_, kind, suffix)| (kind, out.join(format!("{stem}_{suffix}")))).collect()
+}
+
+/// Writes one camera's outputs ([`camera_files`]).
 fn write_camera(frames: &CameraFrames, world: usize, slot: usize, out: &Path) -> Result<()> {
     let (model, options) = &frames.layout.cameras[slot];
     let (rgb, depth, seg, w, h) = frames.image(world, slot);
-    let stem = glint_record::camera_file_name(&model.name);
-    let path = |suffix: &str| out.join(format!("{stem}_{suffix}"));
-    let mut written = Vec::new();
-    if options.render_rgb {
-        let p = path("rgb.png");
-        save_rgb(&p, rgb, w, h)?;
-        written.push(p);
-    }
-    if options.render_depth {
-        let p = path("depth.png");
-        glint_record::write_depth_png(&p, depth, w, h)?;
-        written.push(p);
-        let p = path("depth.npy");
-        write_npy(&p, "<f4", h, w, &depth.iter().flat_map(|d| d.to_le_bytes()).collect::<Vec<u8>>())?;
-        written.push(p);
-    }
-    if options.render_seg {
-        let colours: Vec<u8> = seg.iter().flat_map(|&g| seg_colour(g)).collect();
-        let p = path("seg.png");
-        save_rgb(&p, &colours, w, h)?;
-        written.push(p);
-        let p = path("seg.npy");
-        write_npy(&p, "<i4", h, w, &seg.iter().flat_map(|g| g.to_le_bytes()).collect::<Vec<u8>>())?;
-        written.push(p);
-    }
-    for p in written {
+    for (kind, p) in camera_files(out, &model.name, options) {
+        match kind {
+            Output::RgbPng => glint_record::write_rgb_png(&p, rgb, w, h)?,
+            Output::DepthPng => glint_record::write_depth_png(&p, depth, w, h)?,
+            Output::DepthNpy => {
+                write_npy(&p, "<f4", h, w, &depth.iter().flat_map(|d| d.to_le_bytes()).collect::<Vec<u8>>())?
+            }
+            Output::SegPng => {
+                let colours: Vec<u8> = seg.iter().flat_map(|&g| seg_colour(g)).collect();
+                glint_record::write_rgb_png(&p, &colours, w, h)?;
+            }
+            Output::SegNpy => {
+                write_npy(&p, "<i4", h, w, &seg.iter().flat_map(|g| g.to_le_bytes()).collect::<Vec<u8>>())?
+            }
+        }
         println!("wrote {}", p.display());
     }
     Ok(())
@@ -159,13 +188,13 @@ fn write_npy(path: &Path, dtype: &str, rows: usize, cols: usize, data: &[u8]) ->
     let total = (10 + header.len() + 1).div_ceil(64) * 64;
     header.push_str(&" ".repeat(total - 10 - header.len() - 1));
     header.push('\n');
-    let mut file = std::fs::File::create(path).map_err(|e| write_error(path, e))?;
+    let mut file = glint_record::OutputFile::create(path, glint_record::Overwrite::Replace)?;
     let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
     bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
     bytes.extend_from_slice(header.as_bytes());
     bytes.extend_from_slice(data);
     file.write_all(&bytes).map_err(|e| write_error(path, e))?;
-    Ok(())
+    Ok(file.finish()?)
 }
 
 #[cfg(test)]

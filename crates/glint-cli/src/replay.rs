@@ -6,12 +6,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Args;
 use glint_lidar::{ColourBy, Ramp, ScanConfig, ScanPattern, beam_direction};
 use glint_record::{
     FileCheck, LidarReader, MaterialRead, Point, SessionReport, Sidecar, check_session, partial_state, range_image_png,
-    top_down_png,
+    session_user, top_down_png,
 };
 
 /// Arguments of `glint replay`.
@@ -45,6 +45,9 @@ pub struct ReplayArgs {
     /// Side of the top-down image, pixels.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(64..=8192))]
     size: u32,
+    /// With --png, replace drawings that exist (else the replay refuses before drawing).
+    #[arg(long, requires = "png")]
+    force: bool,
 }
 
 /// Parses `A..B`, `A..`, `..B` or `A` into a half-open tick range.
@@ -223,14 +226,26 @@ fn print_stats(s: &FileStats, config: &ScanConfig) {
     }
 }
 
+/// The drawings of the lidar file `file` in the folder `png`: its top-down view and, for a
+/// spinning unit, its range image.
+fn drawings(png: &Path, file: &Path, config: &ScanConfig) -> Vec<PathBuf> {
+    let stem = file.file_stem().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut files = vec![png.join(format!("{stem}-top.png"))];
+    if matches!(config.pattern, ScanPattern::Spinning) {
+        files.push(png.join(format!("{stem}-range.png")));
+    }
+    files
+}
+
 /// The sidecar of a file the self-check could read, and the file's scan configuration.
 fn described(f: &FileCheck) -> Option<(&Sidecar, ScanConfig)> {
     let sidecar = f.sidecar.as_ref()?;
     Some((sidecar, sidecar.sensor.scan))
 }
 
-/// Prints the self-check of every file; returns (ok, failed, incomplete).
-fn print_checks(report: &SessionReport) -> (usize, usize, usize) {
+/// Prints the self-check of every file; returns (ok, failed, incomplete). `live`: the session
+/// is being recorded, so its `.partial` files are episodes in progress.
+fn print_checks(report: &SessionReport, live: bool) -> (usize, usize, usize) {
     println!("self-check (each file against its sidecar: row count, schema, SHA-256):");
     let mut entries: BTreeMap<PathBuf, String> = BTreeMap::new();
     let (mut ok, mut failed) = (0, 0);
@@ -244,7 +259,10 @@ fn print_checks(report: &SessionReport) -> (usize, usize, usize) {
         };
         entries.insert(f.path.clone(), text);
     }
-    for p in &report.partial {
+    for p in report.partial.iter().filter(|_| live) {
+        entries.insert(p.clone(), "being written (the run is recording this episode now)".into());
+    }
+    for p in report.partial.iter().filter(|_| !live) {
         let salvage = match partial_state(&report.dir.join(p)) {
             Ok(s) if s.row_groups > 0 => {
                 format!("{} complete row group(s), {} rows, can be salvaged by `glint recover`", s.row_groups, s.rows)
@@ -264,8 +282,15 @@ fn print_checks(report: &SessionReport) -> (usize, usize, usize) {
 }
 
 pub fn run(args: ReplayArgs) -> Result<()> {
-    let report = check_session(&args.session)?;
+    if args.ticks.is_some() && args.png.is_none() {
+        bail!(
+            "--ticks chooses the ticks --png draws, and no --png folder was given: add --png FOLDER, or drop --ticks"
+        );
+    }
     let dir = &args.session;
+    // Asked first: a run that ends while the files are checked leaves them finished.
+    let recorder = session_user(dir)?.filter(|u| u.doing == "recording");
+    let report = check_session(dir)?;
     match &report.meta {
         Some(m) => {
             println!("session {} (glint {}, created {})", dir.display(), m.glint_version, m.created_utc);
@@ -277,6 +302,9 @@ pub fn run(args: ReplayArgs) -> Result<()> {
             println!("  {} lidar sensor(s): {}", m.sensors.len(), names.join(", "));
         }
         None => println!("session {} (meta/info.json is unreadable; see the self-check below)", dir.display()),
+    }
+    if let Some(user) = &recorder {
+        println!("  still being recorded: {user}; what is listed is what it has finished so far");
     }
 
     // Which files the metrics and drawings cover.
@@ -319,25 +347,35 @@ pub fn run(args: ReplayArgs) -> Result<()> {
     killed.sort_unstable();
     killed.dedup();
     for e in killed.into_iter().filter(|&e| args.episode.is_none_or(|i| i == e)) {
-        println!("  episode {e}: incomplete (the run ended before finishing it; see `glint recover`)");
+        match &recorder {
+            Some(_) => println!("  episode {e}: being recorded"),
+            None => println!("  episode {e}: incomplete (the run ended before finishing it; see `glint recover`)"),
+        }
         listed = true;
     }
     if !listed {
         println!("  none finished");
     }
 
+    let chosen: Vec<(&FileCheck, &Sidecar, ScanConfig)> = report
+        .files
+        .iter()
+        .filter_map(|f| described(f).map(|(sidecar, config)| (f, sidecar, config)))
+        .filter(|(_, sidecar, _)| {
+            args.episode.is_none_or(|e| e == sidecar.episode)
+                && args.sensor.as_ref().is_none_or(|n| *n == sidecar.sensor.name || *n == sidecar.sensor.file_name)
+        })
+        .collect();
     if let Some(png) = &args.png {
-        std::fs::create_dir_all(png).with_context(|| format!("cannot create output folder '{}'", png.display()))?;
+        for (f, _, config) in &chosen {
+            for p in drawings(png, &f.path, config) {
+                glint_record::check_output(&p, crate::overwrite(args.force))?;
+            }
+        }
     }
     let draw = args.png.as_ref().map(|_| args.ticks.unwrap_or((0, u64::MAX)));
     let mut drawn = 0;
-    for f in &report.files {
-        let Some((sidecar, config)) = described(f) else { continue };
-        if args.episode.is_some_and(|e| e != sidecar.episode)
-            || args.sensor.as_ref().is_some_and(|n| *n != sidecar.sensor.name && *n != sidecar.sensor.file_name)
-        {
-            continue;
-        }
+    for &(f, sidecar, config) in &chosen {
         println!(
             "episode {}, sensor {} '{}' ({}, {}):",
             sidecar.episode,
@@ -355,20 +393,18 @@ pub fn run(args: ReplayArgs) -> Result<()> {
         };
         print_stats(&s, &config);
         let Some(png) = &args.png else { continue };
-        let stem = f.path.file_stem().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let files = drawings(png, &f.path, &config);
         if s.truncated {
             eprintln!(
                 "warning: {} has more than {MAX_POINTS} returns in the chosen ticks; drawing the first {MAX_POINTS} (choose fewer with --ticks)",
                 f.path.display()
             );
         }
-        let top = png.join(format!("{stem}-top.png"));
-        top_down_png(&s.points, args.colour_by, args.ramp, args.size, &top)?;
-        println!("  wrote {} ({} points, sensor frame)", top.display(), s.points.len());
-        if matches!(config.pattern, ScanPattern::Spinning) {
-            let image = png.join(format!("{stem}-range.png"));
+        top_down_png(&s.points, args.colour_by, args.ramp, args.size, &files[0])?;
+        println!("  wrote {} ({} points, sensor frame)", files[0].display(), s.points.len());
+        if let Some(image) = files.get(1) {
             let max = config.max_range as f32;
-            range_image_png(&s.range_image, config.channels, config.azimuth_bins, max, args.ramp, &image)?;
+            range_image_png(&s.range_image, config.channels, config.azimuth_bins, max, args.ramp, image)?;
             println!("  wrote {}", image.display());
         }
         drawn += 1;
@@ -377,8 +413,18 @@ pub fn run(args: ReplayArgs) -> Result<()> {
         eprintln!("warning: no finished file matches the chosen episode and sensor; nothing was drawn");
     }
 
-    let (ok, failed, incomplete) = print_checks(&report);
+    let (ok, failed, incomplete) = print_checks(&report, recorder.is_some());
     let files = ok + failed + incomplete;
+    if recorder.is_some() {
+        println!("{files} files: {ok} OK, {failed} failed, {incomplete} being written");
+        if failed > 0 || !report.problems.is_empty() {
+            bail!(
+                "the session failed its self-check: {failed} finished file(s) failed, {} session problem(s)",
+                report.problems.len()
+            );
+        }
+        return Ok(());
+    }
     println!("{files} files: {ok} OK, {failed} failed, {incomplete} incomplete");
     if !report.ok() {
         let mut why = Vec::new();

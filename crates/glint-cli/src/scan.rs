@@ -55,6 +55,19 @@ pub struct ScanArgs {
     /// Side of the top-down image, pixels.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(64..=8192))]
     size: u32,
+    /// Replace output files that exist (else the scan refuses before it starts).
+    #[arg(long)]
+    force: bool,
+}
+
+/// The files a scan of sensor `stem` writes into `out`: the PLY, the top-down view and, for a
+/// spinning unit, the range image.
+fn output_files(out: &Path, stem: &str, spinning: bool) -> Vec<PathBuf> {
+    let mut files = vec![out.join(format!("{stem}.ply")), out.join(format!("{stem}-top.png"))];
+    if spinning {
+        files.push(out.join(format!("{stem}-range.png")));
+    }
+    files
 }
 
 pub fn run(args: ScanArgs) -> Result<()> {
@@ -83,6 +96,12 @@ pub fn run(args: ScanArgs) -> Result<()> {
         );
     }
     print_warnings(&mut sim);
+    let name = sim.lidar(s)?.binding().name.clone();
+    let stem = if name.is_empty() { format!("lidar{s}") } else { name };
+    let files = output_files(&args.out, &stem, matches!(config.pattern, ScanPattern::Spinning));
+    for f in &files {
+        glint_record::check_output(f, crate::overwrite(args.force))?;
+    }
     sim.set_lidar_live(true);
     let dt = sim.runner().dt;
     let ticks = args.ticks.unwrap_or_else(|| {
@@ -101,26 +120,17 @@ pub fn run(args: ScanArgs) -> Result<()> {
     }
 
     let lidar = sim.lidar(s)?;
-    let binding = lidar.binding().clone();
     let scan = lidar.scan(0)?;
     let (points, point_beams) = points(&sim, s, args.colour_by)?;
     let channels = config.channels;
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create output folder '{}'", args.out.display()))?;
-    let stem = if binding.name.is_empty() { format!("lidar{s}") } else { binding.name.clone() };
-    let ply = args.out.join(format!("{stem}.ply"));
     let origin = lidar.frame(0)?.0.as_vec3();
     let echoes = echoes(scan, surfaces(scan)?, origin);
-    write_ply(&ply, scan, &echoes, channels, &args.manifest, &stem)?;
-    let top = args.out.join(format!("{stem}-top.png"));
-    top_down_png(&points, args.colour_by, args.ramp, args.size, &top)?;
-    let mut written = vec![ply, top];
-    if matches!(config.pattern, ScanPattern::Spinning) {
-        let image = args.out.join(format!("{stem}-range.png"));
+    write_ply(&files[0], scan, &echoes, channels, &args.manifest, &stem)?;
+    top_down_png(&points, args.colour_by, args.ramp, args.size, &files[1])?;
+    if let Some(image) = files.get(2) {
         let max_range = config.max_range as f32;
         let (bins, by, ramp) = (config.azimuth_bins, args.colour_by, args.ramp);
-        range_image_by_png(&points, &point_beams, channels, bins, max_range, by, ramp, &image)?;
-        written.push(image);
+        range_image_by_png(&points, &point_beams, channels, bins, max_range, by, ramp, image)?;
     }
 
     let beams = scan.len();
@@ -146,7 +156,7 @@ pub fn run(args: ScanArgs) -> Result<()> {
         revolutions,
         1e3 * cast_s / revolutions.max(f64::MIN_POSITIVE)
     );
-    for path in written {
+    for path in &files {
         println!("wrote {}", path.display());
     }
     Ok(())
@@ -298,5 +308,7 @@ fn write_ply(path: &Path, scan: &Scan, echoes: &[Echo], channels: u32, manifest:
             out.push(e.echo);
         }
     }
-    std::fs::write(path, out).with_context(|| format!("cannot write '{}'", path.display()))
+    let mut file = glint_record::OutputFile::create(path, glint_record::Overwrite::Replace)?;
+    file.write_all(&out).map_err(|e| crate::output::write_error(path, e))?;
+    Ok(file.finish()?)
 }

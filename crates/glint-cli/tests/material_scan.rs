@@ -125,7 +125,8 @@ fn the_range_image_follows_colour_by_for_clean_and_material_scans() {
     ok(&["bake", s(&m)]);
     let image = |mode: &str, material: bool| {
         let out = dir.join(format!("{mode}-{material}"));
-        let mut args = vec!["scan", s(&m), "--size", "64", "--colour-by", mode, "--out", s(&out)];
+        // The same mode is drawn again below: --force replaces its files.
+        let mut args = vec!["scan", s(&m), "--size", "64", "--colour-by", mode, "--out", s(&out), "--force"];
         if material {
             args.push("--material");
         }

@@ -208,7 +208,7 @@ fn resources_are_checked_before_they_are_spent() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("4096 worlds need about") && err.contains("MB available") && err.contains("use at most"),
+        err.contains("4096 worlds need about") && err.contains("MB more (MemAvailable)") && err.contains("use at most"),
         "{err}"
     );
     assert!(!out.exists(), "nothing was started");

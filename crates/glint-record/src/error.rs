@@ -7,19 +7,17 @@ use thiserror::Error;
 
 /// What to tell someone whose recording stopped while writing `path`, from what the session
 /// holds: with an episode left `.partial`, which session to `glint recover`; with nothing
-/// recorded yet, that there is nothing to salvage; outside a session, nothing.
-fn recover_advice(path: &Path) -> String {
-    let Some(session) = path.ancestors().skip(1).find(|d| d.join("meta").is_dir()) else {
-        return String::new();
-    };
-    if has_partial_episode(session) {
+/// in progress, that there is nothing to salvage; outside a session, nothing (`None`).
+fn recover_advice(path: &Path) -> Option<String> {
+    let session = path.ancestors().skip(1).find(|d| d.join("meta").is_dir())?;
+    Some(if has_partial_episode(session) {
         format!(
             "run `glint recover {}` to salvage the episode in progress up to its last complete row group (finished episodes are intact)",
             session.display()
         )
     } else {
-        format!("no episode was in progress, so nothing needs salvaging in '{}'", session.display())
-    }
+        format!("no episode was in progress, so there is nothing to salvage in '{}'", session.display())
+    })
 }
 
 /// Whether the session at `dir` holds a `.parquet.partial` lidar file.
@@ -237,8 +235,8 @@ impl RecordError {
         let path = path.into();
         if e.kind() == std::io::ErrorKind::StorageFull {
             let advice = match recover_advice(&path) {
-                a if a.is_empty() => "Free space on that disk, or write elsewhere".to_string(),
-                a => format!("Free space on that disk, then {a}"),
+                Some(a) => format!("Free space on that disk; {a}"),
+                None => "Free space on that disk, or write elsewhere".to_string(),
             };
             return RecordError::NoSpace { action, path, advice };
         }
@@ -249,8 +247,8 @@ impl RecordError {
     pub(crate) fn write(path: impl Into<PathBuf>, e: impl std::fmt::Display) -> RecordError {
         let path = path.into();
         let advice = match recover_advice(&path) {
-            a if a.is_empty() => "Nothing was written there".to_string(),
-            a => format!("The recording stopped: {a}"),
+            Some(a) => format!("The recording stopped: {a}"),
+            None => "Nothing was written there".to_string(),
         };
         RecordError::Write { path, reason: e.to_string(), advice }
     }

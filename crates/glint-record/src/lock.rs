@@ -84,8 +84,9 @@ impl SessionLock {
     }
 
     /// Holds the session at `dir` beside other readers for `verb` ("export"); an error naming
-    /// the holder while a recording or a salvage holds it.
-    pub(crate) fn shared(dir: &Path, verb: &'static str) -> Result<SessionLock, RecordError> {
+    /// the holder ([`RecordError::InUse`]) while a recording or a salvage holds it. A command
+    /// takes it before its work, so that a live session is refused before minutes of it.
+    pub fn shared(dir: &Path, verb: &'static str) -> Result<SessionLock, RecordError> {
         let Some(file) = open_existing(dir, true)? else { return Ok(SessionLock { _file: None }) };
         match file.try_lock_shared() {
             Ok(()) => Ok(SessionLock { _file: Some(file) }),
