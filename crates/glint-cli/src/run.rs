@@ -1,7 +1,7 @@
 //! `glint run`: the main job. Runs episodes of a manifest's scene with its controller and
 //! records every sensor of every world to a Parquet session (`Simulation::run` does the work;
-//! this parses the arguments, draws progress, turns SIGINT, SIGTERM and SIGQUIT into a stop
-//! (see [`crate::signals`]) and prints the summary).
+//! this parses the arguments, draws progress, turns SIGINT, SIGTERM, SIGQUIT and SIGHUP into
+//! a stop (see [`crate::signals`]) and prints the summary).
 
 use std::path::PathBuf;
 

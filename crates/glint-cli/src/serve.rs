@@ -1,5 +1,5 @@
 //! `glint serve`: the hazel.rpc gRPC server (LuckyEngine's API) over a manifest's scene, until
-//! Ctrl-C (SIGINT), SIGTERM or SIGQUIT, which stop it cleanly and close an armed recording.
+//! Ctrl-C (SIGINT), SIGTERM, SIGQUIT or SIGHUP, which stop it cleanly and close an armed recording.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -114,8 +114,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
     let runtime = glint_server::server_runtime().context("cannot start the server's runtime")?;
     // The handlers are registered before the server says it listens: a signal sent as soon as
     // the listening line appears must stop it cleanly, not kill it.
-    let stop =
-        runtime.block_on(async { StopSignals::register() }).context("cannot watch for SIGINT, SIGTERM and SIGQUIT")?;
+    let stop = runtime
+        .block_on(async { StopSignals::register() })
+        .context("cannot watch for SIGINT, SIGTERM, SIGQUIT and SIGHUP")?;
     let summary = runtime.block_on(async move {
         let shutdown = async move {
             let signal = stop.wait().await;
@@ -137,41 +138,36 @@ pub fn run(args: ServeArgs) -> Result<()> {
     Ok(())
 }
 
-/// SIGINT, SIGTERM and SIGQUIT, watched from the moment they are registered.
+/// The signals that stop a long-running command ([`crate::signals::SIGNALS`]: SIGINT,
+/// SIGTERM, SIGQUIT, SIGHUP), watched from the moment they are registered.
 struct StopSignals {
-    #[cfg(unix)]
-    streams: [tokio::signal::unix::Signal; 3],
+    arrived: tokio::sync::mpsc::Receiver<i32>,
 }
 
 impl StopSignals {
+    /// Registers the handlers (inside the runtime).
     fn register() -> std::io::Result<StopSignals> {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            let streams =
-                [signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?, signal(SignalKind::quit())?];
-            Ok(StopSignals { streams })
+        let (tx, arrived) = tokio::sync::mpsc::channel(crate::signals::SIGNALS.len());
+        for sig in crate::signals::SIGNALS {
+            #[cfg(unix)]
+            let mut stream = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(sig))?;
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                #[cfg(unix)]
+                let arrived = stream.recv().await.is_some();
+                #[cfg(not(unix))]
+                let arrived = sig == signal_hook::consts::SIGINT && tokio::signal::ctrl_c().await.is_ok();
+                if arrived {
+                    let _ = tx.send(sig).await;
+                }
+            });
         }
-        #[cfg(not(unix))]
-        Ok(StopSignals {})
+        Ok(StopSignals { arrived })
     }
 
     /// Waits for one of the signals and names it.
-    async fn wait(self) -> &'static str {
-        #[cfg(unix)]
-        {
-            let [mut int, mut term, mut quit] = self.streams;
-            tokio::select! {
-                _ = int.recv() => "SIGINT",
-                _ = term.recv() => "SIGTERM",
-                _ = quit.recv() => "SIGQUIT",
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = tokio::signal::ctrl_c().await;
-            "SIGINT"
-        }
+    async fn wait(mut self) -> &'static str {
+        self.arrived.recv().await.map_or("a signal", crate::signals::signal_name)
     }
 }
 

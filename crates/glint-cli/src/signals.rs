@@ -1,8 +1,9 @@
-//! Stopping a long command by signal. SIGINT (Ctrl-C), SIGTERM and SIGQUIT ask it to stop:
-//! the run closes the files of the episode in progress, marks it interrupted, and the process
-//! exits 128 + the signal's number (130, 143, 131), as a shell reports a process the signal
-//! ended. A second signal ends the process at once, leaving the episode in progress as
-//! `.partial` files for `glint recover`.
+//! Stopping a long command by signal. SIGINT (Ctrl-C), SIGTERM, SIGQUIT and SIGHUP (a closed
+//! terminal or SSH session) ask it to stop: the run closes the files of the episode in
+//! progress, marks it interrupted, and the process exits 128 + the signal's number (130, 143,
+//! 131, 129), as a shell reports a process the signal ended. A second signal ends the process
+//! at once, leaving the episode in progress as `.partial` files for `glint recover`. Every
+//! long-running command (`run`, `serve`) stops on the same [`SIGNALS`].
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -10,11 +11,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use anyhow::{Context, Result};
 use signal_hook::consts::{SIGINT, SIGTERM};
 
-/// The signals that stop a command.
+/// The signals that stop a long-running command, each closing what it records.
 #[cfg(unix)]
-const SIGNALS: [i32; 3] = [SIGINT, SIGTERM, signal_hook::consts::SIGQUIT];
+pub const SIGNALS: [i32; 4] = [SIGINT, SIGTERM, signal_hook::consts::SIGQUIT, signal_hook::consts::SIGHUP];
 #[cfg(not(unix))]
-const SIGNALS: [i32; 2] = [SIGINT, SIGTERM];
+pub const SIGNALS: [i32; 2] = [SIGINT, SIGTERM];
 
 /// Whether a stopping signal has arrived, and which.
 #[derive(Clone)]
@@ -64,12 +65,14 @@ impl Stop {
 }
 
 /// The signal's usual name.
-fn signal_name(sig: i32) -> &'static str {
+pub fn signal_name(sig: i32) -> &'static str {
     match sig {
         SIGINT => "SIGINT",
         SIGTERM => "SIGTERM",
         #[cfg(unix)]
         signal_hook::consts::SIGQUIT => "SIGQUIT",
+        #[cfg(unix)]
+        signal_hook::consts::SIGHUP => "SIGHUP",
         _ => "a signal",
     }
 }
