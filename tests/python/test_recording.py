@@ -1,5 +1,5 @@
 """`glint serve --record DIR`: an episode per ResetAgent, closed cleanly by SIGINT (or
-SIGTERM) with exit 0; SetLidarConfig refused while recording, secondary capture accepted and
+SIGTERM, or SIGHUP: a closed terminal) with exit 0; SetLidarConfig refused while recording, secondary capture accepted and
 reported."""
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ T = RPC_TIMEOUT_S
 TICK_BEAMS = SMALL_BEAMS // 5  # 10 Hz on the 50 Hz runner: a fifth of a revolution per tick
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize(
+    "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"]
+)
 def test_record_episodes_per_reset(tmp_path, serve, connect, sig):
     rec = tmp_path / "rec"
     server = serve(showroom_manifest(), extra=["--record", str(rec)])

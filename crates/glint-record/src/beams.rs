@@ -200,3 +200,32 @@ impl CycleCounter {
         self.wraps % self.cycles
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// A beam table written onto a full disk: the error names the file and the full disk
+    /// (with what to do), not a Parquet error. Needs a tmpfs (root); skipped where none mounts.
+    #[test]
+    fn a_full_disk_while_writing_a_beam_table_says_so() {
+        let dir = std::env::temp_dir().join(format!("glint-beams-full-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=8192", "tmpfs", dir.to_str().unwrap()])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !mounted {
+            eprintln!("skipped: cannot mount a tmpfs here");
+            return;
+        }
+        let config = ScanConfig { channels: 64, azimuth_bins: 2048, ..ScanConfig::default() };
+        let lidar = dir.join("lidar-x-000.parquet");
+        let err = write_beams_beside(&lidar, &config, 1).unwrap_err().to_string();
+        let _ = Command::new("umount").arg(&dir).status();
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(err.contains("lidar-x-000.beams.parquet.partial") && err.contains("no space left on device"), "{err}");
+        assert!(!err.contains("not a readable Parquet file") && !err.contains("External"), "{err}");
+    }
+}
