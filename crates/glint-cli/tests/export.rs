@@ -10,46 +10,8 @@ use glint_mujoco::Model;
 use glint_record::file_sha256;
 use serde_json::Value;
 
-fn glint(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_glint")).args(args).output().expect("glint runs")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
-}
-
-/// Runs glint, which must succeed; its standard output.
-fn ok(args: &[&str]) -> String {
-    let o = glint(args);
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "glint {args:?} failed: {err}\n{out}");
-    out
-}
-
-/// Runs glint, which must fail with exit status 1 and no panic; its standard error.
-fn fails(args: &[&str]) -> String {
-    let o = glint(args);
-    let (_, err) = text(&o);
-    assert_eq!(o.status.code(), Some(1), "glint {args:?} should fail: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    err
-}
-
-fn example(name: &str) -> PathBuf {
-    [env!("CARGO_MANIFEST_DIR"), "..", "..", "examples", name].iter().collect()
-}
-
-fn python() -> PathBuf {
-    let p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "..", ".deps", "venv", "bin", "python"].iter().collect();
-    assert!(p.exists(), "{} is missing: run `make test`, which installs the pinned Python packages", p.display());
-    p
-}
-
-fn python_ok(script: &str) -> String {
-    let out = Command::new(python()).args(["-c", script]).output().expect("python runs");
-    assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+mod common;
+use common::*;
 
 /// A copy of the showroom in a fresh folder, a 0.4 s session of it, and its bake.
 struct Showroom {
@@ -83,10 +45,6 @@ impl Drop for Showroom {
     fn drop(&mut self) {
         std::fs::remove_dir_all(&self.dir).ok();
     }
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 const FILE: &str = "data/chunk-000/lidar-roof-000.parquet";

@@ -11,59 +11,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+use common::*;
+
 /// These tests run one at a time: several drive `glint run` on both cores.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// A hang guard: far longer than anything here takes on a slow, busy machine.
-const HANG_GUARD: Duration = Duration::from_secs(30 * 60);
-
-fn glint(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_glint")).args(args).output().expect("glint runs")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
-}
-
-/// Runs glint, which must succeed; its standard output.
-fn ok(args: &[&str]) -> String {
-    let o = glint(args);
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "glint {args:?} failed: {err}\n{out}");
-    out
-}
-
-/// Runs glint, which must fail with exit status 1 and no panic; its standard error.
-fn fails(args: &[&str]) -> String {
-    let o = glint(args);
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(1), "glint {args:?} should fail: {err}\n{out}");
-    assert!(!err.contains("panicked"), "{err}");
-    err
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn example(name: &str) -> PathBuf {
-    [env!("CARGO_MANIFEST_DIR"), "..", "..", "examples", name].iter().collect()
-}
-
-fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("glint-faults-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// The one session folder under `out`, once it exists.
-fn session_in(out: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(out).ok()?.filter_map(|e| e.ok()).map(|e| e.path()).find(|p| p.is_dir())
 }
 
 /// A copy of the showroom in `dir` (so bakes land there), and its manifest.
@@ -397,35 +352,6 @@ fn edited_session_metadata_is_refused_naming_the_key() {
     let err = fails(&["points", s(&session), "--out", "/dev/null"]);
     assert!(err.contains("tick_hz is 0"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
-}
-
-/// A tmpfs mounted for one test, unmounted when dropped.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    /// Mounts a tmpfs of `bytes` at `dir`; `None` (with the reason printed) where this user
-    /// or machine cannot mount one.
-    fn mount(dir: &Path, bytes: u64) -> Option<Tmpfs> {
-        std::fs::create_dir_all(dir).unwrap();
-        let o = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs", s(dir)]).output();
-        match o {
-            Ok(o) if o.status.success() => Some(Tmpfs(dir.to_path_buf())),
-            Ok(o) => {
-                eprintln!("skipped: cannot mount a tmpfs here ({})", String::from_utf8_lossy(&o.stderr).trim());
-                None
-            }
-            Err(e) => {
-                eprintln!("skipped: cannot run mount ({e})");
-                None
-            }
-        }
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
 }
 
 #[test]

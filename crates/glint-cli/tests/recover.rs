@@ -2,10 +2,13 @@
 //! `glint recover`, which salvages the episode up to its last complete row group.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use glint_record::{ROW_GROUP_ROWS, partial_state, read_lidar_file, read_pose_file};
+
+mod common;
+use common::*;
 
 /// These tests run one at a time: each drives `glint run` on both cores.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -14,45 +17,9 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// A hang guard for waiting on `glint run`: far longer than any run here takes on a slow,
-/// busy machine. Tests wait for what the run writes, never for a time.
-const HANG_GUARD: Duration = Duration::from_secs(30 * 60);
-
-fn glint(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_glint")).args(args).output().expect("glint runs")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
-}
-
 fn showroom() -> String {
     let p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "..", "examples", "showroom", "showroom.toml"].iter().collect();
     p.to_string_lossy().into_owned()
-}
-
-fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("glint-recover-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn python() -> PathBuf {
-    let p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "..", ".deps", "venv", "bin", "python"].iter().collect();
-    assert!(p.exists(), "{} is missing: run `make test`, which installs the pinned Python packages", p.display());
-    p
-}
-
-fn python_ok(script: &str) -> String {
-    let out = Command::new(python()).args(["-c", script]).output().expect("python runs");
-    assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The one session folder under `out`, once it exists.
-fn session_in(out: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(out).ok()?.filter_map(|e| e.ok()).map(|e| e.path()).find(|p| p.is_dir())
 }
 
 /// Reads the recovered file and its pose table with glint's readers and with pyarrow, and
@@ -152,36 +119,6 @@ fn kill_9_mid_episode_then_recover_salvages_every_complete_row_group() {
     let (stdout, _) = text(&glint(&["recover", session.to_str().unwrap()]));
     assert!(stdout.contains("nothing to recover"), "{stdout}");
     std::fs::remove_dir_all(&out).ok();
-}
-
-/// A tmpfs mounted for one test, unmounted when dropped.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    /// Mounts a tmpfs of `bytes` at `dir`; `None` (with the reason printed) where this user
-    /// or machine cannot mount one.
-    fn mount(dir: &Path, bytes: u64) -> Option<Tmpfs> {
-        let o = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs", dir.to_str().unwrap()])
-            .output();
-        match o {
-            Ok(o) if o.status.success() => Some(Tmpfs(dir.to_path_buf())),
-            Ok(o) => {
-                eprintln!("skipped: cannot mount a tmpfs here ({})", String::from_utf8_lossy(&o.stderr).trim());
-                None
-            }
-            Err(e) => {
-                eprintln!("skipped: cannot run mount ({e})");
-                None
-            }
-        }
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
 }
 
 /// Bytes a file takes on a tmpfs: whole pages.
