@@ -61,30 +61,14 @@ pub enum MujocoError {
     Physics(String),
     /// A compiled model field that the ray core or physics reads is not a finite number (or a
     /// length is past MuJoCo's `mjMAXVAL`): MuJoCo compiles such MJCF with at most a warning.
-    #[error(
-        "{source_name}: {element} {index} ('{name}') has {field}[{component}] = {}, {}; fix the MJCF {element}'s `{attribute}`",
-        short_number(*.value),
-        if *.bounded && .value.is_finite() { "beyond MuJoCo's limit of ±1e10 (mjMAXVAL)" } else { "which is not a finite number" }
-    )]
+    #[error("{source_name}: {what}")]
     NotFinite {
         /// The MJCF file ("'scene.xml'"), or "the MJCF string", or "the model".
         source_name: String,
-        /// The element kind: body, joint, geom, site, camera, light, hfield or mesh.
-        element: &'static str,
-        /// The element's id.
-        index: usize,
-        /// The element's name (empty when unnamed).
-        name: String,
-        /// MuJoCo's field name, e.g. `geom_pos`.
-        field: &'static str,
-        /// The component of the element's value.
-        component: usize,
-        /// The value.
-        value: f64,
-        /// Whether the field is a length held within ±mjMAXVAL.
-        bounded: bool,
-        /// The MJCF attribute(s) it is compiled from.
-        attribute: &'static str,
+        /// The element, its id and name, the field, the value and the attribute to fix:
+        /// "geom 1 ('box') has geom_pos[0] = inf, which is not a finite number; fix the MJCF
+        /// geom's `pos`".
+        what: String,
     },
     /// A batch was asked for with no worlds.
     #[error("a world batch needs at least one world (nworld = 0)")]
@@ -95,11 +79,6 @@ pub enum MujocoError {
     /// The extracted scene failed glint's checks.
     #[error(transparent)]
     Core(#[from] glint_core::CoreError),
-}
-
-/// `value` as written by hand: 1e300 rather than its 301 digits.
-fn short_number(value: f64) -> String {
-    if value.is_finite() && value.abs() >= 1e7 { format!("{value:e}") } else { value.to_string() }
 }
 
 impl MujocoError {

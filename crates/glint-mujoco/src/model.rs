@@ -171,6 +171,7 @@ impl Model {
     pub fn joints(&self) -> Vec<Joint> {
         let m = self.mj.ffi();
         let (kind, qposadr, body) = (arr(m.jnt_type, m.njnt), arr(m.jnt_qposadr, m.njnt), arr(m.jnt_bodyid, m.njnt));
+        let (limited, range, qpos0) = (arr(m.jnt_limited, m.njnt), arr(m.jnt_range, 2 * m.njnt), arr(m.qpos0, m.nq));
         (0..m.njnt.max(0) as usize)
             .map(|j| Joint {
                 name: name(m, m.name_jntadr, j),
@@ -182,6 +183,8 @@ impl Model {
                 },
                 qposadr: qposadr[j] as usize,
                 body: body[j] as usize,
+                range: limited[j].then(|| [range[2 * j], range[2 * j + 1]]),
+                qpos0: qpos0[qposadr[j] as usize],
             })
             .collect()
     }
@@ -217,6 +220,11 @@ pub struct Joint {
     pub qposadr: usize,
     /// The body it moves.
     pub body: usize,
+    /// Its range `[lo, hi]` when it is limited (MuJoCo's `jnt_range`: metres for a slide,
+    /// radians for a hinge).
+    pub range: Option<[f64; 2]>,
+    /// Its first coordinate in the initial state (`qpos0`): a hinge's or slide's position.
+    pub qpos0: f64,
 }
 
 /// The name an MJCF string is given inside MuJoCo's virtual file system.
@@ -382,19 +390,36 @@ fn check_compiled(m: &mjModel) -> Result<(), MujocoError> {
         let bad = |v: &f64| !(v.is_finite() && (!field.bounded || v.abs() <= MAX_MODEL_VALUE));
         let Some(k) = field.values.iter().position(bad) else { continue };
         let (index, component, name) = locate(m, &field, k);
-        return Err(MujocoError::NotFinite {
-            source_name: "the model".into(),
-            element: field.element,
-            index,
-            name,
-            field: field.field,
-            component,
-            value: field.values[k],
-            bounded: field.bounded,
-            attribute: field.attribute,
-        });
+        return Err(not_finite(
+            (field.element, index, &name),
+            (field.field, component, field.values[k]),
+            field.bounded,
+            field.attribute,
+        ));
     }
     check_mesh_vertices(m)
+}
+
+/// The error for `(element, id, name)`'s `(field, component, value)`, which is not finite (or,
+/// for a `bounded` length, past ±[`MAX_MODEL_VALUE`]), naming the MJCF `attribute` to fix.
+fn not_finite(
+    (element, index, name): (&str, usize, &str),
+    (field, component, value): (&str, usize, f64),
+    bounded: bool,
+    attribute: &str,
+) -> MujocoError {
+    let (shown, problem) = if bounded && value.is_finite() {
+        (format!("{value:e}"), "beyond MuJoCo's limit of ±1e10 (mjMAXVAL)")
+    } else {
+        (value.to_string(), "which is not a finite number")
+    };
+    MujocoError::NotFinite {
+        source_name: "the model".into(),
+        what: format!(
+            "{element} {index} ('{name}') has {field}[{component}] = {shown}, {problem}; fix the MJCF {element}'s \
+             `{attribute}`"
+        ),
+    }
 }
 
 /// The element that entry `k` of `field` belongs to, the entry's component within it, and
@@ -424,17 +449,9 @@ fn check_mesh_vertices(m: &mjModel) -> Result<(), MujocoError> {
         let start = 3 * vertadr[mesh] as usize;
         let own = vert.get(start..start + 3 * vertnum[mesh] as usize).unwrap_or_default();
         if let Some(k) = own.iter().position(|v| !v.is_finite()) {
-            return Err(MujocoError::NotFinite {
-                source_name: "the model".into(),
-                element: "mesh",
-                index: mesh,
-                name: name(m, m.name_meshadr, mesh),
-                field: "mesh_vert",
-                component: k,
-                value: own[k].into(),
-                bounded: false,
-                attribute: "vertex (or file, scale)",
-            });
+            let name = name(m, m.name_meshadr, mesh);
+            let value = own[k].into();
+            return Err(not_finite(("mesh", mesh, &name), ("mesh_vert", k, value), false, "vertex (or file, scale)"));
         }
     }
     Ok(())
