@@ -170,8 +170,9 @@ fn steer(pos: DVec3, points: &[[f64; 2]], next: &mut usize, speed: f64, toleranc
     None
 }
 
-/// Reads a CSV action file: a header `time,<actuator>,…`, then rows of numbers with
-/// non-decreasing times.
+/// Reads a CSV action file: a header `time,<actuator>,…`, then at least one row of finite
+/// numbers whose times are 0 or more and increase row by row. Errors name the file and the
+/// line.
 fn read_actions(path: &Path, model: &Model) -> Result<Kind> {
     let bad = |line: Option<usize>, reason: String| SimError::Actions { path: path.to_path_buf(), line, reason };
     let text =
@@ -184,22 +185,46 @@ fn read_actions(path: &Path, model: &Model) -> Result<Kind> {
     }
     let columns = names[1..].iter().map(|n| actuator(model, n)).collect::<Result<Vec<_>>>()?;
     let mut rows: Vec<(f64, Vec<f64>)> = Vec::new();
-    for (line, text) in lines {
-        let values = text
-            .split(',')
-            .map(|v| v.trim().parse::<f64>().ok().filter(|v| v.is_finite()))
-            .collect::<Option<Vec<f64>>>()
-            .ok_or_else(|| bad(Some(line + 1), format!("`{text}` is not a row of numbers")))?;
-        if values.len() != names.len() {
-            let counts = format!("{} values, but the header names {} columns", values.len(), names.len());
-            return Err(bad(Some(line + 1), counts));
-        }
-        if rows.last().is_some_and(|(t, _)| values[0] < *t) {
-            return Err(bad(Some(line + 1), format!("time {} goes backwards", values[0])));
-        }
+    for (index, text) in lines {
+        let line = Some(index + 1);
+        let values = action_row(text, names.len()).map_err(|reason| bad(line, reason))?;
+        next_time(values[0], rows.last().map(|(t, _)| *t)).map_err(|reason| bad(line, reason))?;
         rows.push((values[0], values[1..].to_vec()));
     }
+    if rows.is_empty() {
+        return Err(bad(
+            None,
+            format!("has a header but no rows: add one row per change, `time,{}` from time 0", names[1..].join(",")),
+        ));
+    }
     Ok(Kind::Replay { columns, rows })
+}
+
+/// The numbers of one row of an action file, which has `columns` columns.
+fn action_row(text: &str, columns: usize) -> std::result::Result<Vec<f64>, String> {
+    let values = text
+        .split(',')
+        .map(|v| v.trim().parse::<f64>().ok().filter(|v| v.is_finite()))
+        .collect::<Option<Vec<f64>>>()
+        .ok_or_else(|| format!("`{text}` is not a row of finite numbers"))?;
+    if values.len() != columns {
+        return Err(format!("{} values, but the header names {columns} columns", values.len()));
+    }
+    Ok(values)
+}
+
+/// Checks a row's time: seconds from the episode's start, 0 or more, after the previous row's
+/// (two rows at one time would leave the first never applied).
+fn next_time(time: f64, previous: Option<f64>) -> std::result::Result<(), String> {
+    if time < 0.0 {
+        return Err(format!("time {time} is negative: times are seconds from the episode's start, 0 or more"));
+    }
+    match previous {
+        Some(p) if time <= p => {
+            Err(format!("time {time} does not come after the previous row's {p}: times must increase from row to row"))
+        }
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use glam::{DQuat, DVec3};
 use glint_core::nearest_name;
 use glint_manifest::ResetConfig;
-use glint_mujoco::{JointKind, Model, WorldBatch};
+use glint_mujoco::{Joint, JointKind, Model, WorldBatch};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -41,6 +41,7 @@ impl Randomizer {
                     joint.kind
                 )));
             }
+            check_noise(joint, *noise)?;
             out.joints.push((joint.qposadr, *noise));
         }
         let scene = model.scene();
@@ -93,6 +94,35 @@ impl Randomizer {
         }
         Ok(worlds.set_qpos(w, &qpos)?)
     }
+}
+
+/// The largest noise half-width of a hinge, radians: a full turn either way (a wider draw
+/// only wraps around again).
+const MAX_HINGE_NOISE: f64 = std::f64::consts::TAU;
+
+/// A joint's noise half-width is physically meaningful: a hinge's is at most a full turn, and
+/// a limited joint's draws stay inside its range (a draw outside starts every episode against
+/// the limit, pushed back by a constraint force, which is what "unstable" looked like).
+fn check_noise(joint: &Joint, noise: f64) -> Result<(), SimError> {
+    let name = &joint.name;
+    if joint.kind == JointKind::Hinge && noise > MAX_HINGE_NOISE {
+        return Err(SimError::Reset(format!(
+            "[reset.joints] {name} = {noise}: a hinge's noise half-width is in radians, at most \
+             {MAX_HINGE_NOISE:.4} (a full turn either way)"
+        )));
+    }
+    if let Some([lo, hi]) = joint.range {
+        let (from, to) = (joint.qpos0 - noise, joint.qpos0 + noise);
+        if from < lo || to > hi {
+            let room = (joint.qpos0 - lo).min(hi - joint.qpos0).max(0.0);
+            return Err(SimError::Reset(format!(
+                "[reset.joints] {name} = {noise}: draws from {from} to {to} would start outside the joint's \
+                 range [{lo}, {hi}]; give at most {room} (its initial position is {})",
+                joint.qpos0
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn did_you_mean<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> String {
