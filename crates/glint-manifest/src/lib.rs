@@ -87,7 +87,7 @@ pub enum ManifestError {
     },
     /// A value of the wrong type or shape for its key: where it is, what it is, and what the
     /// key takes.
-    #[error("manifest '{path}'{mismatch}")]
+    #[error("manifest '{path}' is not valid: {mismatch}")]
     Type {
         /// The manifest path (or what gave the table).
         path: PathBuf,
@@ -170,9 +170,8 @@ pub enum ManifestError {
     },
 }
 
-/// A value of the wrong type or shape, located. Written ", line 5: [[lidar]] 0 has
-/// `channels` = "64", a string; expected an integer" (without the line for a table a program
-/// gave), to follow the manifest's path.
+/// A value of the wrong type or shape, located. Written "line 5, [[lidar]] 0 has `channels`
+/// = "64", a string; expected an integer" (without the line for a table a program gave).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TypeMismatch {
     /// The value's line in the manifest (1-based), if it was read from a file.
@@ -192,10 +191,10 @@ pub struct TypeMismatch {
 impl std::fmt::Display for TypeMismatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if let Some(line) = self.line {
-            write!(f, ", line {line}")?;
+            write!(f, "line {line}, ")?;
         }
         let TypeMismatch { table, key, value, found, expected, .. } = self;
-        write!(f, ": {table} has `{key}` = {value}, {found}; expected {expected}")
+        write!(f, "{table} has `{key}` = {value}, {found}; expected {expected}")
     }
 }
 

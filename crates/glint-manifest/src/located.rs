@@ -96,14 +96,7 @@ fn locate(e: &toml::de::Error, text: &str, path: &Path, prefix: Option<&[Step]>)
     match types(e.message(), &found) {
         Some((found_words, expected)) => ManifestError::Type {
             path: path.to_path_buf(),
-            mismatch: Box::new(TypeMismatch {
-                line,
-                table,
-                key,
-                value: found.text,
-                found: found_words,
-                expected,
-            }),
+            mismatch: Box::new(TypeMismatch { line, table, key, value: found.text, found: found_words, expected }),
         },
         None => parse(format!("{at}{table} has `{key}` = {}: {}", found.text, e.message())),
     }

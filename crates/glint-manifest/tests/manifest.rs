@@ -84,7 +84,7 @@ fn bad_values_are_named_with_their_range_or_choices() {
         ("preset = \"hdl-64\"", "unknown lidar scan preset 'hdl-64'"),
         ("pattern = \"zigzag\"", "pattern = \"zigzag\"; use one of spinning, livox-mid360, unitree-l1, risley"),
         ("self_ignore = \"all\"", "use one of none, mount-body, whole-robot"),
-        ("channels = \"sixteen\"", "line 4: [[lidar]] 0 has `channels` = \"sixteen\", a string; expected an integer"),
+        ("channels = \"sixteen\"", "line 4, [[lidar]] 0 has `channels` = \"sixteen\", a string; expected an integer"),
         ("pattern = \"livox-mid360\"", "a non-repetitive pattern has one channel"),
         ("risley_spin_hz = 3.0", "need pattern = \"risley\""),
         (
@@ -227,7 +227,7 @@ fn bake_settings_and_their_errors() {
         ("max_dim = -3", "`max_dim` is -3"),
         ("splat_radius = 40", "`splat_radius` is 40, outside its range 0 to 16 cells"),
         ("name = \"../up\"", "bake name '../up' is not usable"),
-        ("include_hidden = 1", "line 3: [bake] has `include_hidden` = 1, an integer; expected a boolean"),
+        ("include_hidden = 1", "line 3, [bake] has `include_hidden` = 1, an integer; expected a boolean"),
     ] {
         let err = bake(extra).unwrap_err();
         assert!(err.contains(expect), "{extra}: {err}");
@@ -350,100 +350,100 @@ fn type_errors_name_the_table_the_key_the_value_and_the_line() {
         // Inside [[lidar]] (the table, the key and the line, not the table's header).
         (
             format!("{lidar}channels = \"64\"\n"),
-            "line 5: [[lidar]] 0 has `channels` = \"64\", a string; expected an integer",
+            "line 5, [[lidar]] 0 has `channels` = \"64\", a string; expected an integer",
         ),
         (
             format!("{lidar}min_range = [1,2]\n"),
-            "line 5: [[lidar]] 0 has `min_range` = [1,2], an array of 2 elements; expected a number",
+            "line 5, [[lidar]] 0 has `min_range` = [1,2], an array of 2 elements; expected a number",
         ),
         (
             format!("{lidar}channels = 16.5\n"),
-            "line 5: [[lidar]] 0 has `channels` = 16.5, a float; expected an integer",
+            "line 5, [[lidar]] 0 has `channels` = 16.5, a float; expected an integer",
         ),
         (
             format!("{lidar}\n[[lidar]]\nattach_body = 7\n"),
-            "line 7: [[lidar]] 1 has `attach_body` = 7, an integer; expected a string",
+            "line 7, [[lidar]] 1 has `attach_body` = 7, an integer; expected a string",
         ),
         (
             format!("{lidar}pattern = \"risley\"\nrisley_prism_hz = [1, 2, 3]\n"),
-            "line 6: [[lidar]] 0 has `risley_prism_hz` = [1, 2, 3], an array of 3 elements; expected an array of exactly 2 rates",
+            "line 6, [[lidar]] 0 has `risley_prism_hz` = [1, 2, 3], an array of 3 elements; expected an array of exactly 2 rates",
         ),
         // Every other table.
         (
             "[recorder]\nlidar_runner_hz = \"fast\"\n".into(),
-            "line 4: [recorder] has `lidar_runner_hz` = \"fast\", a string; expected a number",
+            "line 4, [recorder] has `lidar_runner_hz` = \"fast\", a string; expected a number",
         ),
         (
             "[controller]\nkind = \"velocity\"\nctrl = { vx = true }\n".into(),
-            "line 5: [controller.ctrl] has `vx` = true, a boolean; expected a number",
+            "line 5, [controller.ctrl] has `vx` = true, a boolean; expected a number",
         ),
         (
             "[controller]\nkind = \"waypoints\"\npoints = [[1, 2], [3, \"x\"]]\n".into(),
-            "line 5: [controller] has `points[1][1]` = \"x\", a string; expected a number",
+            "line 5, [controller] has `points[1][1]` = \"x\", a string; expected a number",
         ),
         (
             "[reset.joints]\nhip = \"wide\"\n".into(),
-            "line 4: [reset.joints] has `hip` = \"wide\", a string; expected a number",
+            "line 4, [reset.joints] has `hip` = \"wide\", a string; expected a number",
         ),
         (
             "[reset.bodies.box]\nx = 1.0\n".into(),
-            "line 4: [reset.bodies.box] has `x` = 1.0, a float; expected an array of exactly 2 values",
+            "line 4, [reset.bodies.box] has `x` = 1.0, a float; expected an array of exactly 2 values",
         ),
         (
             "[[camera]]\ncamera = \"c\"\nwidth = 320.5\n".into(),
-            "line 5: [[camera]] 0 has `width` = 320.5, a float; expected an integer",
+            "line 5, [[camera]] 0 has `width` = 320.5, a float; expected an integer",
         ),
         (
             "[[observation]]\nname = \"lidar_ranges\"\nbeams = \"all\"\n".into(),
-            "line 5: [[observation]] 0 has `beams` = \"all\", a string; expected an integer",
+            "line 5, [[observation]] 0 has `beams` = \"all\", a string; expected an integer",
         ),
         (
             "[bake]\nmax_dim = [1]\n".into(),
-            "line 4: [bake] has `max_dim` = [1], an array of 1 element; expected an integer",
+            "line 4, [bake] has `max_dim` = [1], an array of 1 element; expected an integer",
         ),
         (
             "[materials.glass]\nf0 = \"0.04\"\n".into(),
-            "line 4: [materials.glass] has `f0` = \"0.04\", a string; expected a number",
+            "line 4, [materials.glass] has `f0` = \"0.04\", a string; expected a number",
         ),
         (
             "[return_model]\nrange_exp = \"x\"\n".into(),
-            "line 4: [return_model] has `range_exp` = \"x\", a string; expected a number",
+            "line 4, [return_model] has `range_exp` = \"x\", a string; expected a number",
         ),
         (
             "[return_model]\nseed = -1\n".into(),
-            "line 4: [return_model] has `seed` = -1, out of range; expected an integer from 0 to 18446744073709551615",
+            "line 4, [return_model] has `seed` = -1, out of range; expected an integer from 0 to 18446744073709551615",
         ),
         (
             "[task]\nbody = \"b\"\ngoal = \"home\"\n".into(),
-            "line 5: [task] has `goal` = \"home\", a string; expected an array",
+            "line 5, [task] has `goal` = \"home\", a string; expected an array",
         ),
         (
             "[randomize.geom_rgba]\ncube = { uniform = [[1, \"x\"], [1, 2]] }\n".into(),
-            "line 4: [randomize.geom_rgba.cube] has `uniform[0][1]` = \"x\", a string; expected a number",
+            "line 4, [randomize.geom_rgba.cube] has `uniform[0][1]` = \"x\", a string; expected a number",
         ),
         (
             "[randomize.geom_matid]\nfloor = { choice = [true] }\n".into(),
-            "line 4: [randomize.geom_matid.floor] has `choice[0]` = true, a boolean; expected a number or an array of numbers",
+            "line 4, [randomize.geom_matid.floor] has `choice[0]` = true, a boolean; expected a number or an array of numbers",
         ),
         (
             "[variants]\nassign = [-1]\n".into(),
-            "line 4: [variants] has `assign[0]` = -1, out of range; expected a variant's name or its index (0 or more)",
+            "line 4, [variants] has `assign[0]` = -1, out of range; expected a variant's name or its index (0 or more)",
         ),
         (
             "[[variants.variant]]\nname = \"a\"\nedits = [{ geom = 3 }]\n".into(),
-            "line 5: [[variants.variant]] 0 edits[0] has `geom` = 3, an integer; expected a string",
+            "line 5, [[variants.variant]] 0 edits[0] has `geom` = 3, an integer; expected a string",
         ),
         (
             "use_scenario_lights = \"yes\"\n".into(),
-            "line 3: the top level has `use_scenario_lights` = \"yes\", a string; expected a boolean",
+            "line 3, the top level has `use_scenario_lights` = \"yes\", a string; expected a boolean",
         ),
         (
             "[[lights]]\ntype = \"sphere\"\nintensity = \"bright\"\n".into(),
-            "line 5: [[lights]] 0 has `intensity` = \"bright\", a string; expected a number",
+            "line 5, [[lights]] 0 has `intensity` = \"bright\", a string; expected a number",
         ),
     ] {
         let err = after_scene(&text);
-        assert!(err.starts_with("manifest '/scenes/robot.toml', "), "{err}");
+        assert!(err.starts_with("manifest '/scenes/robot.toml' is not valid: line "), "{err}");
         assert!(err.contains(expect), "{text}:\n{err}\nexpected: {expect}");
     }
     // A table that lacks a key names the table and its line.
@@ -458,7 +458,10 @@ fn tables_given_by_a_program_name_the_key_of_a_wrong_type() {
     let good = table("attach_site = \"s\"");
     let bad = table("attach_site = \"s\"\nchannels = \"64\"");
     let err = glint_manifest::lidar_bindings(&[good, bad], source).unwrap_err().to_string();
-    assert_eq!(err, "manifest 'set_lidars': [[lidar]] 1 has `channels` = \"64\", a string; expected an integer");
+    assert_eq!(
+        err,
+        "manifest 'set_lidars' is not valid: [[lidar]] 1 has `channels` = \"64\", a string; expected an integer"
+    );
     let err = glint_manifest::camera_bindings(&[table("camera = 3")], source).unwrap_err().to_string();
     assert!(err.contains("[[camera]] 0 has `camera` = 3, an integer; expected a string"), "{err}");
     let err = glint_manifest::variant_plan(table("assign = \"a\""), source).unwrap_err().to_string();
@@ -488,11 +491,11 @@ fn silent_acceptances_are_refused_naming_the_key_and_the_bound() {
         (format!("{lidar}mount_offset = [1e300, 0, 0]\n"), "`mount_offset` component 0 is 1000000000"),
         (
             format!("{lidar}mount_offset = [0, 0, 0.1, 5]\n"),
-            "line 5: [[lidar]] 0 has `mount_offset` = [0, 0, 0.1, 5], an array of 4 elements; expected an array of exactly 3 values, [x, y, z]",
+            "line 5, [[lidar]] 0 has `mount_offset` = [0, 0, 0.1, 5], an array of 4 elements; expected an array of exactly 3 values, [x, y, z]",
         ),
         (
             "[controller]\nkind = \"waypoints\"\nbody = \"b\"\npoints = [[1, 2], [3, 4, 5]]\n".into(),
-            "line 6: [controller] has `points[1]` = [3, 4, 5], an array of 3 elements; expected an array of exactly 2 values, [x, y]",
+            "line 6, [controller] has `points[1]` = [3, 4, 5], an array of 3 elements; expected an array of exactly 2 values, [x, y]",
         ),
         ("[reset.joints]\nhip = 1e300\n".into(), "[reset.joints] hip = 1000000000"),
         ("[reset.bodies.box]\nx = [-1e300, 1e300]\n".into(), "each from -10000 to 10000 metres"),
@@ -502,11 +505,11 @@ fn silent_acceptances_are_refused_naming_the_key_and_the_bound() {
         ),
         (
             "[reset.bodies.box]\nz = [0, 1, 2]\n".into(),
-            "line 4: [reset.bodies.box] has `z` = [0, 1, 2], an array of 3 elements; expected an array of exactly 2 values",
+            "line 4, [reset.bodies.box] has `z` = [0, 1, 2], an array of 3 elements; expected an array of exactly 2 values",
         ),
         (
             "[randomize.cam_fovy]\nwrist = { uniform = [40, 50, 60] }\n".into(),
-            "line 4: [randomize.cam_fovy.wrist] has `uniform` = [40, 50, 60], an array of 3 elements; expected an array of exactly 2 values",
+            "line 4, [randomize.cam_fovy.wrist] has `uniform` = [40, 50, 60], an array of 3 elements; expected an array of exactly 2 values",
         ),
     ] {
         let err = after_scene(&text);
