@@ -77,12 +77,13 @@ pub enum ManifestError {
         /// What the operating system said.
         reason: String,
     },
-    /// Not valid TOML, or a value of the wrong type.
+    /// Not valid TOML, or a table serde refuses for a reason other than a value's type (a
+    /// missing key): the message gives the line and the table where it can.
     #[error("manifest '{path}' is not valid: {message}")]
     Parse {
         /// The manifest path.
         path: PathBuf,
-        /// The parser's message (with line and column).
+        /// The parser's message, located ("line 3, [task]: missing field `body`").
         message: String,
     },
     /// A value of the wrong type or shape for its key: where it is, what it is, and what the
