@@ -20,6 +20,7 @@ mod raycast;
 mod scene;
 mod shapes;
 mod texture;
+mod values;
 mod variant;
 
 pub use crate::{
@@ -38,5 +39,6 @@ pub use crate::{
     scene::Scene,
     shapes::Shapes,
     texture::{Texture, TextureKind},
+    values::{Exact, readable},
     variant::{AssetEdit, EditTarget, Variant},
 };

@@ -8,7 +8,7 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum LidarError {
     /// A numeric field was outside the seed's range (or not finite).
-    #[error("lidar field `{field}` is {value}, outside its range {range}")]
+    #[error("lidar field `{field}` is {}, outside its range {range}", glint_core::readable(*value))]
     OutOfRange {
         /// Field name as in the manifest.
         field: &'static str,
@@ -18,7 +18,7 @@ pub enum LidarError {
         range: &'static str,
     },
     /// One component of a vector field was outside its range (or not finite).
-    #[error("lidar field `{field}` component {component} is {value}, outside its range {range}")]
+    #[error("lidar field `{field}` component {component} is {}, outside its range {range}", glint_core::readable(*value))]
     ComponentOutOfRange {
         /// Field name as in the manifest.
         field: &'static str,
@@ -173,5 +173,16 @@ impl std::fmt::Display for LidarWarning {
                 "geom_group_mask {mask} sets bits above the six MuJoCo geom groups; only {used} (the low six bits) is used"
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn huge_values_are_shown_in_scientific_notation() {
+        let e = LidarError::ComponentOutOfRange { field: "mount_offset", component: 0, value: 1e300, range: "x" };
+        assert!(e.to_string().contains("is 1e300,"), "{e}");
     }
 }

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use glint_core::nearest_name;
+use glint_core::{Exact, nearest_name};
 use serde::{Deserialize, Serialize};
 
 use crate::error::LightsError;
@@ -103,13 +103,13 @@ pub struct RawLight {
     kind: Option<String>,
     name: Option<String>,
     intensity: Option<f64>,
-    color: Option<[f64; 3]>,
+    color: Option<Exact<3>>,
     polar: Option<f64>,
     azimuth: Option<f64>,
     radius: Option<f64>,
     length: Option<f64>,
-    pos: Option<[f64; 3]>,
-    rot: Option<[f64; 4]>,
+    pos: Option<Exact<3>>,
+    rot: Option<Exact<4>>,
     normalize: Option<bool>,
     texture_file: Option<String>,
 }
@@ -150,11 +150,11 @@ impl RawLight {
         }
         let intensity = self.intensity.unwrap_or(500.0);
         check(index, "intensity", intensity, intensity >= 0.0, "a finite number, 0 or more")?;
-        let color = self.color.unwrap_or([1.0; 3]);
+        let color = self.color.map_or([1.0; 3], |c| c.0);
         for c in color {
             check(index, "color", c, c >= 0.0, "finite components, 0 or more (linear RGB)")?;
         }
-        let pos = self.pos.unwrap_or([0.0; 3]);
+        let pos = self.pos.map_or([0.0; 3], |p| p.0);
         for p in pos {
             check(index, "pos", p, true, "finite metres")?;
         }
@@ -163,7 +163,7 @@ impl RawLight {
             check(index, "radius", r, r > 0.0, "a finite number of metres above 0")?;
             Ok(r)
         };
-        let rot = || self.rot.map(|q| unit_quat(index, q)).transpose().map(|q| q.unwrap_or([1.0, 0.0, 0.0, 0.0]));
+        let rot = || self.rot.map(|q| unit_quat(index, q.0)).transpose().map(|q| q.unwrap_or([1.0, 0.0, 0.0, 0.0]));
         let normalize = self.normalize.unwrap_or(true);
         let kind = match kind {
             "distant" => {

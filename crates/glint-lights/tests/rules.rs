@@ -201,6 +201,10 @@ fn bad_rigs_are_errors_naming_the_field_and_fix() {
         ("[[lights]]\ntype = \"sphere\"\nradius = 0.0", "`radius` = 0"),
         ("[[lights]]\ntype = \"disk\"\nrot = [0, 0, 0, 0]", "not a rotation"),
         ("[[lights]]\ntype = \"dome\"\ncolour = [1, 1, 1]", "unknown field `colour`"),
+        // Arrays of the wrong length are refused, not cut to length.
+        ("[[lights]]\ntype = \"sphere\"\npos = [0, 0, 1, 5]", "invalid length 4, expected an array of exactly 3"),
+        ("[[lights]]\ntype = \"sphere\"\ncolor = [1, 1]", "invalid length 2, expected an array of exactly 3"),
+        ("[[lights]]\ntype = \"disk\"\nrot = [1, 0, 0, 0, 0]", "invalid length 5, expected an array of exactly 4"),
     ];
     for (toml, want) in cases {
         let err = Rig::from_toml_str(toml).unwrap_err().to_string();

@@ -19,6 +19,7 @@ use serde::Deserialize;
 
 use crate::ManifestError;
 use crate::values::Exact;
+use glint_core::readable;
 
 /// The largest joint noise half-width (metres for a slide, radians for a hinge) and the
 /// largest body offset (metres) `[reset]` takes: a start pose 10 km out loses millimetres in
@@ -88,8 +89,9 @@ impl RawReset {
         for (joint, &noise) in &self.joints {
             if !(noise.is_finite() && (0.0..=MAX_RESET_OFFSET).contains(&noise)) {
                 return Err(value(format!(
-                    "[reset.joints] {joint} = {noise}: give the half-width of the noise, a number from 0 to \
-                     {MAX_RESET_OFFSET} (metres for a slide joint, radians for a hinge)"
+                    "[reset.joints] {joint} = {}: give the half-width of the noise, a number from 0 to \
+                     {MAX_RESET_OFFSET} (metres for a slide joint, radians for a hinge)",
+                    readable(noise)
                 )));
             }
         }
@@ -100,8 +102,10 @@ impl RawReset {
                 let inside = |v: f64| v.is_finite() && v.abs() <= bound;
                 if !(inside(lo) && inside(hi) && lo <= hi) {
                     return Err(value(format!(
-                        "[reset.bodies.{body}] {key} = [{lo}, {hi}]: give a range [lo, hi] of finite numbers with \
-                         lo <= hi, each from -{bound} to {bound} {unit}"
+                        "[reset.bodies.{body}] {key} = [{}, {}]: give a range [lo, hi] of finite numbers with \
+                         lo <= hi, each from -{bound} to {bound} {unit}",
+                        readable(lo),
+                        readable(hi)
                     )));
                 }
                 Ok([lo, hi])

@@ -1,45 +1,14 @@
 //! Value shapes the manifest reads that serde's own impls read too loosely: an array of
-//! exactly `N` values (serde's `[f64; N]` takes the first `N` of a longer TOML array and
-//! drops the rest without a word), and a number kept as written (an integer stays exact, so
-//! an error echoes `4294967295`, not its nearest `f64`).
+//! exactly `N` values ([`glint_core::Exact`], shared with the light rigs: serde's `[f64; N]`
+//! takes the first `N` of a longer TOML array and drops the rest without a word), and a
+//! number kept as written (an integer stays exact, so an error echoes `4294967295`, not its
+//! nearest `f64`).
+
+pub(crate) use glint_core::Exact;
 
 use std::fmt;
 
-use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
-
-/// An array of exactly `N` values (numbers by default); a longer or shorter one is an error
-/// that gives its length.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Exact<const N: usize, T = f64>(pub(crate) [T; N]);
-
-impl<'de, const N: usize, T: Deserialize<'de>> Deserialize<'de> for Exact<N, T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_seq(ExactVisitor::<N, T>(std::marker::PhantomData))
-    }
-}
-
-struct ExactVisitor<const N: usize, T>(std::marker::PhantomData<T>);
-
-impl<'de, const N: usize, T: Deserialize<'de>> Visitor<'de> for ExactVisitor<N, T> {
-    type Value = Exact<N, T>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match N {
-            2 => f.write_str("an array of exactly 2 values, [x, y] or [lo, hi]"),
-            3 => f.write_str("an array of exactly 3 values, [x, y, z]"),
-            n => write!(f, "an array of exactly {n} values"),
-        }
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Exact<N, T>, A::Error> {
-        let mut items = Vec::with_capacity(N);
-        while let Some(v) = seq.next_element::<T>()? {
-            items.push(v);
-        }
-        let count = items.len();
-        items.try_into().map(Exact).map_err(|_| de::Error::invalid_length(count, &self))
-    }
-}
+use serde::de::{self, Deserialize, Deserializer, Visitor};
 
 /// A number as the manifest wrote it: an integer or a float.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -88,19 +88,20 @@ fn merged_params(r: &SetLidarReturnParamsRequest, current: ReturnParams) -> [f64
     for (slot, value) in v.iter_mut().zip(base) {
         *slot = value as f64;
     }
+    // f64 holds every f32 and every u32 exactly: max_returns 4294967295 stays itself.
     let optics = [
-        r.spec_slope_floor,
-        r.spec_peak_max,
-        r.retro_gain,
-        r.retro_cos_exp,
-        r.fold_max_slope,
-        r.range_floor,
-        r.min_return_separation,
-        r.max_returns.map(|m| m as f32),
+        r.spec_slope_floor.map(f64::from),
+        r.spec_peak_max.map(f64::from),
+        r.retro_gain.map(f64::from),
+        r.retro_cos_exp.map(f64::from),
+        r.fold_max_slope.map(f64::from),
+        r.range_floor.map(f64::from),
+        r.min_return_separation.map(f64::from),
+        r.max_returns.map(f64::from),
     ];
     for (slot, value) in v[9..].iter_mut().zip(optics) {
         if let Some(value) = value {
-            *slot = value as f64;
+            *slot = value;
         }
     }
     v
@@ -445,5 +446,17 @@ mod tests {
         assert_eq!(v[10], 0.0, "an optics field sent as 0 means 0");
         assert_eq!(v[11], 800.0, "an absent optics field keeps its value");
         assert_eq!(v[16], 2.0);
+    }
+
+    #[test]
+    fn the_largest_max_returns_reaches_the_check_as_sent() {
+        let request =
+            SetLidarReturnParamsRequest { max_returns: Some(u32::MAX), ..SetLidarReturnParamsRequest::default() };
+        let mut v = merged_params(&request, ReturnParams::default());
+        assert_eq!(v[16], 4_294_967_295.0, "through f32 it was 4294967296");
+        // Valid base fields, so the check reaches max_returns.
+        v[..9].copy_from_slice(&ReturnParams::default().to_array()[..9]);
+        let err = ReturnParams::from_array(v).unwrap_err().to_string();
+        assert!(err.contains("4294967295") && !err.contains("4294967296"), "{err}");
     }
 }
