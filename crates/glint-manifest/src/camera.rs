@@ -7,9 +7,6 @@ use serde::Deserialize;
 
 use crate::ManifestError;
 
-/// The keys of a `[[camera]]` table.
-pub(crate) const CAMERA_KEYS: &[&str] =
-    &["camera", "width", "height", "outputs", "use_textures", "use_shadows", "geom_groups", "rate_hz"];
 /// Frames per second a recording takes of a camera when its binding does not say.
 pub const DEFAULT_RATE_HZ: f64 = 10.0;
 /// The outputs a camera can render.

@@ -8,11 +8,6 @@ use serde::Deserialize;
 use crate::ManifestError;
 use crate::values::Exact;
 
-/// The keys `[controller]` accepts.
-pub(crate) const CONTROLLER_KEYS: &[&str] =
-    &["kind", "ctrl", "body", "points", "speed", "actuators", "tolerance", "repeat", "actions"];
-/// The keys of `[controller] actuators`.
-pub(crate) const ACTUATOR_KEYS: &[&str] = &["x", "y", "yaw"];
 const KINDS: &str = "zero, velocity, waypoints, replay";
 
 /// How the robot is driven. Actuator and body names are checked against the model when the

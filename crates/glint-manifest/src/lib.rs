@@ -26,6 +26,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 use glam::DVec3;
 use glint_core::{Scene, Variant, nearest_name};
@@ -49,18 +50,18 @@ mod task;
 mod values;
 mod variants;
 
-use camera::{CAMERA_KEYS, RawCamera};
+use camera::RawCamera;
 pub use camera::{CAMERA_OUTPUTS, CameraBinding, DEFAULT_RATE_HZ};
 pub use controller::Controller;
-use controller::{ACTUATOR_KEYS, CONTROLLER_KEYS, RawController};
+use controller::RawController;
+use observation::RawObservation;
 pub use observation::{MAX_OBSERVATION_BEAMS, OBSERVATION_COMPONENTS, ObservationComponent};
-use observation::{OBSERVATION_KEYS, RawObservation};
 pub use randomize::{Distribution, Randomization};
 use randomize::{RawRandomize, randomizations};
-use reset::{BODY_RESET_KEYS, RESET_KEYS, RawReset};
+use reset::RawReset;
 pub use reset::{BodyReset, MAX_RESET_OFFSET, MAX_RESET_YAW_DEG, ResetConfig};
+use task::RawTask;
 pub use task::Task;
-use task::{RawTask, TASK_KEYS};
 use thiserror::Error;
 use values::{Exact, Written};
 use variants::RawVariants;
@@ -199,50 +200,6 @@ impl std::fmt::Display for TypeMismatch {
     }
 }
 
-const TOP_KEYS: &[&str] = &[
-    "scene",
-    "lidar",
-    "recorder",
-    "materials",
-    "bake",
-    "return_model",
-    "controller",
-    "reset",
-    "observation",
-    "task",
-    "use_scenario_lights",
-    "lights",
-    "lights_file",
-    "camera",
-    "randomize",
-    "variants",
-];
-const MATERIAL_KEYS: &[&str] = &[
-    "preset",
-    "reflectivity",
-    "retroreflective",
-    "f0",
-    "transmission",
-    "absorption",
-    "continuation",
-    "roughness",
-    "metalness",
-    "metal",
-];
-const BAKE_KEYS: &[&str] = &["name", "cell_size", "max_dim", "splat_radius", "include_hidden"];
-const RECORDER_KEYS: &[&str] = &["lidar_runner_hz", "output_dir", "record_video_proxy", "video_colour_by"];
-/// The keys of a `[[lidar]]` table besides its scan configuration's ([`ScanFields::KEYS`]).
-const BINDING_KEYS: &[&str] = &[
-    "name",
-    "attach_body",
-    "attach_site",
-    "mount_offset",
-    "preset",
-    "video_proxy",
-    "secondary_capture",
-    "secondary_scope",
-];
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawManifest {
@@ -353,19 +310,45 @@ impl Default for Recorder {
     }
 }
 
-/// A `[[lidar]]` table: the binding's own keys ([`BINDING_KEYS`]) and the scan
-/// configuration's ([`ScanFields`]), read in one pass (see its `Deserialize`).
-#[derive(Default)]
-struct RawLidar {
-    name: Option<String>,
-    attach_body: Option<String>,
-    attach_site: Option<String>,
-    mount_offset: Option<Exact<3>>,
-    preset: Option<String>,
-    video_proxy: Option<bool>,
-    secondary_capture: Option<String>,
-    secondary_scope: Option<String>,
-    scan: ScanFields,
+/// Declares [`RawLidar`], a `[[lidar]]` table: the binding's own keys, each read by
+/// [`RawLidar::take`], and the scan configuration's ([`ScanFields`]), read in one pass (see
+/// its `Deserialize`); and [`LIDAR_KEYS`], every key of the table. The binding's keys are
+/// written once, here.
+macro_rules! raw_lidar {
+    ($($key:ident: $ty:ty,)+) => {
+        #[derive(Default)]
+        struct RawLidar {
+            $($key: Option<$ty>,)+
+            scan: ScanFields,
+        }
+
+        /// Every key of a `[[lidar]]` table: the binding's, then the scan configuration's.
+        static LIDAR_KEYS: LazyLock<Vec<&'static str>> =
+            LazyLock::new(|| [$(stringify!($key)),+].into_iter().chain(ScanFields::KEYS).collect());
+
+        impl RawLidar {
+            /// Reads the value of `key` from `map` when it is one of the binding's keys; `false`
+            /// when it is not.
+            fn take<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+                match key {
+                    $(stringify!($key) => self.$key = Some(map.next_value()?),)+
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            }
+        }
+    };
+}
+
+raw_lidar! {
+    name: String,
+    attach_body: String,
+    attach_site: String,
+    mount_offset: Exact<3>,
+    preset: String,
+    video_proxy: bool,
+    secondary_capture: String,
+    secondary_scope: String,
 }
 
 /// Reads the binding's keys here and hands every other key to [`ScanFields`]'s own reader,
@@ -395,7 +378,7 @@ impl<'de> Visitor<'de> for LidarVisitor {
 }
 
 /// A `[[lidar]]` table's entries less the binding's keys, whose values it reads into `raw`
-/// on the way.
+/// on the way; a key of neither is refused with every key of the table.
 struct BindingKeysAside<'a, A> {
     map: A,
     raw: &'a mut RawLidar,
@@ -407,6 +390,9 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for BindingKeysAside<'_, A> {
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
         while let Some(key) = self.map.next_key::<String>()? {
             if !self.raw.take(&key, &mut self.map)? {
+                if !ScanFields::KEYS.contains(&key.as_str()) {
+                    return Err(serde::de::Error::unknown_field(&key, &LIDAR_KEYS));
+                }
                 return seed.deserialize(key.into_deserializer()).map(Some);
             }
         }
@@ -467,7 +453,7 @@ pub struct Manifest {
 }
 
 /// "; did you mean `x`?" for the nearest valid key, or the whole list when none is close.
-fn hint(key: &str, valid: &[&str]) -> String {
+pub(crate) fn hint(key: &str, valid: &[&str]) -> String {
     match nearest_name(key, valid.iter().copied()) {
         Some(v) => format!("; did you mean `{v}`?"),
         None => format!("; valid keys are {}", valid.join(", ")),
@@ -485,9 +471,6 @@ impl Manifest {
 
     /// Checks manifest text as if read from `path` (relative paths resolve against its folder).
     pub fn parse(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
-        let parse_err = |message: String| ManifestError::Parse { path: path.to_path_buf(), message };
-        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| parse_err(e.to_string()))?;
-        check_keys(&table, path)?;
         let raw: RawManifest = located::from_text(text, path)?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let lidar =
@@ -593,8 +576,7 @@ fn light_rig(raw: &RawManifest, dir: &Path, path: &Path) -> Result<Rig, Manifest
 /// manifest's are (errors name `source` and the table's index): how a program that builds a
 /// simulation from an MJCF scene binds its lidars.
 pub fn lidar_bindings(tables: &[toml::Table], source: &Path) -> Result<Vec<LidarBinding>, ManifestError> {
-    let valid: Vec<&str> = BINDING_KEYS.iter().copied().chain(ScanFields::KEYS).collect();
-    bindings(tables, source, ("lidar", &valid), |raw: RawLidar, index| raw.binding(source, index))
+    bindings(tables, source, "lidar", |raw: RawLidar, index| raw.binding(source, index))
 }
 
 /// The variants and per-world assignment of `table`, which has the keys of a `[variants]`
@@ -608,31 +590,21 @@ pub fn variant_plan(table: toml::Table, source: &Path) -> Result<(Vec<Variant>, 
 /// The camera bindings of `tables`, each with the keys of a `[[camera]]` table, checked as a
 /// manifest's are (errors name `source` and the table's index).
 pub fn camera_bindings(tables: &[toml::Table], source: &Path) -> Result<Vec<CameraBinding>, ManifestError> {
-    bindings(tables, source, ("camera", CAMERA_KEYS), |raw: RawCamera, index| raw.binding(source, index))
+    bindings(tables, source, "camera", |raw: RawCamera, index| raw.binding(source, index))
 }
 
-/// Each of `tables` (a manifest's `[[name]]` tables) checked for keys outside `valid`, read
-/// as `R` and made a binding by `make`.
+/// Each of `tables` (a manifest's `[[name]]` tables) read as `R` (an unknown key is an error
+/// naming it) and made a binding by `make`.
 fn bindings<R: serde::de::DeserializeOwned, B>(
     tables: &[toml::Table],
     source: &Path,
-    (name, valid): (&str, &[&str]),
+    name: &str,
     make: impl Fn(R, usize) -> Result<B, ManifestError>,
 ) -> Result<Vec<B>, ManifestError> {
     tables
         .iter()
         .enumerate()
-        .map(|(index, table)| {
-            if let Some(key) = table.keys().find(|k| !valid.contains(&k.as_str())) {
-                return Err(ManifestError::UnknownKey {
-                    path: source.to_path_buf(),
-                    table: format!("[[{name}]] {index}"),
-                    key: key.clone(),
-                    hint: hint(key, valid),
-                });
-            }
-            make(located::from_table(table, (name, Some(index)), source)?, index)
-        })
+        .map(|(index, table)| make(located::from_table(table, (name, Some(index)), source)?, index))
         .collect()
 }
 
@@ -717,8 +689,8 @@ struct RawReturnModel {
     params: BTreeMap<String, Written>,
 }
 
-/// Read key by key: `preset` a string, `seed` an integer from 0, every other key a number
-/// (`check_keys` has refused unknown keys already).
+/// Read key by key: `preset` a string, `seed` an integer from 0, a return parameter's key
+/// ([`RETURN_PARAMS`]) a number; any other key is refused with the list of them.
 impl<'de> Deserialize<'de> for RawReturnModel {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_map(ReturnModelVisitor)
@@ -726,6 +698,10 @@ impl<'de> Deserialize<'de> for RawReturnModel {
 }
 
 struct ReturnModelVisitor;
+
+/// Every key of `[return_model]`: the visitor's own two, then the parameters'.
+static RETURN_MODEL_KEYS: LazyLock<Vec<&'static str>> =
+    LazyLock::new(|| ["preset", "seed"].into_iter().chain(RETURN_PARAMS.iter().map(|p| p.key)).collect());
 
 impl<'de> Visitor<'de> for ReturnModelVisitor {
     type Value = RawReturnModel;
@@ -740,9 +716,10 @@ impl<'de> Visitor<'de> for ReturnModelVisitor {
             match key.as_str() {
                 "preset" => raw.preset = Some(map.next_value()?),
                 "seed" => raw.seed = Some(map.next_value()?),
-                _ => {
+                _ if RETURN_PARAMS.iter().any(|p| p.key == key) => {
                     raw.params.insert(key, map.next_value()?);
                 }
+                _ => return Err(serde::de::Error::unknown_field(&key, &RETURN_MODEL_KEYS)),
             }
         }
         Ok(raw)
@@ -794,121 +771,7 @@ fn spelled<T: Spelled>(path: &Path, table: &str, key: &'static str, name: &str) 
     })
 }
 
-fn check_keys(table: &toml::Table, path: &Path) -> Result<(), ManifestError> {
-    let unknown = |table: String, key: &str, valid: &[&str]| ManifestError::UnknownKey {
-        path: path.to_path_buf(),
-        table,
-        key: key.into(),
-        hint: hint(key, valid),
-    };
-    for key in table.keys() {
-        if !TOP_KEYS.contains(&key.as_str()) {
-            return Err(unknown("the top level".into(), key, TOP_KEYS));
-        }
-    }
-    if let Some(toml::Value::Table(t)) = table.get("recorder")
-        && let Some(key) = t.keys().find(|k| !RECORDER_KEYS.contains(&k.as_str()))
-    {
-        return Err(unknown("[recorder]".into(), key, RECORDER_KEYS));
-    }
-    if let Some(toml::Value::Table(t)) = table.get("controller") {
-        if let Some(key) = t.keys().find(|k| !CONTROLLER_KEYS.contains(&k.as_str())) {
-            return Err(unknown("[controller]".into(), key, CONTROLLER_KEYS));
-        }
-        if let Some(toml::Value::Table(a)) = t.get("actuators")
-            && let Some(key) = a.keys().find(|k| !ACTUATOR_KEYS.contains(&k.as_str()))
-        {
-            return Err(unknown("[controller] actuators".into(), key, ACTUATOR_KEYS));
-        }
-    }
-    if let Some(toml::Value::Table(t)) = table.get("reset") {
-        if let Some(key) = t.keys().find(|k| !RESET_KEYS.contains(&k.as_str())) {
-            return Err(unknown("[reset]".into(), key, RESET_KEYS));
-        }
-        if let Some(toml::Value::Table(bodies)) = t.get("bodies") {
-            for (name, b) in bodies {
-                if let toml::Value::Table(b) = b
-                    && let Some(key) = b.keys().find(|k| !BODY_RESET_KEYS.contains(&k.as_str()))
-                {
-                    return Err(unknown(format!("[reset.bodies.{name}]"), key, BODY_RESET_KEYS));
-                }
-            }
-        }
-    }
-    if let Some(toml::Value::Array(list)) = table.get("camera") {
-        for (i, c) in list.iter().enumerate() {
-            if let toml::Value::Table(c) = c
-                && let Some(key) = c.keys().find(|k| !CAMERA_KEYS.contains(&k.as_str()))
-            {
-                return Err(unknown(format!("[[camera]] {i}"), key, CAMERA_KEYS));
-            }
-        }
-    }
-    if let Some(toml::Value::Array(list)) = table.get("observation") {
-        for (i, o) in list.iter().enumerate() {
-            if let toml::Value::Table(o) = o
-                && let Some(key) = o.keys().find(|k| !OBSERVATION_KEYS.contains(&k.as_str()))
-            {
-                return Err(unknown(format!("[[observation]] {i}"), key, OBSERVATION_KEYS));
-            }
-        }
-    }
-    if let Some(toml::Value::Table(t)) = table.get("task")
-        && let Some(key) = t.keys().find(|k| !TASK_KEYS.contains(&k.as_str()))
-    {
-        return Err(unknown("[task]".into(), key, TASK_KEYS));
-    }
-    if let Some(toml::Value::Table(t)) = table.get("bake")
-        && let Some(key) = t.keys().find(|k| !BAKE_KEYS.contains(&k.as_str()))
-    {
-        return Err(unknown("[bake]".into(), key, BAKE_KEYS));
-    }
-    if let Some(toml::Value::Table(t)) = table.get("return_model") {
-        let valid: Vec<&str> = ["preset", "seed"].into_iter().chain(RETURN_PARAMS.iter().map(|p| p.key)).collect();
-        if let Some(key) = t.keys().find(|k| !valid.contains(&k.as_str())) {
-            return Err(unknown("[return_model]".into(), key, &valid));
-        }
-    }
-    if let Some(toml::Value::Table(materials)) = table.get("materials") {
-        for (name, m) in materials {
-            if let toml::Value::Table(t) = m
-                && let Some(key) = t.keys().find(|k| !MATERIAL_KEYS.contains(&k.as_str()))
-            {
-                return Err(unknown(format!("[materials.{name}]"), key, MATERIAL_KEYS));
-            }
-        }
-    }
-    if let Some(toml::Value::Array(items)) = table.get("lidar") {
-        let valid: Vec<&str> = BINDING_KEYS.iter().copied().chain(ScanFields::KEYS).collect();
-        for (i, item) in items.iter().enumerate() {
-            if let toml::Value::Table(t) = item
-                && let Some(key) = t.keys().find(|k| !valid.contains(&k.as_str()))
-            {
-                return Err(unknown(format!("[[lidar]] {i}"), key, &valid));
-            }
-        }
-    }
-    Ok(())
-}
-
 impl RawLidar {
-    /// Reads the value of `key` from `map` when it is one of the binding's keys
-    /// ([`BINDING_KEYS`]); `false` when it is not.
-    fn take<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
-        match key {
-            "name" => self.name = Some(map.next_value()?),
-            "attach_body" => self.attach_body = Some(map.next_value()?),
-            "attach_site" => self.attach_site = Some(map.next_value()?),
-            "mount_offset" => self.mount_offset = Some(map.next_value()?),
-            "preset" => self.preset = Some(map.next_value()?),
-            "video_proxy" => self.video_proxy = Some(map.next_value()?),
-            "secondary_capture" => self.secondary_capture = Some(map.next_value()?),
-            "secondary_scope" => self.secondary_scope = Some(map.next_value()?),
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
     /// The binding: the preset, then the scan fields given, then the rest; checked.
     fn binding(&self, path: &Path, index: usize) -> Result<LidarBinding, ManifestError> {
         let table = format!("[[lidar]] {index}");

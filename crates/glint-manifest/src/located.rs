@@ -2,18 +2,22 @@
 //! table, the key, the value as written, its type, the type expected and the line. toml's own
 //! message shows the line but names neither the key nor, in words, the types.
 //!
-//! The reader finds the key by the span toml gives the error: the innermost value of the
-//! document whose span holds it. A table read with `#[serde(flatten)]` loses that span (serde
-//! buffers the table first), so no manifest table is read that way.
+//! The reader finds the key by the span toml gives the error: the key, or the innermost value
+//! of the document, whose span holds it. A table read with `#[serde(flatten)]` loses that span
+//! (serde buffers the table first), so no manifest table is read that way.
+//!
+//! An unknown key is refused by the tables' serde structs (`deny_unknown_fields`, or a reader's
+//! own `unknown_field`); their error lists the keys the table takes, and the reader turns it
+//! into [`ManifestError::UnknownKey`] with the nearest of them. No key list is kept by hand.
 
 use std::ops::Range;
 use std::path::Path;
 
 use serde::de::DeserializeOwned;
 use toml::Spanned;
-use toml::de::{DeTable, DeValue};
+use toml::de::{DeString, DeTable, DeValue};
 
-use crate::{ManifestError, TypeMismatch};
+use crate::{ManifestError, TypeMismatch, hint};
 
 /// One step of the way from the document's root to a value.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,7 +34,7 @@ struct Found {
     steps: Vec<Step>,
     /// Its text, as written.
     text: String,
-    /// Its TOML type, as [`DeValue::type_str`] names it.
+    /// Its TOML type, as [`DeValue::type_str`] names it, or "key" when the span is a key's.
     kind: &'static str,
     /// Its element count, when it is an array.
     len: Option<usize>,
@@ -73,7 +77,25 @@ pub(crate) fn from_table<T: DeserializeOwned>(
 /// `prefix`, `text` is a program's table found there, and has no lines of its own.
 fn locate(e: &toml::de::Error, text: &str, path: &Path, prefix: Option<&[Step]>) -> ManifestError {
     let parse = |message: String| ManifestError::Parse { path: path.to_path_buf(), message };
-    let found = e.span().and_then(|span| DeTable::parse(text).ok().and_then(|root| find(&root, &span, text)));
+    let root = DeTable::parse(text).ok();
+    let found = e.span().and_then(|span| root.as_ref().and_then(|root| find(root, &span, text)));
+    let unknown = unknown_field(e.message()).filter(|_| {
+        let first = found.as_ref().and_then(|f| f.steps.first()).or(prefix.and_then(|p| p.first()));
+        !matches!(first, Some(Step::Key(k)) if RIG_TABLES.contains(&k.as_str()))
+    });
+    if let Some((key, valid)) = unknown {
+        let table = match (&found, &root) {
+            (Some(found), Some(root)) => {
+                let steps = match found.kind {
+                    "key" => &found.steps[..found.steps.len() - 1],
+                    _ => &found.steps[..],
+                };
+                unknown_key_table(root.get_ref(), steps, text, prefix.unwrap_or_default())
+            }
+            _ => table_name(prefix.unwrap_or_default()),
+        };
+        return ManifestError::UnknownKey { path: path.to_path_buf(), table, hint: hint(&key, &valid), key };
+    }
     let Some(mut found) = found else {
         return parse(match prefix {
             Some(prefix) => format!("{}: {}", table_name(prefix), e.message()),
@@ -83,9 +105,11 @@ fn locate(e: &toml::de::Error, text: &str, path: &Path, prefix: Option<&[Step]>)
     if let Some(prefix) = prefix {
         found.steps.splice(0..0, prefix.iter().cloned());
     }
-    // A table's own error (a missing key) names the table alone.
+    // A table's own error (a missing key) names the table alone, as does an error about a key
+    // itself.
     let (table, key) = match found.kind {
         "table" => (table_name(&found.steps), None),
+        "key" => (table_name(&found.steps[..found.steps.len() - 1]), None),
         _ => split(&found.steps),
     };
     let line = prefix.is_none().then_some(found.line);
@@ -102,29 +126,97 @@ fn locate(e: &toml::de::Error, text: &str, path: &Path, prefix: Option<&[Step]>)
     }
 }
 
-/// The innermost value under `root` whose span holds `span`.
+/// Tables read by another crate's reader, whose errors stay that reader's: a `[[lights]]`
+/// table says what the same light in a `lights_file` says.
+const RIG_TABLES: [&str; 1] = ["lights"];
+
+/// The key and the keys its table takes, from serde's "unknown field `x`, expected one of `a`,
+/// `b`" (what `deny_unknown_fields` and a reader's `unknown_field` say); `None` for any other
+/// message.
+fn unknown_field(message: &str) -> Option<(String, Vec<&str>)> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (key, expected) = rest.split_once('`')?;
+    // Every other piece between backquotes is a valid key.
+    let valid = expected.split('`').skip(1).step_by(2).collect();
+    Some((key.to_string(), valid))
+}
+
+/// The table at `steps` (after `prefix`, where a program's table stands) as an unknown key's
+/// error names it: "[reset.bodies.box]" for a table with a header, and the header's table
+/// then the keys for one written inline ("[controller] actuators", "[[variants.variant]] 1
+/// edits[0]").
+fn unknown_key_table(root: &DeTable<'_>, steps: &[Step], text: &str, prefix: &[Step]) -> String {
+    let mut table = Some(root);
+    let mut value: Option<&DeValue<'_>> = None;
+    let mut inline = steps.len();
+    for (i, step) in steps.iter().enumerate() {
+        let next = match (step, table, value) {
+            (Step::Key(k), Some(t), _) => t.iter().find(|(key, _)| key.get_ref() == k).map(|(key, v)| {
+                let after = text.get(key.span().end..).unwrap_or_default().trim_start();
+                if after.starts_with('=') && inline == steps.len() {
+                    inline = i;
+                }
+                v
+            }),
+            (Step::Index(n), _, Some(DeValue::Array(items))) => items.get(*n),
+            _ => None,
+        };
+        let Some(next) = next else { break };
+        value = Some(next.get_ref());
+        table = next.get_ref().as_table();
+    }
+    let head: Vec<Step> = prefix.iter().chain(&steps[..inline]).cloned().collect();
+    match key_path(&steps[inline..]) {
+        Some(keys) => format!("{} {keys}", table_name(&head)),
+        None => table_name(&head),
+    }
+}
+
+/// "actuators", "edits[0]", "bodies.box" for the steps from a table to a value inside it, or
+/// `None` when there are none.
+fn key_path(steps: &[Step]) -> Option<String> {
+    let mut out = String::new();
+    for step in steps {
+        match step {
+            Step::Key(k) if out.is_empty() => out.push_str(k),
+            Step::Key(k) => out.push_str(&format!(".{k}")),
+            Step::Index(i) => out.push_str(&format!("[{i}]")),
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// The key or the innermost value under `root` whose span holds `span`.
 fn find(root: &Spanned<DeTable<'_>>, span: &Range<usize>, text: &str) -> Option<Found> {
     let mut steps = Vec::new();
-    let value = in_table(root.get_ref(), span, &mut steps)?;
-    let range = value.span();
+    let (range, kind, len) = match in_table(root.get_ref(), span, &mut steps)? {
+        Hit::Key(key) => (key.span(), "key", None),
+        Hit::Value(value) => (value.span(), value.get_ref().type_str(), value.get_ref().as_array().map(|a| a.len())),
+    };
     let written = text.get(range.clone()).unwrap_or_default();
     Some(Found {
         steps,
         text: shorten(written),
-        kind: value.get_ref().type_str(),
-        len: value.get_ref().as_array().map(|a| a.len()),
+        kind,
+        len,
         line: 1 + text.get(..range.start).unwrap_or_default().matches('\n').count(),
     })
 }
 
-/// The innermost value of `table`'s entries that holds `span`, with the steps to it.
-fn in_table<'a, 'i>(
-    table: &'a DeTable<'i>,
-    span: &Range<usize>,
-    steps: &mut Vec<Step>,
-) -> Option<&'a Spanned<DeValue<'i>>> {
+/// What a span was found on: a key, or a value.
+enum Hit<'a, 'i> {
+    Key(&'a Spanned<DeString<'i>>),
+    Value(&'a Spanned<DeValue<'i>>),
+}
+
+/// The key or the innermost value of `table`'s entries that holds `span`, with the steps to it.
+fn in_table<'a, 'i>(table: &'a DeTable<'i>, span: &Range<usize>, steps: &mut Vec<Step>) -> Option<Hit<'a, 'i>> {
     table.iter().find_map(|(key, value)| {
         steps.push(Step::Key(key.get_ref().to_string()));
+        let own = key.span();
+        if own.start <= span.start && span.end <= own.end {
+            return Some(Hit::Key(key));
+        }
         let inner = in_value(value, span, steps);
         if inner.is_none() {
             steps.pop();
@@ -133,13 +225,13 @@ fn in_table<'a, 'i>(
     })
 }
 
-/// `value` or the innermost value inside it that holds `span`. A table's own span (its
+/// `value` or the key or innermost value inside it that holds `span`. A table's own span (its
 /// header) need not hold its entries', so every entry is searched.
 fn in_value<'a, 'i>(
     value: &'a Spanned<DeValue<'i>>,
     span: &Range<usize>,
     steps: &mut Vec<Step>,
-) -> Option<&'a Spanned<DeValue<'i>>> {
+) -> Option<Hit<'a, 'i>> {
     let inner = match value.get_ref() {
         DeValue::Table(t) => in_table(t, span, steps),
         DeValue::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
@@ -153,7 +245,7 @@ fn in_value<'a, 'i>(
         _ => None,
     };
     let own = value.span();
-    inner.or_else(|| (own.start <= span.start && span.end <= own.end).then_some(value))
+    inner.or_else(|| (own.start <= span.start && span.end <= own.end).then_some(Hit::Value(value)))
 }
 
 /// The table (as the manifest's errors name tables: "[recorder]", "[[lidar]] 0",

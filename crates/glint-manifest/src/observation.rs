@@ -25,8 +25,6 @@ use crate::ManifestError;
 
 /// The component names, in the spelling the manifest and the agent schema use.
 pub const OBSERVATION_COMPONENTS: &[&str] = &["joint_positions", "joint_velocities", "lidar_ranges"];
-/// The keys of an `[[observation]]` table.
-pub(crate) const OBSERVATION_KEYS: &[&str] = &["name", "beams", "sensor", "material"];
 
 /// The most beams a `lidar_ranges` component may ask for: the largest scan a sensor can have
 /// (256 channels of 65 535 bins).

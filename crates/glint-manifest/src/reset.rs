@@ -29,10 +29,6 @@ pub const MAX_RESET_OFFSET: f64 = 1.0e4;
 /// The largest yaw a `[reset.bodies.NAME]` range reaches, degrees: a full turn either way.
 pub const MAX_RESET_YAW_DEG: f64 = 360.0;
 
-/// The keys of a `[reset]` table and of each `[reset.bodies.NAME]` table.
-pub(crate) const RESET_KEYS: &[&str] = &["joints", "bodies"];
-pub(crate) const BODY_RESET_KEYS: &[&str] = &["x", "y", "z", "yaw"];
-
 /// How each episode's initial state is drawn (`[reset]`; default: the model's own, unchanged).
 /// Joint and body names are checked against the model when the scene is loaded.
 #[derive(Clone, Debug, Default, PartialEq)]

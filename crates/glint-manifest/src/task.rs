@@ -19,18 +19,6 @@ use serde::Deserialize;
 
 use crate::ManifestError;
 
-/// The keys of `[task]`.
-pub(crate) const TASK_KEYS: &[&str] = &[
-    "body",
-    "goal",
-    "goal_tolerance",
-    "episode_seconds",
-    "progress_weight",
-    "goal_reward",
-    "collision_penalty",
-    "touch_ok",
-];
-
 /// The built-in task (`[task]`). Names are checked against the model when the simulation is
 /// built.
 #[derive(Clone, Debug, PartialEq)]

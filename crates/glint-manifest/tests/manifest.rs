@@ -452,6 +452,74 @@ fn type_errors_name_the_table_the_key_the_value_and_the_line() {
 }
 
 #[test]
+fn every_table_names_an_unknown_key_and_the_nearest_valid_one() {
+    for (text, expect) in [
+        ("scene = \"a.xml\"\nrecorder_x = 1\n", "unknown key `recorder_x` in the top level; did you mean `recorder`?"),
+        ("[recorder]\noutput_dri = \"x\"", "unknown key `output_dri` in [recorder]; did you mean `output_dir`?"),
+        ("[controller]\nspeeed = 1.0", "unknown key `speeed` in [controller]; did you mean `speed`?"),
+        (
+            "[controller]\nactuators = { x = \"a\", y = \"b\", yawn = \"c\" }",
+            "unknown key `yawn` in [controller] actuators; did you mean `yaw`?",
+        ),
+        ("[reset]\nbody = 1", "unknown key `body` in [reset]; did you mean `bodies`?"),
+        ("[reset.bodies.box]\nyaww = [0, 1]", "unknown key `yaww` in [reset.bodies.box]; did you mean `yaw`?"),
+        ("[[camera]]\ncamera = \"c\"\nwidht = 3", "unknown key `widht` in [[camera]] 0; did you mean `width`?"),
+        (
+            "[[observation]]\nname = \"joint_positions\"\nbeam = 3",
+            "unknown key `beam` in [[observation]] 0; did you mean `beams`?",
+        ),
+        (
+            "[task]\nbody = \"b\"\ngoal = [1, 2]\ngoal_reward_ = 1",
+            "unknown key `goal_reward_` in [task]; did you mean `goal_reward`?",
+        ),
+        ("[bake]\nmax_dims = 3", "unknown key `max_dims` in [bake]; did you mean `max_dim`?"),
+        ("[return_model]\nseeds = 3", "unknown key `seeds` in [return_model]; did you mean `seed`?"),
+        ("[materials.glass]\nmetals = \"gold\"", "unknown key `metals` in [materials.glass]; did you mean `metal`?"),
+        (
+            "[[lidar]]\nattach_site = \"s\"\n[[lidar]]\nattach_sit = \"s\"",
+            "unknown key `attach_sit` in [[lidar]] 1; did you mean `attach_site`?",
+        ),
+        // Tables the manifest reads with other crates' types, and nested ones.
+        (
+            "[variants]\nassign = [0]\n[[variants.variant]]\nname = \"a\"\nedits = [{ geom = \"g\", mesh = \"m\" }, { gem = \"x\" }]",
+            "unknown key `gem` in [[variants.variant]] 0 edits[1]; did you mean `geom`?",
+        ),
+        ("[variants]\nasign = [0]", "unknown key `asign` in [variants]; did you mean `assign`?"),
+        (
+            "[randomize.geom_rgba]\ncube = { uniformm = [[0, 0, 0, 1], [1, 1, 1, 1]] }",
+            "unknown key `uniformm` in [randomize.geom_rgba] cube; did you mean `uniform`?",
+        ),
+    ] {
+        let text = if text.starts_with("scene") { text.to_string() } else { format!("scene = \"a.xml\"\n{text}") };
+        let err = parse(&text).unwrap_err();
+        assert_eq!(err, format!("manifest '/scenes/robot.toml': {expect}"), "{text}");
+    }
+    // A light says what the same light in a lights_file says (the rig reader's words).
+    let err = parse("scene = \"a.xml\"\n[[lights]]\ntype = \"disk\"\nintensty = 3.0\n").unwrap_err();
+    assert!(err.contains("line 4, [[lights]] 0: unknown field `intensty`, expected one of"), "{err}");
+    // With nothing near, every key of the table, in the order the table's struct declares them.
+    let err = parse("scene = \"a.xml\"\n[[lidar]]\nzzzzzz = 1\n").unwrap_err();
+    assert!(err.ends_with("in [[lidar]] 0; valid keys are name, attach_body, attach_site, mount_offset, preset, video_proxy, secondary_capture, secondary_scope, pattern, risley_spin_hz, risley_prism_hz, channels, azimuth_bins, points_per_cycle, rotation_hz, vfov_min_deg, vfov_max_deg, min_range, max_range, geom_group_mask, self_ignore"), "{err}");
+    let err = parse("scene = \"a.xml\"\n[return_model]\nzzzzzz = 1\n").unwrap_err();
+    assert!(err.ends_with("valid keys are preset, seed, max_range_at_ref, ref_reflectivity, range_exp, noise_sigma0, grazing_cos_cutoff, intensity_ref_range, detect_floor, near_range_r0, noise_slope_per_m, spec_slope_floor, spec_peak_max, retro_gain, retro_cos_exp, fold_max_slope, range_floor, min_return_separation, max_returns"), "{err}");
+    // Tables a program gives are named where they would stand in a manifest.
+    let table = |text: &str| text.parse::<toml::Table>().unwrap();
+    let source = Path::new("set_lidars");
+    let err = glint_manifest::lidar_bindings(&[table("attach_site = \"s\""), table("chanels = 3")], source);
+    assert_eq!(
+        err.unwrap_err().to_string(),
+        "manifest 'set_lidars': unknown key `chanels` in [[lidar]] 1; did you mean `channels`?"
+    );
+    let err = glint_manifest::camera_bindings(&[table("camera = \"c\"\nheigth = 3")], source);
+    assert_eq!(
+        err.unwrap_err().to_string(),
+        "manifest 'set_lidars': unknown key `heigth` in [[camera]] 0; did you mean `height`?"
+    );
+    let err = glint_manifest::variant_plan(table("assing = [0]"), source).unwrap_err().to_string();
+    assert_eq!(err, "manifest 'set_lidars': unknown key `assing` in [variants]; did you mean `assign`?");
+}
+
+#[test]
 fn tables_given_by_a_program_name_the_key_of_a_wrong_type() {
     let table = |text: &str| text.parse::<toml::Table>().unwrap();
     let source = Path::new("set_lidars");
