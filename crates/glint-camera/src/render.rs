@@ -162,6 +162,19 @@ impl Renderer {
     /// Renders every active camera of `layout` in every world of `input.poses` into
     /// `frames`.
     pub fn render(&self, input: Inputs, layout: &Layout, frames: Frames) -> Result<(), CameraError> {
+        self.render_where(input, layout, frames, &|_, _| true)
+    }
+
+    /// [`Renderer::render`] of the (world, camera slot) pairs `wanted` keeps: the buffers are
+    /// laid out for every pair, and the pixels of the others are left as they are (a recording
+    /// renders only the frames it takes on a tick).
+    pub fn render_where(
+        &self,
+        input: Inputs,
+        layout: &Layout,
+        frames: Frames,
+        wanted: &(dyn Fn(usize, usize) -> bool + Sync),
+    ) -> Result<(), CameraError> {
         let Inputs { scene, poses, caster, lights, headlight, fields } = input;
         let nworld = poses.nworld;
         let pixels = nworld * layout.pixels_per_world;
@@ -177,7 +190,7 @@ impl Renderer {
             .map(|(_, o)| caster.prepare(scene, poses, &filter(o)))
             .collect::<Result<Vec<_>, _>>()?;
         let shared = Shared { scene, poses, caster, layout, prepared, lights, headlight, fields };
-        let jobs = jobs(layout, nworld, frames);
+        let jobs = jobs(layout, nworld, frames, wanted);
         jobs.into_par_iter().for_each(|job| self.band(&shared, job));
         Ok(())
     }
@@ -403,7 +416,12 @@ fn filter(options: &CameraOptions) -> RayFilter {
 }
 
 /// Every band of every camera of every world, each owning its slices of the buffers.
-fn jobs<'a>(layout: &Layout, nworld: usize, frames: Frames<'a>) -> Vec<Job<'a>> {
+fn jobs<'a>(
+    layout: &Layout,
+    nworld: usize,
+    frames: Frames<'a>,
+    wanted: &(dyn Fn(usize, usize) -> bool + Sync),
+) -> Vec<Job<'a>> {
     let mut jobs = Vec::new();
     let mut rgb = frames.rgb;
     let mut depth = frames.depth;
@@ -416,7 +434,9 @@ fn jobs<'a>(layout: &Layout, nworld: usize, frames: Frames<'a>) -> Vec<Job<'a>> 
                 let rgb_part = take(&mut rgb, len * 3).filter(|_| options.render_rgb);
                 let depth_part = take(&mut depth, len).filter(|_| options.render_depth);
                 let seg_part = take(&mut seg, len).filter(|_| options.render_seg);
-                jobs.push(Job { world, slot, rows: (r0, r1), rgb: rgb_part, depth: depth_part, seg: seg_part });
+                if wanted(world, slot) {
+                    jobs.push(Job { world, slot, rows: (r0, r1), rgb: rgb_part, depth: depth_part, seg: seg_part });
+                }
             }
         }
     }

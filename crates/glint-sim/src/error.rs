@@ -43,6 +43,16 @@ pub enum SimError {
         /// How many worlds there are.
         nworld: usize,
     },
+    /// An agent's action is not a finite number.
+    #[error("action {index} ({actuator}) is {value}: every action must be a finite number")]
+    Action {
+        /// Its position in the action vector.
+        index: usize,
+        /// The actuator it drives.
+        actuator: String,
+        /// The value given.
+        value: f64,
+    },
     /// A caller's buffer does not have the length the call needs.
     #[error("{what} holds {len} values, and {expected}")]
     BufferLength {

@@ -450,11 +450,11 @@ impl Simulation {
     /// whose values differ steps on its own model copy, with MuJoCo's dependent constants
     /// and each changed geom's bounds recomputed). On an error nothing changes.
     pub fn set_field(&mut self, name: &str, values: &[f64], shape: &[usize]) -> Result<(), SimError> {
-        let before = self.fields.clone();
-        self.fields.set(name, values, shape)?;
+        let before = self.world.fields.clone();
+        self.world.fields.set(name, values, shape)?;
         let synced = (0..self.nworld()).try_for_each(|w| self.sync_world_fields(w, &[name]));
         if let Err(e) = synced {
-            self.fields = before;
+            self.world.fields = before;
             for w in 0..self.nworld() {
                 self.sync_world_fields(w, &[name])?;
             }
@@ -466,15 +466,20 @@ impl Simulation {
     /// Brings world `w`'s geometry and physics up to its fields after `changed` changed.
     pub(crate) fn sync_world_fields(&mut self, w: usize, changed: &[&str]) -> Result<(), SimError> {
         if changed.iter().any(|n| GEOMETRY_FIELDS.contains(n)) {
-            let alpha: Vec<f32> = (0..self.fields.ngeom).map(|g| self.fields.geom_alpha(w, g)).collect();
-            let shapes = self.fields.shapes(self.world_scene(w), w, &alpha)?;
+            let alpha: Vec<f32> = (0..self.world.fields.ngeom).map(|g| self.world.fields.geom_alpha(w, g)).collect();
+            let shapes = self.world.fields.shapes(self.world_scene(w), w, &alpha)?;
             // The secondary capture's NIR classes and flags follow the world's materials.
-            let matid: Vec<i32> = (0..self.fields.ngeom).map(|g| self.fields.geom_matid(w, g)).collect();
-            self.lidars.set_world_materials(w, (&self.scene, &self.setup.table), &matid, &alpha)?;
+            let matid: Vec<i32> = (0..self.world.fields.ngeom).map(|g| self.world.fields.geom_matid(w, g)).collect();
+            self.sensors.lidars.lidars_mut().set_world_materials(
+                w,
+                (&self.scene, &self.setup.table),
+                &matid,
+                &alpha,
+            )?;
             self.rays.set_world_shapes(&self.scene, self.worlds.poses(), w, Arc::new(shapes))?;
         }
         if changed.iter().any(|n| PHYSICS_FIELDS.contains(n)) {
-            let fields = self.fields.physics(w);
+            let fields = self.world.fields.physics(w);
             self.worlds.set_physics(w, &fields)?;
             // Its kinematics were recomputed: geoms may have moved (geom_pos).
             self.rays.refit_world(self.worlds.poses(), w);
@@ -487,13 +492,13 @@ impl Simulation {
     /// steps on.
     pub fn field(&self, name: &str) -> Result<(Vec<f64>, Vec<usize>), SimError> {
         let Some(&(_, of, width)) = DERIVED_FIELDS.iter().find(|(n, _, _)| *n == name) else {
-            return self.fields.get(name);
+            return self.world.fields.get(name);
         };
         let mut values = Vec::new();
         for w in 0..self.nworld() {
             values.extend(self.worlds.model_array(w, name)?.unwrap_or_default());
         }
-        let mut shape = vec![self.nworld(), self.fields.count(of)];
+        let mut shape = vec![self.nworld(), self.world.fields.count(of)];
         if width > 1 {
             shape.push(width);
         }
@@ -507,6 +512,6 @@ impl Simulation {
         if light >= nlight {
             return Err(SimError::Setting(format!("light {light} does not exist (the model has {nlight} lights)")));
         }
-        Ok(self.fields.light(&self.scene, self.worlds.poses(), world, light))
+        Ok(self.world.fields.light(&self.scene, self.worlds.poses(), world, light))
     }
 }

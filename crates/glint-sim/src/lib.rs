@@ -33,41 +33,47 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod actions;
 pub mod bench;
-mod camera;
+mod camera_set;
 mod controller;
+mod episodes;
 mod error;
-mod fields;
-mod lidar;
-mod materials;
+mod lidar_set;
 mod memory;
 mod observation;
+mod outputs;
 mod randomize;
 mod recording;
 mod reset;
 mod run;
+mod sensors;
 mod sim;
+mod sim_types;
 mod task;
-mod variants;
 mod warning;
+
+pub(crate) use sim::{fields, materials};
 
 /// The root `README.md`, compiled so its Rust examples build as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeExamples;
 
-pub use camera::CameraFrames;
+pub use actions::check_actions;
+pub use camera_set::CameraFrames;
 pub use error::SimError;
 pub use fields::{DERIVED_FIELDS, FIELDS, FieldOf, GEOMETRY_FIELDS, LightState, PHYSICS_FIELDS};
 pub use glint_camera::{CameraOptions, Frames, Layout, MAX_SIDE as MAX_CAMERA_SIDE, camera_name, native_resolution};
 pub use glint_manifest::{Manifest, ObservationComponent, Task};
 pub use glint_mujoco::{lower_thread_priority, settle_malloc};
-pub use lidar::{Lidar, LidarMut};
 pub use materials::SavedBake;
 pub use observation::ObservationLayout;
+pub use outputs::{EpisodeClose, Output, TickFrame};
 pub use recording::{RecordingOptions, RecordingSummary, SensorTotals};
 pub use run::{Quiet, RunObserver, RunOutcome};
-pub use sim::{LidarStats, SimOptions, Simulation, StepReport, WorldStatus, Worlds};
+pub use sensors::{Demand, Frame, Sensor, SensorContext, SensorKind};
+pub use sim::{Lidar, LidarMut, Simulation, VariantPlan};
+pub use sim_types::{LidarStats, SimOptions, StepReport, WorldStatus, Worlds};
 pub use task::TaskOutcome;
-pub use variants::VariantPlan;
 pub use warning::Warning;

@@ -99,7 +99,7 @@ impl Simulation {
 
     pub(crate) fn set_bake(&mut self, bake: Option<LoadedBake>) {
         let source = bake.as_ref().map(|b| b.bake.clone() as Arc<dyn glint_lidar::MaterialLookup>);
-        self.lidars.set_materials(source);
+        self.sensors.lidars.lidars_mut().set_materials(source);
         self.bake = bake;
     }
 

@@ -2,15 +2,12 @@
 //! A world's episode begins at its first tick after the recording is armed or the world is
 //! reset, and ends at its next reset or when the recording stops, so no episode is empty.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use glam::{DMat3, DVec3};
-use glint_lidar::Scan;
-use glint_record::{
-    CameraStream, CameraStreamInfo, Episode, EpisodeStatus, FramePose, Session, SessionInfo, TickData, VideoSettings,
-};
+use glint_record::{CameraStream, CameraStreamInfo, Episode, FramePose, Session, SessionInfo, TickData, VideoSettings};
 
+use crate::outputs::{EpisodeClose, Output, TickFrame};
+use crate::sensors::{Frame, SensorKind};
 use crate::{SimError, Warning};
 
 /// What to record and where (the rest comes from the scene: its manifest's `[recorder]`).
@@ -43,17 +40,6 @@ pub struct RecordingSummary {
     pub sensors: Vec<SensorTotals>,
 }
 
-/// One sensor's tick as the simulation hands it to the recording.
-pub(crate) struct SensorTick<'a> {
-    pub(crate) sensor: usize,
-    pub(crate) time: f64,
-    pub(crate) scan: &'a Scan,
-    pub(crate) beams: &'a [u32],
-    pub(crate) frame: (DVec3, DMat3),
-    /// The seed of the world's episode.
-    pub(crate) episode_seed: u64,
-}
-
 /// A camera a recording takes frames of.
 #[derive(Clone, Debug)]
 pub(crate) struct RecordedCamera {
@@ -65,6 +51,7 @@ pub(crate) struct RecordedCamera {
     pub(crate) every: u64,
 }
 
+/// An armed recording: the Parquet session, an [`Output`] of the simulation.
 pub(crate) struct Recording {
     session: Session,
     /// Per world, the episode being written, if one has begun.
@@ -74,6 +61,7 @@ pub(crate) struct Recording {
     cameras: Vec<RecordedCamera>,
     next_index: u32,
     totals: Vec<SensorTotals>,
+    warnings: Vec<Warning>,
 }
 
 impl Recording {
@@ -82,11 +70,10 @@ impl Recording {
         out: &Path,
         info: &SessionInfo,
         (video, cameras): (VideoSettings, Vec<RecordedCamera>),
-        warnings: &mut Vec<Warning>,
     ) -> Result<Recording, SimError> {
         let mut session = Session::create(out, info)?;
         session.record_video(video);
-        warnings.extend(session.take_warnings().into_iter().map(Warning::Recording));
+        let warnings = session.take_warnings().into_iter().map(Warning::Recording).collect();
         Ok(Recording {
             session,
             episodes: (0..info.worlds).map(|_| None).collect(),
@@ -94,6 +81,7 @@ impl Recording {
             cameras,
             next_index: 0,
             totals: vec![SensorTotals::default(); info.sensors.len()],
+            warnings,
         })
     }
 
@@ -102,7 +90,7 @@ impl Recording {
         &self.cameras
     }
 
-    /// World `world`'s episode, begun (with its camera streams) if none is open.
+    /// World `w`'s episode, begun (with its camera streams) if none is open.
     fn episode(&mut self, world: usize, seed: u64) -> Result<&mut Episode, SimError> {
         if self.episodes[world].is_none() {
             let index = self.next_index;
@@ -119,73 +107,84 @@ impl Recording {
         Ok(self.episodes[world].as_mut().expect("begun above"))
     }
 
-    /// Writes camera `k`'s frame of world `world` (RGB and depth as its stream records them).
-    pub(crate) fn write_camera(
-        &mut self,
-        (world, k): (usize, usize),
-        (rgb, depth): (&[u8], &[f32]),
-        pose: (f64, DVec3, DMat3),
-        seed: u64,
-        warnings: &mut Vec<Warning>,
-    ) -> Result<(), SimError> {
-        self.episode(world, seed)?;
-        let stream = &mut self.streams[world][k];
-        let (time, pos, rot) = pose;
-        let q = glam::DQuat::from_mat3(&rot);
-        let frame = FramePose { frame: 0, time, pos: pos.to_array(), quat: [q.w, q.x, q.y, q.z] };
-        stream.write_next(rgb, depth, frame)?;
-        warnings.extend(stream.take_warnings().into_iter().map(Warning::Recording));
-        Ok(())
+    /// The recorded camera of layout slot `slot`, if it is recorded.
+    fn camera_of_slot(&self, slot: usize) -> Option<usize> {
+        self.cameras.iter().position(|c| c.slot == slot)
     }
 
     pub(crate) fn dir(&self) -> &Path {
         self.session.dir()
     }
 
-    /// Writes one sensor's tick of world `world`, beginning the world's episode if none is open.
-    pub(crate) fn write(
-        &mut self,
-        world: usize,
-        tick: &SensorTick,
-        warnings: &mut Vec<Warning>,
-    ) -> Result<(), SimError> {
-        let episode = self.episode(world, tick.episode_seed)?;
-        let (sensor_pos, sensor_rot) = tick.frame;
-        let data = TickData { timestamp: tick.time, scan: tick.scan, beams: tick.beams, sensor_rot, sensor_pos };
-        episode.write_tick(tick.sensor, &data)?;
-        warnings.extend(episode.take_warnings().into_iter().map(Warning::Recording));
+    /// What the recording wrote (every episode finished).
+    pub(crate) fn summary(&self) -> RecordingSummary {
+        RecordingSummary { dir: self.dir().to_path_buf(), episodes: self.next_index, sensors: self.totals.clone() }
+    }
+}
+
+impl Output for Recording {
+    /// Every lidar's frames; a recorded camera's on its episode's first tick and then every
+    /// `every` ticks. Other sensors' values are not part of a session.
+    fn wants(&self, (kind, _): (SensorKind, usize), unit: usize, _world: usize, tick: u64) -> bool {
+        match kind {
+            SensorKind::Lidar => true,
+            SensorKind::Camera => {
+                self.camera_of_slot(unit).is_some_and(|k| tick >= 1 && (tick - 1).is_multiple_of(self.cameras[k].every))
+            }
+            _ => false,
+        }
+    }
+
+    /// A session records each beam's normal.
+    fn reads_surfaces(&self) -> bool {
+        true
+    }
+
+    fn write(&mut self, f: &TickFrame) -> Result<(), SimError> {
+        let (world, seed) = (f.world, f.episode.1);
+        match f.frame {
+            Frame::Lidar { scan, beams, pose: (sensor_pos, sensor_rot) } => {
+                let episode = self.episode(world, seed)?;
+                let data = TickData { timestamp: f.time, scan, beams, sensor_rot, sensor_pos };
+                episode.write_tick(f.unit, &data)?;
+                let warnings = episode.take_warnings();
+                self.warnings.extend(warnings.into_iter().map(Warning::Recording));
+            }
+            Frame::Camera { rgb, depth, pose: (pos, rot), .. } => {
+                let Some(k) = self.camera_of_slot(f.unit) else { return Ok(()) };
+                self.episode(world, seed)?;
+                let stream = &mut self.streams[world][k];
+                let q = glam::DQuat::from_mat3(&rot);
+                let frame = FramePose { frame: 0, time: f.time, pos: pos.to_array(), quat: [q.w, q.x, q.y, q.z] };
+                stream.write_next(rgb, depth, frame)?;
+                self.warnings.extend(stream.take_warnings().into_iter().map(Warning::Recording));
+            }
+            _ => {}
+        }
         Ok(())
     }
 
-    /// Finishes world `world`'s episode, if one is open, as `status` after `length_s` simulated
-    /// seconds.
-    pub(crate) fn end_episode(
-        &mut self,
-        (world, drawn, variant): (usize, &BTreeMap<String, Vec<f64>>, Option<&str>),
-        status: EpisodeStatus,
-        length_s: f64,
-        warnings: &mut Vec<Warning>,
-    ) -> Result<(), SimError> {
-        let Some(mut episode) = self.episodes[world].take() else { return Ok(()) };
-        episode.attach_randomized(drawn);
-        episode.attach_variant(variant);
+    /// Finishes the world's episode, if one is open.
+    fn end_episode(&mut self, end: &EpisodeClose) -> Result<(), SimError> {
+        let Some(mut episode) = self.episodes[end.world].take() else { return Ok(()) };
+        episode.attach_randomized(end.drawn);
+        episode.attach_variant(end.variant);
         let dir = self.session.dir().to_path_buf();
-        for stream in std::mem::take(&mut self.streams[world]) {
+        for stream in std::mem::take(&mut self.streams[end.world]) {
             let (files, stream_warnings) = stream.finish(&dir)?;
             episode.attach_camera_files(&files);
-            warnings.extend(stream_warnings.into_iter().map(Warning::Recording));
+            self.warnings.extend(stream_warnings.into_iter().map(Warning::Recording));
         }
-        let summary = episode.finish(status, length_s)?;
+        let summary = episode.finish(end.status, end.length_s)?;
         for (totals, sensor) in self.totals.iter_mut().zip(&summary.sensors) {
             totals.rows += sensor.rows;
             totals.bytes += sensor.bytes;
         }
-        warnings.extend(summary.warnings.into_iter().map(Warning::Recording));
+        self.warnings.extend(summary.warnings.into_iter().map(Warning::Recording));
         Ok(())
     }
 
-    /// What the recording wrote (every episode finished).
-    pub(crate) fn summary(&self) -> RecordingSummary {
-        RecordingSummary { dir: self.dir().to_path_buf(), episodes: self.next_index, sensors: self.totals.clone() }
+    fn take_warnings(&mut self) -> Vec<Warning> {
+        std::mem::take(&mut self.warnings)
     }
 }

@@ -86,9 +86,7 @@ impl Simulation {
             }
         }
         let status = if interrupted { EpisodeStatus::Interrupted } else { EpisodeStatus::Complete };
-        for w in 0..self.nworld() {
-            self.end_episode(w, status)?;
-        }
+        self.end_episodes(status)?;
         let recording = if self.recording() { Some(self.stop_recording(status)?) } else { None };
         let wall_seconds = started.elapsed().as_secs_f64();
         self.pass_warnings(observer);

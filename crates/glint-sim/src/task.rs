@@ -3,10 +3,11 @@
 //! steps in which its kinematic subtree touches another body. The time limit is the
 //! simulation's episode length.
 
-use glint_core::{GeomType, Scene, nearest_name};
+use glint_core::{GeomType, Poses, Scene, nearest_name};
 use glint_manifest::Task;
+use glint_mujoco::WorldBatch;
 
-use crate::{SimError, Simulation};
+use crate::SimError;
 
 /// What the task made of one world's step.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -84,8 +85,8 @@ impl TaskState {
         &self.task
     }
 
-    fn distance_now(&self, sim: &Simulation, w: usize) -> f64 {
-        let p = sim.poses().xpos[w * sim.scene.nbody() + self.body];
+    fn distance_now(&self, scene: &Scene, poses: &Poses, w: usize) -> f64 {
+        let p = poses.xpos[w * scene.nbody() + self.body];
         let g = &self.task.goal;
         let (dx, dy) = (p.x - g[0], p.y - g[1]);
         let dz = g.get(2).map_or(0.0, |z| p.z - z);
@@ -93,18 +94,18 @@ impl TaskState {
     }
 
     /// Starts world `w`'s episode from where the body is now.
-    pub(crate) fn restart(&mut self, sim: &Simulation, w: usize) {
-        self.distance[w] = self.distance_now(sim, w);
+    pub(crate) fn restart(&mut self, scene: &Scene, poses: &Poses, w: usize) {
+        self.distance[w] = self.distance_now(scene, poses, w);
     }
 
     /// World `w`'s outcome of the step just taken.
-    pub(crate) fn evaluate(&mut self, sim: &Simulation, w: usize) -> TaskOutcome {
-        let distance = self.distance_now(sim, w);
+    pub(crate) fn evaluate(&mut self, scene: &Scene, worlds: &WorldBatch, w: usize) -> TaskOutcome {
+        let distance = self.distance_now(scene, worlds.poses(), w);
         let progress = self.distance[w] - distance;
         self.distance[w] = distance;
         let mut contacts = std::mem::take(&mut self.contacts);
-        sim.worlds.contacts_into(w, &mut contacts);
-        let bodies = &sim.scene.geom_bodyid;
+        worlds.contacts_into(w, &mut contacts);
+        let bodies = &scene.geom_bodyid;
         let collided = contacts.iter().any(|&[a, b]| {
             let (a, b) = (a as usize, b as usize);
             let (ta, tb) = (self.in_tree[bodies[a] as usize], self.in_tree[bodies[b] as usize]);

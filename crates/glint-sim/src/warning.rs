@@ -43,6 +43,12 @@ pub enum Warning {
         /// The world's episode (counted from 0 since the simulation was built).
         episode: u64,
     },
+    /// A sensor added with `Simulation::add_sensor` is not part of the recording armed (a
+    /// session records the lidars and the cameras): an output of its own takes its frames.
+    NotRecorded {
+        /// The sensor's name.
+        sensor: String,
+    },
     /// Something beside a recording failed (a video proxy); the recording goes on.
     Recording(RecordWarning),
     /// The light rig asks for something MuJoCo cannot show as written (a diffuse that clips,
@@ -104,6 +110,10 @@ impl std::fmt::Display for Warning {
                 write!(f, "MuJoCo found world {world} unstable during episode {episode} and reset it")
             }
             Warning::Recording(w) => w.fmt(f),
+            Warning::NotRecorded { sensor } => write!(
+                f,
+                "sensor '{sensor}' is not recorded: a session records the lidars and the cameras; add an output                  (Simulation::add_output) to write its frames"
+            ),
             Warning::ObservationBeams { index, sensor, actual } => write!(
                 f,
                 "[[observation]] {index} (lidar_ranges) has no positive `beams`, so it emits nothing (the seed's rule): \

@@ -4,9 +4,11 @@
 
 use glam::{DMat3, DVec3};
 use glint_core::RayFilter;
-use glint_lidar::{LidarBinding, Scan, ScanConfig, SecondaryCapture, SecondaryScope};
+use glint_lidar::{LidarBinding, ReturnParams, ReturnPreset, Scan, ScanConfig, SecondaryCapture, SecondaryScope};
 
-use crate::{SimError, Simulation, Warning};
+use super::Simulation;
+use crate::sensors::Sensor;
+use crate::{LidarStats, SimError, Warning};
 
 impl Simulation {
     /// Sensor `index` (0-based, in binding order), to read.
@@ -19,6 +21,63 @@ impl Simulation {
     pub fn lidar_mut(&mut self, index: usize) -> Result<LidarMut<'_>, SimError> {
         self.check_sensor(index)?;
         Ok(LidarMut { sim: self, index })
+    }
+
+    /// Fires every lidar on every step (`true`), or only for what reads them (`false`, the
+    /// default): the seed's `SetLidarLive`.
+    pub fn set_lidar_live(&mut self, live: bool) {
+        self.sensors.lidars.lidars_mut().set_live(live);
+    }
+
+    /// Whether the lidars fire on every step.
+    pub fn lidar_live(&self) -> bool {
+        self.sensors.lidars.lidars().live()
+    }
+
+    /// Keep each beam's hit point and normal in the scans ([`glint_lidar::Scan::surfaces`];
+    /// `true`, the default), or only while an output reads them (`false`: a tick then writes
+    /// ranges and geoms alone, faster where nothing reads the surfaces).
+    pub fn set_keep_surfaces(&mut self, keep: bool) {
+        let read = self.outputs.reads_surfaces();
+        self.sensors.lidars.set_keep_surfaces(keep, read);
+    }
+
+    /// Whether the scans keep hit points and normals outside recordings.
+    pub fn keeps_surfaces(&self) -> bool {
+        self.sensors.lidars.keeps_surfaces()
+    }
+
+    /// Number of lidar sensors.
+    pub fn lidar_count(&self) -> usize {
+        self.sensors.lidars.units()
+    }
+
+    /// Beams sensor `sensor` has cast and hit, over every world since the simulation was built.
+    pub fn lidar_stats(&self, sensor: usize) -> Result<LidarStats, SimError> {
+        let count = self.lidar_count();
+        self.sensors.lidars.stats(sensor).ok_or(SimError::NoSuchSensor { index: sensor, count })
+    }
+
+    /// Applies a return-model preset: every one of the seventeen parameters takes its value.
+    pub fn set_return_preset(&mut self, preset: ReturnPreset) {
+        self.sensors.lidars.lidars_mut().set_return_preset(preset);
+    }
+
+    /// Writes the nine base return parameters (the seed's `SetLidarReturnParams`), keeping the
+    /// eight optics parameters; nothing changes on an error.
+    pub fn set_return_params(&mut self, base: [f64; 9]) -> Result<(), SimError> {
+        Ok(self.sensors.lidars.lidars_mut().set_return_base(base)?)
+    }
+
+    /// Writes all seventeen return parameters (`SetLidarReturnParamsEx`); nothing changes on
+    /// an error.
+    pub fn set_return_params_ex(&mut self, params: ReturnParams) -> Result<(), SimError> {
+        Ok(self.sensors.lidars.lidars_mut().set_return_params(params)?)
+    }
+
+    /// The return model's calibration.
+    pub fn return_params(&self) -> ReturnParams {
+        self.sensors.lidars.lidars().return_params()
     }
 
     fn check_sensor(&self, index: usize) -> Result<(), SimError> {
@@ -57,7 +116,7 @@ impl<'a> Lidar<'a> {
 
     /// Its binding as it runs (name filled in, configuration as last set).
     pub fn binding(&self) -> &'a LidarBinding {
-        self.sim.lidars.binding(self.index).expect("the handle's index was checked")
+        self.sim.sensors.lidars.lidars().binding(self.index).expect("the handle's index was checked")
     }
 
     /// Its scan configuration (the seed's `GetLidarConfig`).
@@ -69,7 +128,7 @@ impl<'a> Lidar<'a> {
     /// `secondary_capture` and `secondary_scope`): a choice made while recording is reported
     /// here at once and takes effect when that recording stops.
     pub fn secondary_capture(&self) -> (SecondaryCapture, SecondaryScope) {
-        let binding = &self.sim.bindings[self.index];
+        let binding = self.sim.sensors.lidars.scene_binding(self.index);
         (binding.secondary_capture, binding.secondary_scope)
     }
 
@@ -81,7 +140,7 @@ impl<'a> Lidar<'a> {
     /// Its live scan in world `world`: the newest value of every beam.
     pub fn scan(&self, world: usize) -> Result<&'a Scan, SimError> {
         self.sim.world_ok(world)?;
-        Ok(self.sim.lidars.scan(self.index, world)?)
+        Ok(self.sim.sensors.lidars.lidars().scan(self.index, world)?)
     }
 
     /// Copies the live ranges of world `world` into `out` (`GetLidarScan`): metres per beam,
@@ -155,7 +214,7 @@ impl<'a> Lidar<'a> {
         self.sim.world_ok(world)?;
         let beams = self.beam_count();
         let (mut all_az, mut all_el) = (vec![0.0; beams], vec![0.0; beams]);
-        self.sim.lidars.beam_angles(self.index, world, &mut all_az, &mut all_el)?;
+        self.sim.sensors.lidars.lidars().beam_angles(self.index, world, &mut all_az, &mut all_el)?;
         let n = fill(az, &all_az);
         fill(el, &all_el);
         Ok(n)
@@ -164,18 +223,23 @@ impl<'a> Lidar<'a> {
     /// The sensor's origin and orientation (columns: its axes) in world `world` now.
     pub fn frame(&self, world: usize) -> Result<(DVec3, DMat3), SimError> {
         self.sim.world_ok(world)?;
-        Ok(self.sim.lidars.frame(self.index, world, self.sim.worlds.poses())?)
+        Ok(self.sim.sensors.lidars.lidars().frame(self.index, world, self.sim.worlds.poses())?)
     }
 
     /// The beams the last tick cast in world `world`, in emission order, into `out`.
     pub fn last_tick_beams(&self, world: usize, out: &mut Vec<u32>) -> Result<(), SimError> {
         self.sim.world_ok(world)?;
-        Ok(self.sim.lidars.last_tick_beams(self.index, world, out)?)
+        Ok(self.sim.sensors.lidars.lidars().last_tick_beams(self.index, world, out)?)
     }
 
     /// The ray filter and excluded body (`-1`: none) its beams are cast with.
     pub fn ray_filter(&self) -> (RayFilter, i32) {
-        self.sim.lidars.ray_filter(self.index, &self.sim.scene).expect("the handle's index was checked")
+        self.sim
+            .sensors
+            .lidars
+            .lidars()
+            .ray_filter(self.index, &self.sim.scene)
+            .expect("the handle's index was checked")
     }
 }
 
@@ -199,8 +263,8 @@ impl LidarMut<'_> {
         if self.sim.recording() {
             return Err(SimError::Recording { what: "SetLidarConfig" });
         }
-        crate::sim::check_rotation(self.index, &config, self.sim.runner())?;
-        let warnings = self.sim.lidars.set_config(self.index, config)?;
+        super::check_rotation(self.index, &config, self.sim.runner())?;
+        let warnings = self.sim.sensors.lidars.lidars_mut().set_config(self.index, config)?;
         let sensor = self.index;
         self.sim.warnings.extend(warnings.into_iter().map(|warning| Warning::Lidar { sensor, warning }));
         Ok(())
@@ -209,10 +273,10 @@ impl LidarMut<'_> {
     /// Chooses the secondary geometry its recordings capture (`SetLidarSecondaryCapture`).
     /// Kept across recordings; while one is armed it takes effect when that one stops.
     pub fn set_secondary_capture(&mut self, capture: SecondaryCapture, scope: SecondaryScope) -> Result<(), SimError> {
-        let binding = self.sim.scene_binding_mut(self.index);
+        let binding = self.sim.sensors.lidars.scene_binding_mut(self.index);
         (binding.secondary_capture, binding.secondary_scope) = (capture, scope);
         if !self.sim.recording() {
-            self.sim.lidars.set_secondary_capture(self.index, capture, scope)?;
+            self.sim.sensors.lidars.lidars_mut().set_secondary_capture(self.index, capture, scope)?;
         }
         Ok(())
     }

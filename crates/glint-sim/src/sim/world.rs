@@ -1,6 +1,7 @@
-//! Per-world assets in a simulation: each variant compiled once through MuJoCo's model
-//! editing, worlds put on their variant's model, and every per-world field (the seed's
-//! dependent fields included) taken from what the variant compiled to.
+//! Each world's state beyond MuJoCo's data: per-world assets (each variant compiled once
+//! through MuJoCo's model editing, worlds put on their variant's model, and every per-world
+//! field, the seed's dependent fields included, taken from what the variant compiled to), and
+//! each episode's `[randomize]` draws.
 
 use std::path::Path;
 
@@ -8,8 +9,9 @@ use glint_core::Variant;
 use glint_lidar::LidarBinding;
 use glint_mujoco::SceneSpec;
 
+use super::Simulation;
 use crate::fields::{Fields, GEOMETRY_FIELDS};
-use crate::{SimError, SimOptions, Simulation};
+use crate::{SimError, SimOptions};
 
 /// Which variant each world is on: world `w` takes `variants[assign[w % assign.len()]]`
 /// (MuJoCo Warp's `w % len` rule over the assignment).
@@ -75,28 +77,45 @@ impl Simulation {
     /// and puts every world on its variant.
     pub(crate) fn apply_variants(&mut self, spec: &SceneSpec, plan: &VariantPlan) -> Result<(), SimError> {
         plan.check()?;
-        self.variants =
+        self.world.variants =
             plan.variants.iter().map(|v| spec.compile_variant(&self.model, v)).collect::<Result<Vec<_>, _>>()?;
         let nworld = self.nworld();
         let mut per_world = Vec::with_capacity(nworld);
         for w in 0..nworld {
             let k = plan.assign[w % plan.assign.len()];
-            self.worlds.set_variant(w, &self.variants[k])?;
+            self.worlds.set_variant(w, &self.world.variants[k])?;
             self.rays.refit_world(self.worlds.poses(), w);
-            self.world_variant[w] = Some(k);
-            per_world.push(Fields::new(&self.variants[k].scene, &self.worlds.physics(w)?));
+            self.world.variant_of[w] = Some(k);
+            per_world.push(Fields::new(&self.world.variants[k].scene, &self.worlds.physics(w)?));
         }
-        self.fields = Fields::stack(&per_world);
+        self.world.fields = Fields::stack(&per_world);
         for w in 0..nworld {
             self.sync_world_fields(w, &GEOMETRY_FIELDS)?;
         }
         Ok(())
     }
 
+    /// Draws world `w`'s `[randomize]` values for its episode, from the episode's seed.
+    pub(crate) fn draw_fields(&mut self, w: usize) -> Result<(), SimError> {
+        if !self.world.draws.is_empty() {
+            let (seed, nworld) = (self.episodes.seed(w), self.nworld());
+            self.world.drawn[w] = self.world.draws.apply(&mut self.world.fields, (w, nworld), seed)?;
+            let changed = self.world.draws.fields();
+            self.sync_world_fields(w, &changed)?;
+        }
+        Ok(())
+    }
+
+    /// What world `w`'s episode drew from `[randomize]`, by `field/target`.
+    pub fn drawn_fields(&self, w: usize) -> Result<&std::collections::BTreeMap<String, Vec<f64>>, SimError> {
+        self.world_ok(w)?;
+        Ok(&self.world.drawn[w])
+    }
+
     /// The variant world `w` is on (`None`: the base model).
     pub fn world_variant(&self, w: usize) -> Result<Option<&str>, SimError> {
         self.world_ok(w)?;
-        Ok(self.world_variant[w].map(|k| self.variants[k].name.as_str()))
+        Ok(self.world.variant_name(w))
     }
 
     /// Bytes the simulation's geometry holds: per world (its top-level BVH, its boxes and
@@ -111,6 +130,15 @@ impl Simulation {
         let assets: usize = self.scene.mesh.iter().map(|m| m.bytes()).sum::<usize>()
             + self.scene.hfield.iter().map(|h| h.data.len() * 4).sum::<usize>();
         (per_world, shared + assets)
+    }
+
+    /// The scene world `w` was compiled as: its variant's (whose meshes and height fields
+    /// are the shared scene's), or the shared scene.
+    pub(crate) fn world_scene(&self, w: usize) -> &glint_core::Scene {
+        match self.world.variant_of[w] {
+            Some(k) => &self.world.variants[k].scene,
+            None => &self.scene,
+        }
     }
 
     /// Number of distinct geometries among the worlds (worlds that agree share one).

@@ -1,0 +1,171 @@
+//! The sensor seam: what every sensor of a simulation shares. A sensor is bound to the model
+//! when it is made (a site, a body, a camera), ticks once per agent step after the physics
+//! and the ray caster's refit, casts through the [`RayCaster`] for every world it is asked
+//! for, and hands each world's frame to the outputs. It reads the scene's materials and its
+//! worlds' episode seeds from the [`SensorContext`], and restarts what it keeps per episode
+//! when a world is reset.
+//!
+//! The lidars and the cameras implement [`Sensor`]; a new kind (a depth-sensor model, an MJCF
+//! rangefinder, a user's own) is added with [`crate::Simulation::add_sensor`], and
+//! [`crate::Simulation::step`] ticks it without knowing what it is.
+
+use glam::{DMat3, DVec3};
+use glint_core::{Poses, RayCaster, Scene};
+use glint_lidar::{MaterialTable, Scan};
+
+use crate::SimError;
+
+/// What a sensor reads on a tick.
+#[derive(Clone, Copy)]
+pub struct SensorContext<'a> {
+    /// The scene every world shares.
+    pub scene: &'a Scene,
+    /// Every world's frames after the tick's physics.
+    pub poses: &'a Poses,
+    /// The ray caster, refitted to `poses`.
+    pub caster: &'a RayCaster,
+    /// Seconds of simulated time per tick.
+    pub dt: f64,
+    /// Per world, MuJoCo's clock: the simulated seconds since its episode began.
+    pub times: &'a [f64],
+    /// Per world, its episode's seed: what a sensor's randomness is keyed with.
+    pub episode_seeds: &'a [u64],
+    /// Per world, the ticks its episode has run, this one included.
+    pub episode_ticks: &'a [u64],
+    /// The scene's near-infrared materials, by MuJoCo material.
+    pub materials: &'a MaterialTable,
+    /// Each world's model fields (colours, materials, lights) as the cameras read them.
+    pub(crate) fields: &'a crate::fields::Fields,
+}
+
+/// What kind of sensor a frame comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SensorKind {
+    /// The lidars: one unit per bound lidar.
+    Lidar,
+    /// The cameras: one unit per camera set to render.
+    Camera,
+    /// A sensor added with [`crate::Simulation::add_sensor`]: one unit of values per world.
+    Values,
+}
+
+/// One unit's frame in one world after a tick.
+#[derive(Clone, Copy)]
+#[non_exhaustive]
+pub enum Frame<'a> {
+    /// A lidar's scan after the tick, with the beams this tick cast (emission order) and the
+    /// sensor's pose (origin; rotation whose columns are its axes).
+    Lidar {
+        /// The live scan: the newest value of every beam.
+        scan: &'a Scan,
+        /// The beams the tick cast.
+        beams: &'a [u32],
+        /// The sensor's origin and rotation in the world.
+        pose: (DVec3, DMat3),
+    },
+    /// A camera's image.
+    Camera {
+        /// The MJCF camera.
+        camera: usize,
+        /// 8-bit RGB, rows top to bottom (empty when the camera renders no colour).
+        rgb: &'a [u8],
+        /// Depth along the optical axis, metres (empty when it renders no depth).
+        depth: &'a [f32],
+        /// Width and height, pixels.
+        size: (usize, usize),
+        /// The camera's origin and rotation in the world.
+        pose: (DVec3, DMat3),
+    },
+    /// A sensor's values.
+    Values(&'a [f32]),
+}
+
+/// Which frames a sensor is asked for this tick: per unit and world.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Demand {
+    nworld: usize,
+    wanted: Vec<bool>,
+}
+
+impl Demand {
+    /// Nothing asked of `units` units in `nworld` worlds.
+    pub fn none(units: usize, nworld: usize) -> Demand {
+        Demand { nworld, wanted: vec![false; units * nworld] }
+    }
+
+    /// Asks for unit `unit`'s frame in world `world`.
+    pub fn ask(&mut self, unit: usize, world: usize) {
+        self.wanted[unit * self.nworld + world] = true;
+    }
+
+    /// Whether unit `unit`'s frame in world `world` is asked for.
+    pub fn wants(&self, unit: usize, world: usize) -> bool {
+        self.wanted[unit * self.nworld + world]
+    }
+
+    /// Whether any unit's frame in world `world` is asked for.
+    pub fn wants_world(&self, world: usize) -> bool {
+        (0..self.units()).any(|u| self.wants(u, world))
+    }
+
+    /// Whether anything is asked for.
+    pub fn any(&self) -> bool {
+        self.wanted.iter().any(|&w| w)
+    }
+
+    /// Units the demand covers.
+    pub fn units(&self) -> usize {
+        self.wanted.len() / self.nworld.max(1)
+    }
+
+    /// Worlds the demand covers.
+    pub fn nworld(&self) -> usize {
+        self.nworld
+    }
+}
+
+/// A sensor of a simulation (see the module's docs).
+pub trait Sensor: Send {
+    /// Its kind.
+    fn kind(&self) -> SensorKind {
+        SensorKind::Values
+    }
+
+    /// Its name, as outputs and errors give it.
+    fn name(&self) -> &str;
+
+    /// How many units it has (lidars, cameras; one for most sensors).
+    fn units(&self) -> usize {
+        1
+    }
+
+    /// Unit `unit`'s name.
+    fn unit_name(&self, _unit: usize) -> String {
+        self.name().to_string()
+    }
+
+    /// Whether unit `unit` casts on every tick on its own (a live lidar), whoever reads it.
+    fn fires(&self, _unit: usize) -> bool {
+        false
+    }
+
+    /// Casts what `demand` asks for, after the worlds stepped.
+    fn tick(&mut self, ctx: &SensorContext, demand: &Demand) -> Result<(), SimError>;
+
+    /// Hands world `world`'s frames of the units `demand` asked for to `out`, as the tick
+    /// left them.
+    fn emit(
+        &mut self,
+        ctx: &SensorContext,
+        world: usize,
+        demand: &Demand,
+        out: &mut dyn FnMut(usize, Frame<'_>) -> Result<(), SimError>,
+    ) -> Result<(), SimError>;
+
+    /// World `world` starts a new episode, seeded `episode_seed`: what the sensor keeps per
+    /// episode starts over.
+    fn restart(&mut self, _world: usize, _episode_seed: u64) -> Result<(), SimError> {
+        Ok(())
+    }
+}

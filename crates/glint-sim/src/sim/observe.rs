@@ -1,0 +1,161 @@
+//! The observation vector of every world, as the manifest's `[[observation]]` lays it out
+//! ([`ObservationLayout`]), and the action mapping's names: what an RL front end reads after
+//! each step and writes before it.
+
+use glint_manifest::ObservationComponent;
+use rayon::prelude::*;
+
+use super::{Simulation, fill};
+use crate::observation::{ObservationLayout, copy_f64, joint_value_names};
+use crate::{SimError, Warning};
+
+impl Simulation {
+    /// Lays the observation vector out from `components` (the manifest's `[[observation]]`)
+    /// and makes it the one [`Simulation::observe`] fills. A `lidar_ranges` component without
+    /// a positive `beams` emits nothing, with one warning; one whose `beams` differs from its
+    /// sensor's beam count is kept (padded with `-1` or cut), with one warning. An unknown
+    /// sensor is an error; nothing changes on an error.
+    pub fn set_observation(&mut self, components: &[ObservationComponent]) -> Result<(), SimError> {
+        let mut layout = ObservationLayout::default();
+        let mut warnings = Vec::new();
+        for (index, component) in components.iter().enumerate() {
+            let names = match component {
+                ObservationComponent::JointPositions => joint_value_names(self, false),
+                ObservationComponent::JointVelocities => joint_value_names(self, true),
+                ObservationComponent::LidarRanges { beams, sensor, .. } => {
+                    let count = self.lidar_count();
+                    if *sensor >= count {
+                        return Err(SimError::Setting(format!(
+                            "[[observation]] {index} (lidar_ranges) reads lidar sensor {sensor}, and {count} sensors \
+                             are bound: give a sensor index below {count}"
+                        )));
+                    }
+                    let actual = self.lidar(*sensor)?.config().beam_count();
+                    match beams {
+                        None => warnings.push(Warning::ObservationBeams { index, sensor: *sensor, actual }),
+                        Some(b) if *b != actual => {
+                            warnings.push(Warning::ObservationBeamsDiffer { index, sensor: *sensor, beams: *b, actual })
+                        }
+                        Some(_) => {}
+                    }
+                    (0..beams.unwrap_or(0)).map(|k| format!("lidar_ranges/{sensor}/{k}")).collect()
+                }
+            };
+            layout.push(component.clone(), names);
+        }
+        self.observation = layout;
+        self.warnings.extend(warnings);
+        Ok(())
+    }
+
+    /// The observation vector's layout.
+    pub fn observation(&self) -> &ObservationLayout {
+        &self.observation
+    }
+
+    /// Writes world `world`'s observation into `out` (exactly [`ObservationLayout::size`]
+    /// values): joint positions and velocities as they are now, and each `lidar_ranges`
+    /// component from its sensor's live scan, `-1` past the scan and for no return. A material
+    /// component needs a loaded bake.
+    pub fn observe(&self, world: usize, out: &mut [f32]) -> Result<(), SimError> {
+        self.world_ok(world)?;
+        let size = self.observation.size();
+        if out.len() != size {
+            return Err(SimError::BufferLength {
+                what: "the observation buffer",
+                len: out.len(),
+                expected: format!("the observation has {size} values"),
+            });
+        }
+        let mut ranges = Vec::new();
+        self.observe_into(world, out, &mut ranges)?;
+        for (out, src) in ranges {
+            fill(out, src);
+        }
+        Ok(())
+    }
+
+    /// [`Simulation::observe`] of every world into `out` (`nworld` rows of
+    /// [`ObservationLayout::size`] values); the lidar ranges, most of the values, are copied
+    /// side by side on the thread pool.
+    pub fn observe_all(&self, out: &mut [f32]) -> Result<(), SimError> {
+        let (nworld, size) = (self.nworld(), self.observation.size());
+        if out.len() != nworld * size {
+            return Err(SimError::BufferLength {
+                what: "the observation buffer",
+                len: out.len(),
+                expected: format!("{nworld} worlds of {size} values: {}", nworld * size),
+            });
+        }
+        let mut ranges = Vec::new();
+        for (w, row) in out.chunks_mut(size.max(1)).enumerate() {
+            self.observe_into(w, row, &mut ranges)?;
+        }
+        ranges.into_par_iter().for_each(|(out, src)| {
+            fill(out, src);
+        });
+        Ok(())
+    }
+
+    /// Writes world `world`'s joint terms into `out` (its observation vector) and queues each
+    /// `lidar_ranges` term as (where in `out`, the scan's ranges) for the caller to copy.
+    fn observe_into<'o, 's>(
+        &'s self,
+        world: usize,
+        out: &'o mut [f32],
+        ranges: &mut Vec<(&'o mut [f32], &'s [f32])>,
+    ) -> Result<(), SimError> {
+        let mut rest = out;
+        let mut at = 0;
+        for (component, offset, len) in self.observation.terms() {
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(offset - at);
+            let (out, tail) = tail.split_at_mut(len);
+            (rest, at) = (tail, offset + len);
+            match *component {
+                ObservationComponent::JointPositions => copy_f64(out, self.worlds.qpos(world)),
+                ObservationComponent::JointVelocities => copy_f64(out, self.worlds.qvel(world)),
+                ObservationComponent::LidarRanges { sensor, material, .. } => {
+                    ranges.push((out, self.lidar(sensor)?.ranges(world, material)?));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Each actuator's name (`actuator<i>` when unnamed) and the range its control is clamped
+    /// to (`None`: not limited), in actuator order: the action vector's layout.
+    pub fn actuators(&self) -> Vec<(String, Option<[f64; 2]>)> {
+        let names = self.model.actuator_names();
+        let ranges = self.model.actuator_ctrlrange();
+        names
+            .into_iter()
+            .zip(ranges)
+            .enumerate()
+            .map(|(i, (n, r))| (if n.is_empty() { format!("actuator{i}") } else { n }, r))
+            .collect()
+    }
+
+    /// World `world`'s generalized positions now (MuJoCo's `qpos`, `nq` values).
+    pub fn joint_positions(&self, world: usize) -> Result<&[f64], SimError> {
+        self.world_ok(world)?;
+        Ok(self.worlds.qpos(world))
+    }
+
+    /// World `world`'s generalized velocities now (MuJoCo's `qvel`, `nv` values).
+    pub fn joint_velocities(&self, world: usize) -> Result<&[f64], SimError> {
+        self.world_ok(world)?;
+        Ok(self.worlds.qvel(world))
+    }
+
+    /// Each joint's name (`joint<j>` when unnamed), in joint order.
+    pub fn joint_names(&self) -> Vec<String> {
+        let joints = self.model.joints().into_iter().enumerate();
+        joints.map(|(j, joint)| if joint.name.is_empty() { format!("joint{j}") } else { joint.name }).collect()
+    }
+
+    /// The controls world `world` runs with now (MuJoCo's `ctrl`).
+    pub fn controls(&self, world: usize) -> Result<&[f64], SimError> {
+        self.world_ok(world)?;
+        Ok(self.worlds.ctrl(world))
+    }
+}
