@@ -53,11 +53,24 @@ impl ParamValue for u32 {
     }
 }
 
-/// Defines [`ReturnParams`], its default, [`RETURN_PARAMS`] and the array conversions from
-/// one list: `field: type = default, "camelName", "unit", (low, high, low inclusive, "range")`.
+/// Defines [`ReturnParams`], its default, [`RETURN_PARAMS`], the array conversions and
+/// `return_param_keys!` from one list: `field: type = default, "camelName", "unit", (low,
+/// high, low inclusive, "range")`. The leading `$` lets it write a macro of its own.
 macro_rules! return_params {
-    ($($(#[doc = $doc:literal])* $field:ident: $ty:ty = $default:expr, $name:literal, $unit:literal,
+    ($d:tt $($(#[doc = $doc:literal])* $field:ident: $ty:ty = $default:expr, $name:literal, $unit:literal,
         ($low:expr, $high:expr, $inclusive:expr, $range:literal);)+) => {
+        /// Calls the macro `$callback` with every return parameter's key ([`RETURN_PARAMS`]'
+        /// `key`, the field name of [`ReturnParams`]) as an identifier, in the seed's order:
+        /// `$callback!(max_range_at_ref, ref_reflectivity, …, max_returns)`. For a front end
+        /// whose messages have a field per key (the gRPC messages), so that it maps them by
+        /// key, never by position.
+        #[macro_export]
+        macro_rules! return_param_keys {
+            ($d callback:ident) => {
+                $d callback! { $($field),+ }
+            };
+        }
+
         /// The return model calibration, one set per scene, in the seed's order (the order
         /// [`ReturnParams::to_array`] and [`RETURN_PARAMS`] give them).
         #[derive(Clone, Copy, Debug, PartialEq)]
@@ -110,6 +123,7 @@ macro_rules! return_params {
 }
 
 return_params! {
+    $
     /// Detection range for a surface of the reference reflectivity (m).
     max_range_at_ref: f64 = 20.0, "maxRangeAtRef", "m", (0.0, 10_000.0, false, "above 0, at most 10000 m");
     /// The reflectivity that `max_range_at_ref` is quoted at.
@@ -233,6 +247,16 @@ impl ReturnPreset {
 mod tests {
     use super::*;
     use crate::Spelled;
+
+    #[test]
+    fn the_keys_macro_names_every_parameter_in_order() {
+        macro_rules! keys {
+            ($($key:ident),+) => {
+                [$(stringify!($key)),+]
+            };
+        }
+        assert_eq!(return_param_keys!(keys), RETURN_PARAMS.map(|p| p.key));
+    }
 
     #[test]
     fn presets_set_the_seed_columns_and_reset_the_optics() {

@@ -70,42 +70,60 @@ fn no_sensor(index: u32) -> String {
     format!("no lidar sensor at index {index}")
 }
 
-/// The proto's nine base fields and eight optional optics fields over `current`: base fields
-/// always replace, an absent optics field keeps its value, one sent as 0 means 0.
-fn merged_params(r: &SetLidarReturnParamsRequest, current: ReturnParams) -> [f64; 17] {
-    let mut v = current.to_array();
-    let base = [
-        r.max_range_at_ref,
-        r.ref_reflectivity,
-        r.range_exp,
-        r.noise_sigma0,
-        r.grazing_cos_cutoff,
-        r.intensity_ref_range,
-        r.detect_floor,
-        r.near_range_r0,
-        r.noise_slope_per_m,
-    ];
-    for (slot, value) in v.iter_mut().zip(base) {
-        *slot = value as f64;
-    }
-    // f64 holds every f32 and every u32 exactly: max_returns 4294967295 stays itself.
-    let optics = [
-        r.spec_slope_floor.map(f64::from),
-        r.spec_peak_max.map(f64::from),
-        r.retro_gain.map(f64::from),
-        r.retro_cos_exp.map(f64::from),
-        r.fold_max_slope.map(f64::from),
-        r.range_floor.map(f64::from),
-        r.min_return_separation.map(f64::from),
-        r.max_returns.map(f64::from),
-    ];
-    for (slot, value) in v[9..].iter_mut().zip(optics) {
-        if let Some(value) = value {
-            *slot = value;
-        }
-    }
-    v
+/// A return parameter's field of `SetLidarReturnParamsRequest` as the value it sets: a base
+/// field (a plain `float`) is always sent, an optics field (`optional`) only when present.
+trait SentParam {
+    fn sent(self) -> Option<f64>;
 }
+
+impl SentParam for f32 {
+    fn sent(self) -> Option<f64> {
+        Some(self.into())
+    }
+}
+
+// f64 holds every f32 and every u32 exactly: max_returns 4294967295 stays itself.
+impl<T: Into<f64>> SentParam for Option<T> {
+    fn sent(self) -> Option<f64> {
+        self.map(Into::into)
+    }
+}
+
+/// A return parameter as its field of `LidarReturnParamsResponse`: an `f32`, or the `u32` of
+/// `max_returns`.
+trait WireParam<T> {
+    fn wire(value: T) -> Self;
+}
+
+impl WireParam<f64> for f32 {
+    fn wire(value: f64) -> f32 {
+        value as f32
+    }
+}
+
+impl WireParam<u32> for u32 {
+    fn wire(value: u32) -> u32 {
+        value
+    }
+}
+
+/// Maps the return parameters to and from the proto's messages, whose fields are named by
+/// [`RETURN_PARAMS`]' keys: field by field, by key (`glint_lidar::return_param_keys!`).
+macro_rules! params_by_key {
+    ($($key:ident),+) => {
+        /// The request's parameters over `current`: base fields always replace, an absent
+        /// optics field keeps its value, one sent as 0 means 0.
+        fn merged_params(r: &SetLidarReturnParamsRequest, current: ReturnParams) -> [f64; 17] {
+            [$(r.$key.sent().unwrap_or(f64::from(current.$key))),+]
+        }
+
+        fn params_response(p: &ReturnParams) -> LidarReturnParamsResponse {
+            LidarReturnParamsResponse { $($key: WireParam::wire(p.$key)),+ }
+        }
+    };
+}
+
+glint_lidar::return_param_keys!(params_by_key);
 
 /// `message` with each return parameter's seed name followed by its field name on the wire:
 /// "maxRangeAtRef (max_range_at_ref)".
@@ -115,29 +133,6 @@ fn wire_names(message: &str) -> String {
         out = out.replace(p.name, &format!("{} ({})", p.name, p.key));
     }
     out
-}
-
-fn params_response(p: &ReturnParams) -> LidarReturnParamsResponse {
-    let v = p.to_array().map(|x| x as f32);
-    LidarReturnParamsResponse {
-        max_range_at_ref: v[0],
-        ref_reflectivity: v[1],
-        range_exp: v[2],
-        noise_sigma0: v[3],
-        grazing_cos_cutoff: v[4],
-        intensity_ref_range: v[5],
-        detect_floor: v[6],
-        near_range_r0: v[7],
-        noise_slope_per_m: v[8],
-        spec_slope_floor: v[9],
-        spec_peak_max: v[10],
-        retro_gain: v[11],
-        retro_cos_exp: v[12],
-        fold_max_slope: v[13],
-        range_floor: v[14],
-        min_return_separation: v[15],
-        max_returns: p.max_returns,
-    }
 }
 
 fn config_response(s: &SensorSnapshot) -> LidarConfigResponse {
@@ -458,5 +453,15 @@ mod tests {
         v[..9].copy_from_slice(&ReturnParams::default().to_array()[..9]);
         let err = ReturnParams::from_array(v).unwrap_err().to_string();
         assert!(err.contains("4294967295") && !err.contains("4294967296"), "{err}");
+    }
+
+    #[test]
+    fn the_response_carries_each_parameter_in_its_field() {
+        let p = ReturnPreset::OusterOs1.params();
+        let r = params_response(&p);
+        assert_eq!((r.max_range_at_ref, r.noise_sigma0), (p.max_range_at_ref as f32, p.noise_sigma0 as f32));
+        assert_eq!((r.retro_gain, r.max_returns), (p.retro_gain as f32, p.max_returns));
+        let back = merged_params(&SetLidarReturnParamsRequest::default(), p);
+        assert_eq!(back[9..], p.to_array()[9..], "absent optics keep theirs");
     }
 }
