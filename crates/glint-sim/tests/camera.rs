@@ -387,3 +387,70 @@ fn a_world_with_its_own_fovy_renders_its_own_rays() {
     let err = sim.set_field("cam_fovy", &vec![190.0; ncam], &[1, ncam]).unwrap_err().to_string();
     assert!(err.contains("0 to 180 degrees"), "{err}");
 }
+
+/// Every world reads the scene's own render fields.
+struct SceneFields<'a>(&'a glint_core::Scene);
+
+impl glint_camera::WorldFields for SceneFields<'_> {
+    fn geom_rgba(&self, _w: usize, g: usize) -> [f32; 4] {
+        self.0.geom_rgba[g]
+    }
+    fn geom_matid(&self, _w: usize, g: usize) -> i32 {
+        self.0.geom_matid[g]
+    }
+    fn mat_rgba(&self, _w: usize, m: usize) -> [f32; 4] {
+        self.0.mat_rgba[m]
+    }
+    fn mat_texid(&self, _w: usize, m: usize) -> i32 {
+        self.0.mat_texid[m]
+    }
+    fn mat_texrepeat(&self, _w: usize, m: usize) -> [f32; 2] {
+        self.0.mat_texrepeat[m]
+    }
+    fn cam_fovy(&self, _w: usize, c: usize) -> f64 {
+        self.0.cam_fovy[c]
+    }
+}
+
+#[test]
+fn render_where_renders_only_the_pairs_it_keeps_and_leaves_the_others() {
+    use glint_camera::{Frames, Headlight, Inputs, Layout, Renderer};
+    let model = glint_mujoco::Model::from_xml_file(example(&["primitives.xml"])).unwrap();
+    let scene = model.scene().clone();
+    let worlds = WorldBatch::new(&model, 2).unwrap();
+    let caster = glint_core::RayCaster::new(&scene, worlds.poses());
+    let layout = Layout::new(&scene, &[CameraOptions { resolution: Some((8, 6)), ..CameraOptions::new(0) }]).unwrap();
+    let renderer = Renderer::new(&model.textures().unwrap());
+    let n = 2 * layout.pixels_per_world;
+    let render = |wanted: &(dyn Fn(usize, usize) -> bool + Sync)| {
+        let (mut rgb, mut depth, mut seg) = (vec![7u8; n * 3], vec![-7.0f32; n], vec![-7i32; n]);
+        let headlight = Headlight {
+            active: true,
+            ambient: glam::Vec3::splat(0.1),
+            diffuse: glam::Vec3::splat(0.4),
+            specular: glam::Vec3::ZERO,
+        };
+        let lights = vec![Vec::new(), Vec::new()];
+        let input = Inputs {
+            scene: &scene,
+            poses: worlds.poses(),
+            caster: &caster,
+            lights: &lights,
+            headlight,
+            fields: &SceneFields(&scene),
+        };
+        let frames = Frames { rgb: Some(&mut rgb), depth: Some(&mut depth), seg: Some(&mut seg) };
+        renderer.render_where(input, &layout, frames, wanted).unwrap();
+        (rgb, depth, seg)
+    };
+    let all = render(&|_, _| true);
+    let only = render(&|w, _| w == 1);
+    let half = layout.pixels_per_world;
+    // World 1 as a full render draws it; world 0 untouched.
+    assert_eq!(only.1[half..], all.1[half..]);
+    assert_eq!(only.2[half..], all.2[half..]);
+    assert_eq!(only.0[half * 3..], all.0[half * 3..]);
+    assert!(only.1[..half].iter().all(|&d| d == -7.0) && only.2[..half].iter().all(|&s| s == -7));
+    assert!(only.0[..half * 3].iter().all(|&c| c == 7));
+    assert!(all.1[..half].iter().any(|&d| d > 0.0), "the full render draws world 0");
+}
