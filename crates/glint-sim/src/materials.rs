@@ -18,6 +18,10 @@ use crate::{SimError, Simulation, Warning};
 pub(crate) struct LoadedBake {
     pub(crate) name: String,
     pub(crate) bake: Arc<Bake>,
+    /// Its status against the scene's materials, worked out once when it is loaded: the
+    /// scene and the material table never change after the simulation is built, so only a
+    /// new bake changes it (a server asks for it after every request).
+    status: BakeStatus,
 }
 
 /// A bake read from the project folder, not loaded.
@@ -51,8 +55,9 @@ impl Simulation {
         settings.validate()?;
         let bake = Bake::build(&self.scene, self.worlds.poses(), &self.setup.table, settings)?;
         let name = self.setup.bake.name.clone();
-        self.set_bake(Some(LoadedBake { name, bake: Arc::new(bake) }));
-        Ok(self.bake_status())
+        let status = bake.status(&self.scene, &self.setup.table);
+        self.set_bake(Some(LoadedBake { name, bake: Arc::new(bake), status }));
+        Ok(status)
     }
 
     /// [`Simulation::bake`] with the seed's request rules (gRPC `BakeLidarMaterial`): each
@@ -88,7 +93,7 @@ impl Simulation {
         } else if saved.status.stale {
             self.warnings.push(Warning::BakeStale { name: saved.name.clone(), path: saved.path.clone() });
         }
-        self.set_bake(Some(LoadedBake { name: saved.name, bake: saved.bake }));
+        self.set_bake(Some(LoadedBake { name: saved.name, bake: saved.bake, status: saved.status }));
         Ok(saved.status)
     }
 
@@ -103,9 +108,10 @@ impl Simulation {
         self.bake = bake;
     }
 
-    /// What is loaded (`GetLidarBakeStatus`): `valid = false` when nothing is.
+    /// What is loaded (`GetLidarBakeStatus`): `valid = false` when nothing is. Kept from when
+    /// the bake was loaded, so asking costs nothing (no fingerprint is hashed again).
     pub fn bake_status(&self) -> BakeStatus {
-        self.bake.as_ref().map_or_else(BakeStatus::none, |b| b.bake.status(&self.scene, &self.setup.table))
+        self.bake.as_ref().map_or_else(BakeStatus::none, |b| b.status)
     }
 
     /// The NIR material the loaded bake gives geom `geom` at world point `point` (`None`: no
