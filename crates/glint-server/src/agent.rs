@@ -352,7 +352,7 @@ impl MujocoService for Agents {
         self.limit.check(what, size, "serve a model with fewer joints")?;
         let state = self
             .engine
-            .call(move |core| -> Result<JointState, String> {
+            .query(move |core| -> Result<JointState, String> {
                 let f32s = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<_>>();
                 let positions = f32s(core.sim.joint_positions(world).map_err(|e| e.to_string())?);
                 let velocities = f32s(core.sim.joint_velocities(world).map_err(|e| e.to_string())?);

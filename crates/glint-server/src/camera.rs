@@ -45,7 +45,7 @@ impl CameraService for Cameras {
         let limit = self.limit;
         let cameras = self
             .engine
-            .call(move |core| -> Result<Vec<CameraInfo>, Status> {
+            .query(move |core| -> Result<Vec<CameraInfo>, Status> {
                 let (scene, ncam) = (core.sim.scene(), core.sim.scene().ncam());
                 let info = |c: usize| Size::of(INFO_FIXED).field(camera_name(scene, c).len());
                 let size = (0..ncam).fold(Size::answer(), |size, c| size.message(info(c)));
@@ -68,7 +68,7 @@ impl CameraService for Cameras {
         let id = request.into_inner().identifier;
         let response = self
             .engine
-            .call(move |core| {
+            .query(move |core| {
                 let cam = match &id {
                     Some(ConfigId::Name(name)) => core.sim.camera_index(name).ok(),
                     Some(ConfigId::Id(e)) => Some(e.id as usize).filter(|&c| c < core.sim.scene().ncam()),

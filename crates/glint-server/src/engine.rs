@@ -1,9 +1,17 @@
 //! The simulation loop behind the services: one thread owns the [`Simulation`] and runs it at
-//! the chosen [`Pace`]; requests reach it as jobs, and after every tick and every job it
-//! publishes a [`Snapshot`] that scan readers take without waiting for the loop.
+//! the chosen [`Pace`]; requests reach it as jobs. What readers see is a [`Snapshot`]: the
+//! settings in force and world 0's scans as of a completed tick.
+//!
+//! A snapshot is copied when someone needs it, not after every tick: once after each job that
+//! may change something (a lockstep `Step` included: one copy per sensor per `Step`), before a
+//! job when ticks have completed since the last copy (so a long job never holds up a scan
+//! reader), and when a scan reader finds the last copy older than the last completed tick
+//! ([`Engine::fresh`]: the readers of one tick share one copy). A loop nobody reads copies
+//! nothing, and a tick never waits for a reader.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
@@ -12,7 +20,7 @@ use std::time::{Duration, Instant};
 use glint_lidar::{BakeStatus, ReturnParams, ScanConfig, SecondaryCapture, SecondaryScope};
 use glint_record::EpisodeStatus;
 use glint_sim::{Manifest, RecordingOptions, RecordingSummary, SimOptions, Simulation};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use crate::ServerError;
 
@@ -112,6 +120,40 @@ pub struct StaticInfo {
     pub observation_names: Vec<String>,
 }
 
+/// What the loop has done for its readers since it started: the counters a test or a
+/// benchmark reads ([`Engine::stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Ticks completed.
+    pub ticks: u64,
+    /// Snapshots published.
+    pub publishes: u64,
+    /// Sensor scans copied into snapshots (one per sensor per publish).
+    pub sensor_copies: u64,
+}
+
+/// What the loop thread and the services share.
+struct Shared {
+    /// The latest snapshot.
+    cell: RwLock<Arc<Snapshot>>,
+    /// Ticks the loop has completed (the snapshot may be older).
+    completed: AtomicU64,
+    /// A refresh job is queued and has not started.
+    refresh_asked: AtomicBool,
+    /// The tick of the latest snapshot, for readers waiting on a refresh; `u64::MAX` once the
+    /// loop has stopped.
+    published: watch::Sender<u64>,
+    publishes: AtomicU64,
+    sensor_copies: AtomicU64,
+}
+
+impl Shared {
+    /// The snapshot in the cell (a poisoned lock still holds the last one published).
+    fn latest(&self) -> Arc<Snapshot> {
+        self.cell.read().map_or_else(|poisoned| poisoned.into_inner().clone(), |s| s.clone())
+    }
+}
+
 /// The loop's state, handed to each job.
 pub struct Core {
     /// The simulation.
@@ -119,7 +161,7 @@ pub struct Core {
     /// Whether a client asked the lidars to fire every step.
     pub client_live: bool,
     tick: u64,
-    cell: Arc<RwLock<Arc<Snapshot>>>,
+    shared: Arc<Shared>,
     /// The snapshot before the current one, refilled by the next publish when unshared.
     spare: Option<Arc<Snapshot>>,
     stop: bool,
@@ -132,8 +174,13 @@ type Job = Box<dyn FnOnce(&mut Core) + Send>;
 #[derive(Clone)]
 pub struct Engine {
     jobs: Sender<Job>,
-    cell: Arc<RwLock<Arc<Snapshot>>>,
+    shared: Arc<Shared>,
     info: Arc<StaticInfo>,
+}
+
+/// The loop held between ticks until this is dropped ([`Engine::pause`]).
+pub(crate) struct Paused {
+    _release: mpsc::Sender<()>,
 }
 
 /// The loop thread, to stop when the server stops.
@@ -151,8 +198,7 @@ impl Engine {
             .name("glint-sim".into())
             .spawn(move || match Core::build(&options) {
                 Ok((core, info)) => {
-                    let cell = core.cell.clone();
-                    let _ = ready_tx.send(Ok((cell, info)));
+                    let _ = ready_tx.send(Ok((core.shared.clone(), info)));
                     core.run(options.pace, &inbox)
                 }
                 Err(e) => {
@@ -161,15 +207,49 @@ impl Engine {
                 }
             })
             .map_err(|e| ServerError::Start(format!("cannot start the simulation thread: {e}")))?;
-        let (cell, info) = ready_rx
+        let (shared, info) = ready_rx
             .recv()
             .map_err(|_| ServerError::Start("the simulation thread stopped while building the scene".into()))??;
-        Ok((Engine { jobs, cell, info: Arc::new(info) }, EngineThread { thread }))
+        Ok((Engine { jobs, shared, info: Arc::new(info) }, EngineThread { thread }))
     }
 
-    /// The latest snapshot (never waits for the loop).
+    /// The latest snapshot, never waiting for the loop: the settings in force (every job that
+    /// changes one publishes before it answers); its scans may be some ticks old (see
+    /// [`Engine::fresh`]).
     pub fn snapshot(&self) -> Arc<Snapshot> {
-        latest(&self.cell)
+        self.shared.latest()
+    }
+
+    /// A snapshot of the last tick completed when this was called. When the latest snapshot
+    /// is older, the loop copies one between its ticks (at most one tick's wait; never during
+    /// one) and every reader waiting for it shares it. Once the loop has stopped, the latest.
+    pub async fn fresh(&self) -> Arc<Snapshot> {
+        let want = self.shared.completed.load(Ordering::SeqCst);
+        let current = self.shared.latest();
+        if current.tick >= want {
+            return current;
+        }
+        let mut published = self.shared.published.subscribe();
+        if !self.shared.refresh_asked.swap(true, Ordering::SeqCst) {
+            let job: Job = Box::new(|core: &mut Core| {
+                core.shared.refresh_asked.store(false, Ordering::SeqCst);
+                core.refresh();
+            });
+            if self.jobs.send(job).is_err() {
+                return current;
+            }
+        }
+        let _ = published.wait_for(|&tick| tick >= want).await;
+        self.shared.latest()
+    }
+
+    /// What the loop has done for its readers so far.
+    pub fn stats(&self) -> EngineStats {
+        EngineStats {
+            ticks: self.shared.completed.load(Ordering::SeqCst),
+            publishes: self.shared.publishes.load(Ordering::SeqCst),
+            sensor_copies: self.shared.sensor_copies.load(Ordering::SeqCst),
+        }
     }
 
     /// The layout that does not change.
@@ -184,18 +264,54 @@ impl Engine {
         &self,
         f: impl FnOnce(&mut Core) -> R + Send + 'static,
     ) -> Result<R, tonic::Status> {
-        let (tx, rx) = oneshot::channel();
-        let job: Job = Box::new(move |core| {
+        self.submit(move |core| {
+            // Ticks completed since the last copy are published first, so scan readers do not
+            // wait for this job.
+            core.refresh();
             let answer = f(core);
             // Published before the answer leaves, so a client's next read sees the change.
             core.print_warnings();
-            core.publish(true);
-            let _ = tx.send(answer);
+            core.publish();
+            answer
+        })
+        .await
+    }
+
+    /// Runs `f` on the loop thread between ticks and returns its answer, publishing nothing:
+    /// for jobs that only read the simulation. A panic is answered as in [`Engine::call`].
+    pub async fn query<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Core) -> R + Send + 'static,
+    ) -> Result<R, tonic::Status> {
+        self.submit(move |core| f(core)).await
+    }
+
+    async fn submit<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Core) -> R + Send + 'static,
+    ) -> Result<R, tonic::Status> {
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |core| {
+            let _ = tx.send(f(core));
         });
         self.jobs.send(job).map_err(|_| tonic::Status::unavailable("the simulation loop has stopped"))?;
         rx.await.map_err(|_| {
             tonic::Status::internal("the request failed inside the simulation loop (see the server's log)")
         })
+    }
+
+    /// Holds the loop between ticks until the answer is dropped (the benchmark measures the
+    /// bare loop meanwhile); returns once the loop is held.
+    pub(crate) async fn pause(&self) -> Result<Paused, tonic::Status> {
+        let (release, held) = mpsc::channel::<()>();
+        let (started, ready) = oneshot::channel::<()>();
+        let job: Job = Box::new(move |_core| {
+            let _ = started.send(());
+            let _ = held.recv();
+        });
+        self.jobs.send(job).map_err(|_| tonic::Status::unavailable("the simulation loop has stopped"))?;
+        ready.await.map_err(|_| tonic::Status::internal("the simulation loop did not pause"))?;
+        Ok(Paused { _release: release })
     }
 
     /// Asks the loop to stop after the job in hand.
@@ -236,17 +352,17 @@ impl Core {
         };
         let empty =
             Arc::new(Snapshot { tick: 0, sensors: Vec::new(), params: sim.return_params(), bake: sim.bake_status() });
-        let mut core = Core {
-            sim,
-            client_live: false,
-            tick: 0,
-            cell: Arc::new(RwLock::new(empty)),
-            spare: None,
-            stop: false,
-            last_error: None,
-        };
+        let shared = Arc::new(Shared {
+            cell: RwLock::new(empty),
+            completed: AtomicU64::new(0),
+            refresh_asked: AtomicBool::new(false),
+            published: watch::Sender::new(0),
+            publishes: AtomicU64::new(0),
+            sensor_copies: AtomicU64::new(0),
+        });
+        let mut core = Core { sim, client_live: false, tick: 0, shared, spare: None, stop: false, last_error: None };
         core.sync_live();
-        core.publish(true);
+        core.publish();
         Ok((core, info))
     }
 
@@ -256,27 +372,35 @@ impl Core {
         self.sim.set_lidar_live(self.client_live);
     }
 
-    /// Counts a completed tick and publishes it.
+    /// Counts a completed tick. Nothing is copied: the job the tick ran in publishes it, and
+    /// between jobs a reader asks for it ([`Engine::fresh`]).
     pub fn ticked(&mut self) {
         self.tick += 1;
-        self.publish(false);
+        self.shared.completed.store(self.tick, Ordering::SeqCst);
     }
 
-    /// Publishes world 0's scans and the settings in force; `settings` also refreshes the bake
-    /// status (a tick does not change it). The snapshot two publishes back is refilled in
-    /// place when no reader holds it any more, so a tick neither allocates nor faults in
-    /// fresh pages for its copy.
-    pub fn publish(&mut self, settings: bool) {
-        let previous = latest(&self.cell);
-        let bake = if settings { self.sim.bake_status() } else { previous.bake };
+    /// Publishes when ticks have completed since the latest snapshot.
+    fn refresh(&mut self) {
+        if self.shared.latest().tick < self.tick {
+            self.publish();
+        }
+    }
+
+    /// Publishes world 0's scans and the settings in force. The snapshot two publishes back
+    /// is refilled in place when no reader holds it any more, so a publish neither allocates
+    /// nor faults in fresh pages for its copy.
+    fn publish(&mut self) {
+        let previous = self.shared.latest();
         let mut next =
             self.spare.take().and_then(|mut s| Arc::get_mut(&mut s).is_some().then_some(s)).unwrap_or_else(|| {
                 Arc::new(Snapshot { tick: 0, sensors: Vec::new(), params: previous.params, bake: previous.bake })
             });
+        drop(previous);
         let fill = Arc::get_mut(&mut next).expect("a fresh or unshared snapshot");
         fill.tick = self.tick;
         fill.params = self.sim.return_params();
-        fill.bake = bake;
+        // Cached by the simulation until its bake changes (the scene and material table do not).
+        fill.bake = self.sim.bake_status();
         fill.sensors.resize_with(self.sim.lidar_count(), SensorSnapshot::default);
         for (s, out) in fill.sensors.iter_mut().enumerate() {
             let Ok(lidar) = self.sim.lidar(s) else { continue };
@@ -295,11 +419,15 @@ impl Core {
                 None => out.returns = None,
             }
         }
-        let old = match self.cell.write() {
+        let sensors = fill.sensors.len() as u64;
+        let old = match self.shared.cell.write() {
             Ok(mut slot) => std::mem::replace(&mut *slot, next),
             Err(poisoned) => std::mem::replace(&mut *poisoned.into_inner(), next),
         };
         self.spare = Some(old);
+        self.shared.publishes.fetch_add(1, Ordering::SeqCst);
+        self.shared.sensor_copies.fetch_add(sensors, Ordering::SeqCst);
+        self.shared.published.send_replace(self.tick);
     }
 
     /// Prints what the simulation had to warn about.
@@ -312,7 +440,7 @@ impl Core {
     fn run_job(&mut self, job: Job) {
         if catch_unwind(AssertUnwindSafe(|| job(self))).is_err() {
             crate::say!("error: a request panicked inside the simulation loop; the loop goes on");
-            self.publish(true);
+            self.publish();
         }
     }
 
@@ -396,13 +524,15 @@ impl Core {
     }
 }
 
+impl Drop for Core {
+    /// Readers waiting for a refresh get the latest snapshot once the loop has stopped.
+    fn drop(&mut self) {
+        self.shared.published.send_replace(u64::MAX);
+    }
+}
+
 /// `out` made a copy of `src`, reusing its allocation.
 fn copy_into(out: &mut Vec<f32>, src: &[f32]) {
     out.clear();
     out.extend_from_slice(src);
-}
-
-/// The snapshot in `cell` (a poisoned lock still holds the last one published).
-fn latest(cell: &RwLock<Arc<Snapshot>>) -> Arc<Snapshot> {
-    cell.read().map_or_else(|poisoned| poisoned.into_inner().clone(), |s| s.clone())
 }

@@ -24,8 +24,11 @@ mod codec;
 mod engine;
 mod error;
 mod lidar;
+mod scan;
 mod serve;
 mod size;
+#[cfg(test)]
+mod tests;
 mod unserved;
 
 /// The hazel.rpc messages and services, generated from `proto/`.
@@ -33,12 +36,16 @@ mod unserved;
 pub mod proto {
     tonic::include_proto!("hazel.rpc");
 
+    /// The plain scan message (the services answer with [`crate::ScanAnswer`]).
+    pub use crate::scan::LidarScanResponse;
+
     /// The encoded descriptor set of every `.proto` file, for reflection.
     pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hazel_rpc_descriptor.bin"));
 }
 
-pub use engine::{Engine, EngineOptions, Pace, Snapshot};
+pub use engine::{Engine, EngineOptions, EngineStats, Pace, Snapshot};
 pub use error::ServerError;
 pub use lidar::TICK_METADATA;
+pub use scan::{ScanAnswer, SharedScan};
 pub use serve::{DEFAULT_ADDR, DEFAULT_MAX_MESSAGE, SERVER_NICE, ServeOptions, ServeSummary, serve, server_runtime};
 pub use unserved::{served_paths, served_summary};

@@ -13,10 +13,11 @@ use crate::engine::{Engine, SensorSnapshot};
 use crate::proto::lidar_service_server::LidarService;
 use crate::proto::{
     BakeLidarMaterialRequest, GetLidarReturnParamsRequest, GetLidarScanRequest, LidarAck, LidarBakeStatusResponse,
-    LidarBeamAnglesResponse, LidarBeamCountResponse, LidarConfigResponse, LidarReturnParamsResponse, LidarScanResponse,
+    LidarBeamAnglesResponse, LidarBeamCountResponse, LidarConfigResponse, LidarReturnParamsResponse,
     LidarSensorRequest, LoadLidarBakeRequest, SaveLidarBakeRequest, SetLidarConfigRequest, SetLidarLiveRequest,
     SetLidarPresetRequest, SetLidarReturnParamsRequest, SetLidarSecondaryCaptureRequest,
 };
+use crate::scan::{ScanAnswer, SharedScan};
 use crate::size::{Limit, Size};
 
 /// The metadata key carrying the loop tick a scan was taken at.
@@ -151,35 +152,6 @@ fn config_response(s: &SensorSnapshot) -> LidarConfigResponse {
         self_ignore: c.self_ignore.index() as u32,
         secondary_capture: s.capture.0.index() as u32,
         secondary_scope: s.capture.1.index() as u32,
-    }
-}
-
-/// `-1` for every beam.
-fn unresolved(n: usize) -> Vec<f32> {
-    vec![-1.0; n]
-}
-
-/// The scan response from a sensor's snapshot, with the arrays the request asked for.
-fn scan_response(s: &SensorSnapshot, r: &GetLidarScanRequest, max_returns: u32) -> LidarScanResponse {
-    let n = s.ranges.len();
-    let model = if r.material { s.returns.as_ref() } else { None };
-    let ranges = model.map_or_else(|| s.ranges.clone(), |m| m.range.clone());
-    let secondary_ranges = match (r.want_secondary, s.returns.as_ref()) {
-        (false, _) => Vec::new(),
-        (true, Some(m)) if max_returns >= 2 => m.secondary.clone(),
-        (true, _) => unresolved(n),
-    };
-    let (intensity, reflectivity_calibrated) = match (r.want_intensity, model) {
-        (false, _) => (Vec::new(), Vec::new()),
-        (true, Some(m)) => (m.intensity.clone(), m.reflectivity.clone()),
-        (true, None) => (unresolved(n), unresolved(n)),
-    };
-    LidarScanResponse {
-        beams: s.config.beam_count() as u32,
-        ranges,
-        secondary_ranges,
-        intensity,
-        reflectivity_calibrated,
     }
 }
 
@@ -371,18 +343,20 @@ impl LidarService for Lidar {
         Ok(answer.map_or_else(refused, |path| ack(true, format!("saved the bake to {}", path.display()))))
     }
 
-    async fn get_lidar_scan(
-        &self,
-        request: Request<GetLidarScanRequest>,
-    ) -> Result<Response<LidarScanResponse>, Status> {
+    async fn get_lidar_scan(&self, request: Request<GetLidarScanRequest>) -> Result<Response<ScanAnswer>, Status> {
         let r = request.into_inner();
-        let snapshot = self.engine.snapshot();
-        let Some(sensor) = snapshot.sensors.get(r.sensor as usize) else {
-            return Ok(Response::new(LidarScanResponse::default()));
+        // The last completed tick; readers of one tick share its copy, and the answer is
+        // encoded from it (`scan.rs`).
+        let snapshot = self.engine.fresh().await;
+        let sensor = r.sensor as usize;
+        let Some(s) = snapshot.sensors.get(sensor) else {
+            return Ok(Response::new(ScanAnswer::default()));
         };
-        check_scan(self.limit, sensor, &r)?;
-        let mut response = Response::new(scan_response(sensor, &r, snapshot.params.max_returns));
-        response.metadata_mut().insert(TICK_METADATA, snapshot.tick.into());
+        check_scan(self.limit, s, &r)?;
+        let tick = snapshot.tick;
+        let scan = SharedScan::new(snapshot, sensor, r.material, r.want_secondary, r.want_intensity);
+        let mut response = Response::new(ScanAnswer::Shared(scan));
+        response.metadata_mut().insert(TICK_METADATA, tick.into());
         Ok(response)
     }
 
@@ -408,7 +382,7 @@ impl LidarService for Lidar {
         let limit = self.limit;
         let answer = self
             .engine
-            .call(move |core| -> Result<LidarBeamAnglesResponse, Status> {
+            .query(move |core| -> Result<LidarBeamAnglesResponse, Status> {
                 let Ok(lidar) = core.sim.lidar(sensor) else { return Ok(LidarBeamAnglesResponse::default()) };
                 let beams = lidar.beam_count();
                 check_angles(limit, sensor, beams)?;

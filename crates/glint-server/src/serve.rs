@@ -10,7 +10,7 @@ use tonic::transport::{Identity, Server, ServerTlsConfig};
 
 use crate::agent::Agents;
 use crate::camera::Cameras;
-use crate::engine::{Engine, EngineOptions};
+use crate::engine::{Engine, EngineOptions, EngineThread};
 use crate::lidar::Lidar;
 use crate::proto::agent_service_server::AgentServiceServer;
 use crate::proto::camera_service_server::CameraServiceServer;
@@ -75,11 +75,36 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send,
     on_listen: impl FnOnce(SocketAddr),
 ) -> Result<ServeSummary, ServerError> {
+    let (listener, builder) = listen(&options).await?;
+    let started = Engine::start(options.engine.clone())?;
+    run(listener, builder, started, options.max_message, shutdown, on_listen).await
+}
+
+/// [`serve`] over a loop already started (the benchmark starts it on its own thread, where
+/// the server's lowered priority does not reach it, and keeps a handle on it).
+pub(crate) async fn serve_engine(
+    options: &ServeOptions,
+    (engine, thread): (Engine, EngineThread),
+    shutdown: impl Future<Output = ()> + Send,
+    on_listen: impl FnOnce(SocketAddr),
+) -> Result<ServeSummary, ServerError> {
+    match listen(options).await {
+        Ok((listener, builder)) => {
+            run(listener, builder, (engine, thread), options.max_message, shutdown, on_listen).await
+        }
+        Err(e) => {
+            engine.request_stop();
+            drop(engine);
+            tokio::task::spawn_blocking(move || thread.join()).await.ok();
+            Err(e)
+        }
+    }
+}
+
+/// Binds the address and sets up HTTP/2 and TLS.
+async fn listen(options: &ServeOptions) -> Result<(tokio::net::TcpListener, Server), ServerError> {
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
-        .map_err(|e| ServerError::Bind { addr: options.addr.to_string(), reason: e.to_string() })?;
-    let local = listener
-        .local_addr()
         .map_err(|e| ServerError::Bind { addr: options.addr.to_string(), reason: e.to_string() })?;
     // A scan is up to a few MiB: HTTP/2's default 64 KiB windows would make each one wait for
     // dozens of window updates.
@@ -90,18 +115,52 @@ pub async fn serve(
     if let Some((cert, key)) = &options.tls {
         builder = with_tls(builder, cert, key)?;
     }
-    let (engine, thread) = Engine::start(options.engine.clone())?;
-    let reflection_v1 = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
-        .build_v1()
-        .map_err(|e| ServerError::Start(format!("reflection: {e}")))?;
-    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
-        .build_v1alpha()
-        .map_err(|e| ServerError::Start(format!("reflection: {e}")))?;
+    Ok((listener, builder))
+}
+
+/// Serves the services over `engine` on `listener` until `shutdown`, then stops the loop.
+async fn run(
+    listener: tokio::net::TcpListener,
+    builder: Server,
+    (engine, thread): (Engine, EngineThread),
+    max: usize,
+    shutdown: impl Future<Output = ()> + Send,
+    on_listen: impl FnOnce(SocketAddr),
+) -> Result<ServeSummary, ServerError> {
+    let stop = |engine: Engine, thread: EngineThread| async move {
+        engine.request_stop();
+        drop(engine);
+        tokio::task::spawn_blocking(move || thread.join()).await.unwrap_or(None)
+    };
+    let local = match listener.local_addr() {
+        Ok(local) => local,
+        Err(e) => {
+            let addr = format!("{listener:?}");
+            stop(engine, thread).await;
+            return Err(ServerError::Bind { addr, reason: e.to_string() });
+        }
+    };
+    let reflection = || {
+        let v1 = tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
+            .build_v1()
+            .map_err(|e| ServerError::Start(format!("reflection: {e}")))?;
+        let v1alpha = tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
+            .build_v1alpha()
+            .map_err(|e| ServerError::Start(format!("reflection: {e}")))?;
+        Ok::<_, ServerError>((v1, v1alpha))
+    };
+    let (reflection_v1, reflection_v1alpha) = match reflection() {
+        Ok(r) => r,
+        Err(e) => {
+            stop(engine, thread).await;
+            return Err(e);
+        }
+    };
     // Each service sizes its growing answers before building them (`size.rs`); tonic's own
     // limit is the backstop for an answer reckoned wrong.
-    let (limit, max) = (Limit::new(options.max_message), options.max_message);
+    let limit = Limit::new(max);
     let agents = Agents::new(engine.clone(), limit);
     let router = builder
         .layer(UnservedLayer::new())
@@ -114,9 +173,7 @@ pub async fn serve(
     on_listen(local);
     let served =
         router.serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), shutdown).await;
-    engine.request_stop();
-    drop(engine);
-    let recording = tokio::task::spawn_blocking(move || thread.join()).await.unwrap_or(None);
+    let recording = stop(engine, thread).await;
     served.map_err(|e| ServerError::Transport(e.to_string()))?;
     Ok(ServeSummary { recording })
 }
