@@ -8,7 +8,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::errors::raise;
+use crate::errors::{Class, raise};
 
 /// `out` when given (see [`checked_out`]), else a new zeroed float32 array of `shape`.
 pub(crate) fn out_array<'py>(
@@ -33,7 +33,7 @@ pub(crate) fn checked_out(out: Bound<'_, PyAny>, shape: [usize; 2]) -> PyResult<
     }
     let want = tuple(&shape);
     Err(raise(
-        "ShapeError",
+        Class::ShapeError,
         format!(
             "out must be a writeable C-ordered float32 array of shape {want}, such as numpy.zeros({want}, \
              numpy.float32); got {}",
@@ -105,5 +105,5 @@ pub(crate) fn float64_input<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyRes
 /// The rows of a C-ordered array (one [`out_array`] gave), world after world, to fill.
 pub(crate) fn rows<'a>(view: &'a mut numpy::PyReadwriteArray2<'_, f32>) -> PyResult<&'a mut [f32]> {
     // `as_slice_mut` takes Fortran order as readily as C order; `out_array` has ruled it out.
-    view.as_slice_mut().map_err(|e| raise("ShapeError", format!("out is not contiguous ({e})")))
+    view.as_slice_mut().map_err(|e| raise(Class::ShapeError, format!("out is not contiguous ({e})")))
 }

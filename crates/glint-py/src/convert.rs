@@ -6,7 +6,7 @@ use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
-use crate::errors::raise;
+use crate::errors::{Class, raise};
 
 /// A dict of manifest keys (strings, numbers, booleans and lists of them) as a TOML table.
 pub(crate) fn toml_table(dict: &Bound<'_, PyDict>, what: &str) -> PyResult<toml::Table> {
@@ -137,7 +137,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Seed {
                 u64::MAX
             );
             if e.is_instance_of::<PyOverflowError>(obj.py()) {
-                raise("SettingError", message)
+                raise(Class::SettingError, message)
             } else {
                 PyTypeError::new_err(message)
             }

@@ -1,45 +1,150 @@
 //! Errors as Python exceptions: the classes of `glint.errors` (each a subclass of
-//! `glint.GlintError`, and of `ValueError`, `IndexError` or `FileNotFoundError` where the
-//! error is one), carrying the messages the CLI prints.
+//! `glint.GlintError`, and of `ValueError`, `IndexError`, `FileNotFoundError`, `OSError` or
+//! `RuntimeError` where the error is one), carrying the messages the CLI prints.
+//!
+//! Each class is named once here ([`Class`]) and looked up once, when the module is imported
+//! ([`init`]): a class missing from `glint.errors` stops the import with an error naming it,
+//! instead of turning a raise into a bare `RuntimeError`. [`class_of`] is the one place where
+//! an error of the simulation meets its class.
 
 use glint_sim::SimError;
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
 
-/// The `glint.errors` class for `e`.
-fn class_name(e: &SimError) -> &'static str {
+/// Declares [`Class`] with each class's name in `glint.errors`.
+macro_rules! classes {
+    ($($class:ident),+ $(,)?) => {
+        /// The classes of `glint.errors` glint raises (their docstrings say what each means).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[allow(clippy::enum_variant_names)]
+        pub(crate) enum Class {
+            $(
+                #[doc = concat!("`glint.", stringify!($class), "`.")]
+                $class,
+            )+
+        }
+
+        impl Class {
+            /// Every class, in declaration order (the order of [`CLASSES`]).
+            const ALL: &[Class] = &[$(Class::$class),+];
+
+            /// Its name in `glint.errors`.
+            pub(crate) fn name(self) -> &'static str {
+                match self {
+                    $(Class::$class => stringify!($class),)+
+                }
+            }
+        }
+    };
+}
+
+classes!(
+    ManifestError,
+    ManifestNotFoundError,
+    SceneError,
+    LidarError,
+    IndexOutOfRangeError,
+    BakeError,
+    BakeNotFoundError,
+    RecordingError,
+    RecordingStateError,
+    ShapeError,
+    SettingError,
+);
+
+/// The class `e` raises. A new [`SimError`] variant gets its class by an arm here (the
+/// wrapped errors of the crates below are classed whole, by the variant wrapping them);
+/// `tests/python/test_errors.py` checks each variant's class as Python sees it.
+pub(crate) fn class_of(e: &SimError) -> Class {
     match e {
-        SimError::Manifest(glint_manifest::ManifestError::Read { .. }) => "ManifestNotFoundError",
-        SimError::Manifest(_) => "ManifestError",
-        SimError::Mujoco(_) => "SceneError",
-        SimError::Lidar(_) | SimError::Rate(_) => "LidarError",
-        SimError::NoSuchSensor { .. } | SimError::NoSuchWorld { .. } => "IndexOutOfRangeError",
-        SimError::NoSuchBake { .. } => "BakeNotFoundError",
-        SimError::NoBake { .. } => "BakeError",
-        SimError::Record(_) => "RecordingError",
-        SimError::Recording { .. } | SimError::NotRecording(_) => "RecordingStateError",
-        SimError::BufferLength { .. } | SimError::Rays(_) => "ShapeError",
-        _ => "SettingError",
+        SimError::Manifest(glint_manifest::ManifestError::Read { .. }) => Class::ManifestNotFoundError,
+        SimError::Manifest(_) => Class::ManifestError,
+        SimError::Mujoco(_) => Class::SceneError,
+        SimError::Lidar(_) | SimError::Rate(_) => Class::LidarError,
+        SimError::NoSuchSensor { .. } | SimError::NoSuchWorld { .. } => Class::IndexOutOfRangeError,
+        SimError::NoSuchBake { .. } => Class::BakeNotFoundError,
+        SimError::NoBake { .. } => Class::BakeError,
+        SimError::Record(_) => Class::RecordingError,
+        SimError::Recording { .. } | SimError::NotRecording(_) => Class::RecordingStateError,
+        SimError::BufferLength { .. } | SimError::Rays(_) => Class::ShapeError,
+        SimError::Camera(_)
+        | SimError::Controller(_)
+        | SimError::Actions { .. }
+        | SimError::NoEpisodeLength
+        | SimError::Setting(_)
+        | SimError::Memory(_)
+        | SimError::Reset(_) => Class::SettingError,
+        // SimError is non-exhaustive: a variant not named above is a setting the simulation
+        // refused until it is given its own arm.
+        _ => Class::SettingError,
     }
 }
 
-/// A Python exception from a glint error.
-pub(crate) fn to_py(e: SimError) -> PyErr {
-    raise(class_name(&e), e.to_string())
+/// The classes looked up at import, in [`Class::ALL`]'s order, then `GlintWarning`.
+static CLASSES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
+
+/// Looks every class up in `glint.errors` (once), checking that it is a `GlintError`.
+fn classes(py: Python<'_>) -> PyResult<&[Py<PyType>]> {
+    let all = CLASSES.get_or_try_init(py, || {
+        let module = py.import("glint.errors")?;
+        let base = module.getattr("GlintError")?.cast_into::<PyType>()?;
+        let lookup = |name: &str| -> PyResult<Py<PyType>> {
+            let class = module.getattr(name).and_then(|c| Ok(c.cast_into::<PyType>()?)).map_err(|e| {
+                PyTypeError::new_err(format!("glint.errors.{name} is not a class glint can raise ({e})"))
+            })?;
+            Ok(class.unbind())
+        };
+        let mut all = Vec::with_capacity(Class::ALL.len() + 1);
+        for class in Class::ALL {
+            let found = lookup(class.name())?;
+            if !found.bind(py).is_subclass(&base)? {
+                return Err(PyTypeError::new_err(format!(
+                    "glint.errors.{} does not derive from glint.errors.GlintError",
+                    class.name()
+                )));
+            }
+            all.push(found);
+        }
+        all.push(lookup("GlintWarning")?);
+        Ok::<_, PyErr>(all)
+    })?;
+    Ok(all.as_slice())
 }
 
-/// A Python exception of `glint.errors.<class>` with `message`.
-pub(crate) fn raise(class: &str, message: String) -> PyErr {
-    Python::attach(|py| {
-        let class = py.import("glint.errors").and_then(|m| m.getattr(class));
-        match class {
-            Ok(class) => match class.call1((message.clone(),)) {
-                Ok(instance) => PyErr::from_value(instance),
-                Err(e) => e,
-            },
-            Err(_) => PyRuntimeError::new_err(message),
+/// Looks the classes up; called when the module is imported, so a missing one fails the import.
+pub(crate) fn init(py: Python<'_>) -> PyResult<()> {
+    classes(py).map(|_| ())
+}
+
+/// `glint.GlintWarning`, the category of the warnings glint passes to Python.
+pub(crate) fn warning_class(py: Python<'_>) -> PyResult<Bound<'_, PyType>> {
+    let all = classes(py)?;
+    Ok(all[Class::ALL.len()].bind(py).clone())
+}
+
+/// An exception of `class` with `message`.
+pub(crate) fn raise(class: Class, message: impl Into<String>) -> PyErr {
+    let message = message.into();
+    Python::attach(|py| match classes(py) {
+        Ok(all) => {
+            let index = Class::ALL.iter().position(|&c| c == class).expect("every class is in Class::ALL");
+            PyErr::from_type(all[index].bind(py).clone(), message)
         }
+        Err(e) => e,
     })
+}
+
+/// A Python exception from a glint error: its class is [`class_of`]'s.
+pub(crate) fn to_py(e: SimError) -> PyErr {
+    raise(class_of(&e), e.to_string())
+}
+
+/// A Python exception from an error of a crate below the simulation (a `LidarError`, a
+/// `ManifestError`, ...), classed as the simulation's error wrapping it would be.
+pub(crate) fn from_sim(e: impl Into<SimError>) -> PyErr {
+    to_py(e.into())
 }
 
 /// `Result<T, SimError>` into `PyResult<T>`.
@@ -51,5 +156,29 @@ pub(crate) trait IntoPy<T> {
 impl<T> IntoPy<T> for Result<T, SimError> {
     fn py(self) -> PyResult<T> {
         self.map_err(to_py)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_class_is_named_once_and_in_order() {
+        let names: Vec<&str> = Class::ALL.iter().map(|c| c.name()).collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        assert_eq!(Class::ALL[3], Class::LidarError);
+        assert_eq!(Class::LidarError.name(), "LidarError");
+    }
+
+    #[test]
+    fn wrapped_errors_are_classed_by_their_variant() {
+        let lidar = glint_lidar::LidarError::Conflict("x".into());
+        assert_eq!(class_of(&SimError::from(lidar)), Class::LidarError);
+        assert_eq!(class_of(&SimError::NoSuchWorld { world: 3, nworld: 1 }), Class::IndexOutOfRangeError);
+        assert_eq!(class_of(&SimError::Setting("x".into())), Class::SettingError);
     }
 }

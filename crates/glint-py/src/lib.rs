@@ -17,6 +17,8 @@ use pyo3::prelude::*;
 /// The compiled part of the `glint` package.
 #[pymodule]
 fn _glint(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Every exception class is looked up now: one missing from glint.errors fails the import.
+    errors::init(m.py())?;
     m.add_class::<sim::Simulation>()?;
     m.add_class::<sim::Fields>()?;
     m.add_class::<sim::StepReport>()?;

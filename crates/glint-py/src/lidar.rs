@@ -7,7 +7,7 @@ use pyo3::types::PyDict;
 
 use crate::arrays::{out_array, rows};
 use crate::convert::{from_json, toml_table};
-use crate::errors::{IntoPy, raise};
+use crate::errors::{Class, IntoPy, from_sim, raise};
 use crate::sim::Simulation;
 
 /// One lidar sensor (`sim.lidars[i]`, binding order).
@@ -133,7 +133,8 @@ impl Lidar {
     fn get_config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let sim = self.sim.bind(py).borrow();
         let config = sim.sim.lidar(self.index).py()?.config();
-        let json = serde_json::to_value(ScanFields::of(&config)).map_err(|e| raise("LidarError", e.to_string()))?;
+        let json =
+            serde_json::to_value(ScanFields::of(&config)).map_err(|e| raise(Class::LidarError, e.to_string()))?;
         let json = match json {
             serde_json::Value::Object(map) => {
                 serde_json::Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).collect())
@@ -146,11 +147,12 @@ impl Lidar {
     #[setter]
     fn set_config(&self, py: Python<'_>, fields: Bound<'_, PyDict>) -> PyResult<()> {
         let table = toml_table(&fields, "config")?;
-        let fields: ScanFields =
-            toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| raise("LidarError", e.to_string()))?;
+        let fields: ScanFields = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e: toml::de::Error| raise(Class::LidarError, e.to_string()))?;
         let mut sim = self.sim.bind(py).borrow_mut();
         let mut config = sim.sim.lidar(self.index).py()?.config();
-        fields.apply(&mut config).map_err(|e| raise("LidarError", e.to_string()))?;
+        fields.apply(&mut config).map_err(from_sim)?;
         sim.sim.lidar_mut(self.index).py()?.set_config(config).py()?;
         sim.flush_warnings(py)
     }
@@ -167,8 +169,8 @@ impl Lidar {
     /// "pass-through", "reflected" or "both"; `scope` "flagged-materials" or "all-surfaces".
     #[pyo3(signature = (capture, scope = "flagged-materials"))]
     fn set_secondary_capture(&self, py: Python<'_>, capture: &str, scope: &str) -> PyResult<()> {
-        let capture = SecondaryCapture::from_name(capture).map_err(|e| raise("LidarError", e.to_string()))?;
-        let scope = SecondaryScope::from_name(scope).map_err(|e| raise("LidarError", e.to_string()))?;
+        let capture = SecondaryCapture::from_name(capture).map_err(from_sim)?;
+        let scope = SecondaryScope::from_name(scope).map_err(from_sim)?;
         let mut sim = self.sim.bind(py).borrow_mut();
         sim.sim.lidar_mut(self.index).py()?.set_secondary_capture(capture, scope).py()
     }

@@ -15,7 +15,7 @@ use pyo3::types::{PyDict, PyList};
 
 use crate::arrays::{checked_out, float64_input, out_array, rows};
 use crate::convert::{Seed, params_dict, params_from, toml_table};
-use crate::errors::{IntoPy, raise};
+use crate::errors::{Class, IntoPy, from_sim, raise};
 use crate::lidar::Lidar;
 
 /// One MuJoCo scene simulated over `nworld` worlds side by side, with every lidar on it.
@@ -161,7 +161,7 @@ fn world_actions(actions: &PyReadonlyArrayDyn<'_, f64>, nworld: usize, nu: usize
         Ok(values.iter().copied().collect())
     } else {
         Err(raise(
-            "ShapeError",
+            Class::ShapeError,
             format!("actions have shape {shape:?}: give ({nworld}, {nu}) (nworld, nu), or ({nu},) for every world"),
         ))
     }
@@ -197,7 +197,7 @@ impl Simulation {
         if warnings.is_empty() {
             return Ok(());
         }
-        let category = py.import("glint.errors")?.getattr("GlintWarning")?;
+        let category = crate::errors::warning_class(py)?;
         let warn = py.import("warnings")?.getattr("warn")?;
         for w in warnings {
             warn.call1((w.to_string(), &category, 2))?;
@@ -260,8 +260,8 @@ impl Simulation {
         let table = PyDict::new(py);
         table.set_item("variant", variants)?;
         table.set_item("assign", assign)?;
-        let (variants, assign) = glint_manifest::variant_plan(toml_table(&table, "variants")?, &path)
-            .map_err(|e| raise("ManifestError", e.to_string()))?;
+        let (variants, assign) =
+            glint_manifest::variant_plan(toml_table(&table, "variants")?, &path).map_err(from_sim)?;
         let bindings = lidar_bindings(lidars, &path)?;
         let options = SimOptions { nworld, seed: seed.map(|Seed(s)| s), ..SimOptions::default() };
         let plan = glint_sim::VariantPlan { variants, assign };
@@ -491,7 +491,7 @@ impl Simulation {
             [w, n, 3] if *w == nworld => *n,
             _ => {
                 return Err(raise(
-                    "ShapeError",
+                    Class::ShapeError,
                     format!("vec has shape {vshape:?}: give (nray, 3) or (nworld, nray, 3) with nworld = {nworld}"),
                 ));
             }
@@ -503,7 +503,7 @@ impl Simulation {
         let pnt_ok = matches!(pshape.as_slice(), [3]) || pshape == [nray, 3] || pshape == [nworld, nray, 3];
         if !pnt_ok {
             return Err(raise(
-                "ShapeError",
+                Class::ShapeError,
                 format!("pnt has shape {pshape:?}: give (3,), (nray, 3) or (nworld, nray, 3) with nray = {nray}"),
             ));
         }
@@ -513,7 +513,7 @@ impl Simulation {
             Some(g) if g.len() == 6 => Some(std::array::from_fn(|i| g[i] != 0)),
             Some(g) => {
                 return Err(raise(
-                    "ShapeError",
+                    Class::ShapeError,
                     format!("geomgroup has {} entries: give 6 (one per geom group)", g.len()),
                 ));
             }
@@ -544,7 +544,7 @@ impl Simulation {
                 Err(_) => {
                     let name: String = c.extract().map_err(|_| {
                         raise(
-                            "SettingError",
+                            Class::SettingError,
                             format!("cameras[{i}] is neither a camera name nor a dict of [[camera]] keys"),
                         )
                     })?;
@@ -553,8 +553,8 @@ impl Simulation {
             };
             tables.push(table);
         }
-        let bindings = glint_manifest::camera_bindings(&tables, std::path::Path::new("set_cameras"))
-            .map_err(|e| raise("ManifestError", e.to_string()))?;
+        let bindings =
+            glint_manifest::camera_bindings(&tables, std::path::Path::new("set_cameras")).map_err(from_sim)?;
         let options = bindings.iter().map(|b| self.sim.camera_options(b)).collect::<Result<Vec<_>, _>>().py()?;
         py.detach(|| self.sim.set_cameras(options)).py()
     }
@@ -668,7 +668,7 @@ impl Simulation {
     /// Writes any of the seventeen return parameters, keeping the others (`SetLidarReturnParamsEx`).
     fn set_return_params_ex(&mut self, params: Bound<'_, PyDict>) -> PyResult<()> {
         let values = params_from(&params, self.sim.return_params(), false)?;
-        let params = ReturnParams::from_array(values).map_err(|e| raise("LidarError", e.to_string()))?;
+        let params = ReturnParams::from_array(values).map_err(from_sim)?;
         self.sim.set_return_params_ex(params).py()
     }
 
@@ -679,7 +679,7 @@ impl Simulation {
             Ok(i) => ReturnPreset::from_index(i),
             Err(_) => ReturnPreset::from_name(&preset.extract::<String>()?),
         }
-        .map_err(|e| raise("LidarError", e.to_string()))?;
+        .map_err(from_sim)?;
         self.sim.set_return_preset(preset);
         Ok(())
     }
@@ -699,7 +699,7 @@ impl Simulation {
         let request = BakeRequest { cell_size, max_dim, splat_radius, include_hidden };
         let sim = &mut self.sim;
         let status = py.detach(|| sim.bake_request(request)).map_err(|e| match e {
-            glint_sim::SimError::Lidar(e) => raise("BakeError", e.to_string()),
+            glint_sim::SimError::Lidar(e) => raise(Class::BakeError, e.to_string()),
             e => crate::errors::to_py(e),
         })?;
         bake_dict(py, &status)
@@ -796,7 +796,7 @@ fn lidar_bindings(
         .enumerate()
         .map(|(i, d)| toml_table(d, &format!("lidars[{i}]")))
         .collect::<PyResult<Vec<_>>>()?;
-    glint_manifest::lidar_bindings(&tables, source).map_err(|e| raise("ManifestError", e.to_string()))
+    glint_manifest::lidar_bindings(&tables, source).map_err(from_sim)
 }
 
 /// `Simulation.fields`: the per-world fields as a mapping of numpy arrays.

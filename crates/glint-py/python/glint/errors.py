@@ -3,6 +3,10 @@
 Every error glint raises is a :class:`GlintError`, carrying the message the ``glint`` command
 line prints for the same mistake. Where an error is also one of Python's own kinds, its class
 derives from that kind too, so ``except ValueError`` or ``except FileNotFoundError`` catch it.
+
+The compiled part (``glint._glint``) looks each class up here once, when it is imported, and
+raises it by its name in ``Class`` (``crates/glint-py/src/errors.rs``): a class it names that is
+missing here stops the import, naming it. Which error raises which class is ``class_of`` there.
 """
 
 from __future__ import annotations
