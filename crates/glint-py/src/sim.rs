@@ -328,13 +328,11 @@ impl Simulation {
         Ok((0..count).map(|index| Lidar { sim: slf.clone().unbind(), index }).collect())
     }
 
-    /// Each world's simulated seconds since its episode began, shape `(nworld,)`.
+    /// Each world's simulated seconds since its episode began, shape `(nworld,)`: MuJoCo's
+    /// clock, as `StepReport.time` and the recordings' timestamps read it.
     #[getter]
     fn time<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        (0..self.sim.nworld())
-            .map(|w| self.sim.episode_tick(w).unwrap_or(0) as f64 * self.sim.runner().dt)
-            .collect::<Vec<_>>()
-            .into_pyarray(py)
+        self.sim.time().into_pyarray(py)
     }
 
     /// Simulated seconds one `step()` advances (one lidar tick).
