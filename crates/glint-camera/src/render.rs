@@ -191,12 +191,12 @@ impl Renderer {
             .collect::<Result<Vec<_>, _>>()?;
         let shared = Shared { scene, poses, caster, layout, prepared, lights, headlight, fields };
         let jobs = jobs(layout, nworld, frames, wanted);
-        jobs.into_par_iter().for_each(|job| self.band(&shared, job));
-        Ok(())
+        jobs.into_par_iter().try_for_each(|job| self.band(&shared, job))
     }
 
-    /// Casts and shades one band of rows.
-    fn band(&self, s: &Shared, job: Job) {
+    /// Casts and shades one band of rows. A cast the ray core refuses is the render's error
+    /// (the rays come from finite poses, so one would be a bug to see, not a frame to draw).
+    fn band(&self, s: &Shared, job: Job) -> Result<(), CameraError> {
         let (model, options) = &s.layout.cameras[job.slot];
         let w = job.world;
         let world_model = model.with_fovy(s.fields.cam_fovy(w, model.camera));
@@ -219,9 +219,7 @@ impl Renderer {
         };
         let prepared = &s.prepared[job.slot];
         let hits = HitsMut { dist: &mut dist, geomid: &mut geomid, normal: &mut normal };
-        if prepared.cast(cast, hits).is_err() {
-            return; // unreachable: the arrays are the rays' length and the world exists
-        }
+        prepared.cast(cast, hits)?;
         let origin = |r: usize| origins.as_ref().map_or(cam_pos, |o| o[r]);
         let mut depth = job.depth;
         let mut seg = job.seg;
@@ -240,11 +238,11 @@ impl Renderer {
                 g[pixel[r]] = geomid[r];
             }
         }
-        let Some(rgb) = job.rgb else { return };
+        let Some(rgb) = job.rgb else { return Ok(()) };
         let points: Vec<DVec3> = (0..n).map(|r| origin(r) + dirs[r] * dist[r]).collect();
         let forward = cam_mat * DVec3::NEG_Z;
         let lights = scene_lights(s, w, cam_pos, forward);
-        let shadowed = self.shadows(s, job.slot, w, &lights, options, &points, &geomid, &normal);
+        let shadowed = self.shadows(s, job.slot, w, &lights, options, &points, &geomid, &normal)?;
         let (footprint, ortho) = model.pixel_footprint();
         for r in 0..n {
             let color = if geomid[r] < 0 {
@@ -258,10 +256,13 @@ impl Renderer {
             let at = pixel[r] * 3;
             rgb[at..at + 3].copy_from_slice(&color.to_array().map(|c| (c.clamp(0.0, 1.0) * 255.0 + 0.5) as u8));
         }
+        Ok(())
     }
 
     /// For each light, which rays' surfaces are in its shadow (empty for lights that cast
-    /// none): a ray from each lit surface toward the light, blocked by any geom before it.
+    /// none): a ray from each lit surface toward the light, blocked by any geom before it. A
+    /// shadow ray the ray core refuses (a surface point or a direction that is not finite) is
+    /// an error, never a band drawn without its shadows.
     #[allow(clippy::too_many_arguments)]
     fn shadows(
         &self,
@@ -273,13 +274,13 @@ impl Renderer {
         points: &[DVec3],
         geomid: &[i32],
         normal: &[DVec3],
-    ) -> Vec<Vec<bool>> {
+    ) -> Result<Vec<Vec<bool>>, CameraError> {
         let n = points.len();
         lights
             .iter()
             .map(|light| {
                 if !(options.use_shadows && light.castshadow && light.lights()) {
-                    return Vec::new();
+                    return Ok(Vec::new());
                 }
                 // Only surfaces that face the light can be in its shadow; the others (and
                 // background pixels) cast nothing.
@@ -307,13 +308,12 @@ impl Renderer {
                     trusted: false,
                 };
                 let hits = HitsMut { dist: &mut dist, geomid: &mut geom, normal: &mut norm };
+                s.prepared[slot].cast(cast, hits)?;
                 let mut shadowed = vec![false; n];
-                if s.prepared[slot].cast(cast, hits).is_ok() {
-                    for (k, &r) in which.iter().enumerate() {
-                        shadowed[r] = geom[k] >= 0 && dist[k] < reach[k];
-                    }
+                for (k, &r) in which.iter().enumerate() {
+                    shadowed[r] = geom[k] >= 0 && dist[k] < reach[k];
                 }
-                shadowed
+                Ok(shadowed)
             })
             .collect()
     }
@@ -518,5 +518,102 @@ fn object_size(shapes: &Shapes, g: usize) -> DVec3 {
         GeomType::Capsule | GeomType::Cylinder => DVec3::new(positive(size.x), positive(size.x), positive(size.y)),
         GeomType::Box | GeomType::Ellipsoid => DVec3::new(positive(size.x), positive(size.y), positive(size.z)),
         _ => DVec3::ONE,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use glint_core::{CoreError, GeomType};
+
+    use super::*;
+
+    /// Every world reads the scene's own fields (none differ here).
+    struct SceneFields;
+
+    impl WorldFields for SceneFields {
+        fn geom_rgba(&self, _: usize, _: usize) -> [f32; 4] {
+            [1.0; 4]
+        }
+        fn geom_matid(&self, _: usize, _: usize) -> i32 {
+            -1
+        }
+        fn mat_rgba(&self, _: usize, _: usize) -> [f32; 4] {
+            [1.0; 4]
+        }
+        fn mat_texid(&self, _: usize, _: usize) -> i32 {
+            -1
+        }
+        fn mat_texrepeat(&self, _: usize, _: usize) -> [f32; 2] {
+            [1.0; 2]
+        }
+        fn cam_fovy(&self, _: usize, _: usize) -> f64 {
+            45.0
+        }
+    }
+
+    /// A ball of radius 1 at (0, 0, 5) under a spot light at (0, 0, 10) shining down:
+    /// which of `points` (on surfaces facing up) are in its shadow.
+    fn shadows_of(points: &[DVec3]) -> Result<Vec<Vec<bool>>, CameraError> {
+        let scene = Scene {
+            geom_type: vec![GeomType::Sphere],
+            geom_size: vec![DVec3::new(1.0, 0.0, 0.0)],
+            geom_group: vec![0],
+            geom_bodyid: vec![0],
+            geom_contype: vec![1],
+            geom_conaffinity: vec![1],
+            geom_dataid: vec![-1],
+            geom_matid: vec![-1],
+            geom_rgba: vec![[1.0; 4]],
+            geom_name: vec!["ball".into()],
+            body_parentid: vec![0],
+            body_rootid: vec![0],
+            body_weldid: vec![0],
+            body_name: vec!["world".into()],
+            ..Scene::default()
+        };
+        scene.validate().unwrap();
+        let mut poses = Poses::new(&scene, 1);
+        poses.geom_xpos[0] = DVec3::new(0.0, 0.0, 5.0);
+        let caster = RayCaster::new(&scene, &poses);
+        let prepared = vec![caster.prepare(&scene, &poses, &RayFilter::default()).unwrap()];
+        let layout = Layout { cameras: Vec::new(), offsets: Vec::new(), pixels_per_world: 0 };
+        let headlight = Headlight { active: false, ambient: Vec3::ZERO, diffuse: Vec3::ZERO, specular: Vec3::ZERO };
+        let lights = [Vec::new()];
+        let s = Shared {
+            scene: &scene,
+            poses: &poses,
+            caster: &caster,
+            layout: &layout,
+            prepared,
+            lights: &lights,
+            headlight,
+            fields: &SceneFields,
+        };
+        let spot = Light {
+            light_type: 0,
+            pos: DVec3::new(0.0, 0.0, 10.0),
+            dir: DVec3::NEG_Z,
+            ambient: Vec3::ZERO,
+            diffuse: Vec3::ONE,
+            specular: Vec3::ZERO,
+            attenuation: [1.0, 0.0, 0.0],
+            cutoff: 180.0,
+            exponent: 0.0,
+            castshadow: true,
+        };
+        let options = CameraOptions { use_shadows: true, ..CameraOptions::new(0) };
+        let n = points.len();
+        Renderer::new(&[]).shadows(&s, 0, 0, &[spot], &options, points, &vec![0; n], &vec![DVec3::Z; n])
+    }
+
+    #[test]
+    fn a_shadow_ray_the_core_refuses_is_an_error_not_a_band_without_shadows() {
+        // Beneath the ball, in its shadow; beside it, lit.
+        let shadowed = shadows_of(&[DVec3::ZERO, DVec3::new(3.0, 0.0, 0.0)]).unwrap();
+        assert_eq!(shadowed, vec![vec![true, false]]);
+        // A surface point that is not finite: the pass once dropped the cast's error and drew
+        // the whole band unshadowed, the point beneath the ball included.
+        let err = shadows_of(&[DVec3::ZERO, DVec3::splat(f64::NAN)]).unwrap_err();
+        assert!(matches!(err, CameraError::Rays(CoreError::BadOrigin { index: 1, .. })), "{err}");
     }
 }
