@@ -271,7 +271,8 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                     r.manifest, r.beams, r.message_bytes
                 );
                 println!("GetLidarScan round trip                   {:.3} ms", r.round_trip_s * 1e3);
-                println!("encode + decode in-process                {:.3} ms", r.codec_s * 1e3);
+                println!("encode + decode in-process (prost)        {:.3} ms", r.codec_s * 1e3);
+                println!("encode + decode in-process (glint)        {:.3} ms", r.glint_codec_s * 1e3);
                 println!(
                     "round trip / codec                        {:.2}x (target at most 3x)",
                     r.round_trip_over_codec

@@ -25,6 +25,7 @@ use crate::engine::{Engine, EngineOptions, Pace};
 use crate::proto::agent_service_client::AgentServiceClient;
 use crate::proto::lidar_service_client::LidarServiceClient;
 use crate::proto::{GetLidarScanRequest, LidarScanResponse, SetLidarLiveRequest, StepRequest};
+use crate::scan::{ScanAnswer, SharedScan};
 use crate::serve::{DEFAULT_MAX_MESSAGE, FRAME, ServeOptions, WINDOW, serve_engine};
 
 /// What to measure.
@@ -50,8 +51,12 @@ pub struct ServeReport {
     /// `GetLidarScan` round trip, seconds (one client, one call at a time; the median of five
     /// batches' means).
     pub round_trip_s: f64,
-    /// In-process encode plus decode of the same message, seconds (likewise).
+    /// In-process encode plus decode of the same message with prost's generated code,
+    /// seconds (likewise).
     pub codec_s: f64,
+    /// In-process encode from the shared snapshot plus decode, as the server and the
+    /// benchmark's client do them (`ScanAnswer`), seconds (likewise).
+    pub glint_codec_s: f64,
     /// Round trip over codec (target: at most 3).
     pub round_trip_over_codec: f64,
     /// Scans per second, one client.
@@ -293,8 +298,9 @@ async fn run(options: &ServeBench) -> Result<ServeReport, ServerError> {
         return Err(err("Step", stepped.message));
     }
     let scan = lidar.get_lidar_scan(ALL_ARRAYS).await.map_err(|e| err("GetLidarScan", e))?.into_inner().into_message();
+    let shared = ScanAnswer::Shared(SharedScan::new(served.engine.fresh().await, 0, true, true, true));
     // Batches of round trips and of in-process codecs, alternated; the medians are compared.
-    let (mut trips, mut codecs, mut bytes) = (Vec::new(), Vec::new(), 0);
+    let (mut trips, mut codecs, mut glint_codecs, mut bytes) = (Vec::new(), Vec::new(), Vec::new(), 0);
     for _ in 0..REPEATS {
         let started = Instant::now();
         for _ in 0..calls {
@@ -309,8 +315,15 @@ async fn run(options: &ServeBench) -> Result<ServeReport, ServerError> {
             std::hint::black_box(decoded);
         }
         codecs.push(started.elapsed().as_secs_f64() / calls as f64);
+        let started = Instant::now();
+        for _ in 0..calls {
+            let encoded = shared.encode_to_vec();
+            let decoded = ScanAnswer::decode(encoded.as_slice()).map_err(|e| err("decode", e))?;
+            std::hint::black_box(decoded);
+        }
+        glint_codecs.push(started.elapsed().as_secs_f64() / calls as f64);
     }
-    let (round_trip_s, codec_s) = (median(&mut trips), median(&mut codecs));
+    let (round_trip_s, codec_s, glint_codec_s) = (median(&mut trips), median(&mut codecs), median(&mut glint_codecs));
     let scans_per_s_one_client = poll(addr, 1, calls).await?;
     let scans_per_s_eight_clients = poll(addr, 8, calls).await?;
     served.stop().await?;
@@ -364,6 +377,7 @@ async fn run(options: &ServeBench) -> Result<ServeReport, ServerError> {
         message_bytes: bytes,
         round_trip_s,
         codec_s,
+        glint_codec_s,
         round_trip_over_codec: round_trip_s / codec_s,
         scans_per_s_one_client,
         scans_per_s_eight_clients,
