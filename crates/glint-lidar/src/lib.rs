@@ -103,7 +103,7 @@ pub use config::{
 pub use error::{LidarError, LidarWarning};
 pub use material::{Continuation, MaterialPreset, MaterialTable, Metal, NirMaterial};
 pub use params::{RETURN_PARAMS, ReturnParam, ReturnParams, ReturnPreset};
-pub use pattern::{Runner, angles, beam_direction};
+pub use pattern::{Runner, angles, beam_direction, effective_rotation_hz};
 pub use reprocess::{RECORDED_CONTINUATIONS, RecordedHit, Reprocessed, Reprocessor};
 pub use return_model::{BeamReturn, MaterialLookup, episode_seed};
 pub use scan::{Returns, Scan, SecondaryHits, Surfaces};

@@ -91,6 +91,12 @@ pub struct Runner {
     pub dt: f64,
 }
 
+/// The rate a sensor of `rotation_hz` revolutions per second really scans at on a runner of
+/// `tick_hz` ticks per second: the seed's rule, at most one revolution per tick.
+pub fn effective_rotation_hz(rotation_hz: f64, tick_hz: f64) -> f64 {
+    rotation_hz.min(tick_hz)
+}
+
 impl Runner {
     /// The runner of `hz` ticks per second over physics steps of `timestep` seconds: the
     /// nearest whole number of steps, at least one.

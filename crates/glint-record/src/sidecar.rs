@@ -39,6 +39,11 @@ pub struct Sidecar {
     pub columns: Vec<ColumnDescription>,
     /// Lidar ticks per second (the recorder's `lidar_runner_hz`).
     pub tick_hz: f64,
+    /// The rate the sensor really scanned at, when its `rotation_hz` is above `tick_hz`: a
+    /// sensor scans at most one revolution per tick (absent otherwise: it scanned at its
+    /// `rotation_hz`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effective_rotation_hz: Option<f64>,
     /// Rows in the file (one per beam cast).
     pub rows: u64,
     /// The largest row group of the file, rows.
@@ -283,6 +288,8 @@ impl Sidecar {
                 })
                 .collect(),
             tick_hz,
+            effective_rotation_hz: (config.rotation_hz > tick_hz)
+                .then(|| glint_lidar::effective_rotation_hz(config.rotation_hz, tick_hz)),
             rows,
             row_group_rows: ROW_GROUP_ROWS as u64,
             sha256,

@@ -192,6 +192,12 @@ impl LidarService for Lidar {
                         r.geom_group_mask, c.geom_group_mask
                     ));
                 }
+                // What the change warns about (a rotation above the runner's rate, scanned at
+                // the runner's): in the ack, and in the server's log.
+                for warning in core.sim.take_warnings() {
+                    crate::say!("warning: {warning}");
+                    message.push_str(&format!("; {warning}"));
+                }
                 Ok(message)
             })
             .await?;

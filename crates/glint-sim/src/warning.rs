@@ -43,6 +43,17 @@ pub enum Warning {
         /// The world's episode (counted from 0 since the simulation was built).
         episode: u64,
     },
+    /// A lidar turns faster than one revolution per tick of the runner: it scans one
+    /// revolution per tick, at the runner's rate (the seed's API accepts the setting; a
+    /// manifest refuses it).
+    RotationCapped {
+        /// The sensor.
+        sensor: usize,
+        /// Its `rotation_hz`.
+        rotation_hz: f64,
+        /// The rate it scans at: the runner's ticks per second.
+        effective_hz: f64,
+    },
     /// A sensor added with `Simulation::add_sensor` is not part of the recording armed (a
     /// session records the lidars and the cameras): an output of its own takes its frames.
     NotRecorded {
@@ -110,6 +121,12 @@ impl std::fmt::Display for Warning {
                 write!(f, "MuJoCo found world {world} unstable during episode {episode} and reset it")
             }
             Warning::Recording(w) => w.fmt(f),
+            Warning::RotationCapped { sensor, rotation_hz, effective_hz } => write!(
+                f,
+                "lidar sensor {sensor}: rotation_hz = {rotation_hz} is above the runner's {effective_hz} ticks per \
+                 second, and a sensor scans at most one revolution per tick: it scans at an effective \
+                 {effective_hz} Hz (raise [recorder] lidar_runner_hz to scan faster)"
+            ),
             Warning::NotRecorded { sensor } => write!(
                 f,
                 "sensor '{sensor}' is not recorded: a session records the lidars and the cameras; add an output                  (Simulation::add_output) to write its frames"

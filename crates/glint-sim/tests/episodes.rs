@@ -174,12 +174,17 @@ fn rates_are_exact_or_refused() {
     assert!(err.contains("lidar sensor 0: rotation_hz = 60 is above the lidar runner's 50 ticks per second"), "{err}");
     assert!(err.contains("give rotation_hz at most 50"), "{err}");
 
-    // A live change is checked the same way; a rate the runner can keep is taken.
+    // A live change (the seed's SetLidarConfig) is accepted as the seed describes: one
+    // revolution a tick, with a warning giving the effective rate.
     let mut sim = Simulation::from_manifest(primitives(&dir, ""), SimOptions::default()).unwrap();
+    sim.take_warnings();
     let config = ScanConfig { rotation_hz: 200.0, ..sim.lidar(0).unwrap().config() };
-    let err = sim.lidar_mut(0).unwrap().set_config(config).unwrap_err().to_string();
-    assert!(err.contains("rotation_hz = 200 is above the lidar runner's 100"), "{err}");
+    sim.lidar_mut(0).unwrap().set_config(config).unwrap();
+    let warned = sim.take_warnings().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+    assert!(warned.contains("rotation_hz = 200 is above the runner's 100") && warned.contains("effective 100 Hz"));
+    assert_eq!(sim.lidar(0).unwrap().config().rotation_hz, 200.0);
     sim.lidar_mut(0).unwrap().set_config(ScanConfig { rotation_hz: 100.0, ..config }).unwrap();
+    assert!(sim.take_warnings().is_empty(), "a rate the runner keeps warns of nothing");
     assert_eq!(sim.episode_ticks(), None);
     let options = SimOptions { episode_seconds: Some(2.5), ..SimOptions::default() };
     assert_eq!(Simulation::from_manifest(primitives(&dir, ""), options).unwrap().episode_ticks(), Some(250));

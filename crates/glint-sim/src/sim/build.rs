@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use glint_core::RayCaster;
-use glint_lidar::{LidarBinding, Lidars, ReturnParams, Runner, ScanConfig, episode_seed};
+use glint_lidar::{LidarBinding, Lidars, ReturnParams, Runner, ScanConfig, effective_rotation_hz, episode_seed};
 use glint_manifest::{BakeConfig, Controller, Manifest, Recorder, ResetConfig};
 use glint_mujoco::{LitScene, Model, SceneSpec, WorldBatch};
 
@@ -133,9 +133,11 @@ impl Simulation {
         let nworld = options.nworld;
         let runner = Runner::exact(model.timestep(), setup.recorder.lidar_runner_hz)?;
         let length = options.episode_seconds.map(|s| whole_ticks(s, runner)).transpose()?;
-        for (s, b) in bindings.iter().enumerate() {
-            check_rotation(s, &b.scan, runner)?;
+        if setup.manifest.is_some() {
+            bindings.iter().enumerate().try_for_each(|(s, b)| check_rotation(s, &b.scan, runner))?;
         }
+        let capped: Vec<Warning> =
+            bindings.iter().enumerate().filter_map(|(s, b)| capped_rotation(s, &b.scan, runner)).collect();
         let randomizer = Randomizer::new(&setup.reset, &model)?;
         crate::memory::check_worlds(&model, &bindings, nworld)?;
         let episodes = Episodes::new(nworld, seed, length, runner.dt);
@@ -151,7 +153,8 @@ impl Simulation {
         }
         let lidars = LidarSet::new(lidars, &scene, &setup.table)?;
         let drive = Drive::new(&setup.controller, &model, nworld)?;
-        let warnings = lidar_warnings.into_iter().map(|(sensor, warning)| Warning::Lidar { sensor, warning }).collect();
+        let lidar_warnings = lidar_warnings.into_iter().map(|(sensor, warning)| Warning::Lidar { sensor, warning });
+        let warnings = capped.into_iter().chain(lidar_warnings).collect();
         let fields = Fields::new(&scene, &worlds.physics(0)?);
         let world = WorldState {
             fields,
@@ -210,11 +213,23 @@ pub(crate) fn trim(v: f64) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// Refuses a configuration of sensor `sensor` that turns faster than one revolution per tick
-/// of `runner` (the seed: a sensor cannot scan faster than one revolution per tick).
-pub(crate) fn check_rotation(sensor: usize, config: &ScanConfig, runner: Runner) -> Result<(), SimError> {
+/// The warning of sensor `sensor`'s configuration when it turns faster than one revolution per
+/// tick of `runner`: the seed's API accepts it, and the sensor scans one revolution per tick.
+pub(crate) fn capped_rotation(sensor: usize, config: &ScanConfig, runner: Runner) -> Option<Warning> {
     let hz = 1.0 / runner.dt;
-    if config.rotation_hz > hz * (1.0 + 1e-9) {
+    (config.rotation_hz > hz * (1.0 + 1e-9)).then(|| Warning::RotationCapped {
+        sensor,
+        rotation_hz: config.rotation_hz,
+        effective_hz: effective_rotation_hz(config.rotation_hz, hz),
+    })
+}
+
+/// Refuses a manifest's configuration of sensor `sensor` that turns faster than one
+/// revolution per tick of `runner` (the seed: keep Rotation Hz at or below the runner's rate;
+/// the seed's API accepts it and scans one revolution per tick, [`capped_rotation`]).
+fn check_rotation(sensor: usize, config: &ScanConfig, runner: Runner) -> Result<(), SimError> {
+    let hz = 1.0 / runner.dt;
+    if capped_rotation(sensor, config, runner).is_some() {
         return Err(SimError::Rate(format!(
             "lidar sensor {sensor}: rotation_hz = {} is above the lidar runner's {} ticks per second, and a sensor \
              cannot scan faster than one revolution per tick: give rotation_hz at most {}, or raise \

@@ -258,14 +258,16 @@ impl LidarMut<'_> {
     /// Replaces its scan configuration in the running simulation (`SetLidarConfig`): the
     /// beam count follows and every world's scan restarts. Validated first; nothing changes
     /// on an error. Refused while recording (the seed ignores it then: the files' columns are
-    /// fixed), and undone when a recording is armed (it starts from the scene's bindings).
+    /// fixed), and undone when a recording is armed (it starts from the scene's bindings). A
+    /// `rotation_hz` above the runner's ticks per second is accepted as the seed describes:
+    /// the sensor scans one revolution per tick, and a [`Warning::RotationCapped`] says so.
     pub fn set_config(&mut self, config: ScanConfig) -> Result<(), SimError> {
         if self.sim.recording() {
             return Err(SimError::Recording { what: "SetLidarConfig" });
         }
-        super::check_rotation(self.index, &config, self.sim.runner())?;
         let warnings = self.sim.sensors.lidars.lidars_mut().set_config(self.index, config)?;
         let sensor = self.index;
+        self.sim.warnings.extend(super::build::capped_rotation(sensor, &config, self.sim.runner()));
         self.sim.warnings.extend(warnings.into_iter().map(|warning| Warning::Lidar { sensor, warning }));
         Ok(())
     }
