@@ -42,7 +42,6 @@ use crate::sensors::{Demand, Sensor, SensorContext};
 use crate::task::TaskState;
 use crate::{SimError, StepReport, Warning, WorldStatus, Worlds};
 
-pub(crate) use build::check_rotation;
 pub(crate) use lidar::fill;
 pub use lidar::{Lidar, LidarMut};
 pub use world::VariantPlan;
