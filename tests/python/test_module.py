@@ -142,6 +142,14 @@ def test_step_takes_actions_of_both_shapes():
         assert r.distance.shape == (2,)
     assert np.array_equal(r1.reward, r2.reward) and np.array_equal(r1.distance, r2.distance)
     assert np.allclose(r1.time, 0.02)
+    # One world's info (glint.gym.Env) has the vector info's keys (glint.gym.VectorEnv), as
+    # Python floats and bools.
+    vector = r1.info()
+    for w in (0, 1):
+        info = r1.world_info(w)
+        assert list(info) == [k for k in vector if not k.startswith("_")]
+        assert info == {k: vector[k][w].item() for k in info}
+        assert {type(v) for v in info.values()} == {float, bool}
     assert np.array_equal(one.observe(), per_world.observe())
     # Different actions per world give different worlds.
     r3 = per_world.step(np.array([[1.0, 0, 0], [-1.0, 0, 0]]))
@@ -367,6 +375,9 @@ def test_bake_save_load_and_status(tmp_path):
         sim.lidars[0].scan(material=True)
     built = sim.bake()
     assert built["valid"] and built["matches_scene"] and not built["stale"]
+    # The status's serde form: the fields `glint bake --status` prints, fingerprints in hex.
+    assert list(built) == list(status)
+    assert len(built["material_fingerprint"]) == 16 and int(built["scene_fingerprint"], 16) != 0
     assert built["cell_size"] == 0.25 and built["filled_cells"] > 0
     assert sim.bake_status() == built
     path = Path(sim.save_bake())

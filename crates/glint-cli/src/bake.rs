@@ -56,7 +56,7 @@ pub fn run(args: BakeArgs) -> Result<()> {
 
     if args.status {
         let status = if path.exists() { sim.open_bake(name)?.status } else { BakeStatus::none() };
-        print_status(&path, &status);
+        print_status(&path, &status)?;
         let again =
             format!("glint bake {}{}", args.manifest.display(), name.map_or(String::new(), |n| format!(" --name {n}")));
         if !status.valid {
@@ -109,26 +109,18 @@ pub fn run(args: BakeArgs) -> Result<()> {
             status.cell_size, status.requested_cell_size, settings.max_dim
         );
     }
-    print_status(&path, &status);
-    Ok(())
+    print_status(&path, &status)
 }
 
-/// The status fields, one `key = value` line each (TOML).
-fn print_status(path: &Path, s: &BakeStatus) {
+/// The bake's path, then its status: only `valid` when there is no bake, else every field of
+/// its serde form, as TOML (`augmentation.json` holds the same, as JSON).
+fn print_status(path: &Path, s: &BakeStatus) -> Result<()> {
     println!("bake = {:?}", path.display().to_string());
-    println!("valid = {}", s.valid);
     if !s.valid {
-        return;
+        println!("valid = {}", s.valid);
+        return Ok(());
     }
-    println!("format_version = {}", s.format_version);
-    println!("cell_size = {}", s.cell_size);
-    println!("requested_cell_size = {}", s.requested_cell_size);
-    println!("splat_radius = {}", s.splat_radius);
-    println!("dims = [{}, {}, {}]", s.dims[0], s.dims[1], s.dims[2]);
-    println!("filled_cells = {}", s.filled_cells);
-    println!("geom_materials = {}", s.geom_materials);
-    println!("material_fingerprint = \"{:016x}\"", s.material_fingerprint);
-    println!("scene_fingerprint = \"{:016x}\"", s.scene_fingerprint);
-    println!("matches_scene = {}", s.matches_scene);
-    println!("stale = {}", s.stale);
+    let toml = toml::to_string(s).context("cannot write the bake status as TOML")?;
+    println!("{}", toml.trim_end());
+    Ok(())
 }

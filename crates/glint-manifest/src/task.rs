@@ -15,13 +15,13 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::ManifestError;
 
 /// The built-in task (`[task]`). Names are checked against the model when the simulation is
-/// built.
-#[derive(Clone, Debug, PartialEq)]
+/// built. Its serde form (the keys of `[task]`) is how front ends show it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Task {
     /// The body whose position is rewarded.
     pub body: String,
@@ -37,7 +37,9 @@ pub struct Task {
     pub goal_reward: f64,
     /// Penalty per step in which the body's tree touches another body (default 1).
     pub collision_penalty: f64,
-    /// Geoms the body may touch without penalty; `None`: every plane.
+    /// Geoms the body may touch without penalty; `None`: every plane (and no key in the
+    /// serde form).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub touch_ok: Option<Vec<String>>,
 }
 

@@ -78,6 +78,14 @@ pub(crate) fn from_json<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult
     })
 }
 
+/// A value with a serde form (a bake status, the task) as a Python object: its JSON, read by
+/// Python's `json`, so Python sees the keys and values the sidecars and the command line
+/// write, in the order the type declares them.
+pub(crate) fn from_serde<'py>(py: Python<'py>, value: &impl serde::Serialize) -> PyResult<Bound<'py, PyAny>> {
+    let json = serde_json::to_string(value).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    py.import("json")?.call_method1("loads", (json,))
+}
+
 /// The seventeen return parameters as a dict by key (`max_returns` an int).
 pub(crate) fn params_dict<'py>(py: Python<'py>, p: &ReturnParams) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);

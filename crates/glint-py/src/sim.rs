@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::arrays::{checked_out, float64_input, out_array, rows};
-use crate::convert::{Seed, params_dict, params_from, toml_table};
+use crate::convert::{Seed, from_serde, params_dict, params_from, toml_table};
 use crate::errors::{Class, IntoPy, from_sim, raise};
 use crate::lidar::Lidar;
 
@@ -104,39 +104,58 @@ impl StepReport {
 
 #[pymethods]
 impl StepReport {
-    /// The info dict `glint.gym.VectorEnv.step` returns, in Gymnasium's vector layout:
-    /// `distance` (with a task), `collided`, `reached`, `time` (this report's arrays) and
-    /// `task_reward` (a copy of `reward`), each with its `_key` mask: a new array, true but
-    /// for the `restarted` worlds, which have no step information but their time. Built here
-    /// in one call: the same dict built in Python was most of the environment's own time per
-    /// step.
+    /// The info dict `glint.gym.VectorEnv.step` returns, in Gymnasium's vector layout: the
+    /// step information of every world (see `StepReport::info_items`; `task_reward` a copy of
+    /// `reward`, the others this report's arrays), each with its `_key` mask: a new array, true
+    /// but for the `restarted` worlds, which have no step information but their time. Built
+    /// here in one call: the same dict built in Python was most of the environment's own time
+    /// per step.
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let info = PyDict::new(py);
         let nworld = self.time.bind(py).len();
-        let mut keys: Vec<(&str, &Py<PyAny>)> = Vec::with_capacity(5);
-        let (distance, collided, reached, time, reward) = (
-            self.distance.clone_ref(py).into_any(),
-            self.collided.clone_ref(py).into_any(),
-            self.reached.clone_ref(py).into_any(),
-            self.time.clone_ref(py).into_any(),
-            self.reward.bind(py).to_owned_array().into_pyarray(py).into_any().unbind(),
-        );
-        if self.has_task {
-            keys.push(("distance", &distance));
-        }
-        keys.extend([("collided", &collided), ("reached", &reached), ("time", &time), ("task_reward", &reward)]);
-        for (key, value) in &keys {
+        let reward = self.reward.bind(py).to_owned_array().into_pyarray(py).into_any();
+        let items = self.info_items(py, reward);
+        for (key, value) in &items {
             info.set_item(*key, value)?;
         }
         let mut stepped = vec![true; nworld];
         for &w in &self.restarted {
             stepped[w] = false;
         }
-        for (key, _) in &keys {
+        for (key, _) in &items {
             let mask = if *key == "time" { vec![true; nworld] } else { stepped.clone() };
             info.set_item(format!("_{key}"), PyArray1::from_vec(py, mask))?;
         }
         Ok(info)
+    }
+
+    /// World `world`'s step information as `glint.gym.Env.step` returns it: the keys of
+    /// `info()`, each a Python float or bool.
+    fn world_info<'py>(&self, py: Python<'py>, world: usize) -> PyResult<Bound<'py, PyDict>> {
+        let info = PyDict::new(py);
+        for (key, value) in self.info_items(py, self.reward.bind(py).clone().into_any()) {
+            info.set_item(key, value.call_method1("item", (world,))?)?;
+        }
+        Ok(info)
+    }
+}
+
+impl StepReport {
+    /// The step information a Gymnasium info carries, by key, in order: `distance` (with a
+    /// task; without one it is NaN, which no two infos would agree on), `collided`, `reached`,
+    /// `time` and `task_reward` (`reward`, given). Both environments' infos are built from it.
+    fn info_items<'py>(&self, py: Python<'py>, reward: Bound<'py, PyAny>) -> Vec<(&'static str, Bound<'py, PyAny>)> {
+        let mut items = Vec::with_capacity(5);
+        if self.has_task {
+            items.push(("distance", self.distance.bind(py).clone().into_any()));
+        }
+        items.extend([
+            ("collided", self.collided.bind(py).clone().into_any()),
+            ("reached", self.reached.bind(py).clone().into_any()),
+            ("time", self.time.bind(py).clone().into_any()),
+            ("task_reward", reward),
+        ]);
+        items
     }
 }
 
@@ -175,19 +194,10 @@ fn status_name(s: WorldStatus) -> &'static str {
     }
 }
 
-fn bake_dict<'py>(py: Python<'py>, s: &BakeStatus) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("valid", s.valid)?;
-    d.set_item("format_version", s.format_version)?;
-    d.set_item("cell_size", s.cell_size)?;
-    d.set_item("splat_radius", s.splat_radius)?;
-    d.set_item("dims", s.dims.to_vec())?;
-    d.set_item("filled_cells", s.filled_cells)?;
-    d.set_item("geom_materials", s.geom_materials)?;
-    d.set_item("material_fingerprint", s.material_fingerprint)?;
-    d.set_item("stale", s.stale)?;
-    d.set_item("matches_scene", s.matches_scene)?;
-    Ok(d)
+/// A bake status as Python sees it: its serde form, as `glint bake --status` and
+/// `augmentation.json` write it.
+fn bake_dict<'py>(py: Python<'py>, s: &BakeStatus) -> PyResult<Bound<'py, PyAny>> {
+    from_serde(py, s)
 }
 
 impl Simulation {
@@ -448,19 +458,10 @@ impl Simulation {
         Ok(out)
     }
 
-    /// The manifest's `[task]` as a dict, or `None`.
+    /// The manifest's `[task]` as a dict (its serde form), or `None`.
     #[getter]
-    fn task<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let Some(t) = self.sim.task() else { return Ok(None) };
-        let d = PyDict::new(py);
-        d.set_item("body", &t.body)?;
-        d.set_item("goal", t.goal.clone())?;
-        d.set_item("goal_tolerance", t.goal_tolerance)?;
-        d.set_item("episode_seconds", t.episode_seconds)?;
-        d.set_item("progress_weight", t.progress_weight)?;
-        d.set_item("goal_reward", t.goal_reward)?;
-        d.set_item("collision_penalty", t.collision_penalty)?;
-        Ok(Some(d))
+    fn task<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.sim.task().map(|t| from_serde(py, t)).transpose()
     }
 
     /// Casts rays through every world with MuJoCo's `mj_multiRay` semantics: `pnt` is one
@@ -693,7 +694,7 @@ impl Simulation {
         max_dim: i32,
         splat_radius: i32,
         include_hidden: i32,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let request = BakeRequest { cell_size, max_dim, splat_radius, include_hidden };
         let sim = &mut self.sim;
         let status = py.detach(|| sim.bake_request(request)).map_err(|e| match e {
@@ -713,14 +714,14 @@ impl Simulation {
     /// Loads a saved bake (default: the manifest's bake name), stale or not (a stale one
     /// warns); returns its status.
     #[pyo3(signature = (name = None))]
-    fn load_bake<'py>(&mut self, py: Python<'py>, name: Option<&str>) -> PyResult<Bound<'py, PyDict>> {
+    fn load_bake<'py>(&mut self, py: Python<'py>, name: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
         let status = self.sim.load_bake(name).py()?;
         self.flush_warnings(py)?;
         bake_dict(py, &status)
     }
 
     /// The loaded bake's status (`valid` is False when none is loaded).
-    fn bake_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    fn bake_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         bake_dict(py, &self.sim.bake_status())
     }
 

@@ -258,19 +258,9 @@ class Env(gymnasium.Env):
         self._action[0] = a.reshape(-1)
         report = self._core.sim.step(self._action)
         obs = self._obs()
-        reached = bool(report.reached[0])
         terminated, truncated = bool(report.terminated[0]), bool(report.truncated[0])
-        task_reward = float(report.reward[0])
-        info = {
-            "distance": float(report.distance[0]),
-            "collided": bool(report.collided[0]),
-            "reached": reached,
-            "time": float(report.time[0]),
-            "task_reward": task_reward,
-        }
-        if not self._core.has_task:
-            del info["distance"]  # NaN, which no two infos would agree on
-        reward = float(self.reward_fn(obs, a, info)) if self.reward_fn is not None else task_reward
+        info = report.world_info(0)
+        reward = float(self.reward_fn(obs, a, info)) if self.reward_fn is not None else info["task_reward"]
         return obs, reward, terminated, truncated, info
 
     def render(self) -> None:
@@ -336,7 +326,6 @@ class VectorEnv(gymnasium.vector.VectorEnv):
         self._actions = np.zeros((self.num_envs, self._core.nu), dtype=np.float64)
         # The worlds whose episode ended on the last step, still to reset (NEXT_STEP, DISABLED).
         self._pending: list[int] = []
-        self._step_keys = ("distance",) * self._core.has_task + ("collided", "reached", "time", "task_reward")
 
     @property
     def sim(self) -> "glint.Simulation":
@@ -438,7 +427,7 @@ class VectorEnv(gymnasium.vector.VectorEnv):
         for w in ended:
             final_obs[w] = {key: np.array(value[w]) for key, value in obs.items()}
         final_info: dict[str, Any] = {}
-        for key in self._step_keys:
+        for key in [k for k in info if not k.startswith("_")]:  # the step's keys (StepReport.info)
             kept = np.zeros_like(info[key])
             kept[done] = info[key][done]
             final_info[key], final_info["_" + key] = kept, done.copy()
