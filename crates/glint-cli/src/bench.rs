@@ -284,7 +284,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                 println!("loop ticks/s, one client at 100 scans/s   {:.1}", r.ticks_per_s_serving);
                 println!("loop ticks/s, one client flat out         {:.1}", r.ticks_per_s_one_client_flat_out);
                 println!("loop ticks/s, eight clients flat out      {:.1}", r.ticks_per_s_eight_clients);
-                println!("(ratios: medians of {} slices, each against the loop alone just before it)", r.slices);
+                println!("(ratios: medians of {} slices, each against the loop alone in a slice beside it)", r.slices);
                 println!("served, no client / no server             {:.2}x (target at least 0.95x)", r.idle_over_alone);
                 println!(
                     "served at 100 scans/s / no server         {:.2}x (target at least 0.85x)",

@@ -6,8 +6,8 @@
 //! same simulation settings) stepped with no server at all.
 //!
 //! The loop rates are taken in turns: for each load, a slice of the bare loop (the server's
-//! loop held meanwhile), then a slice of the served loop, repeated; each ratio is the median
-//! of its slices' ratios, so a machine whose other work comes and goes skews both sides of a
+//! loop held meanwhile) and a slice of the served loop, in alternating order, repeated; each
+//! ratio is the median of its slices' ratios, so a machine whose other work comes and goes skews both sides of a
 //! ratio alike. Both loops run on threads at the process's own priority (the server's threads
 //! run lower, as in `glint serve`).
 
@@ -189,8 +189,12 @@ async fn poll(addr: SocketAddr, clients: usize, calls: u32) -> Result<f64, Serve
 /// Batches of each measurement; the median is reported.
 const REPEATS: usize = 5;
 
-/// The shortest slice of a loop-rate measurement, seconds (unless `--seconds` is shorter).
-const SLICE_S: f64 = 1.0;
+/// The shortest slice of a loop-rate measurement, seconds (unless `--seconds` is shorter):
+/// a few hundred ticks of the showroom.
+const SLICE_S: f64 = 0.25;
+
+/// The most slices a loop-rate measurement is cut into.
+const MAX_SLICES: usize = 20;
 
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
@@ -208,7 +212,7 @@ fn bare_loop(manifest: &Manifest) -> Result<Simulation, ServerError> {
 }
 
 /// Ticks per second of `sim` stepped for `seconds` on this thread.
-fn bare_rate(sim: &mut Simulation, seconds: f64) -> Result<f64, ServerError> {
+fn bare_rate_of(sim: &mut Simulation, seconds: f64) -> Result<f64, ServerError> {
     let started = Instant::now();
     let mut ticks = 0u64;
     while ticks == 0 || started.elapsed().as_secs_f64() < seconds {
@@ -329,7 +333,7 @@ async fn run(options: &ServeBench) -> Result<ServeReport, ServerError> {
     served.stop().await?;
 
     // The loop's rate in free pace, served with no client, one client at 100 scans per second,
-    // one and eight clients back to back, each against the bare loop in the slice before it.
+    // one and eight clients back to back, each against the bare loop in a slice beside it.
     let mut bare = tokio::task::block_in_place(|| bare_loop(manifest))?;
     let served = start(manifest, Pace::Free).await?;
     let mut clients = Vec::new();
@@ -338,27 +342,35 @@ async fn run(options: &ServeBench) -> Result<ServeReport, ServerError> {
     }
     clients[0].set_lidar_live(SetLidarLiveRequest { live: true }).await.map_err(|e| err("SetLidarLive", e))?;
     let loads = [Load::Idle, Load::Every(Duration::from_millis(10)), Load::FlatOut(1), Load::FlatOut(8)];
-    // Slices of a second or more, as many as fit (at most five).
-    let slices = ((options.seconds / SLICE_S).floor() as usize).clamp(1, REPEATS);
+    // Slices of a quarter second or more, as many as fit (at most twenty).
+    let slices = ((options.seconds / SLICE_S).floor() as usize).clamp(1, MAX_SLICES);
     let slice = options.seconds / slices as f64;
     // Both loops warmed up first.
     {
         let _held = served.engine.pause().await.map_err(|e| err("pausing the loop", e.message()))?;
-        tokio::task::block_in_place(|| bare_rate(&mut bare, slice.min(0.2)))?;
+        tokio::task::block_in_place(|| bare_rate_of(&mut bare, slice.min(0.2)))?;
     }
     served_rate(&served.engine, &clients, Load::Idle, slice.min(0.2)).await?;
     let (mut alone, mut rates, mut ratios) = (Vec::new(), vec![Vec::new(); loads.len()], vec![Vec::new(); loads.len()]);
     let before = served.engine.stats();
     let mut served_ticks = 0;
-    for _ in 0..slices {
+    for turn in 0..slices {
         for (k, load) in loads.iter().enumerate() {
-            let bare_rate = {
+            // The bare slice first in every other pair, the served one in the others, so that
+            // neither side always follows the other.
+            let bare_first = (turn + k) % 2 == 0;
+            let mut bare_rate = 0.0;
+            if bare_first {
                 let _held = served.engine.pause().await.map_err(|e| err("pausing the loop", e.message()))?;
-                tokio::task::block_in_place(|| bare_rate(&mut bare, slice))?
-            };
+                bare_rate = tokio::task::block_in_place(|| bare_rate_of(&mut bare, slice))?;
+            }
             let ticks = served.engine.stats().ticks;
             let rate = served_rate(&served.engine, &clients, *load, slice).await?;
             served_ticks += served.engine.stats().ticks - ticks;
+            if !bare_first {
+                let _held = served.engine.pause().await.map_err(|e| err("pausing the loop", e.message()))?;
+                bare_rate = tokio::task::block_in_place(|| bare_rate_of(&mut bare, slice))?;
+            }
             alone.push(bare_rate);
             rates[k].push(rate);
             ratios[k].push(rate / bare_rate);
