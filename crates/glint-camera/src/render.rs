@@ -6,6 +6,7 @@ use glint_core::{
     Cast, CastOne, GeomType, HitsMut, Origins, Poses, PreparedRays, RayCaster, RayFilter, Scene, Shapes, Texture,
     TextureKind,
 };
+use glint_materials::{Continuation, MaterialTable};
 use rayon::prelude::*;
 
 use crate::CameraError;
@@ -125,6 +126,16 @@ impl Renderer {
     /// Colour and segmentation still show the surface itself.
     pub fn set_see_through(&mut self, see_through: Vec<bool>) {
         self.see_through = see_through;
+    }
+
+    /// [`Renderer::set_see_through`] from the scene's near-infrared materials: depth sees
+    /// through the geoms whose material is authored as glass (`continuation = "slab"`) or
+    /// water (`"medium"`), which pass a depth camera's light as they pass the lidar's
+    /// (straight on, unrefracted).
+    pub fn set_materials(&mut self, scene: &glint_core::Scene, table: &MaterialTable) {
+        let classes = table.geom_classes(&scene.mat_name, &scene.geom_matid);
+        self.see_through =
+            classes.into_iter().map(|c| matches!(c, Some(Continuation::Slab | Continuation::Medium))).collect();
     }
 
     /// Whether geom `g` is see-through for depth.

@@ -19,6 +19,7 @@ mod primitives;
 mod raycast;
 mod scene;
 mod shapes;
+mod spelling;
 mod texture;
 mod values;
 mod variant;
@@ -38,6 +39,7 @@ pub use crate::{
     },
     scene::Scene,
     shapes::Shapes,
+    spelling::{Spelled, SpellingError},
     texture::{Texture, TextureKind},
     values::{Exact, readable},
     variant::{AssetEdit, EditTarget, Variant},

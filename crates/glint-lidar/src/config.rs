@@ -4,8 +4,8 @@
 use glam::DVec3;
 use serde::{Deserialize, Serialize};
 
-use crate::spelling::spelled;
 use crate::{LidarError, LidarWarning, Spelled};
+use glint_core::{SpellingError, spelled};
 
 /// Beam layout.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -87,11 +87,12 @@ impl ScanPattern {
             (0, _) => Ok(ScanPattern::Spinning),
             (1, ScanPattern::NonRepetitive(g)) => Ok(ScanPattern::NonRepetitive(g)),
             (1, ScanPattern::Spinning) => Ok(ScanPattern::NonRepetitive(NonRepetitive::Mid360)),
-            _ => Err(LidarError::UnknownIndex {
+            _ => Err(SpellingError::UnknownIndex {
                 what: "scan pattern",
                 index: code as i64,
                 valid: "0 (spinning uniform), 1 (Livox non-repetitive)".into(),
-            }),
+            }
+            .into()),
         }
     }
 }
@@ -459,7 +460,7 @@ impl ScanFields {
     /// name the field; `c` is not validated as a whole (call [`ScanConfig::validate`]).
     pub fn apply(&self, c: &mut ScanConfig) -> Result<(), LidarError> {
         if let Some(p) = &self.pattern {
-            c.pattern = ScanPattern::from_name(p).map_err(|e| e.for_key("pattern"))?;
+            c.pattern = ScanPattern::from_name(p).map_err(|e| LidarError::from(e).for_key("pattern"))?;
         }
         if self.risley_spin_hz.is_some() || self.risley_prism_hz.is_some() {
             let ScanPattern::NonRepetitive(NonRepetitive::Risley { spin_hz, prism_hz }) = c.pattern else {
@@ -500,7 +501,7 @@ impl ScanFields {
             }
         }
         if let Some(s) = &self.self_ignore {
-            c.self_ignore = SelfIgnore::from_name(s).map_err(|e| e.for_key("self_ignore"))?;
+            c.self_ignore = SelfIgnore::from_name(s).map_err(|e| LidarError::from(e).for_key("self_ignore"))?;
         }
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! The one error type of glint-lidar, phrased for the person who passed the bad input, and
 //! the warnings a configuration can carry.
 
+use glint_core::SpellingError;
 use thiserror::Error;
 
 /// Why a lidar binding, configuration or query was rejected.
@@ -53,16 +54,6 @@ pub enum LidarError {
         /// ", did you mean 'x'?" or empty.
         hint: String,
     },
-    /// An unknown name for an enumerated setting.
-    #[error("unknown {what} '{name}': use one of {valid}")]
-    UnknownName {
-        /// What kind of name.
-        what: &'static str,
-        /// The name given.
-        name: String,
-        /// The valid names.
-        valid: String,
-    },
     /// An unknown name given for a field of a configuration.
     #[error("{key} = \"{value}\" is no {what}; use one of {valid}")]
     BadValue {
@@ -73,16 +64,6 @@ pub enum LidarError {
         /// What the field holds.
         what: &'static str,
         /// The valid names.
-        valid: String,
-    },
-    /// An integer that stands for no value of an enumerated setting (the seed's wire values).
-    #[error("{what} {index} does not exist: use {valid}")]
-    UnknownIndex {
-        /// What kind of value.
-        what: &'static str,
-        /// The integer given.
-        index: i64,
-        /// The valid integers and what they stand for.
         valid: String,
     },
     /// A sensor index past the end.
@@ -113,25 +94,12 @@ pub enum LidarError {
         /// Its beam count.
         beams: usize,
     },
-    /// A name that becomes part of a file name (a bake's) uses characters a file name cannot.
-    #[error("{what} '{name}' is not usable: {rule}")]
-    InvalidName {
-        /// What kind of name.
-        what: &'static str,
-        /// The name given.
-        name: String,
-        /// What a valid name looks like.
-        rule: &'static str,
-    },
-    /// A material bake file could not be written or read: missing, truncated, corrupt
-    /// (checksum mismatch), not a bake at all (no `LVXB` magic), or written by a newer glint.
-    #[error("material bake '{}': {reason}", path.display())]
-    Bake {
-        /// The bake file.
-        path: std::path::PathBuf,
-        /// What is wrong with it, in words.
-        reason: String,
-    },
+    /// A material, a bake or its settings were rejected.
+    #[error(transparent)]
+    Material(#[from] glint_materials::MaterialError),
+    /// A name or index that stands for no value of an enumerated setting.
+    #[error(transparent)]
+    Spelling(#[from] glint_core::SpellingError),
     /// A material scan was asked for with no material source loaded.
     #[error(
         "no material bake is loaded, so the return model has no reflectivity to work from: build one with `glint bake` and load it (Lidars::set_materials)"
@@ -146,7 +114,9 @@ impl LidarError {
     /// An unknown name as the value of field `key`; other errors unchanged.
     pub(crate) fn for_key(self, key: &'static str) -> LidarError {
         match self {
-            LidarError::UnknownName { what, name, valid } => LidarError::BadValue { key, value: name, what, valid },
+            LidarError::Spelling(SpellingError::UnknownName { what, name, valid }) => {
+                LidarError::BadValue { key, value: name, what, valid }
+            }
             other => other,
         }
     }

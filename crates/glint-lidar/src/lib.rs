@@ -5,8 +5,8 @@
 //! newest value per beam in a [`Scan`].
 //!
 //! **The return model** turns those clean scans into what a 905 nm lidar reports. Author NIR
-//! materials per MuJoCo material ([`NirMaterial`], [`MaterialPreset`], a [`MaterialTable`]),
-//! build a [`Bake`] from them, and load it with [`Lidars::set_materials`]: every tick then
+//! materials per MuJoCo material ([`NirMaterial`], [`MaterialPreset`], a [`MaterialTable`],
+//! from glint-materials, which the cameras read too), build a [`Bake`] from them, and load it with [`Lidars::set_materials`]: every tick then
 //! also fills [`Scan::returns`] (measured range, second echo, intensity, calibrated
 //! reflectivity) under the scene's [`ReturnParams`]. The formulas are written out at the top
 //! of `src/return_model/mod.rs`; with [`Lidars::set_secondary_capture`] a tick also records
@@ -78,35 +78,89 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-mod bake;
 mod config;
 mod error;
-mod material;
 mod params;
 mod pattern;
 mod reprocess;
 mod return_model;
 mod scan;
 mod sensor;
-mod spelling;
 mod view;
-mod ziggurat;
 
-pub use bake::{
-    BAKE_DIR, BAKE_FORMAT_VERSION, Bake, BakeRequest, BakeSettings, BakeStatus, bake_path, material_fingerprint,
-    scene_fingerprint,
-};
 pub use config::{
     LidarBinding, NonRepetitive, ScanConfig, ScanFields, ScanPattern, ScanPreset, SecondaryCapture, SecondaryScope,
     SelfIgnore,
 };
 pub use error::{LidarError, LidarWarning};
-pub use material::{Continuation, MaterialPreset, MaterialTable, Metal, NirMaterial};
 pub use params::{RETURN_PARAMS, ReturnParam, ReturnParams, ReturnPreset};
 pub use pattern::{Runner, angles, beam_direction, effective_rotation_hz};
 pub use reprocess::{RECORDED_CONTINUATIONS, RecordedHit, Reprocessed, Reprocessor};
-pub use return_model::{BeamReturn, MaterialLookup, episode_seed};
+pub use return_model::BeamReturn;
 pub use scan::{Returns, Scan, SecondaryHits, Surfaces};
 pub use sensor::Lidars;
-pub use spelling::Spelled;
 pub use view::{ColourBy, NAN_GREY, Ramp};
+// The materials every sensor reads, the spellings every enum uses: re-exported so that what
+// the return model takes is named where it is used.
+pub use glint_materials::{
+    BAKE_DIR, BAKE_FORMAT_VERSION, Bake, BakeRequest, BakeSettings, BakeStatus, Continuation, MaterialError,
+    MaterialLookup, MaterialPreset, MaterialTable, Metal, NirMaterial, Spelled, SpellingError, bake_path, episode_seed,
+    material_fingerprint, scene_fingerprint,
+};
+
+#[cfg(test)]
+mod tests {
+    use crate::{
+        ColourBy, Continuation, MaterialPreset, Metal, Ramp, ReturnPreset, ScanPattern, ScanPreset, SecondaryCapture,
+        SecondaryScope, SelfIgnore, Spelled,
+    };
+
+    /// Every name reads back as its value, by name and by index, and through serde.
+    fn round_trips<T: Spelled + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned>() {
+        for (i, v) in T::all().enumerate() {
+            assert_eq!(T::from_name(v.name()).unwrap(), v);
+            assert_eq!(T::from_index(i as i64).unwrap(), v);
+            assert_eq!(v.index(), i);
+            let json = serde_json::to_string(&v).unwrap();
+            assert_eq!(json, format!("\"{}\"", v.name()));
+            assert_eq!(serde_json::from_str::<T>(&json).unwrap(), v);
+        }
+        let err = T::from_name("no-such-name").unwrap_err().to_string();
+        assert!(err.contains(T::WHAT) && err.contains(&T::names()), "{err}");
+        assert!(T::from_index(T::NAMES.len() as i64).is_err() && T::from_index(-1).is_err());
+        assert!(serde_json::from_str::<T>("\"no-such-name\"").unwrap_err().to_string().contains(T::WHAT));
+    }
+
+    #[test]
+    fn every_spelling_reads_back() {
+        round_trips::<SelfIgnore>();
+        round_trips::<SecondaryCapture>();
+        round_trips::<SecondaryScope>();
+        round_trips::<ScanPreset>();
+        round_trips::<ReturnPreset>();
+        round_trips::<Continuation>();
+        round_trips::<MaterialPreset>();
+        round_trips::<Metal>();
+        round_trips::<ColourBy>();
+        round_trips::<Ramp>();
+        for p in ScanPattern::all() {
+            assert_eq!(ScanPattern::from_name(p.name()).unwrap(), p);
+        }
+    }
+
+    #[test]
+    fn names_are_unique_and_in_the_seeds_order() {
+        assert_eq!(SelfIgnore::names(), "none, mount-body, whole-robot");
+        assert_eq!(SecondaryCapture::names(), "off, pass-through, reflected, both");
+        assert_eq!(ReturnPreset::names(), "generic, unitree-l1, livox-mid360, ouster-os1");
+        assert_eq!(ScanPattern::names(), "spinning, livox-mid360, unitree-l1, risley");
+        assert_eq!(ColourBy::NAMES.len(), 12);
+        for names in [ColourBy::names(), MaterialPreset::names(), Continuation::names()] {
+            let list: Vec<&str> = names.split(", ").collect();
+            let mut unique = list.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(unique.len(), list.len(), "{names}");
+        }
+    }
+}

@@ -6,7 +6,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::LidarError;
-use crate::spelling::spelled;
+use glint_core::spelled;
 
 /// One return parameter as every front end names it.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -2,7 +2,7 @@
 //! names are the manifest's (`video_colour_by`) and the command line's (`--colour-by`,
 //! `--ramp`); the drawing itself is glint-record's.
 
-use crate::spelling::spelled;
+use glint_core::spelled;
 
 /// Colour of a NaN ramp parameter: a dim grey, visible on black but clearly "no value".
 pub const NAN_GREY: [u8; 3] = [80, 80, 80];

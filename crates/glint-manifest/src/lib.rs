@@ -552,7 +552,7 @@ impl Manifest {
             table.set(name, *material).map_err(|source| ManifestError::Section {
                 path: self.path.clone(),
                 table: format!("[materials.{name}]"),
-                error: Box::new(source),
+                error: Box::new(source.into()),
             })?;
         }
         Ok(table)
@@ -617,14 +617,14 @@ impl RawMaterial {
             error: Box::new(source),
         };
         let mut m = match &self.preset {
-            Some(p) => MaterialPreset::from_name(p).map_err(err)?.material(),
+            Some(p) => MaterialPreset::from_name(p).map_err(|e| err(e.into()))?.material(),
             None => NirMaterial::default(),
         };
         if let Some(metal) = &self.metal {
-            m.set_metal(Metal::from_name(metal).map_err(err)?);
+            m.set_metal(Metal::from_name(metal).map_err(|e| err(e.into()))?);
         }
         if let Some(c) = &self.continuation {
-            m.continuation = Continuation::from_name(c).map_err(err)?;
+            m.continuation = Continuation::from_name(c).map_err(|e| err(e.into()))?;
         }
         for (field, value, slot) in [
             ("reflectivity", self.reflectivity, &mut m.reflectivity),
@@ -642,7 +642,7 @@ impl RawMaterial {
                 *slot = v as f32;
             }
         }
-        m.validate().map_err(err)?;
+        m.validate().map_err(|e| err(e.into()))?;
         Ok(m)
     }
 }
@@ -656,7 +656,7 @@ impl RawBake {
         };
         let mut config = BakeConfig::default();
         if let Some(name) = &self.name {
-            bake_path(Path::new(""), name).map_err(err)?;
+            bake_path(Path::new(""), name).map_err(|e| err(e.into()))?;
             config.name = name.clone();
         }
         let s = &mut config.settings;
@@ -675,7 +675,7 @@ impl RawBake {
         if let Some(v) = self.include_hidden {
             s.include_hidden = v;
         }
-        s.validate().map_err(err)?;
+        s.validate().map_err(|e| err(e.into()))?;
         Ok(config)
     }
 }
@@ -736,7 +736,7 @@ fn return_model(raw: &RawReturnModel, path: &Path) -> Result<(ReturnParams, u64)
     };
     let preset = match &raw.preset {
         None => ReturnPreset::Generic,
-        Some(p) => ReturnPreset::from_name(p).map_err(section)?,
+        Some(p) => ReturnPreset::from_name(p).map_err(|e| section(e.into()))?,
     };
     let mut values = preset.params().to_array();
     for (slot, param) in values.iter_mut().zip(&RETURN_PARAMS) {
@@ -783,9 +783,9 @@ impl RawLidar {
         };
         let mut scan = ScanConfig::default();
         if let Some(p) = &self.preset {
-            ScanPreset::from_name(p).map_err(lidar_err)?.apply(&mut scan);
+            ScanPreset::from_name(p).map_err(|e| lidar_err(e.into()))?.apply(&mut scan);
         }
-        self.scan.apply(&mut scan).map_err(lidar_err)?;
+        self.scan.apply(&mut scan).map_err(&lidar_err)?;
         let secondary_capture = match &self.secondary_capture {
             Some(name) => spelled(path, &table, "secondary_capture", name)?,
             None => SecondaryCapture::Off,
@@ -794,7 +794,7 @@ impl RawLidar {
             Some(name) => spelled(path, &table, "secondary_scope", name)?,
             None => SecondaryScope::FlaggedMaterials,
         };
-        scan.validate().map_err(lidar_err)?;
+        scan.validate().map_err(&lidar_err)?;
         if self.attach_body.is_none() && self.attach_site.is_none() {
             return Err(lidar_err(LidarError::NoAttachTarget { name: self.name.clone().unwrap_or_default() }));
         }
@@ -808,7 +808,7 @@ impl RawLidar {
             secondary_capture,
             secondary_scope,
         };
-        binding.check_mount_offset().map_err(lidar_err)?;
+        binding.check_mount_offset().map_err(&lidar_err)?;
         Ok(binding)
     }
 }

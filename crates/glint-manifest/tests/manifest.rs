@@ -185,7 +185,7 @@ fn materials_name_unknown_keys_bad_values_and_unknown_materials() {
         ("preset = \"glass\"", "unknown material preset 'glass': use one of diffuse"),
         ("metal = \"brass\"", "unknown metal 'brass': use one of aluminium"),
         ("continuation = \"liquid\"", "unknown continuation class 'liquid'"),
-        ("transmission = 1.5", "[materials.window]: lidar field `transmission` is 1.5, outside its range 0 to 1"),
+        ("transmission = 1.5", "[materials.window]: material field `transmission` is 1.5, outside its range 0 to 1"),
         ("absorption = 200.0", "`absorption` is 200, outside its range 0 to 100 per metre"),
         ("f0 = nan", "`f0` is NaN"),
         ("roughness = \"smooth\"", "[materials.window] has `roughness` = \"smooth\", a string; expected a number"),
@@ -222,7 +222,7 @@ fn bake_settings_and_their_errors() {
     let bake = |extra: &str| parse(&format!("scene = \"a.xml\"\n[bake]\n{extra}\n"));
     for (extra, expect) in [
         ("cell_sise = 0.1", "unknown key `cell_sise` in [bake]; did you mean `cell_size`?"),
-        ("cell_size = 0.0", "[bake]: lidar field `cell_size` is 0, outside its range 0.001 to 10 m"),
+        ("cell_size = 0.0", "[bake]: bake field `cell_size` is 0, outside its range 0.001 to 10 m"),
         ("max_dim = 0", "`max_dim` is 0, outside its range 1 to 1024"),
         ("max_dim = -3", "`max_dim` is -3"),
         ("splat_radius = 40", "`splat_radius` is 40, outside its range 0 to 16 cells"),

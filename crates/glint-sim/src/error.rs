@@ -18,6 +18,9 @@ pub enum SimError {
     /// A lidar binding, configuration, calibration or bake was rejected.
     #[error(transparent)]
     Lidar(#[from] glint_lidar::LidarError),
+    /// A near-infrared material, a bake or its settings were rejected.
+    #[error(transparent)]
+    Material(#[from] glint_materials::MaterialError),
     /// A camera could not be set up or rendered.
     #[error(transparent)]
     Camera(#[from] glint_camera::CameraError),
@@ -130,5 +133,13 @@ fn actions_message(path: &std::path::Path, line: Option<usize>, reason: &str) ->
     match line {
         Some(n) => format!("{}:{n}: {reason}", path.display()),
         None => format!("the action file '{}' {reason}", path.display()),
+    }
+}
+
+/// A name or index that stands for no value of an enumerated setting is a lidar setting's
+/// error, as it was before the spellings moved to glint-core.
+impl From<glint_core::SpellingError> for SimError {
+    fn from(e: glint_core::SpellingError) -> SimError {
+        SimError::Lidar(e.into())
     }
 }

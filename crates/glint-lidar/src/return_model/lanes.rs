@@ -6,7 +6,7 @@ use rand::RngCore;
 
 use super::{BeamReturn, GLINT_CUTOFF, Optics, ReturnModel, TickKey, exp_neg, glint_exponent, retro};
 use crate::ReturnParams;
-use crate::ziggurat::ZIGGURAT;
+use glint_materials::ZIGGURAT;
 
 /// Up to [`LANES`] surfaces' optics and incidences, gathered one array per term, so that
 /// their strengths are evaluated without branches or calls, on vector lanes, giving to the

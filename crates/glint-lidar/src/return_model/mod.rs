@@ -45,9 +45,10 @@
 //! is the same on any number of threads.
 
 use glam::DVec3;
-use rand::RngCore;
 
-use crate::ziggurat::ZIGGURAT;
+use glint_materials::MaterialLookup;
+pub(crate) use glint_materials::{BeamRng, TickKey};
+
 use crate::{Continuation, NirMaterial, ReturnParams};
 
 mod lanes;
@@ -99,53 +100,6 @@ pub(crate) trait Tracer {
     fn cast(&mut self, origin: DVec3, dir: DVec3, kind: LegKind, depth: usize, through: i32) -> Option<Surface>;
 }
 
-/// The NIR material at a hit, `None` where it is not resolvable (a hole in the bake), as an
-/// index into a palette of the materials the lookup hands out.
-pub trait MaterialLookup: Send + Sync {
-    /// Every material [`MaterialLookup::index_at`] may point to.
-    fn palette(&self) -> &[NirMaterial];
-
-    /// The index in [`MaterialLookup::palette`] of the material of geom `geom` at world point
-    /// `point`.
-    fn index_at(&self, geom: usize, point: DVec3) -> Option<usize>;
-
-    /// The material of geom `geom` at world point `point`.
-    fn material_at(&self, geom: usize, point: DVec3) -> Option<NirMaterial> {
-        self.palette().get(self.index_at(geom, point)?).copied()
-    }
-
-    /// [`MaterialLookup::index_at`] of many hits: `out` gets, per hit `i` on geom `geom[i]`
-    /// (`-1`: none) at `origin + dir[i] · dist[i]`, the index as a `u32`, or `u32::MAX` for
-    /// none. One call per batch of a scan, so that a lookup can inline its own.
-    fn indices_at(&self, origin: DVec3, dir: &[DVec3], dist: &[f64], geom: &[i32], out: &mut Vec<u32>) {
-        out.clear();
-        out.extend(dir.iter().zip(dist).zip(geom).map(|((&d, &t), &g)| {
-            let index = usize::try_from(g).ok().and_then(|g| self.index_at(g, origin + d * t));
-            index.map_or(u32::MAX, |i| i as u32)
-        }));
-    }
-}
-
-impl MaterialLookup for crate::Bake {
-    fn palette(&self) -> &[NirMaterial] {
-        crate::Bake::palette(self)
-    }
-
-    fn index_at(&self, geom: usize, point: DVec3) -> Option<usize> {
-        crate::Bake::index_at(self, geom, point)
-    }
-
-    // The default's loop with the bake's own lookup written in: through the default, the
-    // lookup is not inlined into the loop, even marked `#[inline(always)]`.
-    fn indices_at(&self, origin: DVec3, dir: &[DVec3], dist: &[f64], geom: &[i32], out: &mut Vec<u32>) {
-        out.clear();
-        out.extend(dir.iter().zip(dist).zip(geom).map(|((&d, &t), &g)| {
-            let index = usize::try_from(g).ok().and_then(|g| crate::Bake::index_at(self, g, origin + d * t));
-            index.map_or(u32::MAX, |i| i as u32)
-        }));
-    }
-}
-
 /// What the model reports for one beam.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BeamReturn {
@@ -165,91 +119,6 @@ impl BeamReturn {
     /// No echo.
     pub const NONE: BeamReturn =
         BeamReturn { range: -1.0, secondary_range: -1.0, intensity: -1.0, reflectivity: -1.0, geomid: -1 };
-}
-
-/// The random key of one sensor's tick in one episode (from [`BeamRng::tick_key`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct TickKey(u64);
-
-impl TickKey {
-    /// The stream of beam `beam`.
-    #[inline]
-    pub fn beam(self, beam: u64) -> BeamRng {
-        BeamRng { key: mix(self.0 ^ beam.wrapping_mul(0xd1b5_4a32_d192_ed03)), counter: 0 }
-    }
-}
-
-/// Counter-based random numbers for one beam of one tick: a SplitMix64 stream over a key
-/// mixed from (episode seed, sensor, beam, tick). Stateless across beams, so any thread can
-/// draw any beam's numbers and get the same ones.
-#[derive(Clone, Debug)]
-pub(crate) struct BeamRng {
-    key: u64,
-    counter: u64,
-}
-
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// The seed of episode `episode` of a run seeded `run_seed`: it keys the return model's
-/// randomness and the scene's reset randomization in that episode, so two episodes differ and
-/// the same run seed gives the same episodes. Live sensors and re-processing both use it.
-pub fn episode_seed(run_seed: u64, episode: u64) -> u64 {
-    mix(mix(run_seed ^ 0xbb67_ae85_84ca_a73b) ^ episode.wrapping_mul(0x9e37_79b9_7f4a_7c15))
-}
-
-impl BeamRng {
-    /// The stream of beam `beam` of sensor `sensor` at tick `tick` of the episode seeded `seed`.
-    #[cfg(test)]
-    pub fn new(seed: u64, sensor: u64, beam: u64, tick: u64) -> BeamRng {
-        BeamRng::tick_key(seed, sensor, tick).beam(beam)
-    }
-
-    /// The key shared by every beam of one sensor's tick in the episode seeded `seed`
-    /// ([`episode_seed`]); [`TickKey::beam`] then costs one mix per beam.
-    pub fn tick_key(seed: u64, sensor: u64, tick: u64) -> TickKey {
-        let mut key = mix(seed ^ 0x6a09_e667_f3bc_c909);
-        for part in [sensor, tick] {
-            key = mix(key ^ part.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        }
-        TickKey(key)
-    }
-
-    /// A uniform number in `[0, 1)`.
-    pub fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-
-    /// A standard normal number.
-    pub fn normal(&mut self) -> f64 {
-        ZIGGURAT.sample(self)
-    }
-}
-
-impl RngCore for BeamRng {
-    fn next_u32(&mut self) -> u32 {
-        (self.next_u64() >> 32) as u32
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        self.counter = self.counter.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        mix(self.key.wrapping_add(self.counter))
-    }
-
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        for chunk in dest.chunks_mut(8) {
-            let v = self.next_u64().to_le_bytes();
-            chunk.copy_from_slice(&v[..chunk.len()]);
-        }
-    }
-
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand::Error> {
-        self.fill_bytes(dest);
-        Ok(())
-    }
 }
 
 /// The terms of a surface's strength at incidence cosine `c`: the formulas term by term, the
@@ -783,6 +652,8 @@ impl ReturnModel {
 mod tests {
     use super::*;
     use crate::{MaterialPreset, ReturnPreset};
+    use glint_materials::episode_seed;
+    use rand::RngCore;
 
     /// Surfaces handed out in order: the continuations of one beam.
     struct Script(Vec<Surface>);

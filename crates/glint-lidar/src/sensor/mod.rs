@@ -10,7 +10,9 @@ use rayon::prelude::*;
 use std::sync::Arc;
 
 use crate::pattern::{PatternClock, angles, beam_direction};
-use crate::return_model::{BeamRng, LegKind, MaterialLookup, Optics, ReturnModel, Surface};
+use glint_materials::MaterialLookup;
+
+use crate::return_model::{BeamRng, LegKind, Optics, ReturnModel, Surface};
 
 pub(crate) mod continuations;
 mod return_pass;

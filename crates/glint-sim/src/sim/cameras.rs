@@ -4,7 +4,6 @@
 //! output takes.
 
 use glint_camera::{CameraOptions, Frames, Layout, Renderer};
-use glint_lidar::Continuation;
 use glint_manifest::{CameraBinding, DEFAULT_RATE_HZ};
 
 use super::Simulation;
@@ -24,7 +23,7 @@ impl Simulation {
             Some(c) => c.into_renderer(),
             None => Renderer::new(&self.model.textures()?),
         };
-        renderer.set_see_through(self.depth_see_through());
+        renderer.set_materials(&self.scene, &self.setup.table);
         let every = self.camera_every(DEFAULT_RATE_HZ)?;
         self.sensors.cameras = Some(CameraSet::new(layout, renderer, headlight(&self.model), self.nworld(), every));
         Ok(())
@@ -64,14 +63,6 @@ impl Simulation {
     /// The layout of the cameras set, if any.
     pub fn camera_layout(&self) -> Option<&Layout> {
         self.sensors.cameras.as_ref().map(CameraSet::layout)
-    }
-
-    /// Per geom, whether depth sees through it: the geoms whose material the manifest
-    /// authors as glass (`continuation = "slab"`) or water (`"medium"`), which pass the depth
-    /// camera's near-infrared light as they pass the lidar's (straight on, unrefracted).
-    fn depth_see_through(&self) -> Vec<bool> {
-        let classes = self.setup.table.geom_classes(&self.scene.mat_name, &self.scene.geom_matid);
-        classes.into_iter().map(|c| matches!(c, Some(Continuation::Slab | Continuation::Medium))).collect()
     }
 
     /// The render options of a manifest's `[[camera]]` binding.

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use glam::DVec3;
-use glint_lidar::{
-    BAKE_FORMAT_VERSION, Bake, BakeRequest, BakeSettings, BakeStatus, LidarError, MaterialPreset, MaterialTable,
+use glint_materials::{
+    BAKE_FORMAT_VERSION, Bake, BakeRequest, BakeSettings, BakeStatus, MaterialError, MaterialPreset, MaterialTable,
     NirMaterial, bake_path, material_fingerprint, scene_fingerprint,
 };
 use glint_mujoco::{Model, WorldBatch};
@@ -221,7 +221,7 @@ fn a_material_edit_or_an_older_format_makes_a_bake_stale() {
         NirMaterial { f0: 0.1, ..base },
         NirMaterial { transmission: 0.1, ..base },
         NirMaterial { absorption: 0.1, ..base },
-        NirMaterial { continuation: glint_lidar::Continuation::Medium, ..base },
+        NirMaterial { continuation: glint_materials::Continuation::Medium, ..base },
         NirMaterial { roughness: 0.1, ..base },
         NirMaterial { metalness: 0.1, ..base },
     ] {
@@ -256,9 +256,9 @@ fn a_material_edit_or_an_older_format_makes_a_bake_stale() {
 }
 
 /// Asserts `result` is a bake error naming `path` and containing `what`.
-fn bake_error(result: Result<Bake, LidarError>, path: &Path, what: &str) {
+fn bake_error(result: Result<Bake, MaterialError>, path: &Path, what: &str) {
     let err = result.expect_err("a damaged bake must not load");
-    assert!(matches!(err, LidarError::Bake { .. }), "{err:?}");
+    assert!(matches!(err, MaterialError::Bake { .. }), "{err:?}");
     let text = err.to_string();
     assert!(text.contains(&path.display().to_string()) && text.contains(what), "{text}");
 }

@@ -21,12 +21,14 @@
 //! Roughness maps to an RMS microfacet slope `m = roughness²` radians (the usual
 //! Beckmann/GGX `α = roughness²`), floored by the return model's `specSlopeFloor`.
 
-use crate::spelling::spelled;
-use crate::{LidarError, Spelled};
+use glint_core::{Spelled, spelled};
 
-/// What the pulse does after the first surface (the seed's "Surface classes").
+use crate::MaterialError;
+
+/// What the pulse does after the first surface (the seed's "Surface classes"). Not
+/// `#[non_exhaustive]`: every sensor that reads materials matches every class, and a new one
+/// must be a compile error in each.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum Continuation {
     /// The pulse stops.
     #[default]
@@ -96,7 +98,7 @@ impl NirMaterial {
     }
 
     /// Checks every channel against the seed's ranges; errors name the channel.
-    pub fn validate(&self) -> Result<(), LidarError> {
+    pub fn validate(&self) -> Result<(), MaterialError> {
         let unit = "0 to 1";
         for (field, value, hi, range) in [
             ("reflectivity", self.reflectivity, 1.0, unit),
@@ -108,14 +110,14 @@ impl NirMaterial {
             ("metalness", self.metalness, 1.0, unit),
         ] {
             if !(0.0..=hi).contains(&value) {
-                return Err(LidarError::OutOfRange { field, value: value as f64, range });
+                return Err(MaterialError::OutOfRange { what: "material", field, value: value as f64, range });
             }
         }
         Ok(())
     }
 
     /// RMS microfacet slope in radians before the model's floor: `roughness²`.
-    pub(crate) fn slope(&self) -> f64 {
+    pub fn slope(&self) -> f64 {
         (self.roughness as f64).powi(2)
     }
 
@@ -289,7 +291,7 @@ pub struct MaterialTable {
 
 impl MaterialTable {
     /// Authors (or re-authors) the MuJoCo material `name`; validated first.
-    pub fn set(&mut self, name: &str, material: NirMaterial) -> Result<(), LidarError> {
+    pub fn set(&mut self, name: &str, material: NirMaterial) -> Result<(), MaterialError> {
         material.validate()?;
         match self.authored.iter_mut().find(|(n, _)| n == name) {
             Some((_, m)) => *m = material,

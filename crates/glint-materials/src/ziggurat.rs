@@ -10,10 +10,10 @@ use std::sync::LazyLock;
 use rand::RngCore;
 
 /// The ziggurat's tables, computed once.
-pub(crate) static ZIGGURAT: LazyLock<Ziggurat> = LazyLock::new(Ziggurat::new);
+pub static ZIGGURAT: LazyLock<Ziggurat> = LazyLock::new(Ziggurat::new);
 
 /// Layer edges and the density at them.
-pub(crate) struct Ziggurat {
+pub struct Ziggurat {
     /// `x[0]` is the base layer's width `V / f(R)`, `x[1] = R`, and each next edge makes a layer of
     /// area `V`, down to `x[256] = 0`.
     x: [f64; 257],
@@ -50,7 +50,7 @@ impl Ziggurat {
     /// (it falls inside its layer's rectangle core, about 99 % of draws). Where it does not,
     /// [`Ziggurat::sample`] goes on with more draws.
     #[inline(always)]
-    pub(crate) fn quick(&self, bits: u64) -> (f64, bool) {
+    pub fn quick(&self, bits: u64) -> (f64, bool) {
         let i = (bits & 0xff) as usize;
         // A float in [1, 2) from the top 52 bits, mapped onto [−1, 1).
         let u = 2.0 * f64::from_bits(0x3ff0_0000_0000_0000 | (bits >> 12)) - 3.0;
@@ -59,7 +59,7 @@ impl Ziggurat {
     }
 
     /// A standard normal number.
-    pub(crate) fn sample(&self, rng: &mut impl RngCore) -> f64 {
+    pub fn sample(&self, rng: &mut impl RngCore) -> f64 {
         loop {
             let bits = rng.next_u64();
             let (x, stands) = self.quick(bits);
@@ -98,7 +98,7 @@ fn open01(rng: &mut impl RngCore) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::return_model::BeamRng;
+    use crate::BeamRng;
 
     /// Φ(x) to about 1e−7 (Abramowitz and Stegun 26.2.17).
     fn phi(x: f64) -> f64 {

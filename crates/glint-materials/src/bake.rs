@@ -62,7 +62,7 @@ use glam::{DMat3, DVec3};
 use glint_core::{Poses, Scene};
 use rayon::prelude::*;
 
-use crate::{LidarError, MaterialTable, NirMaterial};
+use crate::{MaterialError, MaterialLookup, MaterialTable, NirMaterial};
 
 /// The `.lvxb` format version this build writes, and the newest it reads.
 pub const BAKE_FORMAT_VERSION: u32 = 2;
@@ -107,15 +107,26 @@ impl Default for BakeSettings {
 
 impl BakeSettings {
     /// Checks every field against its range; errors name the field.
-    pub fn validate(&self) -> Result<(), LidarError> {
+    pub fn validate(&self) -> Result<(), MaterialError> {
         if !(self.cell_size.is_finite() && (0.001..=10.0).contains(&self.cell_size)) {
-            return Err(LidarError::OutOfRange { field: "cell_size", value: self.cell_size, range: CELL_RANGE });
+            return Err(MaterialError::OutOfRange {
+                what: "bake",
+                field: "cell_size",
+                value: self.cell_size,
+                range: CELL_RANGE,
+            });
         }
         if !(1..=MAX_DIM_LIMIT).contains(&self.max_dim) {
-            return Err(LidarError::OutOfRange { field: "max_dim", value: self.max_dim as f64, range: "1 to 1024" });
+            return Err(MaterialError::OutOfRange {
+                what: "bake",
+                field: "max_dim",
+                value: self.max_dim as f64,
+                range: "1 to 1024",
+            });
         }
         if !(0..=SPLAT_LIMIT).contains(&self.splat_radius) {
-            return Err(LidarError::OutOfRange {
+            return Err(MaterialError::OutOfRange {
+                what: "bake",
                 field: "splat_radius",
                 value: self.splat_radius as f64,
                 range: "0 to 16 cells",
@@ -143,12 +154,13 @@ pub struct BakeRequest {
 impl BakeRequest {
     /// The settings this request asks for, with every 0 replaced by `scene_defaults`' value;
     /// errors name the field.
-    pub fn resolve(&self, scene_defaults: &BakeSettings) -> Result<BakeSettings, LidarError> {
+    pub fn resolve(&self, scene_defaults: &BakeSettings) -> Result<BakeSettings, MaterialError> {
         let cell_size = match self.cell_size {
             0.0 => scene_defaults.cell_size,
             c if c.is_finite() && (0.001..=10.0).contains(&c) => c,
             c => {
-                return Err(LidarError::OutOfRange {
+                return Err(MaterialError::OutOfRange {
+                    what: "bake",
                     field: "cell_size",
                     value: c,
                     range: "0 (the scene setting) or 0.001 to 10 m",
@@ -159,7 +171,8 @@ impl BakeRequest {
             0 => scene_defaults.max_dim,
             d if (1..=MAX_DIM_LIMIT as i32).contains(&d) => d as u32,
             d => {
-                return Err(LidarError::OutOfRange {
+                return Err(MaterialError::OutOfRange {
+                    what: "bake",
                     field: "max_dim",
                     value: d as f64,
                     range: "0 (the scene setting) or 1 to 1024",
@@ -171,7 +184,8 @@ impl BakeRequest {
             -1 => 0,
             r if (1..=SPLAT_LIMIT).contains(&r) => r,
             r => {
-                return Err(LidarError::OutOfRange {
+                return Err(MaterialError::OutOfRange {
+                    what: "bake",
                     field: "splat_radius",
                     value: r as f64,
                     range: "0 (the scene setting), -1 (an explicit 0) or 1 to 16 cells",
@@ -183,7 +197,8 @@ impl BakeRequest {
             1 => true,
             2 => false,
             v => {
-                return Err(LidarError::OutOfRange {
+                return Err(MaterialError::OutOfRange {
+                    what: "bake",
                     field: "include_hidden",
                     value: v as f64,
                     range: "0 (the scene setting), 1 (include) or 2 (exclude)",
@@ -383,13 +398,13 @@ pub fn scene_fingerprint(scene: &Scene) -> u64 {
 
 /// The path of the bake called `name` in a project folder: `<dir>/MaterialBakes/<name>.lvxb`.
 /// A name is 1 to 100 letters, digits, `-`, `_` or `.`, not starting with `.`.
-pub fn bake_path(project_dir: &Path, name: &str) -> Result<PathBuf, LidarError> {
+pub fn bake_path(project_dir: &Path, name: &str) -> Result<PathBuf, MaterialError> {
     let ok = !name.is_empty()
         && name.len() <= 100
         && !name.starts_with('.')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     if !ok {
-        return Err(LidarError::InvalidName {
+        return Err(MaterialError::InvalidName {
             what: "bake name",
             name: name.into(),
             rule: "use 1 to 100 letters, digits, '-', '_' or '.', not starting with '.'",
@@ -406,13 +421,13 @@ struct Palette {
 }
 
 impl Palette {
-    fn index_of(&mut self, m: NirMaterial) -> Result<u16, LidarError> {
+    fn index_of(&mut self, m: NirMaterial) -> Result<u16, MaterialError> {
         let key = m.to_bytes();
         if let Some(&i) = self.index.get(&key) {
             return Ok(i);
         }
         let i = u16::try_from(self.materials.len()).ok().filter(|&i| i != NONE).ok_or_else(|| {
-            LidarError::Conflict(
+            MaterialError::Conflict(
                 "the scene resolves more than 65535 distinct NIR materials; a bake holds at most 65535".into(),
             )
         })?;
@@ -452,12 +467,12 @@ impl Bake {
         poses: &Poses,
         table: &MaterialTable,
         settings: BakeSettings,
-    ) -> Result<Bake, LidarError> {
+    ) -> Result<Bake, MaterialError> {
         settings.validate()?;
         poses.check_world(0)?;
         let n = scene.ngeom();
         if poses.ngeom() != n {
-            return Err(LidarError::Conflict(format!(
+            return Err(MaterialError::Conflict(format!(
                 "the poses hold {} geoms per world, but the scene has {n}: they come from another scene",
                 poses.ngeom()
             )));
@@ -659,16 +674,16 @@ impl Bake {
     }
 
     /// Reads `.lvxb` bytes; `source` names where they came from in errors. Never panics.
-    pub fn from_bytes(bytes: &[u8], source: &Path) -> Result<Bake, LidarError> {
-        decode(bytes).map_err(|reason| LidarError::Bake { path: source.to_path_buf(), reason })
+    pub fn from_bytes(bytes: &[u8], source: &Path) -> Result<Bake, MaterialError> {
+        decode(bytes).map_err(|reason| MaterialError::Bake { path: source.to_path_buf(), reason })
     }
 
     /// Reads a bake file ([`Bake::to_bytes`]; `glint bake` and `Simulation::save_bake` write them). An older format version loads (and reports
     /// stale); a missing, truncated, corrupt or foreign file, or one from a newer format, is an
     /// error naming the file and what is wrong.
-    pub fn load(path: &Path) -> Result<Bake, LidarError> {
+    pub fn load(path: &Path) -> Result<Bake, MaterialError> {
         let bytes = std::fs::read(path)
-            .map_err(|e| LidarError::Bake { path: path.to_path_buf(), reason: format!("cannot read it: {e}") })?;
+            .map_err(|e| MaterialError::Bake { path: path.to_path_buf(), reason: format!("cannot read it: {e}") })?;
         Bake::from_bytes(&bytes, path)
     }
 
@@ -908,6 +923,26 @@ fn decode(bytes: &[u8]) -> Result<Bake, String> {
     Ok(Bake { settings, format_version: version, dims, origin, cell, fingerprint, scene, palette, geoms, grid })
 }
 
+impl MaterialLookup for Bake {
+    fn palette(&self) -> &[NirMaterial] {
+        Bake::palette(self)
+    }
+
+    fn index_at(&self, geom: usize, point: DVec3) -> Option<usize> {
+        Bake::index_at(self, geom, point)
+    }
+
+    // The default's loop with the bake's own lookup written in: through the default, the
+    // lookup is not inlined into the loop, even marked `#[inline(always)]`.
+    fn indices_at(&self, origin: DVec3, dir: &[DVec3], dist: &[f64], geom: &[i32], out: &mut Vec<u32>) {
+        out.clear();
+        out.extend(dir.iter().zip(dist).zip(geom).map(|((&d, &t), &g)| {
+            let index = usize::try_from(g).ok().and_then(|g| Bake::index_at(self, g, origin + d * t));
+            index.map_or(u32::MAX, |i| i as u32)
+        }));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -953,7 +988,6 @@ mod tests {
 
     #[test]
     fn batched_lookups_equal_one_by_one() {
-        use crate::MaterialLookup;
         let b = small();
         let (origin, mut dirs, mut dists, mut geoms) = (DVec3::new(-2.0, 0.5, 0.5), vec![], vec![], vec![]);
         for k in 0..40 {
