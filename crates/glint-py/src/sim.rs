@@ -599,7 +599,7 @@ impl Simulation {
     /// ...): readable per world through `field` or `fields`, never set.
     #[staticmethod]
     fn derived_field_names() -> Vec<&'static str> {
-        glint_sim::DERIVED_FIELDS.iter().map(|(name, _, _)| *name).collect()
+        glint_sim::DERIVED_FIELDS.iter().map(|f| f.name).collect()
     }
 
     /// Every per-world field as a mapping: `sim.fields["geom_rgba"]` reads the batched array
@@ -620,7 +620,7 @@ impl Simulation {
     /// The names of the model fields that can differ per world (MuJoCo Warp's names).
     #[staticmethod]
     fn field_names() -> Vec<&'static str> {
-        glint_sim::FIELDS.iter().map(|(name, _, _)| *name).collect()
+        glint_sim::FIELDS.iter().map(|f| f.name).collect()
     }
 
     /// The per-world field `name` as a float64 array of shape `(rows, count)` or
@@ -840,6 +840,6 @@ impl Fields {
 
 impl Fields {
     fn names() -> Vec<&'static str> {
-        glint_sim::FIELDS.iter().chain(&glint_sim::DERIVED_FIELDS).map(|(name, _, _)| *name).collect()
+        glint_sim::FIELDS.iter().chain(&glint_sim::DERIVED_FIELDS).map(|f| f.name).collect()
     }
 }

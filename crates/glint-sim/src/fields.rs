@@ -1,9 +1,12 @@
 //! Per-world model fields, as MuJoCo Warp batches them: a field holds `rows` rows of one value
 //! per geom, material or light, and world `w` reads row `w % rows`. The model's own values
-//! are one row. Every reader goes through [`Fields::row`], the one place the rule is
-//! written; the renderer reads materials through [`WorldFields`] and lights through
-//! [`Simulation::light`].
+//! are one row. Every field is one [`FieldSpec`] of [`FIELDS`] (its name, what it has a value
+//! per, the shape and element type of a value, the values it takes, what reads it, and where
+//! the model keeps it), as MuJoCo Warp's `types.py` declares its batched arrays. Every reader
+//! goes through [`Fields::range`], the one place the `w % rows` rule is written; the renderer
+//! reads materials through [`WorldFields`] and lights through [`Simulation::light`].
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use glam::DVec3;
@@ -30,73 +33,343 @@ pub enum FieldOf {
     Dof,
 }
 
-/// The per-world fields, by MuJoCo Warp's names: what each has a value per, and how many
-/// numbers each value takes.
-pub const FIELDS: [(&str, FieldOf, usize); 18] = [
-    ("geom_rgba", FieldOf::Geom, 4),
-    ("geom_matid", FieldOf::Geom, 1),
-    ("mat_rgba", FieldOf::Material, 4),
-    ("mat_texid", FieldOf::Material, 1),
-    ("mat_texrepeat", FieldOf::Material, 2),
-    ("light_active", FieldOf::Light, 1),
-    ("light_type", FieldOf::Light, 1),
-    ("light_castshadow", FieldOf::Light, 1),
-    ("light_pos", FieldOf::Light, 3),
-    ("light_dir", FieldOf::Light, 3),
-    ("light_diffuse", FieldOf::Light, 3),
-    ("cam_fovy", FieldOf::Camera, 1),
-    ("body_mass", FieldOf::Body, 1),
-    ("dof_damping", FieldOf::Dof, 1),
-    ("geom_friction", FieldOf::Geom, 3),
-    ("geom_size", FieldOf::Geom, 3),
-    ("geom_pos", FieldOf::Geom, 3),
-    ("geom_dataid", FieldOf::Geom, 1),
+/// What one number of a field's value is, and which numbers it takes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Element {
+    /// A real number within its bounds.
+    Real(Bounds),
+    /// MuJoCo's `cam_fovy`: degrees for a perspective camera (0 to 180, exclusive), a height
+    /// in metres above 0 for an orthographic one.
+    Fovy,
+    /// A direction: every value a vector that is not zero.
+    Direction,
+    /// The id of another element of the model (MuJoCo's `int`), `-1` for none.
+    Id(IdOf),
+    /// MuJoCo's `mjtLightType`: 0 spot, 1 directional, 2 point, 3 image.
+    LightType,
+    /// A flag (MuJoCo's `mjtByte` used as a boolean): 0 or 1.
+    Flag,
+}
+
+/// The lowest and highest values of a real field (inclusive; infinite for none), and what
+/// they are in words.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bounds {
+    /// The lowest value.
+    pub lo: f64,
+    /// The highest value.
+    pub hi: f64,
+    /// The rule in words, for an error ("colours and alpha run from 0 to 1").
+    words: &'static str,
+}
+
+impl Bounds {
+    /// Any finite number.
+    const ANY: Bounds = Bounds { lo: f64::NEG_INFINITY, hi: f64::INFINITY, words: "" };
+
+    /// 0 or more.
+    const fn at_least_zero(words: &'static str) -> Bounds {
+        Bounds { lo: 0.0, hi: f64::INFINITY, words }
+    }
+}
+
+/// What an id field refers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IdOf {
+    /// A material (`nmat`).
+    Material,
+    /// A texture (`ntex`).
+    Texture,
+    /// A mesh or a height field, as the geom's type says.
+    MeshOrHfield,
+}
+
+/// What reads a field (its world's row of it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reader {
+    /// The ray core: the shapes every ray meets (the lidar's, the cameras' depth) and their
+    /// visibility through alpha; the lidar's material classes follow the same fields.
+    Rays,
+    /// The cameras' shading: colours, textures, lights and field of view.
+    Cameras,
+    /// MuJoCo's physics: a world whose values differ steps on its own model copy.
+    Physics,
+}
+
+/// How a field's values are kept: by element type.
+#[derive(Clone, Debug, PartialEq)]
+enum Values {
+    /// Real numbers (reals, fields of view, directions).
+    Real(Vec<f64>),
+    /// Whole numbers (ids, light types).
+    Int(Vec<i32>),
+    /// Flags.
+    Flag(Vec<bool>),
+}
+
+/// One per-world field: MuJoCo Warp's name, what it has a value per, how many numbers a value
+/// has, what each number is, what reads it, and (for a field glint keeps) where the model
+/// keeps it.
+#[derive(Clone, Copy, Debug)]
+pub struct FieldSpec {
+    /// MuJoCo Warp's (and MuJoCo's) name, e.g. `geom_rgba`.
+    pub name: &'static str,
+    /// What it has one value per.
+    pub of: FieldOf,
+    /// How many numbers a value has: a value is `(width,)`, or a scalar when 1.
+    pub width: usize,
+    /// What each number is, and which numbers it takes.
+    pub element: Element,
+    /// What reads it.
+    pub readers: &'static [Reader],
+    /// The model's own values (one row), for a field glint keeps per world.
+    model: Option<fn(&Scene, &PhysicsFields) -> Values>,
+}
+
+impl FieldSpec {
+    /// Whether `reader` reads it.
+    pub const fn read_by(&self, reader: Reader) -> bool {
+        let mut i = 0;
+        while i < self.readers.len() {
+            if self.readers[i] as u8 == reader as u8 {
+                return true;
+            }
+            i += 1;
+        }
+        false
+    }
+
+    /// Whether its numbers are whole (ids, types, flags): a `[randomize]` draw of it is a
+    /// choice.
+    pub const fn is_whole(&self) -> bool {
+        matches!(self.element, Element::Id(_) | Element::LightType | Element::Flag)
+    }
+
+    /// Where a normal draw of it is clipped.
+    pub(crate) fn clip(&self) -> (f64, f64) {
+        match self.element {
+            Element::Real(b) => (b.lo, b.hi),
+            Element::Fovy => (1e-3, 179.999),
+            _ => (f64::NEG_INFINITY, f64::INFINITY),
+        }
+    }
+}
+
+/// A field glint keeps per world: `name`, `of`, `width`, `element`, read by `readers`, the
+/// model's own values from `model`.
+const fn kept(
+    (name, of, width): (&'static str, FieldOf, usize),
+    element: Element,
+    readers: &'static [Reader],
+    model: fn(&Scene, &PhysicsFields) -> Values,
+) -> FieldSpec {
+    FieldSpec { name, of, width, element, readers, model: Some(model) }
+}
+
+/// A field MuJoCo derives from the others (real numbers, read from the model a world steps on).
+const fn derived(name: &'static str, of: FieldOf, width: usize) -> FieldSpec {
+    FieldSpec { name, of, width, element: Element::Real(Bounds::ANY), readers: &[Reader::Physics], model: None }
+}
+
+use Element::{Direction, Flag, Fovy, Id, LightType, Real};
+use FieldOf::{Body, Camera, Dof, Geom, Light, Material};
+use Reader::{Cameras, Physics, Rays};
+
+fn f32s<const N: usize>(v: &[[f32; N]]) -> Values {
+    Values::Real(v.iter().flatten().map(|&x| f64::from(x)).collect())
+}
+
+fn vec3s(v: &[DVec3]) -> Values {
+    Values::Real(v.iter().flat_map(|d| d.to_array()).collect())
+}
+
+/// Every per-world field glint keeps: settable ([`Simulation::set_field`]), drawn by
+/// `[randomize]`, and read by its readers from its world's row.
+pub const FIELDS: [FieldSpec; 18] = [
+    kept(
+        ("geom_rgba", Geom, 4),
+        Real(Bounds { lo: 0.0, hi: 1.0, words: "colours and alpha run from 0 to 1" }),
+        &[Cameras, Rays],
+        |s, _| f32s(&s.geom_rgba),
+    ),
+    kept(("geom_matid", Geom, 1), Id(IdOf::Material), &[Cameras, Rays], |s, _| Values::Int(s.geom_matid.clone())),
+    kept(
+        ("mat_rgba", Material, 4),
+        Real(Bounds { lo: 0.0, hi: 1.0, words: "colours and alpha run from 0 to 1" }),
+        &[Cameras, Rays],
+        |s, _| f32s(&s.mat_rgba),
+    ),
+    kept(("mat_texid", Material, 1), Id(IdOf::Texture), &[Cameras], |s, _| Values::Int(s.mat_texid.clone())),
+    kept(("mat_texrepeat", Material, 2), Real(Bounds::ANY), &[Cameras], |s, _| f32s(&s.mat_texrepeat)),
+    kept(("light_active", Light, 1), Flag, &[Cameras], |s, _| Values::Flag(s.light_active.clone())),
+    kept(("light_type", Light, 1), LightType, &[Cameras], |s, _| Values::Int(s.light_type.clone())),
+    kept(("light_castshadow", Light, 1), Flag, &[Cameras], |s, _| Values::Flag(s.light_castshadow.clone())),
+    kept(("light_pos", Light, 3), Real(Bounds::ANY), &[Cameras], |s, _| vec3s(&s.light_pos)),
+    kept(("light_dir", Light, 3), Direction, &[Cameras], |s, _| vec3s(&s.light_dir)),
+    kept(
+        ("light_diffuse", Light, 3),
+        Real(Bounds::at_least_zero("a light's diffuse colour is 0 or more")),
+        &[Cameras],
+        |s, _| f32s(&s.light_diffuse),
+    ),
+    kept(("cam_fovy", Camera, 1), Fovy, &[Cameras], |s, _| Values::Real(s.cam_fovy.clone())),
+    kept(("body_mass", Body, 1), Real(Bounds::at_least_zero("a mass is 0 or more")), &[Physics], |_, p| {
+        Values::Real(p.body_mass.clone())
+    }),
+    kept(("dof_damping", Dof, 1), Real(Bounds::at_least_zero("a damping is 0 or more")), &[Physics], |_, p| {
+        Values::Real(p.dof_damping.clone())
+    }),
+    kept(("geom_friction", Geom, 3), Real(Bounds::at_least_zero("frictions are 0 or more")), &[Physics], |_, p| {
+        Values::Real(p.geom_friction.clone())
+    }),
+    kept(("geom_size", Geom, 3), Real(Bounds::at_least_zero("sizes are 0 or more")), &[Rays, Physics], |_, p| {
+        Values::Real(p.geom_size.clone())
+    }),
+    kept(("geom_pos", Geom, 3), Real(Bounds::ANY), &[Physics], |_, p| Values::Real(p.geom_pos.clone())),
+    kept(("geom_dataid", Geom, 1), Id(IdOf::MeshOrHfield), &[Rays, Physics], |_, p| Values::Int(p.geom_dataid.clone())),
 ];
-
-/// The fields physics reads: a world whose values differ steps on its own model copy.
-pub const PHYSICS_FIELDS: [&str; 6] =
-    ["body_mass", "dof_damping", "geom_friction", "geom_size", "geom_pos", "geom_dataid"];
-
-/// The fields that decide what rays meet in a world (shapes, and visibility through alpha).
-pub const GEOMETRY_FIELDS: [&str; 5] = ["geom_size", "geom_dataid", "geom_rgba", "geom_matid", "mat_rgba"];
 
 /// The fields MuJoCo derives from the others when a model compiles (or `mj_setConst` runs):
 /// readable per world, each read from the model the world steps on, never set.
-pub const DERIVED_FIELDS: [(&str, FieldOf, usize); 7] = [
-    ("geom_aabb", FieldOf::Geom, 6),
-    ("geom_rbound", FieldOf::Geom, 1),
-    ("body_subtreemass", FieldOf::Body, 1),
-    ("body_inertia", FieldOf::Body, 3),
-    ("body_invweight0", FieldOf::Body, 2),
-    ("body_ipos", FieldOf::Body, 3),
-    ("body_iquat", FieldOf::Body, 4),
+pub const DERIVED_FIELDS: [FieldSpec; 7] = [
+    derived("geom_aabb", Geom, 6),
+    derived("geom_rbound", Geom, 1),
+    derived("body_subtreemass", Body, 1),
+    derived("body_inertia", Body, 3),
+    derived("body_invweight0", Body, 2),
+    derived("body_ipos", Body, 3),
+    derived("body_iquat", Body, 4),
 ];
 
-// Positions in FIELDS.
-const GEOM_RGBA: usize = 0;
-const GEOM_MATID: usize = 1;
-const MAT_RGBA: usize = 2;
-const MAT_TEXID: usize = 3;
-const MAT_TEXREPEAT: usize = 4;
-const LIGHT_ACTIVE: usize = 5;
-const LIGHT_TYPE: usize = 6;
-const LIGHT_CASTSHADOW: usize = 7;
-const LIGHT_POS: usize = 8;
-const LIGHT_DIR: usize = 9;
-const LIGHT_DIFFUSE: usize = 10;
-const CAM_FOVY: usize = 11;
-const BODY_MASS: usize = 12;
-const DOF_DAMPING: usize = 13;
-const GEOM_FRICTION: usize = 14;
-const GEOM_SIZE: usize = 15;
-const GEOM_POS: usize = 16;
-const GEOM_DATAID: usize = 17;
+/// The names of the fields of [`FIELDS`] `reader` reads; `N` is how many there are.
+const fn names_read_by<const N: usize>(reader: Reader) -> [&'static str; N] {
+    let mut names = [""; N];
+    let (mut i, mut n) = (0, 0);
+    while i < FIELDS.len() {
+        if FIELDS[i].read_by(reader) {
+            names[n] = FIELDS[i].name;
+            n += 1;
+        }
+        i += 1;
+    }
+    assert!(n == N, "N is not the number of fields the reader reads");
+    names
+}
 
-/// One field's rows: `values.len() == rows × count × width`.
+/// How many fields of [`FIELDS`] `reader` reads.
+const fn count_read_by(reader: Reader) -> usize {
+    let (mut i, mut n) = (0, 0);
+    while i < FIELDS.len() {
+        if FIELDS[i].read_by(reader) {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+/// The fields physics reads (those of [`FIELDS`] read by [`Reader::Physics`]): a world whose
+/// values differ steps on its own model copy.
+pub const PHYSICS_FIELDS: [&str; count_read_by(Physics)] = names_read_by(Physics);
+
+/// The fields that decide what rays meet in a world (those of [`FIELDS`] read by
+/// [`Reader::Rays`]: shapes, and visibility through alpha).
+pub const GEOMETRY_FIELDS: [&str; count_read_by(Rays)] = names_read_by(Rays);
+
+/// The position of field `name` in [`FIELDS`]; a name it lacks fails the build.
+const fn position(name: &str) -> usize {
+    let mut i = 0;
+    while i < FIELDS.len() {
+        if eq(FIELDS[i].name.as_bytes(), name.as_bytes()) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("not a field of FIELDS")
+}
+
+const fn eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The position in [`FIELDS`] of the field named, found when the crate builds.
+macro_rules! field {
+    ($name:literal) => {
+        const { position($name) }
+    };
+}
+
+/// One field's rows: `values` holds `rows × count × width` numbers.
 #[derive(Clone, Debug, PartialEq)]
 struct Rows {
     rows: usize,
-    values: Vec<f64>,
+    values: Values,
+}
+
+impl Values {
+    /// The values at `at`, as a new set of values of the same type.
+    fn slice(&self, at: Range<usize>) -> Values {
+        match self {
+            Values::Real(v) => Values::Real(v[at].to_vec()),
+            Values::Int(v) => Values::Int(v[at].to_vec()),
+            Values::Flag(v) => Values::Flag(v[at].to_vec()),
+        }
+    }
+
+    /// `parts` one after the other (all of `self`'s type).
+    fn concat(&self, parts: impl Iterator<Item = Values>) -> Values {
+        let mut out = self.slice(0..0);
+        for part in parts {
+            match (&mut out, part) {
+                (Values::Real(a), Values::Real(b)) => a.extend(b),
+                (Values::Int(a), Values::Int(b)) => a.extend(b),
+                (Values::Flag(a), Values::Flag(b)) => a.extend(b),
+                _ => unreachable!("a field's rows all have its element type"),
+            }
+        }
+        out
+    }
+
+    /// `element`'s values from `numbers`, which it takes (checked before).
+    fn from_f64(element: Element, numbers: &[f64]) -> Values {
+        match element {
+            Element::Id(_) | Element::LightType => Values::Int(numbers.iter().map(|&x| x as i32).collect()),
+            Element::Flag => Values::Flag(numbers.iter().map(|&x| x != 0.0).collect()),
+            Element::Real(_) | Element::Fovy | Element::Direction => Values::Real(numbers.to_vec()),
+        }
+    }
+
+    /// Every value as a real number (flags as 0 and 1).
+    fn to_f64(&self) -> Vec<f64> {
+        match self {
+            Values::Real(v) => v.clone(),
+            Values::Int(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            Values::Flag(v) => v.iter().map(|&b| f64::from(u8::from(b))).collect(),
+        }
+    }
+
+    /// Writes `numbers` (which the field takes) from position `at` on.
+    fn write(&mut self, at: usize, numbers: &[f64]) {
+        let at = at..at + numbers.len();
+        match self {
+            Values::Real(v) => v[at].copy_from_slice(numbers),
+            Values::Int(v) => v[at].iter_mut().zip(numbers).for_each(|(x, &n)| *x = n as i32),
+            Values::Flag(v) => v[at].iter_mut().zip(numbers).for_each(|(x, &n)| *x = n != 0.0),
+        }
+    }
 }
 
 /// Every per-world field.
@@ -112,6 +385,7 @@ pub(crate) struct Fields {
     ntex: usize,
     /// Per camera, whether it is orthographic (its `cam_fovy` is a height in metres).
     cam_orthographic: Vec<bool>,
+    /// The rows of each field of [`FIELDS`], in its order.
     rows: Vec<Rows>,
     /// Whether `light_pos` / `light_dir` were set (otherwise MuJoCo's own frames are used,
     /// which follow the lights' tracking modes).
@@ -135,34 +409,16 @@ pub struct LightState {
     pub diffuse: [f32; 3],
 }
 
-fn flag(b: &bool) -> f64 {
-    f64::from(u8::from(*b))
-}
-
 impl Fields {
     /// The model's values as the one row of every field.
     pub(crate) fn new(scene: &Scene, physics: &PhysicsFields) -> Fields {
-        let f32s = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>();
-        let values: [Vec<f64>; 18] = [
-            scene.geom_rgba.iter().flat_map(|c| f32s(c)).collect(),
-            scene.geom_matid.iter().map(|&m| f64::from(m)).collect(),
-            scene.mat_rgba.iter().flat_map(|c| f32s(c)).collect(),
-            scene.mat_texid.iter().map(|&t| f64::from(t)).collect(),
-            scene.mat_texrepeat.iter().flat_map(|r| f32s(r)).collect(),
-            scene.light_active.iter().map(flag).collect(),
-            scene.light_type.iter().map(|&t| f64::from(t)).collect(),
-            scene.light_castshadow.iter().map(flag).collect(),
-            scene.light_pos.iter().flat_map(|p| p.to_array()).collect(),
-            scene.light_dir.iter().flat_map(|d| d.to_array()).collect(),
-            scene.light_diffuse.iter().flat_map(|d| f32s(d)).collect(),
-            scene.cam_fovy.clone(),
-            physics.body_mass.clone(),
-            physics.dof_damping.clone(),
-            physics.geom_friction.clone(),
-            physics.geom_size.clone(),
-            physics.geom_pos.clone(),
-            physics.geom_dataid.iter().map(|&d| f64::from(d)).collect(),
-        ];
+        let rows = FIELDS
+            .iter()
+            .map(|spec| {
+                let model = spec.model.expect("every field of FIELDS is kept");
+                Rows { rows: 1, values: model(scene, physics) }
+            })
+            .collect();
         Fields {
             ngeom: scene.ngeom(),
             nmat: scene.mat_rgba.len(),
@@ -172,7 +428,7 @@ impl Fields {
             nv: physics.dof_damping.len(),
             ntex: scene.tex_type.len(),
             cam_orthographic: scene.cam_projection.iter().map(|&p| p == 1).collect(),
-            rows: values.into_iter().map(|values| Rows { rows: 1, values }).collect(),
+            rows,
             moved: false,
         }
     }
@@ -183,7 +439,7 @@ impl Fields {
         let mut out = worlds[0].clone();
         for f in 0..FIELDS.len() {
             if worlds.iter().any(|x| x.rows[f] != out.rows[f]) {
-                let values = worlds.iter().flat_map(|x| x.row(f, 0).to_vec()).collect();
+                let values = out.rows[f].values.concat(worlds.iter().map(|x| x.row(f, 0)));
                 out.rows[f] = Rows { rows: worlds.len(), values };
             }
         }
@@ -201,32 +457,63 @@ impl Fields {
         }
     }
 
-    /// Field `f`'s row that world `w` reads: row `w % rows` (MuJoCo Warp's rule, written
-    /// here only).
+    /// Where field `f`'s row that world `w` reads lies in its values: row `w % rows`
+    /// (MuJoCo Warp's rule, written here only).
     #[inline]
-    fn row(&self, f: usize, w: usize) -> &[f64] {
-        let (_, of, width) = FIELDS[f];
-        let len = self.count(of) * width;
-        let rows = &self.rows[f];
-        &rows.values[(w % rows.rows) * len..][..len]
+    fn range(&self, f: usize, w: usize) -> Range<usize> {
+        let len = self.count(FIELDS[f].of) * FIELDS[f].width;
+        let start = (w % self.rows[f].rows) * len;
+        start..start + len
     }
 
-    /// Field `f`'s value for item `i` in world `w`.
+    /// Field `f`'s row that world `w` reads.
+    fn row(&self, f: usize, w: usize) -> Values {
+        self.rows[f].values.slice(self.range(f, w))
+    }
+
+    /// Real field `f`'s row that world `w` reads.
+    #[inline]
+    fn reals(&self, f: usize, w: usize) -> &[f64] {
+        match &self.rows[f].values {
+            Values::Real(v) => &v[self.range(f, w)],
+            _ => unreachable!("{} holds real numbers", FIELDS[f].name),
+        }
+    }
+
+    /// Whole-number field `f`'s row that world `w` reads.
+    #[inline]
+    fn ints(&self, f: usize, w: usize) -> &[i32] {
+        match &self.rows[f].values {
+            Values::Int(v) => &v[self.range(f, w)],
+            _ => unreachable!("{} holds whole numbers", FIELDS[f].name),
+        }
+    }
+
+    /// Flag field `f`'s row that world `w` reads.
+    #[inline]
+    fn flags(&self, f: usize, w: usize) -> &[bool] {
+        match &self.rows[f].values {
+            Values::Flag(v) => &v[self.range(f, w)],
+            _ => unreachable!("{} holds flags", FIELDS[f].name),
+        }
+    }
+
+    /// Real field `f`'s value for item `i` in world `w`.
     #[inline]
     fn value<const N: usize>(&self, f: usize, w: usize, i: usize) -> [f64; N] {
-        let row = self.row(f, w);
+        let row = self.reals(f, w);
         std::array::from_fn(|k| row[i * N + k])
     }
 
     /// Field `name`'s position in [`FIELDS`], or an error naming the nearest field.
     pub(crate) fn index(name: &str) -> Result<usize, SimError> {
-        if DERIVED_FIELDS.iter().any(|(n, _, _)| *n == name) {
+        if DERIVED_FIELDS.iter().any(|d| d.name == name) {
             return Err(SimError::Setting(format!(
                 "{name} is derived by MuJoCo from the other fields: set body_mass, geom_size or geom_dataid, or give worlds a variant, and glint recomputes it"
             )));
         }
-        FIELDS.iter().position(|(n, _, _)| *n == name).ok_or_else(|| {
-            let names: Vec<&str> = FIELDS.iter().chain(&DERIVED_FIELDS).map(|(n, _, _)| *n).collect();
+        FIELDS.iter().position(|f| f.name == name).ok_or_else(|| {
+            let names: Vec<&str> = FIELDS.iter().chain(&DERIVED_FIELDS).map(|f| f.name).collect();
             let hint = glint_core::nearest_name(name, names.iter().copied()).map_or_else(
                 || format!("the per-world fields are {}", names.join(", ")),
                 |n| format!("did you mean `{n}`?"),
@@ -239,7 +526,7 @@ impl Fields {
     /// `(rows, count, width)`, any `rows` of 1 or more.
     pub(crate) fn set(&mut self, name: &str, values: &[f64], shape: &[usize]) -> Result<(), SimError> {
         let f = Self::index(name)?;
-        let (_, of, width) = FIELDS[f];
+        let FieldSpec { of, width, element, .. } = FIELDS[f];
         let count = self.count(of);
         let allowed = if width == 1 {
             format!("(rows, {count}) with rows >= 1")
@@ -261,109 +548,104 @@ impl Fields {
             return Err(SimError::Setting(format!("{name} holds {bad}: every value must be finite")));
         }
         self.check_values(name, values)?;
-        self.rows[f] = Rows { rows: shape[0], values: values.to_vec() };
+        self.rows[f] = Rows { rows: shape[0], values: Values::from_f64(element, values) };
         self.note_moved(f);
         Ok(())
     }
 
-    /// Sets item `item`'s value of field `f` in world `w` of `nworld`, giving the field one row
-    /// per world first (each world keeping the row it read).
+    /// Sets item `item`'s value of field `f` in world `w` of `nworld` to `value` (which the
+    /// field takes), giving the field one row per world first (each world keeping the row it
+    /// read).
     pub(crate) fn set_item(&mut self, f: usize, (w, nworld): (usize, usize), item: usize, value: &[f64]) {
         if self.rows[f].rows != nworld {
-            let values = (0..nworld).flat_map(|v| self.row(f, v).to_vec()).collect();
+            let values = self.rows[f].values.concat((0..nworld).map(|v| self.row(f, v)));
             self.rows[f] = Rows { rows: nworld, values };
         }
-        let (_, of, width) = FIELDS[f];
+        let FieldSpec { of, width, .. } = FIELDS[f];
         let at = (w * self.count(of) + item) * width;
-        self.rows[f].values[at..at + width].copy_from_slice(value);
+        self.rows[f].values.write(at, value);
         self.note_moved(f);
     }
 
     /// Remembers that a light was moved off MuJoCo's own placement when `f` is `light_pos` or
     /// `light_dir`.
     fn note_moved(&mut self, f: usize) {
-        self.moved |= f == LIGHT_POS || f == LIGHT_DIR;
+        self.moved |= f == field!("light_pos") || f == field!("light_dir");
     }
 
     /// Field `name`'s values and shape.
     pub(crate) fn get(&self, name: &str) -> Result<(Vec<f64>, Vec<usize>), SimError> {
         let f = Self::index(name)?;
-        let (_, of, width) = FIELDS[f];
+        let FieldSpec { of, width, .. } = FIELDS[f];
         let rows = &self.rows[f];
         let mut shape = vec![rows.rows, self.count(of)];
         if width > 1 {
             shape.push(width);
         }
-        Ok((rows.values.clone(), shape))
+        Ok((rows.values.to_f64(), shape))
     }
 
-    /// An error unless every value suits field `name` (finiteness is checked before).
+    /// An error unless every value suits field `name` (finiteness is checked before): its
+    /// element type's rule, from [`FIELDS`].
     pub(crate) fn check_values(&self, name: &str, values: &[f64]) -> Result<(), SimError> {
+        let f = Self::index(name)?;
         let whole_in = |lo: f64, hi: f64| values.iter().copied().find(|&v| !(lo..=hi).contains(&v) || v.fract() != 0.0);
-        let problem = match name {
-            "light_type" => whole_in(0.0, 3.0).map(|t| {
-                format!("light_type holds {t}: use MuJoCo's mjtLightType, 0 spot, 1 directional, 2 point or 3 image")
-            }),
-            "light_active" | "light_castshadow" => values
-                .iter()
-                .find(|&&b| b != 0.0 && b != 1.0)
-                .map(|b| format!("{name} holds {b}: use 0 (false) or 1 (true)")),
-            "light_dir" => values
-                .chunks(3)
-                .any(|d| DVec3::from_slice(d).length() < 1e-9)
-                .then(|| "light_dir holds a zero vector: give every light a direction".to_string()),
-            "geom_matid" => whole_in(-1.0, self.nmat as f64 - 1.0).map(|m| {
-                format!("geom_matid holds {m}: use -1 (none) or a material id from 0 to {}", self.nmat as i64 - 1)
-            }),
-            "mat_texid" => whole_in(-1.0, self.ntex as f64 - 1.0).map(|t| {
-                format!("mat_texid holds {t}: use -1 (none) or a texture id from 0 to {}", self.ntex as i64 - 1)
-            }),
-            "cam_fovy" => values.iter().enumerate().find_map(|(k, &f)| {
+        let problem = match FIELDS[f].element {
+            Element::Real(Bounds { lo, hi, words }) => {
+                values.iter().find(|v| !(lo..=hi).contains(*v)).map(|v| format!("{name} holds {v}: {words}"))
+            }
+            Element::Fovy => values.iter().enumerate().find_map(|(k, &f)| {
                 let ortho = self.cam_orthographic.get(k % self.ncam.max(1)).copied().unwrap_or(false);
                 let ok = f > 0.0 && (ortho || f < 180.0);
                 (!ok).then(|| {
-                    format!("cam_fovy holds {f}: a perspective camera's fovy runs from 0 to 180 degrees (exclusive), an orthographic one's is a height above 0 metres")
+                    format!("{name} holds {f}: a perspective camera's fovy runs from 0 to 180 degrees (exclusive), an orthographic one's is a height above 0 metres")
                 })
             }),
-            "geom_dataid" => whole_in(-1.0, f64::from(i32::MAX)).map(|d| {
-                format!("geom_dataid holds {d}: use -1 (no shape) or the id of a mesh or height field")
+            Element::Direction => values
+                .chunks(3)
+                .any(|d| DVec3::from_slice(d).length() < 1e-9)
+                .then(|| format!("{name} holds a zero vector: give every light a direction")),
+            Element::Id(IdOf::MeshOrHfield) => whole_in(-1.0, f64::from(i32::MAX)).map(|d| {
+                format!("{name} holds {d}: use -1 (no shape) or the id of a mesh or height field")
             }),
-            "body_mass" | "dof_damping" | "geom_friction" | "geom_size" => values
-                .iter()
-                .find(|v| **v < 0.0)
-                .map(|v| format!("{name} holds {v}: masses, dampings, frictions and sizes are 0 or more")),
-            "geom_rgba" | "mat_rgba" => values
-                .iter()
-                .find(|v| !(0.0..=1.0).contains(*v))
-                .map(|v| format!("{name} holds {v}: colours and alpha run from 0 to 1")),
-            _ => None,
+            Element::Id(of) => {
+                let (noun, n) = match of {
+                    IdOf::Material => ("material", self.nmat),
+                    _ => ("texture", self.ntex),
+                };
+                whole_in(-1.0, n as f64 - 1.0).map(|m| {
+                    format!("{name} holds {m}: use -1 (none) or a {noun} id from 0 to {}", n as i64 - 1)
+                })
+            }
+            Element::LightType => whole_in(0.0, 3.0).map(|t| {
+                format!("{name} holds {t}: use MuJoCo's mjtLightType, 0 spot, 1 directional, 2 point or 3 image")
+            }),
+            Element::Flag => {
+                values.iter().find(|&&b| b != 0.0 && b != 1.0).map(|b| format!("{name} holds {b}: use 0 (false) or 1 (true)"))
+            }
         };
         problem.map_or(Ok(()), |message| Err(SimError::Setting(message)))
     }
 
     /// Light `i` of world `w`: the world's row of each field, placed by the world's poses.
     pub(crate) fn light(&self, scene: &Scene, poses: &Poses, w: usize, i: usize) -> LightState {
-        let [active] = self.value::<1>(LIGHT_ACTIVE, w, i);
-        let [light_type] = self.value::<1>(LIGHT_TYPE, w, i);
-        let [castshadow] = self.value::<1>(LIGHT_CASTSHADOW, w, i);
         let (xpos, xdir) = if self.moved {
             // As MuJoCo places a light of mode "fixed": in its body's frame.
             let b = scene.light_bodyid[i] as usize;
             let (bpos, bmat) = (poses.xpos[w * scene.nbody() + b], poses.xmat[w * scene.nbody() + b]);
-            let pos = DVec3::from_array(self.value::<3>(LIGHT_POS, w, i));
-            let dir = DVec3::from_array(self.value::<3>(LIGHT_DIR, w, i));
+            let pos = DVec3::from_array(self.value::<3>(field!("light_pos"), w, i));
+            let dir = DVec3::from_array(self.value::<3>(field!("light_dir"), w, i));
             (bpos + bmat * pos, (bmat * dir).normalize())
         } else {
             (poses.light_xpos[w * self.nlight + i], poses.light_xdir[w * self.nlight + i])
         };
-        let diffuse = self.value::<3>(LIGHT_DIFFUSE, w, i).map(|d| d as f32);
         LightState {
-            active: active != 0.0,
-            light_type: light_type as i32,
-            castshadow: castshadow != 0.0,
+            active: self.flags(field!("light_active"), w)[i],
+            light_type: self.ints(field!("light_type"), w)[i],
+            castshadow: self.flags(field!("light_castshadow"), w)[i],
             xpos,
             xdir,
-            diffuse,
+            diffuse: self.value::<3>(field!("light_diffuse"), w, i).map(|d| d as f32),
         }
     }
 }
@@ -372,12 +654,12 @@ impl Fields {
     /// World `w`'s physics fields.
     pub(crate) fn physics(&self, w: usize) -> PhysicsFields {
         PhysicsFields {
-            body_mass: self.row(BODY_MASS, w).to_vec(),
-            dof_damping: self.row(DOF_DAMPING, w).to_vec(),
-            geom_friction: self.row(GEOM_FRICTION, w).to_vec(),
-            geom_size: self.row(GEOM_SIZE, w).to_vec(),
-            geom_pos: self.row(GEOM_POS, w).to_vec(),
-            geom_dataid: self.row(GEOM_DATAID, w).iter().map(|&d| d as i32).collect(),
+            body_mass: self.reals(field!("body_mass"), w).to_vec(),
+            dof_damping: self.reals(field!("dof_damping"), w).to_vec(),
+            geom_friction: self.reals(field!("geom_friction"), w).to_vec(),
+            geom_size: self.reals(field!("geom_size"), w).to_vec(),
+            geom_pos: self.reals(field!("geom_pos"), w).to_vec(),
+            geom_dataid: self.ints(field!("geom_dataid"), w).to_vec(),
         }
     }
 
@@ -394,12 +676,10 @@ impl Fields {
     /// ([`Fields::geom_alpha`] of every geom) is 0. Fails when a mesh or height-field geom's
     /// size is set apart from its data.
     pub(crate) fn shapes(&self, scene: &Scene, w: usize, alpha: &[f32]) -> Result<Shapes, SimError> {
-        let size = self.row(GEOM_SIZE, w);
-        let dataid = self.row(GEOM_DATAID, w);
         let shapes = Shapes {
             geom_type: scene.geom_type.clone(),
-            geom_size: size.chunks_exact(3).map(DVec3::from_slice).collect(),
-            geom_dataid: dataid.iter().map(|&d| d as i32).collect(),
+            geom_size: self.reals(field!("geom_size"), w).chunks_exact(3).map(DVec3::from_slice).collect(),
+            geom_dataid: self.ints(field!("geom_dataid"), w).to_vec(),
             geom_visible: alpha.iter().map(|&a| a != 0.0).collect(),
         };
         for g in 0..self.ngeom {
@@ -419,22 +699,22 @@ impl Fields {
 
 impl WorldFields for Fields {
     fn geom_rgba(&self, w: usize, g: usize) -> [f32; 4] {
-        self.value::<4>(GEOM_RGBA, w, g).map(|v| v as f32)
+        self.value::<4>(field!("geom_rgba"), w, g).map(|v| v as f32)
     }
     fn geom_matid(&self, w: usize, g: usize) -> i32 {
-        self.value::<1>(GEOM_MATID, w, g)[0] as i32
+        self.ints(field!("geom_matid"), w)[g]
     }
     fn mat_rgba(&self, w: usize, m: usize) -> [f32; 4] {
-        self.value::<4>(MAT_RGBA, w, m).map(|v| v as f32)
+        self.value::<4>(field!("mat_rgba"), w, m).map(|v| v as f32)
     }
     fn mat_texid(&self, w: usize, m: usize) -> i32 {
-        self.value::<1>(MAT_TEXID, w, m)[0] as i32
+        self.ints(field!("mat_texid"), w)[m]
     }
     fn mat_texrepeat(&self, w: usize, m: usize) -> [f32; 2] {
-        self.value::<2>(MAT_TEXREPEAT, w, m).map(|v| v as f32)
+        self.value::<2>(field!("mat_texrepeat"), w, m).map(|v| v as f32)
     }
     fn cam_fovy(&self, w: usize, c: usize) -> f64 {
-        self.value::<1>(CAM_FOVY, w, c)[0]
+        self.value::<1>(field!("cam_fovy"), w, c)[0]
     }
 }
 
@@ -491,7 +771,7 @@ impl Simulation {
     /// or one of [`DERIVED_FIELDS`] with one row per world, read from the model each world
     /// steps on.
     pub fn field(&self, name: &str) -> Result<(Vec<f64>, Vec<usize>), SimError> {
-        let Some(&(_, of, width)) = DERIVED_FIELDS.iter().find(|(n, _, _)| *n == name) else {
+        let Some(&FieldSpec { of, width, .. }) = DERIVED_FIELDS.iter().find(|d| d.name == name) else {
             return self.world.fields.get(name);
         };
         let mut values = Vec::new();

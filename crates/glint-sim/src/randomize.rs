@@ -11,8 +11,6 @@ use rand_chacha::ChaCha8Rng;
 use crate::SimError;
 use crate::fields::{FIELDS, FieldOf, Fields};
 
-/// Fields whose values are whole numbers (ids, flags, types): drawn from a choice only.
-const WHOLE: [&str; 5] = ["geom_matid", "mat_texid", "light_active", "light_type", "light_castshadow"];
 /// Keeps the draws' stream apart from `[reset]`'s, which uses the same episode seed.
 const STREAM: u64 = 0x5241_4e44_4f4d_495a;
 
@@ -24,7 +22,7 @@ struct Draw {
     field: usize,
     item: usize,
     distribution: Distribution,
-    /// Where normal draws are clipped.
+    /// Where normal draws are clipped (the field's range).
     range: (f64, f64),
 }
 
@@ -43,7 +41,7 @@ impl FieldDraws {
 
     /// The fields the draws set.
     pub(crate) fn fields(&self) -> Vec<&'static str> {
-        self.draws.iter().map(|d| FIELDS[d.field].0).collect()
+        self.draws.iter().map(|d| FIELDS[d.field].name).collect()
     }
 
     /// Whether there is nothing to draw.
@@ -76,7 +74,7 @@ impl FieldDraws {
                     .collect(),
                 Distribution::Choice(values) => values[rng.gen_range(0..values.len())].clone(),
             };
-            fields.check_values(FIELDS[d.field].0, &value)?;
+            fields.check_values(FIELDS[d.field].name, &value)?;
             fields.set_item(d.field, (w, nworld), d.item, &value);
             drawn.insert(d.label.clone(), value);
         }
@@ -85,11 +83,12 @@ impl FieldDraws {
 }
 
 /// `r` against the scene: the field, the target's index, the width, and for whole-number
-/// fields a choice.
+/// fields (ids, types, flags) a choice.
 fn resolve(r: &Randomization, scene: &Scene, fields: &Fields) -> Result<Draw, SimError> {
     let bad = |message: String| SimError::Setting(format!("[randomize.{}] {}: {message}", r.field, r.target));
     let field = Fields::index(&r.field).map_err(|e| SimError::Setting(format!("[randomize.{}]: {e}", r.field)))?;
-    let (name, of, width) = FIELDS[field];
+    let spec = FIELDS[field];
+    let (name, of, width) = (spec.name, spec.of, spec.width);
     let (kind, names): (&str, &[String]) = match of {
         FieldOf::Geom => ("geom", &scene.geom_name),
         FieldOf::Material => ("material", &scene.mat_name),
@@ -115,7 +114,7 @@ fn resolve(r: &Randomization, scene: &Scene, fields: &Fields) -> Result<Draw, Si
             r.distribution.width()
         )));
     }
-    if WHOLE.contains(&name) && !matches!(r.distribution, Distribution::Choice(_)) {
+    if spec.is_whole() && !matches!(r.distribution, Distribution::Choice(_)) {
         return Err(bad(format!("{name} takes whole values: draw it from a choice = [...]")));
     }
     match &r.distribution {
@@ -129,13 +128,7 @@ fn resolve(r: &Randomization, scene: &Scene, fields: &Fields) -> Result<Draw, Si
         }
         Distribution::Normal { .. } => {}
     }
-    let range = match name {
-        "geom_rgba" | "mat_rgba" => (0.0, 1.0),
-        "light_diffuse" => (0.0, f64::INFINITY),
-        "cam_fovy" => (1e-3, 179.999),
-        "body_mass" | "dof_damping" | "geom_friction" => (0.0, f64::INFINITY),
-        _ => (f64::NEG_INFINITY, f64::INFINITY),
-    };
+    let range = spec.clip();
     Ok(Draw { label: format!("{name}/{}", r.target), field, item, distribution: r.distribution.clone(), range })
 }
 

@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use glint_sim::{RecordingOptions, SimOptions, Simulation, Worlds};
+use glint_sim::{
+    DERIVED_FIELDS, FIELDS, FieldOf, GEOMETRY_FIELDS, PHYSICS_FIELDS, RecordingOptions, SimOptions, Simulation, Worlds,
+};
 
 fn example(parts: &[&str]) -> PathBuf {
     let mut p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "..", "examples"].iter().collect();
@@ -118,6 +120,10 @@ fn bad_randomize_tables_are_errors_naming_the_field_and_the_fix() {
         ("[randomize.cam_fovy]\nview = { }\n", "exactly one of"),
         ("[randomize.cam_fovy]\nview = { choice = [] }\n", "choice is empty"),
         ("[randomize.geom_rgba]\ncube = { uniform = [[0,0,0,1],[2,1,1,1]] }\n", "from 0 to 1"),
+        // Every whole-number field (ids, types, flags) is drawn from a choice, geom_dataid too.
+        ("[randomize.geom_dataid]\ncube = { uniform = [0, 1] }\n", "draw it from a choice"),
+        ("[randomize.light_active]\ntop = { normal = [1, 0.5] }\n", "draw it from a choice"),
+        ("[randomize.light_diffuse]\ntop = { uniform = [[-1, 0, 0], [1, 1, 1]] }\n", "0 or more"),
     ] {
         let m = manifest("bad", table);
         let err = Simulation::from_manifest(&m, SimOptions::default()).err().unwrap().to_string();
@@ -173,4 +179,64 @@ fn randomize_draws_physics_fields_by_body_name() {
     let err = Simulation::from_manifest(&m, SimOptions::default()).err().unwrap().to_string();
     assert!(err.contains("set it with set_field"), "{err}");
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn every_field_of_the_table_reads_and_takes_the_models_own_values() {
+    let m = manifest("table", "use_scenario_lights = false\n");
+    let mut s = sim(&m, 2);
+    let scene = s.scene().clone();
+    let nv = s.field("dof_damping").unwrap().1[1];
+    let count = |of: FieldOf| match of {
+        FieldOf::Geom => scene.ngeom(),
+        FieldOf::Material => scene.mat_rgba.len(),
+        FieldOf::Light => scene.nlight(),
+        FieldOf::Camera => scene.ncam(),
+        FieldOf::Body => scene.nbody(),
+        FieldOf::Dof => nv,
+    };
+    for spec in FIELDS.iter().chain(&DERIVED_FIELDS) {
+        let (values, shape) = s.field(spec.name).unwrap();
+        let rows = if DERIVED_FIELDS.iter().any(|d| d.name == spec.name) { 2 } else { 1 };
+        let mut want = vec![rows, count(spec.of)];
+        if spec.width > 1 {
+            want.push(spec.width);
+        }
+        assert_eq!(shape, want, "{}", spec.name);
+        assert_eq!(values.len(), shape.iter().product::<usize>(), "{}", spec.name);
+        if spec.is_whole() {
+            assert!(values.iter().all(|v| v.fract() == 0.0), "{}: {values:?}", spec.name);
+        }
+        if rows == 1 {
+            // The model's own values are values the field takes, and read back as given.
+            s.set_field(spec.name, &values, &shape).unwrap();
+            assert_eq!(s.field(spec.name).unwrap(), (values, shape), "{}", spec.name);
+        }
+    }
+    // Whole-number fields keep whole numbers: a flag is 0 or 1, a type one of MuJoCo's.
+    let nlight = scene.nlight();
+    let err = s.set_field("light_castshadow", &vec![2.0; nlight], &[1, nlight]).unwrap_err().to_string();
+    assert!(err.contains("0 (false) or 1 (true)"), "{err}");
+    let err = s.set_field("light_type", &vec![1.5; nlight], &[1, nlight]).unwrap_err().to_string();
+    assert!(err.contains("mjtLightType"), "{err}");
+    // What reads each field decides what a change brings up to date: the lists of the fields
+    // physics and the rays read are the table's readers.
+    let read_by = |reader: &str| -> Vec<&str> {
+        FIELDS.iter().filter(|f| format!("{:?}", f.readers).contains(reader)).map(|f| f.name).collect()
+    };
+    assert_eq!(PHYSICS_FIELDS.to_vec(), read_by("Physics"));
+    assert_eq!(GEOMETRY_FIELDS.to_vec(), read_by("Rays"));
+    assert!(GEOMETRY_FIELDS.contains(&"geom_dataid") && PHYSICS_FIELDS.contains(&"geom_dataid"));
+}
+
+#[test]
+fn a_normal_draw_is_clipped_to_the_fields_range() {
+    let table = "[randomize.light_diffuse]\ntop = { normal = [[0.0, 0.0, 0.0], [5.0, 5.0, 5.0]] }\n";
+    let s = sim(&manifest("clip", table), 8);
+    for w in 0..8 {
+        let drawn = &s.drawn_fields(w).unwrap()["light_diffuse/top"];
+        assert!(drawn.iter().all(|&d| d >= 0.0), "{drawn:?}");
+    }
+    let all: Vec<f64> = (0..8).flat_map(|w| s.drawn_fields(w).unwrap()["light_diffuse/top"].clone()).collect();
+    assert!(all.contains(&0.0), "some draws fall below 0 and are clipped to it: {all:?}");
 }
