@@ -47,9 +47,11 @@ pub enum SimError {
         nworld: usize,
     },
     /// An agent's action is not a finite number.
-    #[error("action {index} ({actuator}) is {value}: every action must be a finite number")]
+    #[error("world {world}'s action {index} ({actuator}) is {value}: every action must be a finite number")]
     Action {
-        /// Its position in the action vector.
+        /// The world it drives.
+        world: usize,
+        /// Its position in the world's action vector.
         index: usize,
         /// The actuator it drives.
         actuator: String,

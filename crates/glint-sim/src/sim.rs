@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use glint_core::{RayBatch, RayCaster, RayFilter, RayHits, Scene};
+use glint_core::{RayCaster, Scene};
 use glint_lidar::Runner;
 use glint_manifest::{BakeConfig, Controller, Recorder, ResetConfig};
 use glint_mujoco::{Model, VariantModel, WorldBatch};
@@ -341,14 +341,6 @@ impl Simulation {
         }
     }
 
-    /// Runs `f` with this simulation on a worker of the thread pool, so that the steps and
-    /// observations it makes hand work to the pool once: called from a thread outside the
-    /// pool, each [`Simulation::step`] and [`Simulation::observe_all`] wakes the pool and waits
-    /// for it on its own (about 5 % of a 16-world gym step, measured).
-    pub fn in_pool<R: Send>(&mut self, f: impl FnOnce(&mut Simulation) -> R + Send) -> R {
-        rayon::scope(|_| f(self))
-    }
-
     /// One agent step: sets every world's controls (from `actions`, `nworld × nu` values world
     /// after world, or else from the controller), runs the physics steps of one lidar tick in
     /// every world, refits the ray caster, ticks every sensor for what is asked of it, and
@@ -366,7 +358,7 @@ impl Simulation {
     pub fn step_agent(&mut self, world: usize, actions: &[f64]) -> Result<StepReport, SimError> {
         self.world_ok(world)?;
         let ranges = self.model.actuator_ctrlrange();
-        crate::actions::check_actions(actions, &self.actuators())?;
+        crate::actions::check_actions(world, actions, &self.actuators())?;
         let clamped: Vec<f64> =
             actions.iter().zip(&ranges).map(|(&a, range)| range.map_or(a, |[lo, hi]| a.clamp(lo, hi))).collect();
         self.apply_controls(None)?;
@@ -487,26 +479,15 @@ impl Simulation {
                 expected: format!("a step takes nworld × nu = {nworld} × {nu} controls, world after world"),
             });
         }
+        if actions.iter().any(|a| !a.is_finite()) {
+            let actuators = self.actuators();
+            for (w, world_actions) in actions.chunks(nu.max(1)).enumerate() {
+                crate::actions::check_actions(w, world_actions, &actuators)?;
+            }
+        }
         for w in 0..nworld {
             self.worlds.set_ctrl(w, &actions[w * nu..(w + 1) * nu])?;
         }
         Ok(())
-    }
-
-    /// The manifest's `[task]`, if it has one.
-    pub fn task(&self) -> Option<&glint_manifest::Task> {
-        self.task.as_ref().map(TaskState::task)
-    }
-
-    /// Where the body the controller steers is in world `w` (its name and world x, y), when the
-    /// controller steers one (waypoints).
-    pub fn steered_body(&self, w: usize) -> Option<(String, [f64; 2])> {
-        self.drive.position(&self.worlds, w)
-    }
-
-    /// Rays through every world with MuJoCo's `mj_multiRay` semantics: distances, geoms and
-    /// normals shaped `(nworld, nray)`, `-1` for a miss.
-    pub fn rays(&self, batch: &RayBatch, filter: &RayFilter) -> Result<RayHits, SimError> {
-        Ok(self.rays.rays(&self.scene, self.worlds.poses(), batch, filter)?)
     }
 }

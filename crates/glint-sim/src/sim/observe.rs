@@ -1,12 +1,15 @@
 //! The observation vector of every world, as the manifest's `[[observation]]` lays it out
-//! ([`ObservationLayout`]), and the action mapping's names: what an RL front end reads after
-//! each step and writes before it.
+//! ([`ObservationLayout`]), the action mapping's names, and the other queries of the worlds
+//! (the task, the steered body, rays): what an RL front end reads after each step and writes
+//! before it.
 
+use glint_core::{RayBatch, RayFilter, RayHits};
 use glint_manifest::ObservationComponent;
 use rayon::prelude::*;
 
 use super::{Simulation, fill};
 use crate::observation::{ObservationLayout, copy_f64, joint_value_names};
+use crate::task::TaskState;
 use crate::{SimError, Warning};
 
 impl Simulation {
@@ -120,6 +123,31 @@ impl Simulation {
             }
         }
         Ok(())
+    }
+
+    /// Runs `f` with this simulation on a worker of the thread pool, so that the steps and
+    /// observations it makes hand work to the pool once: called from a thread outside the
+    /// pool, each [`Simulation::step`] and [`Simulation::observe_all`] wakes the pool and waits
+    /// for it on its own (about 5 % of a 16-world gym step, measured).
+    pub fn in_pool<R: Send>(&mut self, f: impl FnOnce(&mut Simulation) -> R + Send) -> R {
+        rayon::scope(|_| f(self))
+    }
+
+    /// The manifest's `[task]`, if it has one.
+    pub fn task(&self) -> Option<&glint_manifest::Task> {
+        self.task.as_ref().map(TaskState::task)
+    }
+
+    /// Where the body the controller steers is in world `w` (its name and world x, y), when the
+    /// controller steers one (waypoints).
+    pub fn steered_body(&self, w: usize) -> Option<(String, [f64; 2])> {
+        self.drive.position(&self.worlds, w)
+    }
+
+    /// Rays through every world with MuJoCo's `mj_multiRay` semantics: distances, geoms and
+    /// normals shaped `(nworld, nray)`, `-1` for a miss.
+    pub fn rays(&self, batch: &RayBatch, filter: &RayFilter) -> Result<RayHits, SimError> {
+        Ok(self.rays.rays(&self.scene, self.worlds.poses(), batch, filter)?)
     }
 
     /// Each actuator's name (`actuator<i>` when unnamed) and the range its control is clamped
