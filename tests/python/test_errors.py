@@ -50,6 +50,12 @@ def record_over_a_file(tmp: Path) -> None:
     small(tmp).record(tmp / "taken")
 
 
+def load_a_damaged_bake(tmp: Path) -> None:
+    (tmp / "MaterialBakes").mkdir()
+    (tmp / "MaterialBakes" / "broken.lvxb").write_bytes(b"not a bake")
+    small(tmp).load_bake("broken")
+
+
 def bind_a_camera_twice(tmp: Path) -> None:
     small(tmp).set_cameras(["overview", "overview"])
 
@@ -131,6 +137,21 @@ CASES = [
         ValueError,
         "no material bake is loaded",
     ),
+    (
+        lambda tmp: small(tmp).bake(cell_size=-1.0),
+        "Material (bake settings)",
+        glint.BakeError,
+        ValueError,
+        "cell_size",
+    ),
+    (
+        lambda tmp: small(tmp).load_bake("../elsewhere"),
+        "Material (a bake's name)",
+        glint.BakeError,
+        ValueError,
+        "../elsewhere",
+    ),
+    (load_a_damaged_bake, "Material (a damaged bake file)", glint.BakeError, ValueError, "broken.lvxb"),
     (
         lambda tmp: small(tmp).load_bake("nope"),
         "NoSuchBake",

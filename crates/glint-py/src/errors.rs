@@ -62,10 +62,11 @@ pub(crate) fn class_of(e: &SimError) -> Class {
         SimError::Manifest(glint_manifest::ManifestError::Read { .. }) => Class::ManifestNotFoundError,
         SimError::Manifest(_) => Class::ManifestError,
         SimError::Mujoco(_) => Class::SceneError,
-        SimError::Lidar(_) | SimError::Material(_) | SimError::Rate(_) => Class::LidarError,
+        SimError::Lidar(_) | SimError::Rate(_) => Class::LidarError,
         SimError::NoSuchSensor { .. } | SimError::NoSuchWorld { .. } => Class::IndexOutOfRangeError,
         SimError::NoSuchBake { .. } => Class::BakeNotFoundError,
-        SimError::NoBake { .. } => Class::BakeError,
+        // Bakes: their settings, names and files (glint-materials), and none being loaded.
+        SimError::Material(_) | SimError::NoBake { .. } => Class::BakeError,
         SimError::Record(_) => Class::RecordingError,
         SimError::Recording { .. } | SimError::NotRecording(_) => Class::RecordingStateError,
         SimError::BufferLength { .. } | SimError::Rays(_) => Class::ShapeError,
