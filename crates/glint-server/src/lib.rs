@@ -1,8 +1,8 @@
 //! glint-server: `glint serve`, the hazel.rpc gRPC services of LuckyEngine's API over one
 //! [`glint_sim::Simulation`], so that its Python client (`luckyrobots`) works unchanged. The
 //! simulation runs on its own thread ([`Engine`]) at a [`Pace`]; `LidarService` reads scans
-//! from the snapshot the loop publishes after each tick, and `AgentService.Step` drives it in
-//! lockstep. Proto types stay in this crate: the services translate to and from
+//! from a snapshot of the last completed tick, which the loop copies when it is read (readers
+//! of one tick share it), and `AgentService.Step` drives it in lockstep. Proto types stay in this crate: the services translate to and from
 //! `glint-sim`'s calls. `docs/grpc.md` lists what is served.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
