@@ -11,6 +11,7 @@ mod did_you_mean;
 mod error;
 mod geom;
 mod hfield;
+mod isa;
 mod lanes;
 mod mesh;
 mod packet;
@@ -30,6 +31,7 @@ pub use crate::{
     error::CoreError,
     geom::GeomType,
     hfield::Hfield,
+    isa::lane_isa,
     mesh::Mesh,
     poses::{Poses, mat_from_mujoco},
     primitives::intersect_primitive,

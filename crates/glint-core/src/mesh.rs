@@ -129,8 +129,9 @@ impl<V: Vertices> TriangleSet<V> {
     }
 
     /// Nearest hit with `t <= tmax`: distance, unnormalized winding normal and the triangle's
-    /// index in creation order.
-    #[inline]
+    /// index in creation order. Always inlined, so that the walk is compiled for the
+    /// instruction set its caller runs on (`raycast/dispatch.rs`).
+    #[inline(always)]
     pub(crate) fn closest(&self, o: DVec3, d: DVec3, tmax: f64) -> Option<(f64, DVec3, u32)> {
         let mut best: Option<(f64, u32)> = None;
         self.bvh.closest(o, inverse_direction(d), tmax, |i, tmax| {
@@ -147,8 +148,8 @@ impl<V: Vertices> TriangleSet<V> {
         best.map(|(t, i)| (t, self.tris[i as usize].normal(), self.source[i as usize]))
     }
 
-    /// Whether any triangle is hit with `t <= tmax`.
-    #[inline]
+    /// Whether any triangle is hit with `t <= tmax` (inlined as [`TriangleSet::closest`] is).
+    #[inline(always)]
     pub(crate) fn any(&self, o: DVec3, d: DVec3, tmax: f64) -> bool {
         self.bvh
             .any(o, inverse_direction(d), tmax, |i| self.tris[i as usize].intersect(o, d).is_some_and(|t| t <= tmax))

@@ -5,9 +5,8 @@
 
 use glam::{BVec3, DMat3, DVec3};
 
-use wide::f64x8;
-
 use crate::bvh::{Aabb, Node4, WIDTH};
+use crate::isa::{Isa, Lanes, Mask};
 use crate::lanes::{self, LANES};
 use crate::primitives::{MINVAL, to_local};
 
@@ -64,7 +63,16 @@ impl Packet {
     /// Refills the packet with the rays from `o` along `dirs` (1 to [`PACKET`] of them);
     /// returns false when some axis has directions of both signs.
     #[inline]
-    pub(crate) fn set(&mut self, o: DVec3, dirs: &[DVec3]) -> bool {
+    pub(crate) fn set<I: Isa>(&mut self, isa: I, o: DVec3, dirs: &[DVec3]) -> bool {
+        isa.run(
+            #[inline(always)]
+            || self.set_on(isa, o, dirs),
+        )
+    }
+
+    /// [`Packet::set`]'s body, compiled for `I`.
+    #[inline(always)]
+    fn set_on<I: Isa>(&mut self, isa: I, o: DVec3, dirs: &[DVec3]) -> bool {
         let n = dirs.len();
         debug_assert!(n > 0 && n <= PACKET);
         self.o = o;
@@ -88,12 +96,12 @@ impl Packet {
             std::array::from_fn(|k| whole[k].z),
         ];
         // Inverses eight lanes at a time, with their bounds.
-        let splat = f64x8::splat;
+        let splat = |x| isa.splat(x);
         let (mut lo, mut hi) = (DVec3::INFINITY, DVec3::NEG_INFINITY);
         for a in 0..3 {
             let (mut lo_lanes, mut hi_lanes) = (splat(f64::INFINITY), splat(f64::NEG_INFINITY));
             for b in 0..PACKET / LANES {
-                let d = lanes::load(&self.dir_axis[a], b);
+                let d = lanes::load(isa, &self.dir_axis[a], b);
                 let tiny = d.is_sign_negative().select(splat(-1e300), splat(1e300));
                 let inv = d.abs().simd_gt(splat(1e-300)).select(splat(1.0) / d, tiny);
                 lanes::store(&mut self.inv_axis[a], b, inv);
@@ -161,18 +169,18 @@ impl Packet {
 
     /// Bit mask of the rays `r` whose segment `[0, tmax[r]]` enters `b`.
     #[inline(always)]
-    pub(crate) fn enters<const OWN: bool>(&self, b: &Aabb, tmax: &[f64; PACKET]) -> u32 {
+    pub(crate) fn enters<I: Isa, const OWN: bool>(&self, isa: I, b: &Aabb, tmax: &[f64; PACKET]) -> u32 {
         let (o, bmin, bmax) = (self.o.to_array(), b.min.to_array(), b.max.to_array());
         let positive = [self.positive.x, self.positive.y, self.positive.z];
         let slabs: [(f64, f64); 3] =
             std::array::from_fn(|a| if positive[a] { (bmin[a], bmax[a]) } else { (bmax[a], bmin[a]) });
-        let splat = f64x8::splat;
+        let splat = |x| isa.splat(x);
         let mut mask = 0u32;
         for blk in 0..PACKET / LANES {
-            let (mut near, mut far) = (f64x8::ZERO, lanes::load(tmax, blk));
+            let (mut near, mut far) = (splat(0.0), lanes::load(isa, tmax, blk));
             for (a, &(lo, hi)) in slabs.iter().enumerate() {
-                let o = if OWN { lanes::load(&self.origin_axis[a], blk) } else { splat(o[a]) };
-                let inv = lanes::load(&self.inv_axis[a], blk);
+                let o = if OWN { lanes::load(isa, &self.origin_axis[a], blk) } else { splat(o[a]) };
+                let inv = lanes::load(isa, &self.inv_axis[a], blk);
                 let (t0, t1) = ((splat(lo) - o) * inv, (splat(hi) - o) * inv);
                 // The hardware's `t0 > near ? t0 : near`, and likewise for the far end.
                 (near, far) = (t0.fast_max(near), t1.fast_min(far));

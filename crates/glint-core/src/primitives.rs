@@ -4,8 +4,8 @@
 //! quadratic roots, and `mjMINVAL` as the degeneracy threshold.
 
 use glam::{DMat3, DVec3};
-use wide::f64x8;
 
+use crate::isa::{Base, Isa, Lanes, Mask};
 use crate::lanes::LANES;
 
 use crate::GeomType;
@@ -127,13 +127,13 @@ impl BoundingSphere {
     /// [`BoundingSphere::passes`] of eight rays along `vec` (by axis), as a mask (the same
     /// operations in the same order).
     #[inline(always)]
-    pub(crate) fn passes8(&self, vec: [f64x8; 3]) -> f64x8 {
-        let Some(c) = self.c else { return crate::lanes::of_bits(u32::MAX) };
-        let ([x, y, z], splat) = (vec, f64x8::splat);
+    pub(crate) fn passes8<I: Isa>(&self, isa: I, vec: [I::F; 3]) -> I::M {
+        let Some(c) = self.c else { return isa.of_bits(u32::MAX) };
+        let ([x, y, z], splat) = (vec, |x| isa.splat(x));
         let a = x * x + y * y + z * z;
         let b = x * splat(self.dif.x) + y * splat(self.dif.y) + z * splat(self.dif.z);
         let det = b * b - a * splat(c);
-        let zero = f64x8::ZERO;
+        let zero = splat(0.0);
         det.simd_ge(zero) & (b.simd_le(zero) | (-b + det.sqrt()).simd_ge(zero))
     }
 
@@ -277,7 +277,7 @@ pub(crate) fn box_faces(half: DVec3, lpnt: DVec3, lvec: DVec3) -> [f64; 6] {
 #[inline]
 pub(crate) fn box_local(half: DVec3, lpnt: DVec3, lvec: DVec3) -> Option<LocalHit> {
     if let Some(entry) = EntryAxes::new(half, lpnt) {
-        let (t, face, unclear) = entry.lanes([f64x8::splat(lvec.x), f64x8::splat(lvec.y), f64x8::splat(lvec.z)]);
+        let (t, face, unclear) = entry.lanes(Base, [Base.splat(lvec.x), Base.splat(lvec.y), Base.splat(lvec.z)]);
         if unclear.to_bitmask() & 1 == 0 {
             let (t, face) = (t.to_array()[0], face.to_array()[0] as usize);
             return (face < 6).then(|| (t, face_normal(face)));
@@ -359,27 +359,34 @@ impl EntryAxes {
     /// answers; and the mask of the lanes left unclear, near edges and corners, for which the
     /// caller runs the loop ([`box_local`] does).
     #[inline(always)]
-    pub(crate) fn lanes(&self, v: [f64x8; 3]) -> (f64x8, f64x8, f64x8) {
-        box_entry_faces8(self.half, self.lpnt, v, &self.axes[..self.naxes])
+    pub(crate) fn lanes<I: Isa>(&self, isa: I, v: [I::F; 3]) -> (I::F, I::F, I::M) {
+        box_entry_faces8(isa, self.half, self.lpnt, v, &self.axes[..self.naxes])
     }
 }
 
 /// [`box_lanes`] of eight rays from `lpnt` along `v` (by axis), as [`EntryAxes::lanes`]
 /// answers: the distance, the face and (none) unclear lanes.
 #[inline(always)]
-pub(crate) fn box_lanes8(half: DVec3, lpnt: DVec3, v: [f64x8; 3]) -> (f64x8, f64x8, f64x8) {
+pub(crate) fn box_lanes8<I: Isa>(isa: I, half: DVec3, lpnt: DVec3, v: [I::F; 3]) -> (I::F, I::F, I::M) {
     let lpnt = lpnt.to_array().map(|x| [x; LANES]);
     let (mut t, mut face) = ([0.0; LANES], [0u8; LANES]);
-    box_lanes(half, &lpnt, &v.map(f64x8::to_array), &mut t, &mut face);
-    (f64x8::new(t), f64x8::new(face.map(f64::from)), f64x8::ZERO)
+    box_lanes(half, &lpnt, &v.map(I::F::to_array), &mut t, &mut face);
+    (isa.vector(t), isa.vector(face.map(f64::from)), isa.of_bits(0))
 }
 
 /// [`EntryAxes::lanes`] on the axes `axes`.
 #[inline(always)]
-fn box_entry_faces8(half: [f64; 3], lpnt: [f64; 3], v: [f64x8; 3], axes: &[usize]) -> (f64x8, f64x8, f64x8) {
-    let (zero, splat) = (f64x8::ZERO, f64x8::splat);
+fn box_entry_faces8<I: Isa>(
+    isa: I,
+    half: [f64; 3],
+    lpnt: [f64; 3],
+    v: [I::F; 3],
+    axes: &[usize],
+) -> (I::F, I::F, I::M) {
+    let splat = |x| isa.splat(x);
+    let zero = splat(0.0);
     let (mut best, mut best_face) = (splat(f64::INFINITY), splat(6.0));
-    let (mut found, mut near) = (zero, zero);
+    let (mut found, mut near) = (isa.of_bits(0), isa.of_bits(0));
     for &i in axes {
         let (j, k) = ((i + 1) % 3, (i + 2) % 3);
         // The one face along axis `i` that each ray can enter through.
@@ -397,11 +404,11 @@ fn box_entry_faces8(half: [f64; 3], lpnt: [f64; 3], v: [f64x8; 3], axes: &[usize
         let inside = dj.simd_le(zero) & dk.simd_le(zero);
         let near_edge = dj.simd_gt(-margin) | dk.simd_gt(-margin) | (found & best.simd_eq(tf));
         let grazes = !inside & dj.fast_max(dk).simd_le(margin);
-        near |= valid & ((inside & near_edge) | grazes);
+        near = near | (valid & ((inside & near_edge) | grazes));
         let wins = valid & inside & !near_edge & (!found | tf.simd_lt(best));
         best = wins.select(tf, best);
         best_face = wins.select(f, best_face);
-        found |= wins;
+        found = found | wins;
     }
     (best, best_face, near)
 }
@@ -478,6 +485,10 @@ mod tests {
 
     #[test]
     fn boxes_from_one_outside_origin_decided_on_entry_faces_answer_as_mujocos_loop() {
+        crate::isa::for_each_isa!(isa => entry_faces_answer_as_mujocos_loop(isa));
+    }
+
+    fn entry_faces_answer_as_mujocos_loop<I: Isa>(isa: I) {
         let mut rng = ChaCha8Rng::seed_from_u64(11);
         let (mut hits, mut unclear_rays) = (0, 0);
         for _ in 0..400 {
@@ -505,8 +516,8 @@ mod tests {
             let entry = EntryAxes::new(half, origin).expect("the origin is outside");
             let (mut t, mut face, mut unclear) = ([0.0; 32], [0u8; 32], [false; 32]);
             for b in 0..4 {
-                let (bt, bface, bunclear) =
-                    entry.lanes(std::array::from_fn(|a| f64x8::new(lvec[a][8 * b..8 * b + 8].try_into().unwrap())));
+                let (bt, bface, bunclear) = entry
+                    .lanes(isa, std::array::from_fn(|a| isa.vector(lvec[a][8 * b..8 * b + 8].try_into().unwrap())));
                 for l in 0..8 {
                     (t[8 * b + l], face[8 * b + l]) = (bt.to_array()[l], bface.to_array()[l] as u8);
                     unclear[8 * b + l] = (bunclear.to_bitmask() >> l) & 1 != 0;

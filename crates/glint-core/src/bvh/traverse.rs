@@ -22,8 +22,9 @@ pub(crate) trait Visitor {
 impl Bvh {
     /// Visits leaves front to back along the ray and calls `hit(prim, tmax)` for each of their
     /// primitives; `hit` returns the primitive's distance when it is closer than (or ties with)
-    /// `tmax`, which then shrinks. Returns the final `tmax`.
-    #[inline]
+    /// `tmax`, which then shrinks. Returns the final `tmax`. Always inlined, so that the walk
+    /// is compiled for the instruction set its caller runs on (`crate::isa`).
+    #[inline(always)]
     pub fn closest(&self, origin: DVec3, inv_dir: DVec3, tmax: f64, hit: impl FnMut(u32, f64) -> Option<f64>) -> f64 {
         struct Closest<F> {
             origin: DVec3,
@@ -50,8 +51,8 @@ impl Bvh {
     }
 
     /// Whether `hit(prim)` is true for any primitive whose box the ray segment `[0, tmax]`
-    /// crosses; stops at the first.
-    #[inline]
+    /// crosses; stops at the first. Always inlined, as [`Bvh::closest`] is.
+    #[inline(always)]
     pub fn any(&self, origin: DVec3, inv_dir: DVec3, tmax: f64, hit: impl FnMut(u32) -> bool) -> bool {
         struct Any<F> {
             origin: DVec3,

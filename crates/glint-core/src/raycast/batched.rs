@@ -11,6 +11,7 @@ use super::caster::RayCaster;
 use super::filter::RayFilter;
 use super::hits::{HitsMut, RayHit, RayHits};
 use super::query::Query;
+use crate::isa::with_isa;
 use crate::packet::{PACKET, Packet};
 use crate::{CoreError, Poses, Scene};
 
@@ -108,19 +109,22 @@ impl RayCaster {
                     bad_ray.store(true, Ordering::Relaxed);
                     return;
                 }
-                let mut k = 0;
-                while k < dist.len() {
-                    let idx = chunk * CHUNK + k;
-                    let (w, i) = (idx / nray, idx % nray);
-                    let run = PACKET.min(dist.len() - k).min(nray - i);
-                    let out = HitsMut {
-                        dist: &mut dist[k..k + run],
-                        geomid: &mut geomid[k..k + run],
-                        normal: &mut normal[k..k + run],
-                    };
-                    self.cast_run(&q, w, i, &mut packet, out);
-                    k += run;
-                }
+                // One choice of instruction set per chunk: every packet of it takes that path.
+                with_isa!(isa => {
+                    let mut k = 0;
+                    while k < dist.len() {
+                        let idx = chunk * CHUNK + k;
+                        let (w, i) = (idx / nray, idx % nray);
+                        let run = PACKET.min(dist.len() - k).min(nray - i);
+                        let out = HitsMut {
+                            dist: &mut dist[k..k + run],
+                            geomid: &mut geomid[k..k + run],
+                            normal: &mut normal[k..k + run],
+                        };
+                        self.cast_run(isa, &q, w, i, &mut packet, out);
+                        k += run;
+                    }
+                });
             });
         if bad_ray.load(Ordering::Relaxed) {
             // Only on this path: the serial check finds and names the first bad ray.
@@ -159,11 +163,8 @@ impl RayCaster {
         let batch = RayBatch { nray: 1, pnt: &[pnt], vec: &[vec], bodyexclude: &[bodyexclude] };
         batch.validate(1)?;
         let eligible = filter.eligible(scene);
-        Ok(self.cast(
-            &Query { scene, poses, eligible: &eligible, batch: &batch, world0: w, skip_geom: -1, own: false },
-            0,
-            0,
-        ))
+        let q = Query { scene, poses, eligible: &eligible, batch: &batch, world0: w, skip_geom: -1, own: false };
+        Ok(with_isa!(isa => self.cast(isa, &q, 0, 0)))
     }
 
     /// Any-hit query: `out[w * nray + i]` is true when ray `i` of world `w` hits an eligible
@@ -183,12 +184,14 @@ impl RayCaster {
         let q = Query { scene, poses, eligible: &eligible, batch, world0: 0, skip_geom: -1, own: false };
         let nray = batch.nray;
         out.par_chunks_mut(CHUNK).enumerate().for_each(|(chunk, out)| {
-            for (k, o) in out.iter_mut().enumerate() {
-                let idx = chunk * CHUNK + k;
-                let (w, i) = (idx / nray, idx % nray);
-                let tmax = RayBatch::pick(max_dist, nray, w, i);
-                *o = self.occluded(&q, w, i, tmax);
-            }
+            with_isa!(isa => {
+                for (k, o) in out.iter_mut().enumerate() {
+                    let idx = chunk * CHUNK + k;
+                    let (w, i) = (idx / nray, idx % nray);
+                    let tmax = RayBatch::pick(max_dist, nray, w, i);
+                    *o = self.occluded(isa, &q, w, i, tmax);
+                }
+            })
         });
         Ok(())
     }

@@ -1,16 +1,20 @@
 //! One geom against one ray, by geom type: the closest hit and the any-hit test that every
-//! walk (single rays, packets, any-hit queries) calls in its leaves.
+//! walk (single rays, packets, any-hit queries) calls in its leaves. A mesh's or a height
+//! field's own walk runs on the caller's instruction set `I`.
 
 use glam::{DMat3, DVec3};
 
 use super::caster::Geometry;
 use crate::GeomType;
+use crate::isa::Isa;
 use crate::primitives::{self, to_local};
 
 /// Closest hit of geom `g` at pose `(pos, rot)` with `t <= tmax`: distance and unit
 /// world-frame normal.
 #[inline]
-pub(super) fn intersect_geom(
+#[allow(clippy::too_many_arguments)]
+pub(super) fn intersect_geom<I: Isa>(
+    isa: I,
     geo: Geometry,
     g: usize,
     pos: DVec3,
@@ -23,12 +27,20 @@ pub(super) fn intersect_geom(
     let (t, n) = match kind {
         GeomType::Mesh => {
             let mesh = geo.shapes.mesh(geo.scene, g);
-            let (t, n, _) = mesh.triangles().closest(to_local(rot, pnt - pos), to_local(rot, vec), tmax)?;
+            let (o, d) = (to_local(rot, pnt - pos), to_local(rot, vec));
+            let (t, n, _) = isa.run(
+                #[inline(always)]
+                || mesh.triangles().closest(o, d, tmax),
+            )?;
             (t, (*rot * n).normalize())
         }
         GeomType::Hfield => {
             let hf = geo.shapes.hfield(geo.scene, g);
-            let (t, n) = hf.intersect_local(to_local(rot, pnt - pos), to_local(rot, vec), tmax)?;
+            let (o, d) = (to_local(rot, pnt - pos), to_local(rot, vec));
+            let (t, n) = isa.run(
+                #[inline(always)]
+                || hf.intersect_local(o, d, tmax),
+            )?;
             (t, (*rot * n).normalize())
         }
         _ => primitives::intersect_primitive(kind, geo.shapes.geom_size[g], pos, rot, pnt, vec)?,
@@ -38,7 +50,9 @@ pub(super) fn intersect_geom(
 
 /// Whether geom `g` is hit with `t < max_dist`.
 #[inline]
-pub(super) fn geom_blocks(
+#[allow(clippy::too_many_arguments)]
+pub(super) fn geom_blocks<I: Isa>(
+    isa: I,
     geo: Geometry,
     g: usize,
     pos: DVec3,
@@ -50,11 +64,15 @@ pub(super) fn geom_blocks(
     match geo.shapes.geom_type[g] {
         GeomType::Mesh => {
             let mesh = geo.shapes.mesh(geo.scene, g);
-            mesh.triangles().any(to_local(rot, pnt - pos), to_local(rot, vec), max_dist) && {
+            let (o, d) = (to_local(rot, pnt - pos), to_local(rot, vec));
+            isa.run(
+                #[inline(always)]
+                || mesh.triangles().any(o, d, max_dist),
+            ) && {
                 // `any` accepts t == max_dist; the query wants strictly closer.
-                intersect_geom(geo, g, pos, rot, pnt, vec, max_dist).is_some_and(|(t, _)| t < max_dist)
+                intersect_geom(isa, geo, g, pos, rot, pnt, vec, max_dist).is_some_and(|(t, _)| t < max_dist)
             }
         }
-        _ => intersect_geom(geo, g, pos, rot, pnt, vec, max_dist).is_some_and(|(t, _)| t < max_dist),
+        _ => intersect_geom(isa, geo, g, pos, rot, pnt, vec, max_dist).is_some_and(|(t, _)| t < max_dist),
     }
 }

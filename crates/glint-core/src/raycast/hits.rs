@@ -1,7 +1,8 @@
 //! What a cast answers: one ray's hit, a batch's hits, and caller-owned arrays for them.
 
 use glam::DVec3;
-use wide::f64x8;
+
+use crate::isa::{Isa, Lanes};
 
 /// The answer for one ray: distance (`-1` on a miss), geom id (`-1` on a miss) and unit
 /// world-frame surface normal (zero on a miss).
@@ -31,8 +32,8 @@ pub(super) fn beats(t: f64, g: usize, best_t: f64, best_g: i32) -> bool {
 /// [`beats`] on eight lanes (geom ids as floats): the mask of the lanes where a hit on geom
 /// `g` at `t` beats the best so far.
 #[inline(always)]
-pub(super) fn beats_lanes(t: f64x8, g: f64, best_t: f64x8, best_g: f64x8) -> f64x8 {
-    t.simd_lt(best_t) | (t.simd_eq(best_t) & f64x8::splat(g).simd_lt(best_g))
+pub(super) fn beats_lanes<I: Isa>(isa: I, t: I::F, g: f64, best_t: I::F, best_g: I::F) -> I::M {
+    t.simd_lt(best_t) | (t.simd_eq(best_t) & isa.splat(g).simd_lt(best_g))
 }
 
 /// Answers for a batch, each array shaped `(nworld, nray)`.

@@ -2,7 +2,6 @@
 //! walked once for all its rays, each leaf's geoms tested for the rays that enter their box.
 
 use glam::{DMat3, DVec3};
-use wide::f64x8;
 
 use super::batch::RayBatch;
 use super::caster::{Geometry, RayCaster};
@@ -11,6 +10,7 @@ use super::hits::{HitsMut, RayHit, beats, beats_lanes};
 use super::query::Query;
 use crate::GeomType;
 use crate::bvh::{Aabb, Node4, Visitor, WIDTH};
+use crate::isa::{Isa, Lanes, Mask};
 use crate::lanes::{self, LANES};
 use crate::packet::{PACKET, Packet, fold_lanes};
 use crate::primitives::{self, to_local};
@@ -20,8 +20,9 @@ impl RayCaster {
     /// the batch's ray `ray(k)`), from their shared origin or, for a query with `own`, each
     /// from its own.
     #[inline(always)]
-    pub(super) fn cast_set_packet(
+    pub(super) fn cast_set_packet<I: Isa>(
         &self,
+        isa: I,
         q: &Query,
         w: usize,
         ray: impl Fn(usize) -> usize,
@@ -29,9 +30,9 @@ impl RayCaster {
         packet: &mut Packet,
     ) -> PacketBest {
         if q.own {
-            self.cast_packet_own(q, w, ray, exclude, packet)
+            self.cast_packet_own(isa, q, w, ray, exclude, packet)
         } else {
-            self.cast_packet::<false>(q, w, exclude, packet)
+            self.cast_packet::<I, false>(isa, q, w, exclude, packet)
         }
     }
 
@@ -39,27 +40,59 @@ impl RayCaster {
     /// ray `ray(k)`), each from its own origin. Kept apart so that the common packets' code is
     /// inlined as it would be without it.
     #[inline(never)]
-    fn cast_packet_own(
+    fn cast_packet_own<I: Isa>(
         &self,
+        isa: I,
         q: &Query,
         w: usize,
         ray: impl Fn(usize) -> usize,
         exclude: i32,
         packet: &mut Packet,
     ) -> PacketBest {
-        let nray = q.batch.nray;
-        packet.set_origins(|k| RayBatch::pick(q.batch.pnt, nray, w, ray(k)));
-        self.cast_packet::<true>(q, w, exclude, packet)
+        isa.run(
+            #[inline(always)]
+            || {
+                let nray = q.batch.nray;
+                packet.set_origins(|k| RayBatch::pick(q.batch.pnt, nray, w, ray(k)));
+                self.cast_packet::<I, true>(isa, q, w, exclude, packet)
+            },
+        )
     }
 
     /// Closest hits of a packet of rays in world `w` (`OWN`: each ray from its own origin).
-    fn cast_packet<const OWN: bool>(&self, q: &Query, w: usize, exclude: i32, p: &Packet) -> PacketBest {
+    /// Each function of the packet's walk that is kept out of line enters `I` itself (free
+    /// where it is inlined after all): code out of line is compiled for the build's CPU.
+    fn cast_packet<I: Isa, const OWN: bool>(
+        &self,
+        isa: I,
+        q: &Query,
+        w: usize,
+        exclude: i32,
+        p: &Packet,
+    ) -> PacketBest {
+        isa.run(
+            #[inline(always)]
+            || self.walk_packet::<I, OWN>(isa, q, w, exclude, p),
+        )
+    }
+
+    /// [`RayCaster::cast_packet`]'s body, compiled for `I`.
+    #[inline(always)]
+    fn walk_packet<I: Isa, const OWN: bool>(
+        &self,
+        isa: I,
+        q: &Query,
+        w: usize,
+        exclude: i32,
+        p: &Packet,
+    ) -> PacketBest {
         let set = self.set(q.world0 + w);
         let (geo, eligible) = (set.geometry(q.scene), q.eligible);
         let (xpos, xmat) = q.poses.geoms(q.world0 + w);
         // The walk is built first and the planes offered into it, so that its closest hits
         // (1 KB) are never copied in.
-        let mut walk = PacketWalk::<OWN> {
+        let mut walk = PacketWalk::<I, OWN> {
+            isa,
             geo,
             xpos,
             xmat,
@@ -152,8 +185,9 @@ impl PacketBest {
     }
 }
 
-/// A packet's walk through one world's top level.
-struct PacketWalk<'a, const OWN: bool> {
+/// A packet's walk through one world's top level, on the instruction set `I`.
+struct PacketWalk<'a, I, const OWN: bool> {
+    isa: I,
     geo: Geometry<'a>,
     xpos: &'a [DVec3],
     xmat: &'a [DMat3],
@@ -169,7 +203,7 @@ struct PacketWalk<'a, const OWN: bool> {
     packet_tmax: f64,
 }
 
-impl<const OWN: bool> PacketWalk<'_, OWN> {
+impl<I: Isa, const OWN: bool> PacketWalk<'_, I, OWN> {
     fn update_tmax(&mut self) {
         self.packet_tmax = fold_lanes(&self.best.t, self.p.n, 0.0, |t, m| t > m);
     }
@@ -178,7 +212,16 @@ impl<const OWN: bool> PacketWalk<'_, OWN> {
     /// `intersect_geom` answers each, to the bit (MuJoCo's bounding-sphere test, then the
     /// six-face loop in the box's frame, then the normal rotated back and normalized).
     #[inline(never)]
-    fn own_box(&mut self, g: usize, mut mask: u32) {
+    fn own_box(&mut self, g: usize, mask: u32) {
+        self.isa.run(
+            #[inline(always)]
+            || self.own_box_on(g, mask),
+        )
+    }
+
+    /// [`PacketWalk::own_box`]'s body, compiled for `I`.
+    #[inline(always)]
+    fn own_box_on(&mut self, g: usize, mut mask: u32) {
         let (pos, rot, size) = (self.xpos[g], &self.xmat[g], self.geo.shapes.geom_size[g]);
         let radius_sqr = primitives::bounding_sphere_sqr(GeomType::Box, size);
         let (mut lpnt, mut lvec, mut passes) = ([[0.0; PACKET]; 3], [[0.0; PACKET]; 3], [false; PACKET]);
@@ -207,14 +250,24 @@ impl<const OWN: bool> PacketWalk<'_, OWN> {
     }
 }
 
-impl<const OWN: bool> PacketWalk<'_, OWN> {
+impl<I: Isa, const OWN: bool> PacketWalk<'_, I, OWN> {
     /// The rays of `mask`, all from the packet's origin, against box `g` on all lanes at once:
     /// what `intersect_local` answers each, to the bit (MuJoCo's bounding-sphere test, then
     /// the entry-face decision where it is clear and the six-face loop where it is not), with
     /// the normal rotated into the world frame for the winners. Eight lanes at a time on
-    /// `wide`'s vectors, from the directions to the packet's closest hits.
+    /// `I`'s vectors, from the directions to the packet's closest hits.
     #[inline(never)]
     fn shared_box(&mut self, g: usize, mask: u32) {
+        self.isa.run(
+            #[inline(always)]
+            || self.shared_box_on(g, mask),
+        )
+    }
+
+    /// [`PacketWalk::shared_box`]'s body, compiled for `I`.
+    #[inline(always)]
+    fn shared_box_on(&mut self, g: usize, mask: u32) {
+        let isa = self.isa;
         let xmat = self.xmat;
         let (pos, rot, size) = (self.xpos[g], &xmat[g], self.geo.shapes.geom_size[g]);
         let dif = self.p.o - pos;
@@ -225,7 +278,7 @@ impl<const OWN: bool> PacketWalk<'_, OWN> {
         // a winner's), picked per lane.
         let normals: [DVec3; 6] = std::array::from_fn(|f| *rot * primitives::face_normal(f));
         let [dx, dy, dz] = &self.p.dir_axis;
-        let (splat, gf) = (f64x8::splat, g as f64);
+        let (splat, gf) = (|x| isa.splat(x), g as f64);
         let best = &mut self.best;
         let (mut won, mut unclear_mask) = (0u32, 0u32);
         for b in 0..PACKET / LANES {
@@ -233,27 +286,26 @@ impl<const OWN: bool> PacketWalk<'_, OWN> {
             if bits == 0 {
                 continue;
             }
-            let d = [lanes::load(dx, b), lanes::load(dy, b), lanes::load(dz, b)];
-            // Same operation order as `to_local`, so the values equal the one-ray path's.
-            let axes = [rot.x_axis, rot.y_axis, rot.z_axis];
-            let lvec: [f64x8; 3] = std::array::from_fn(|i| {
-                let a = axes[i];
-                splat(a.x) * d[0] + splat(a.y) * d[1] + splat(a.z) * d[2]
-            });
+            let d = [lanes::load(isa, dx, b), lanes::load(isa, dy, b), lanes::load(isa, dz, b)];
+            // Written out, not through `array::from_fn` or `fold`: a closure they left out of
+            // line would lose `I` (`Isa::run`).
+            let lvec = [dot_lanes(isa, rot.x_axis, &d), dot_lanes(isa, rot.y_axis, &d), dot_lanes(isa, rot.z_axis, &d)];
             let (t, face, unclear) = match &entry {
-                Some(entry) => entry.lanes(lvec),
-                None => primitives::box_lanes8(size, lpnt, lvec),
+                Some(entry) => entry.lanes(isa, lvec),
+                None => primitives::box_lanes8(isa, size, lpnt, lvec),
             };
-            let passes = sphere.passes8(d);
-            let offered = lanes::of_bits(bits) & passes & !unclear & face.simd_lt(splat(6.0));
-            let (best_t, best_g) = (lanes::load(&best.t, b), lanes::load(&best.g, b));
-            let wins = offered & beats_lanes(t, gf, best_t, best_g);
+            let passes = sphere.passes8(isa, d);
+            let offered = isa.of_bits(bits) & passes & !unclear & face.simd_lt(splat(6.0));
+            let (best_t, best_g) = (lanes::load(isa, &best.t, b), lanes::load(isa, &best.g, b));
+            let wins = offered & beats_lanes(isa, t, gf, best_t, best_g);
             lanes::store(&mut best.t, b, wins.select(t, best_t));
             lanes::store(&mut best.g, b, wins.select(splat(gf), best_g));
             for (a, n) in best.n.iter_mut().enumerate() {
-                let normal =
-                    (0..6).fold(f64x8::ZERO, |n, f| face.simd_eq(splat(f as f64)).select(splat(normals[f][a]), n));
-                let kept = lanes::load(n, b);
+                let mut normal = splat(0.0);
+                for (f, face_normal) in normals.iter().enumerate() {
+                    normal = face.simd_eq(splat(f as f64)).select(splat(face_normal[a]), normal);
+                }
+                let kept = lanes::load(isa, n, b);
                 lanes::store(n, b, wins.select(normal, kept));
             }
             won |= wins.to_bitmask() << (LANES * b);
@@ -306,7 +358,14 @@ impl<const OWN: bool> PacketWalk<'_, OWN> {
     }
 }
 
-impl<const OWN: bool> Visitor for PacketWalk<'_, OWN> {
+/// `a · d` on lanes, in `to_local`'s order of operations, so the values equal the one-ray
+/// path's.
+#[inline(always)]
+fn dot_lanes<I: Isa>(isa: I, a: DVec3, d: &[I::F; 3]) -> I::F {
+    isa.splat(a.x) * d[0] + isa.splat(a.y) * d[1] + isa.splat(a.z) * d[2]
+}
+
+impl<I: Isa, const OWN: bool> Visitor for PacketWalk<'_, I, OWN> {
     #[inline(always)]
     fn entry4(&self, n: &Node4) -> [f64; WIDTH] {
         self.p.entry4::<OWN>(n, self.packet_tmax)
@@ -314,11 +373,23 @@ impl<const OWN: bool> Visitor for PacketWalk<'_, OWN> {
 
     #[inline]
     fn prim(&mut self, prim: u32) -> bool {
+        // Free where the walk inlines it (as it does), its own entry to `I` where it does not.
+        self.isa.run(
+            #[inline(always)]
+            || self.prim_on(prim),
+        )
+    }
+}
+
+impl<I: Isa, const OWN: bool> PacketWalk<'_, I, OWN> {
+    /// [`Visitor::prim`].
+    #[inline(always)]
+    fn prim_on(&mut self, prim: u32) -> bool {
         let g = self.geoms[prim as usize] as usize;
         if !self.eligible[g] || self.geo.scene.geom_bodyid[g] == self.exclude || g as i32 == self.skip_geom {
             return false;
         }
-        let mut mask = self.p.enters::<OWN>(&self.boxes[prim as usize], &self.best.t);
+        let mut mask = self.p.enters::<I, OWN>(self.isa, &self.boxes[prim as usize], &self.best.t);
         if mask == 0 {
             return false;
         }
@@ -350,7 +421,7 @@ impl<const OWN: bool> Visitor for PacketWalk<'_, OWN> {
             mask &= mask - 1;
             let (d, tmax) = (self.p.dir(r), self.best.t[r]);
             let o = if OWN { self.p.origin(r) } else { self.p.o };
-            if let Some((t, n)) = intersect_geom(self.geo, g, self.xpos[g], &self.xmat[g], o, d, tmax) {
+            if let Some((t, n)) = intersect_geom(self.isa, self.geo, g, self.xpos[g], &self.xmat[g], o, d, tmax) {
                 self.best.offer(r, g, t, n);
             }
         }

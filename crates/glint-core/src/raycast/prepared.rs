@@ -8,6 +8,7 @@ use super::caster::RayCaster;
 use super::filter::RayFilter;
 use super::hits::{HitsMut, RayHit};
 use super::query::Query;
+use crate::isa::with_isa;
 use crate::packet::{PACKET, Packet};
 use crate::{CoreError, Poses, Scene};
 
@@ -121,17 +122,20 @@ impl PreparedRays<'_> {
         }
         let q = Query { own, ..self.query(&batch, world, skip_geom) };
         let mut packet = Packet::empty();
-        let mut i = 0;
-        while i < nray {
-            let run = PACKET.min(nray - i);
-            let out = HitsMut {
-                dist: &mut dist[i..i + run],
-                geomid: &mut geomid[i..i + run],
-                normal: &mut normal[i..i + run],
-            };
-            self.caster.cast_run(&q, 0, i, &mut packet, out);
-            i += run;
-        }
+        // One choice of instruction set per cast: every packet of it takes that path.
+        with_isa!(isa => {
+            let mut i = 0;
+            while i < nray {
+                let run = PACKET.min(nray - i);
+                let out = HitsMut {
+                    dist: &mut dist[i..i + run],
+                    geomid: &mut geomid[i..i + run],
+                    normal: &mut normal[i..i + run],
+                };
+                self.caster.cast_run(isa, &q, 0, i, &mut packet, out);
+                i += run;
+            }
+        });
         Ok(())
     }
 
@@ -145,7 +149,8 @@ impl PreparedRays<'_> {
         if !batch.chunk_ok(0, 1) || world >= self.poses.nworld {
             return None;
         }
-        let hit = self.caster.cast(&self.query(&batch, world, skip_geom), 0, 0);
+        let q = self.query(&batch, world, skip_geom);
+        let hit = with_isa!(isa => self.caster.cast(isa, &q, 0, 0));
         (hit.geomid >= 0).then_some(hit)
     }
 
