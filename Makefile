@@ -6,7 +6,7 @@ MUJOCO_LIB := .deps/mujoco/lib/libmujoco.so
 GLINT := target/release/glint
 SCENES := primitives crowded meshes
 
-.PHONY: all deps pydeps osmesa python build demo test bench lights-report lint clean
+.PHONY: all deps pydeps osmesa qemu python build native demo test bench lights-report lint clean
 
 all: build
 
@@ -29,12 +29,30 @@ OSMESA_LIB := $(CURDIR)/.deps/osmesa/usr/lib/$(shell gcc -dumpmachine 2>/dev/nul
 RENDER_ENV := MUJOCO_GL=osmesa GLINT_PYTHON=$(CURDIR)/.deps/venv/bin/python \
 	LD_LIBRARY_PATH=$(CURDIR)/.deps/mujoco/lib:$(OSMESA_LIB)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}
 
+# QEMU's user-mode emulator (Debian's qemu-user-static, pinned) in .deps/qemu: the tests run
+# the portable build on emulated older CPUs with it (they fetch it themselves when missing).
+qemu:
+	@bash scripts/qemu.sh >/dev/null
+
 # glint's Python module, built into .deps/venv (editable: the Python sources are used in place).
 python: deps pydeps
 	@bash scripts/python-module.sh
 
 build: deps
 	$(CARGO) build --release -p glint-cli
+
+# A build for this machine's CPU alone (`-C target-cpu=native`), which older CPUs cannot run:
+# target/native/release/glint, and the Python module in .deps/venv (`make python` puts the
+# portable one back). The default build is within a few per cent of it (docs/performance.md).
+# The flags go in CARGO_TARGET_<triple>_RUSTFLAGS, after .cargo/config.toml's and with its
+# rpath: RUSTFLAGS would replace them all.
+HOST := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+NATIVE_ENV := CARGO_TARGET_DIR=$(CURDIR)/target/native \
+	CARGO_TARGET_$(shell echo '$(HOST)' | tr 'a-z-' 'A-Z_')_RUSTFLAGS="-C target-cpu=native"
+native: deps pydeps
+	$(NATIVE_ENV) $(CARGO) build --release -p glint-cli
+	@$(NATIVE_ENV) bash scripts/python-module.sh
+	@echo "built for this CPU: target/native/release/glint, and the glint module in .deps/venv"
 
 # The main job on the bundled showroom: a robot drives past glass, a mirror, a pool and a
 # hedge for ten simulated seconds while its OS1-64 is recorded to a Parquet session in
