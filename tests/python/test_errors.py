@@ -15,6 +15,7 @@ import pytest
 
 import glint
 import glint.errors
+from conftest import RPC_TIMEOUT_S
 
 REPO = Path(__file__).resolve().parents[2]
 SHOWROOM_XML = REPO / "examples" / "showroom" / "showroom.xml"
@@ -63,6 +64,13 @@ def bind_a_camera_twice(tmp: Path) -> None:
 # (what is done, the SimError variant (or the Python-side check) it meets, its class, its kind,
 # a piece of its message)
 CASES = [
+    (
+        lambda tmp: small(tmp).step(np.array([[0.0, np.nan, 0.0]])),
+        "Action",
+        glint.ActionError,
+        ValueError,
+        "world 0's action 1 (vy) is NaN",
+    ),
     (
         lambda tmp: glint.Simulation.from_manifest(tmp / "missing.toml"),
         "Manifest(Read)",
@@ -246,6 +254,7 @@ def test_every_class_is_a_glint_error_of_its_python_kind():
         "RecordingError": OSError,
         "RecordingStateError": RuntimeError,
         "ShapeError": ValueError,
+        "ActionError": ValueError,
         "SettingError": ValueError,
     }
     exported = [n for n in glint.errors.__all__ if n not in ("GlintError", "GlintWarning")]
@@ -285,3 +294,14 @@ def test_a_class_missing_from_glint_errors_stops_the_import():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "refused: glint.errors.BakeError is not a class glint can raise" in done.stdout, done.stdout
+
+
+def test_a_nan_action_is_the_same_error_over_grpc_and_from_python(tmp_path, serve, connect):
+    """The class Python raises is the kind gRPC's Step names, with the same message."""
+    path = manifest(tmp_path, "")
+    with pytest.raises(glint.ActionError) as info:
+        glint.Simulation.from_manifest(path).step(np.array([0.0, np.nan, 0.0]))
+    c = connect(serve(path))
+    r = c.agent.Step(c.pb.agent.StepRequest(actions=[0.0, float("nan"), 0.0]), timeout=RPC_TIMEOUT_S)
+    assert not r.success
+    assert r.message == f"ActionError: {info.value}", r.message

@@ -2,10 +2,11 @@
 //! `glint.GlintError`, and of `ValueError`, `IndexError`, `FileNotFoundError`, `OSError` or
 //! `RuntimeError` where the error is one), carrying the messages the CLI prints.
 //!
-//! Each class is named once here ([`Class`]) and looked up once, when the module is imported
+//! Each class is a kind of error of the simulation ([`glint_sim::ErrorKind`], defined once
+//! in Rust: gRPC answers the same names) and is looked up once, when the module is imported
 //! ([`init`]): a class missing from `glint.errors` stops the import with an error naming it,
-//! instead of turning a raise into a bare `RuntimeError`. [`class_of`] is the one place where
-//! an error of the simulation meets its class.
+//! instead of turning a raise into a bare `RuntimeError`. [`SimError::kind`] is the one place
+//! where an error of the simulation meets its class.
 
 use glint_sim::SimError;
 use pyo3::exceptions::PyTypeError;
@@ -13,74 +14,14 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 
-/// Declares [`Class`] with each class's name in `glint.errors`.
-macro_rules! classes {
-    ($($class:ident),+ $(,)?) => {
-        /// The classes of `glint.errors` glint raises (their docstrings say what each means).
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        #[allow(clippy::enum_variant_names)]
-        pub(crate) enum Class {
-            $(
-                #[doc = concat!("`glint.", stringify!($class), "`.")]
-                $class,
-            )+
-        }
+/// The classes of `glint.errors` glint raises: one per kind of error, named as the kind
+/// ([`glint_sim::ErrorKind`], which gRPC names too).
+pub(crate) use glint_sim::ErrorKind as Class;
 
-        impl Class {
-            /// Every class, in declaration order (the order of [`CLASSES`]).
-            const ALL: &[Class] = &[$(Class::$class),+];
-
-            /// Its name in `glint.errors`.
-            pub(crate) fn name(self) -> &'static str {
-                match self {
-                    $(Class::$class => stringify!($class),)+
-                }
-            }
-        }
-    };
-}
-
-classes!(
-    ManifestError,
-    ManifestNotFoundError,
-    SceneError,
-    LidarError,
-    IndexOutOfRangeError,
-    BakeError,
-    BakeNotFoundError,
-    RecordingError,
-    RecordingStateError,
-    ShapeError,
-    SettingError,
-);
-
-/// The class `e` raises. A new [`SimError`] variant gets its class by an arm here (the
-/// wrapped errors of the crates below are classed whole, by the variant wrapping them);
-/// `tests/python/test_errors.py` checks each variant's class as Python sees it.
+/// The class `e` raises: its kind's ([`SimError::kind`], the one place an error meets its
+/// class); `tests/python/test_errors.py` checks each variant's class as Python sees it.
 pub(crate) fn class_of(e: &SimError) -> Class {
-    match e {
-        SimError::Manifest(glint_manifest::ManifestError::Read { .. }) => Class::ManifestNotFoundError,
-        SimError::Manifest(_) => Class::ManifestError,
-        SimError::Mujoco(_) => Class::SceneError,
-        SimError::Lidar(_) | SimError::Rate(_) => Class::LidarError,
-        SimError::NoSuchSensor { .. } | SimError::NoSuchWorld { .. } => Class::IndexOutOfRangeError,
-        SimError::NoSuchBake { .. } => Class::BakeNotFoundError,
-        // Bakes: their settings, names and files (glint-materials), and none being loaded.
-        SimError::Material(_) | SimError::NoBake { .. } => Class::BakeError,
-        SimError::Record(_) => Class::RecordingError,
-        SimError::Recording { .. } | SimError::NotRecording(_) => Class::RecordingStateError,
-        SimError::BufferLength { .. } | SimError::Rays(_) => Class::ShapeError,
-        SimError::Camera(_)
-        | SimError::Controller(_)
-        | SimError::Actions { .. }
-        | SimError::NoEpisodeLength
-        | SimError::Setting(_)
-        | SimError::Memory(_)
-        | SimError::Reset(_) => Class::SettingError,
-        // SimError is non-exhaustive: a variant not named above is a setting the simulation
-        // refused until it is given its own arm.
-        _ => Class::SettingError,
-    }
+    e.kind()
 }
 
 /// The classes looked up at import, in [`Class::ALL`]'s order, then `GlintWarning`.

@@ -697,10 +697,7 @@ impl Simulation {
     ) -> PyResult<Bound<'py, PyAny>> {
         let request = BakeRequest { cell_size, max_dim, splat_radius, include_hidden };
         let sim = &mut self.sim;
-        let status = py.detach(|| sim.bake_request(request)).map_err(|e| match e {
-            glint_sim::SimError::Lidar(e) => raise(Class::BakeError, e.to_string()),
-            e => crate::errors::to_py(e),
-        })?;
+        let status = py.detach(|| sim.bake_request(request)).map_err(crate::errors::to_py)?;
         bake_dict(py, &status)
     }
 

@@ -185,7 +185,8 @@ struct Stepped {
 
 fn step_world(sim: &mut Simulation, world: usize, actions: &[f64]) -> Result<Stepped, String> {
     let started = Instant::now();
-    let report = sim.step_agent(world, actions).map_err(|e| e.to_string())?;
+    // The error's kind first, as Python's class names it: the same mistake reads the same.
+    let report = sim.step_agent(world, actions).map_err(|e| format!("{}: {e}", e.kind().name()))?;
     let seconds = started.elapsed().as_secs_f64();
     let mut observations = vec![0.0; sim.observation().size()];
     sim.observe(world, &mut observations).map_err(|e| e.to_string())?;

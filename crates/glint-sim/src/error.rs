@@ -145,3 +145,102 @@ impl From<glint_core::SpellingError> for SimError {
         SimError::Lidar(e.into())
     }
 }
+
+/// What kind of error a [`SimError`] is: the one classification every front end names it by.
+/// Python raises the class of `glint.errors` with the kind's name, and gRPC answers that name
+/// before the message, so the same mistake reads the same on every route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+#[allow(clippy::enum_variant_names)]
+pub enum ErrorKind {
+    /// A scene manifest (or a dict of manifest keys) was rejected.
+    ManifestError,
+    /// The manifest file cannot be read.
+    ManifestNotFoundError,
+    /// MuJoCo could not load the MJCF scene, or set up its worlds.
+    SceneError,
+    /// A lidar binding, configuration, calibration or rate was rejected.
+    LidarError,
+    /// A lidar sensor or world index past the end.
+    IndexOutOfRangeError,
+    /// A bake operation needs a bake that is not loaded, or a bake or its settings were
+    /// rejected.
+    BakeError,
+    /// A saved bake asked for is not there.
+    BakeNotFoundError,
+    /// A recording could not be written.
+    RecordingError,
+    /// A call the seed ignores while recording, or a recording stopped or armed twice.
+    RecordingStateError,
+    /// An array does not have the shape the call needs.
+    ShapeError,
+    /// An agent's action is not a finite number.
+    ActionError,
+    /// A setting of the simulation was refused.
+    SettingError,
+}
+
+impl ErrorKind {
+    /// Every kind.
+    pub const ALL: [ErrorKind; 12] = [
+        ErrorKind::ManifestError,
+        ErrorKind::ManifestNotFoundError,
+        ErrorKind::SceneError,
+        ErrorKind::LidarError,
+        ErrorKind::IndexOutOfRangeError,
+        ErrorKind::BakeError,
+        ErrorKind::BakeNotFoundError,
+        ErrorKind::RecordingError,
+        ErrorKind::RecordingStateError,
+        ErrorKind::ShapeError,
+        ErrorKind::ActionError,
+        ErrorKind::SettingError,
+    ];
+
+    /// Its name: the class Python raises, the word gRPC answers.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::ManifestError => "ManifestError",
+            ErrorKind::ManifestNotFoundError => "ManifestNotFoundError",
+            ErrorKind::SceneError => "SceneError",
+            ErrorKind::LidarError => "LidarError",
+            ErrorKind::IndexOutOfRangeError => "IndexOutOfRangeError",
+            ErrorKind::BakeError => "BakeError",
+            ErrorKind::BakeNotFoundError => "BakeNotFoundError",
+            ErrorKind::RecordingError => "RecordingError",
+            ErrorKind::RecordingStateError => "RecordingStateError",
+            ErrorKind::ShapeError => "ShapeError",
+            ErrorKind::ActionError => "ActionError",
+            ErrorKind::SettingError => "SettingError",
+        }
+    }
+}
+
+impl SimError {
+    /// Its kind: the one place an error meets its class (the wrapped errors of the crates
+    /// below are classed whole, by the variant wrapping them). A new variant gets its kind by
+    /// an arm here.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            SimError::Manifest(glint_manifest::ManifestError::Read { .. }) => ErrorKind::ManifestNotFoundError,
+            SimError::Manifest(_) => ErrorKind::ManifestError,
+            SimError::Mujoco(_) => ErrorKind::SceneError,
+            SimError::Lidar(_) | SimError::Rate(_) => ErrorKind::LidarError,
+            SimError::NoSuchSensor { .. } | SimError::NoSuchWorld { .. } => ErrorKind::IndexOutOfRangeError,
+            SimError::NoSuchBake { .. } => ErrorKind::BakeNotFoundError,
+            // Bakes: their settings, names and files (glint-materials), and none being loaded.
+            SimError::Material(_) | SimError::NoBake { .. } => ErrorKind::BakeError,
+            SimError::Record(_) => ErrorKind::RecordingError,
+            SimError::Recording { .. } | SimError::NotRecording(_) => ErrorKind::RecordingStateError,
+            SimError::BufferLength { .. } | SimError::Rays(_) => ErrorKind::ShapeError,
+            SimError::Action { .. } => ErrorKind::ActionError,
+            SimError::Camera(_)
+            | SimError::Controller(_)
+            | SimError::Actions { .. }
+            | SimError::NoEpisodeLength
+            | SimError::Setting(_)
+            | SimError::Memory(_)
+            | SimError::Reset(_) => ErrorKind::SettingError,
+        }
+    }
+}

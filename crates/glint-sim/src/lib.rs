@@ -62,7 +62,8 @@ pub struct ReadmeExamples;
 
 pub use actions::check_actions;
 pub use camera_set::CameraFrames;
-pub use error::SimError;
+pub use error::{ErrorKind, SimError};
+pub use fields::specs::{Bounds, Element, FieldSpec, IdOf, Reader};
 pub use fields::{DERIVED_FIELDS, FIELDS, FieldOf, GEOMETRY_FIELDS, LightState, PHYSICS_FIELDS};
 pub use glint_camera::{CameraOptions, Frames, Layout, MAX_SIDE as MAX_CAMERA_SIDE, camera_name, native_resolution};
 pub use glint_manifest::{Manifest, ObservationComponent, Task};

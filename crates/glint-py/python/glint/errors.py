@@ -5,8 +5,9 @@ line prints for the same mistake. Where an error is also one of Python's own kin
 derives from that kind too, so ``except ValueError`` or ``except FileNotFoundError`` catch it.
 
 The compiled part (``glint._glint``) looks each class up here once, when it is imported, and
-raises it by its name in ``Class`` (``crates/glint-py/src/errors.rs``): a class it names that is
-missing here stops the import, naming it. Which error raises which class is ``class_of`` there.
+raises it by the name of the error's kind (``ErrorKind`` in ``crates/glint-sim/src/error.rs``,
+which gRPC answers too): a class it names that is missing here stops the import, naming it.
+Which error raises which class is ``SimError::kind`` there.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [
     "RecordingError",
     "RecordingStateError",
     "ShapeError",
+    "ActionError",
     "SettingError",
 ]
 
@@ -76,6 +78,11 @@ class RecordingStateError(GlintError, RuntimeError):
 
 class ShapeError(GlintError, ValueError):
     """An array does not have the shape the call needs."""
+
+
+class ActionError(GlintError, ValueError):
+    """An agent's action is not a finite number (gRPC's Step answers `ActionError: ...` for
+    the same mistake)."""
 
 
 class SettingError(GlintError, ValueError):
