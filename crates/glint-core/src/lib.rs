@@ -43,6 +43,6 @@ pub use crate::{
     shapes::Shapes,
     spelling::{Spelled, SpellingError},
     texture::{Texture, TextureKind},
-    values::{Exact, readable},
+    values::{Exact, readable, struct_fields},
     variant::{AssetEdit, EditTarget, Variant},
 };

@@ -50,6 +50,43 @@ pub fn readable(v: f64) -> String {
     if a != 0.0 && a.is_finite() && !everyday { format!("{v:e}") } else { format!("{v}") }
 }
 
+/// The field names of the struct `T` derives `Deserialize` for, in declaration order, as
+/// serde itself knows them (its `rename`s applied): a list of keys written once, by the
+/// struct. A type that is not a struct has none.
+pub fn struct_fields<T: de::DeserializeOwned>() -> &'static [&'static str] {
+    /// Answers the one question a derived `Deserialize` asks first: it stops at
+    /// `deserialize_struct`, keeping the names it is given.
+    struct Names<'a>(&'a mut &'static [&'static str]);
+
+    impl<'de> Deserializer<'de> for Names<'_> {
+        type Error = de::value::Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("not a struct"))
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = fields;
+            Err(de::Error::custom("names taken"))
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+            ignored_any
+        }
+    }
+
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(Names(&mut fields));
+    fields
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,5 +100,18 @@ mod tests {
         assert_eq!(readable(40.0), "40");
         assert_eq!(readable(0.0), "0");
         assert_eq!(readable(f64::NAN), "NaN");
+    }
+
+    #[test]
+    fn struct_fields_are_the_names_serde_reads() {
+        #[derive(serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Table {
+            first: f64,
+            #[serde(rename = "second_key")]
+            second: Option<String>,
+        }
+        assert_eq!(struct_fields::<Table>(), ["first", "second_key"]);
+        assert!(struct_fields::<f64>().is_empty());
     }
 }

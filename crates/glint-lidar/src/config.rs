@@ -411,22 +411,10 @@ fn two_rates<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<[f64; 2]>,
 }
 
 impl ScanFields {
-    /// Every key, in order.
-    pub const KEYS: [&'static str; 13] = [
-        "pattern",
-        "risley_spin_hz",
-        "risley_prism_hz",
-        "channels",
-        "azimuth_bins",
-        "points_per_cycle",
-        "rotation_hz",
-        "vfov_min_deg",
-        "vfov_max_deg",
-        "min_range",
-        "max_range",
-        "geom_group_mask",
-        "self_ignore",
-    ];
+    /// Every key, in order: the struct's own field names, as serde reads them.
+    pub fn keys() -> &'static [&'static str] {
+        glint_core::struct_fields::<ScanFields>()
+    }
 
     /// The keys a whole configuration may lack: the Risley rates (other patterns have none)
     /// and points per cycle (written as `azimuth_bins`).
@@ -506,24 +494,12 @@ impl ScanFields {
         Ok(())
     }
 
-    /// The first key a whole configuration has that these fields lack.
+    /// The first key a whole configuration has that these fields lack: of the keys, those
+    /// not written (serde skips a field that is `None`) and not optional.
     fn missing(&self) -> Option<&'static str> {
-        let present = [
-            self.pattern.is_some(),
-            self.risley_spin_hz.is_some(),
-            self.risley_prism_hz.is_some(),
-            self.channels.is_some(),
-            self.azimuth_bins.is_some(),
-            self.points_per_cycle.is_some(),
-            self.rotation_hz.is_some(),
-            self.vfov_min_deg.is_some(),
-            self.vfov_max_deg.is_some(),
-            self.min_range.is_some(),
-            self.max_range.is_some(),
-            self.geom_group_mask.is_some(),
-            self.self_ignore.is_some(),
-        ];
-        Self::KEYS.into_iter().zip(present).find(|(key, has)| !has && !Self::OPTIONAL.contains(key)).map(|(key, _)| key)
+        let written = serde_json::to_value(self).ok()?;
+        let written = written.as_object()?;
+        Self::keys().iter().copied().find(|key| !written.contains_key(*key) && !Self::OPTIONAL.contains(key))
     }
 }
 
@@ -617,7 +593,7 @@ mod tests {
         let c = ScanConfig { pattern: risley, channels: 1, azimuth_bins: 5000, ..ScanConfig::default() };
         let json = serde_json::to_value(c).unwrap();
         let written: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
-        let mut keys: Vec<&str> = ScanFields::KEYS.into_iter().filter(|k| *k != "points_per_cycle").collect();
+        let mut keys: Vec<&str> = ScanFields::keys().iter().copied().filter(|k| *k != "points_per_cycle").collect();
         keys.sort();
         let mut sorted = written.clone();
         sorted.sort();

@@ -324,7 +324,7 @@ macro_rules! raw_lidar {
 
         /// Every key of a `[[lidar]]` table: the binding's, then the scan configuration's.
         static LIDAR_KEYS: LazyLock<Vec<&'static str>> =
-            LazyLock::new(|| [$(stringify!($key)),+].into_iter().chain(ScanFields::KEYS).collect());
+            LazyLock::new(|| [$(stringify!($key)),+].into_iter().chain(ScanFields::keys().iter().copied()).collect());
 
         impl RawLidar {
             /// Reads the value of `key` from `map` when it is one of the binding's keys; `false`
@@ -390,7 +390,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for BindingKeysAside<'_, A> {
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
         while let Some(key) = self.map.next_key::<String>()? {
             if !self.raw.take(&key, &mut self.map)? {
-                if !ScanFields::KEYS.contains(&key.as_str()) {
+                if !ScanFields::keys().contains(&key.as_str()) {
                     return Err(serde::de::Error::unknown_field(&key, &LIDAR_KEYS));
                 }
                 return seed.deserialize(key.into_deserializer()).map(Some);

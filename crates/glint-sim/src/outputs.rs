@@ -6,8 +6,11 @@
 //! after its episode reached its length, before it is reset, belong to no episode and are
 //! not written.
 //!
-//! The Parquet session ([`crate::Simulation::arm_recording`]) is an output; so is the gRPC
-//! server's snapshot; a new format is added with [`crate::Simulation::add_output`].
+//! The Parquet session ([`crate::Simulation::arm_recording`]) is an output; a new format is
+//! added with [`crate::Simulation::add_output`]. The gRPC server's snapshot is not one: an
+//! output is handed every frame of every tick, and the server copies the sensors' last frames
+//! only when a client may read them (`glint-server/src/engine.rs`), so a loop nobody polls
+//! copies nothing.
 
 use std::collections::BTreeMap;
 
