@@ -6,7 +6,7 @@ MUJOCO_LIB := .deps/mujoco/lib/libmujoco.so
 GLINT := target/release/glint
 SCENES := primitives crowded meshes
 
-.PHONY: all deps pydeps osmesa qemu python build native demo test bench lights-report lint clean
+.PHONY: all deps pydeps osmesa corpus qemu python build native demo test bench lights-report lint clean
 
 all: build
 
@@ -24,6 +24,13 @@ pydeps:
 # renderer draws headless on the CPU with it (MUJOCO_GL=osmesa) for `glint lights report`.
 osmesa:
 	@bash scripts/osmesa.sh
+
+# The acceptance corpus of real robot models (tests/corpus/scenes.toml): the pinned wheels of
+# robosuite, dm-control, mjlab and dm-robotics-panda downloaded (not installed), their MJCF and
+# assets unpacked into .deps/corpus, and each scene written there with its camera
+# (docs/corpus.md).
+corpus: pydeps
+	@bash scripts/corpus.sh
 
 OSMESA_LIB := $(CURDIR)/.deps/osmesa/usr/lib/$(shell gcc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
 RENDER_ENV := MUJOCO_GL=osmesa GLINT_PYTHON=$(CURDIR)/.deps/venv/bin/python \
@@ -64,7 +71,7 @@ demo: build
 # Python tests drive `glint serve` through LuckyEngine's own client (luckyrobots), each
 # starting the server on a free loopback port, and the `glint` Python module built by
 # `make python`.
-test: deps pydeps osmesa python
+test: deps pydeps osmesa python corpus
 	LD_LIBRARY_PATH=$(CURDIR)/.deps/mujoco/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} $(CARGO) test --release --workspace
 	$(CARGO) build --release -p glint-cli
 	GLINT_BIN=$(CURDIR)/$(GLINT) $(RENDER_ENV) .deps/venv/bin/python -m pytest tests/python -q
