@@ -105,10 +105,11 @@ impl MjcfLight {
 }
 
 /// What the rig does to MuJoCo's headlight: its diffuse and specular become 0 (the rig is the
-/// only direct light) and `ambient_fill` is added to its ambient (the global ambient).
+/// only direct light) and its ambient (the global ambient) becomes exactly `ambient_fill`,
+/// whatever the scene's `<headlight ambient>` was (MuJoCo's default 0.1 included).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Headlight {
-    /// Added to the headlight's ambient: [`AMBIENT_RATIO`] of each non-dome light's diffuse,
+    /// The headlight's ambient: [`AMBIENT_RATIO`] of each non-dome light's diffuse,
     /// and each dome's ambient.
     pub ambient_fill: [f64; 3],
 }

@@ -1,7 +1,9 @@
 //! Applying a light rig to an MJCF scene through MuJoCo's model editing (`mjSpec`), before it
 //! compiles: the rig's lights are added to the world body, every light the scene or robot
-//! MJCF declared is switched off, and the headlight keeps only its ambient term, raised by the
-//! rig's fill. MuJoCo's renderer, glint's renderer and the lidar then see one model.
+//! MJCF declared is switched off, and the headlight keeps only its ambient term, which becomes
+//! exactly the rig's fill (the seed switches the headlight off: MuJoCo's default ambient of 0.1
+//! does not stay beneath the fill). MuJoCo's renderer, glint's renderer and the lidar then see
+//! one model.
 
 use std::path::Path;
 
@@ -53,7 +55,7 @@ impl LitScene {
         }
         let headlight = &mut spec.visual_mut().headlight;
         for c in 0..3 {
-            headlight.ambient[c] += translation.headlight.ambient_fill[c] as f32;
+            headlight.ambient[c] = translation.headlight.ambient_fill[c] as f32;
             headlight.diffuse[c] = 0.0;
             headlight.specular[c] = 0.0;
         }

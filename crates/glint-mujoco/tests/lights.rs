@@ -24,7 +24,7 @@ fn index(model: &Model, name: &str) -> usize {
 }
 
 #[test]
-fn the_rig_replaces_the_scene_lights_and_the_headlight_keeps_its_ambient() {
+fn the_rig_replaces_the_scene_lights_and_the_headlight_ambient_is_the_fill() {
     let plain = Model::from_xml_file(scene()).unwrap();
     let lit = LitScene::from_xml_file(scene(), &rig("sphere")).unwrap();
     let (before, after) = (plain.scene(), lit.model.scene());
@@ -41,9 +41,24 @@ fn the_rig_replaces_the_scene_lights_and_the_headlight_keeps_its_ambient() {
     assert_eq!(after.light_ambient[bulb], [0.0; 3]);
     let (h0, h1) = (plain.headlight(), lit.model.headlight());
     assert_eq!((h1.diffuse, h1.specular), ([0.0; 3], [0.0; 3]));
-    for c in 0..3 {
-        let fill = lit.translation.headlight.ambient_fill[c] as f32;
-        assert!((h1.ambient[c] - (h0.ambient[c] + fill)).abs() < 1e-6, "{:?} {:?}", h0.ambient, h1.ambient);
+    assert!(h0.ambient[0] > 0.0, "the scene has an ambient of its own that the rig must replace");
+    // The spec's fill, 0.18 of the bulb's diffuse (0.54, checked above), with nothing of the
+    // scene's headlight beneath it.
+    let fill = 0.18 * after.light_diffuse[bulb][0];
+    assert!(h1.ambient.iter().all(|a| (a - fill).abs() < 1e-6), "{:?}, the scene's own {:?}", h1.ambient, h0.ambient);
+}
+
+#[test]
+fn the_headlight_ambient_is_the_fill_whatever_the_scene_set() {
+    let rig = Rig::from_toml_str("[[lights]]\ntype = \"distant\"\nname = \"sun\"\nintensity = 2000.0").unwrap();
+    // MuJoCo's default headlight (ambient 0.1), and one set brighter in the MJCF.
+    for visual in ["", r#"<visual><headlight ambient="0.4 0.3 0.2"/></visual>"#] {
+        let xml = format!(r#"<mujoco>{visual}<worldbody><geom type="plane" size="1 1 0.1"/></worldbody></mujoco>"#);
+        assert!(Model::from_xml_str(&xml).unwrap().headlight().ambient[0] >= 0.1);
+        let lit = LitScene::from_xml_str(&xml, &rig).unwrap();
+        // The sun: diffuse 2000 · 0.95 / 2000 = 0.95; its fill 0.18 of that.
+        let ambient = lit.model.headlight().ambient;
+        assert!(ambient.iter().all(|a| (a - 0.18 * 0.95).abs() < 1e-6), "{visual}: {ambient:?}");
     }
 }
 
