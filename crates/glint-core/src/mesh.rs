@@ -133,9 +133,39 @@ impl<V: Vertices> TriangleSet<V> {
     /// instruction set its caller runs on (`raycast/dispatch.rs`).
     #[inline(always)]
     pub(crate) fn closest(&self, o: DVec3, d: DVec3, tmax: f64) -> Option<(f64, DVec3, u32)> {
+        let (t, i) = self.closest_index(o, d, tmax, |tri| tri.intersect(o, d))?;
+        Some((t, self.tris[i].normal(), self.source[i]))
+    }
+
+    /// [`TriangleSet::closest`] with another ray–triangle test, `hit` (the triangle's three
+    /// vertices to a distance): distance, the three vertices and the triangle's index in
+    /// creation order.
+    #[inline(always)]
+    pub(crate) fn closest_by(
+        &self,
+        o: DVec3,
+        d: DVec3,
+        tmax: f64,
+        hit: impl Fn(&[DVec3; 3]) -> Option<f64>,
+    ) -> Option<(f64, [DVec3; 3], u32)> {
+        let vertices = |tri: &Triangle<V>| [tri.vertex(0), tri.vertex(1), tri.vertex(2)];
+        let (t, i) = self.closest_index(o, d, tmax, |tri| hit(&vertices(tri)))?;
+        Some((t, vertices(&self.tris[i]), self.source[i]))
+    }
+
+    /// The walk of [`TriangleSet::closest`]: the nearest hit of `hit` with `t <= tmax` and its
+    /// stored index.
+    #[inline(always)]
+    fn closest_index(
+        &self,
+        o: DVec3,
+        d: DVec3,
+        tmax: f64,
+        hit: impl Fn(&Triangle<V>) -> Option<f64>,
+    ) -> Option<(f64, usize)> {
         let mut best: Option<(f64, u32)> = None;
         self.bvh.closest(o, inverse_direction(d), tmax, |i, tmax| {
-            let t = self.tris[i as usize].intersect(o, d)?;
+            let t = hit(&self.tris[i as usize])?;
             // Equal distances go to the lower source index, as a linear scan would.
             let better =
                 t < tmax || best.is_none_or(|(bt, bi)| t == bt && self.source[i as usize] < self.source[bi as usize]);
@@ -145,7 +175,7 @@ impl<V: Vertices> TriangleSet<V> {
             best = Some((t, i));
             Some(t)
         });
-        best.map(|(t, i)| (t, self.tris[i as usize].normal(), self.source[i as usize]))
+        best.map(|(t, i)| (t, i as usize))
     }
 
     /// Whether any triangle is hit with `t <= tmax` (inlined as [`TriangleSet::closest`] is).

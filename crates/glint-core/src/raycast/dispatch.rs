@@ -36,10 +36,9 @@ pub(super) fn intersect_geom<I: Isa>(
         }
         GeomType::Hfield => {
             let hf = geo.shapes.hfield(geo.scene, g);
-            let (o, d) = (to_local(rot, pnt - pos), to_local(rot, vec));
             let (t, n) = isa.run(
                 #[inline(always)]
-                || hf.intersect_local(o, d, tmax),
+                || hf.intersect(pos, rot, pnt, vec, tmax),
             )?;
             (t, (*rot * n).normalize())
         }
