@@ -94,7 +94,7 @@ pub use config::{
 };
 pub use error::{LidarError, LidarWarning};
 pub use params::{RETURN_PARAMS, ReturnParam, ReturnParams, ReturnPreset};
-pub use pattern::{Runner, angles, beam_direction, effective_rotation_hz};
+pub use pattern::{DEFAULT_RUNNER_HZ, Runner, angles, beam_direction, effective_rotation_hz};
 pub use reprocess::{RECORDED_CONTINUATIONS, RecordedHit, Reprocessed, Reprocessor};
 pub use return_model::BeamReturn;
 pub use scan::{Returns, Scan, SecondaryHits, Surfaces};

@@ -81,6 +81,9 @@ pub fn angles(d: DVec3) -> (f64, f64) {
     (d.y.atan2(d.x), d.z.clamp(-1.0, 1.0).asin())
 }
 
+/// The lidar runner's rate when nobody asks for one: 100 ticks per second (the seed's 10 ms).
+pub const DEFAULT_RUNNER_HZ: f64 = 100.0;
+
 /// The lidar runner: each lidar tick groups a whole number of physics steps (the seed's
 /// default groups 10 ms of them), and lasts exactly that long.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -131,6 +134,25 @@ impl Runner {
             )));
         }
         Ok(runner)
+    }
+
+    /// The runner of a rate `asked` explicitly ([`Runner::exact`]: exact or refused), or, with
+    /// none asked, of [`DEFAULT_RUNNER_HZ`] where `timestep` realises it and of the nearest
+    /// rate it realises otherwise ([`Runner::nearest`]: whole steps, at least one). Returns
+    /// the runner and its rate in ticks per second: the rate asked, or the default, whenever
+    /// that is the one realised (so that it reads back as written), else `1 / dt`.
+    pub fn resolve(timestep: f64, asked: Option<f64>) -> Result<(Runner, f64), LidarError> {
+        if let Some(hz) = asked {
+            return Ok((Runner::exact(timestep, hz)?, hz));
+        }
+        match Runner::exact(timestep, DEFAULT_RUNNER_HZ) {
+            Ok(runner) => Ok((runner, DEFAULT_RUNNER_HZ)),
+            Err(_) if timestep.is_finite() && timestep > 0.0 => {
+                let runner = Runner::nearest(timestep, DEFAULT_RUNNER_HZ);
+                Ok((runner, 1.0 / runner.dt))
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 
@@ -195,6 +217,24 @@ mod clock_tests {
         assert!(Runner::exact(0.002, 1000.0).is_err(), "half a step per tick");
         assert!(Runner::exact(0.0, 100.0).is_err() && Runner::exact(0.002, f64::NAN).is_err());
         assert_eq!(Runner::nearest(0.002, 60.0).steps, 8);
+    }
+
+    #[test]
+    fn a_default_rate_the_timestep_cannot_realise_is_the_nearest_it_can() {
+        // The default as written wherever it is realised.
+        assert_eq!(Runner::resolve(0.002, None).unwrap(), (Runner { steps: 5, dt: 5.0 * 0.002 }, 100.0));
+        // dm_control's pendulum: 0.02 s steps cannot tick 100 times a second; one step a tick can.
+        let (runner, hz) = Runner::resolve(0.02, None).unwrap();
+        assert_eq!((runner.steps, runner.dt, hz), (1, 0.02, 50.0));
+        // 0.003 s: 3.33 steps, so 3 (111.1 Hz).
+        let (runner, hz) = Runner::resolve(0.003, None).unwrap();
+        assert_eq!(runner.steps, 3);
+        assert!((hz - 1.0 / 0.009).abs() < 1e-9, "{hz}");
+        // An explicit rate is exact or refused, as before.
+        assert_eq!(Runner::resolve(0.002, Some(50.0)).unwrap(), (Runner { steps: 10, dt: 10.0 * 0.002 }, 50.0));
+        let err = Runner::resolve(0.02, Some(100.0)).unwrap_err().to_string();
+        assert!(err.contains("lidar_runner_hz = 100 is 0.500 physics steps of 0.02 s"), "{err}");
+        assert!(Runner::resolve(0.0, None).is_err() && Runner::resolve(f64::NAN, None).is_err());
     }
 
     #[test]

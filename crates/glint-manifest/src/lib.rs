@@ -288,8 +288,11 @@ struct RawRecorder {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Recorder {
     /// Rate of the lidar runner, ticks per second: each tick groups the physics steps of
-    /// `1 / lidar_runner_hz` seconds and advances every lidar by that long. Default 100 (10 ms).
-    pub lidar_runner_hz: f64,
+    /// `1 / lidar_runner_hz` seconds and advances every lidar by that long. Given, it is kept
+    /// exactly or the scene is refused; left out (`None`), the runner ticks at 100 Hz (10 ms)
+    /// where the scene's timestep realises that, and at the nearest rate it realises otherwise
+    /// (a warning names both when the scene has lidars).
+    pub lidar_runner_hz: Option<f64>,
     /// Where sessions go (`session_<date>_<time>/` inside it), resolved against the
     /// manifest's folder. Default `DataSessions`.
     pub output_dir: PathBuf,
@@ -302,7 +305,7 @@ pub struct Recorder {
 impl Default for Recorder {
     fn default() -> Self {
         Recorder {
-            lidar_runner_hz: 100.0,
+            lidar_runner_hz: None,
             output_dir: PathBuf::from("DataSessions"),
             record_video_proxy: false,
             video_colour_by: ColourBy::Range,
@@ -485,7 +488,7 @@ impl Manifest {
                     ),
                 });
             }
-            recorder.lidar_runner_hz = hz;
+            recorder.lidar_runner_hz = Some(hz);
         }
         recorder.output_dir = dir.join(raw.recorder.output_dir.as_deref().unwrap_or("DataSessions"));
         recorder.record_video_proxy = raw.recorder.record_video_proxy.unwrap_or(false);

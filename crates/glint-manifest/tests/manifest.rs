@@ -39,7 +39,7 @@ fn a_complete_manifest() {
     )
     .unwrap();
     assert_eq!(m.scene, Path::new("/scenes/robot.xml"));
-    assert_eq!(m.recorder.lidar_runner_hz, 50.0);
+    assert_eq!(m.recorder.lidar_runner_hz, Some(50.0));
     assert_eq!(m.lidar.len(), 2);
     let (a, b) = (&m.lidar[0], &m.lidar[1]);
     assert_eq!(
@@ -65,7 +65,7 @@ fn unknown_keys_name_the_nearest_valid_one() {
     assert!(err.contains("unknown key `lidar_runer_hz` in [recorder]; did you mean `lidar_runner_hz`?"), "{err}");
     let err = parse("scene = \"a.xml\"\n[recorder]\nlidar_runner_hz = 0.0\n").unwrap_err();
     assert!(err.contains("lidar_runner_hz is 0, outside its range"), "{err}");
-    assert_eq!(parse("scene = \"a.xml\"\n").unwrap().recorder.lidar_runner_hz, 100.0);
+    assert_eq!(parse("scene = \"a.xml\"\n").unwrap().recorder.lidar_runner_hz, None);
     let err = parse("scene = \"a.xml\"\nzzzzzz = 1\n").unwrap_err();
     assert!(err.contains("valid keys are scene, lidar, recorder, materials, bake, return_model"), "{err}");
 }

@@ -191,6 +191,12 @@ impl Simulation {
         self.runner.dt
     }
 
+    /// The lidar runner's rate, ticks per second: the one asked for, or the default (100), or
+    /// the nearest to it the timestep realises ([`crate::SimOptions::runner_hz`]).
+    pub fn runner_hz(&self) -> f64 {
+        self.setup.recorder.lidar_runner_hz.unwrap_or(1.0 / self.runner.dt)
+    }
+
     /// Lidar ticks per episode, when episodes have a length.
     pub fn episode_ticks(&self) -> Option<u64> {
         self.episodes.length()

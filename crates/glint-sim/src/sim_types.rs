@@ -20,11 +20,16 @@ pub struct SimOptions {
     /// The project folder bakes are saved in (`MaterialBakes/`) and recordings go under by
     /// default (default: the manifest's folder, or the current folder for a bare MJCF).
     pub project_dir: Option<PathBuf>,
+    /// The lidar runner's rate, ticks per second, kept exactly or refused (a whole number of
+    /// physics steps per tick); it wins over a manifest's `[recorder] lidar_runner_hz`. Default:
+    /// the manifest's, else 100 where the timestep realises it and the nearest rate it realises
+    /// otherwise (with [`crate::Warning::RunnerRate`] when the scene has lidars).
+    pub runner_hz: Option<f64>,
 }
 
 impl Default for SimOptions {
     fn default() -> Self {
-        SimOptions { nworld: 1, seed: None, episode_seconds: None, project_dir: None }
+        SimOptions { nworld: 1, seed: None, episode_seconds: None, project_dir: None, runner_hz: None }
     }
 }
 

@@ -54,6 +54,19 @@ pub enum Warning {
         /// The rate it scans at: the runner's ticks per second.
         effective_hz: f64,
     },
+    /// The scene's physics timestep cannot realise the lidar runner's default rate (a whole
+    /// number of steps per tick), and nobody asked for a rate: the runner ticks at the nearest
+    /// rate the timestep realises.
+    RunnerRate {
+        /// The default rate, ticks per second.
+        default_hz: f64,
+        /// The rate the runner ticks at.
+        hz: f64,
+        /// Physics steps per tick.
+        steps: usize,
+        /// The physics timestep, seconds.
+        timestep: f64,
+    },
     /// A sensor added with `Simulation::add_sensor` is not part of the recording armed (a
     /// session records the lidars and the cameras): an output of its own takes its frames.
     NotRecorded {
@@ -127,6 +140,14 @@ impl std::fmt::Display for Warning {
                  second, and a sensor scans at most one revolution per tick: it scans at an effective \
                  {effective_hz} Hz (raise [recorder] lidar_runner_hz to scan faster)"
             ),
+            Warning::RunnerRate { default_hz, hz, steps, timestep } => write!(
+                f,
+                "the lidar runner's default {default_hz} ticks per second is not a whole number of the scene's \
+                 {timestep} s physics steps: it ticks at {} per second ({steps} step{} a tick) instead; set a rate of \
+                 whole steps to choose another ([recorder] lidar_runner_hz, or runner_hz)",
+                readable_hz(*hz),
+                if *steps == 1 { "" } else { "s" }
+            ),
             Warning::NotRecorded { sensor } => write!(
                 f,
                 "sensor '{sensor}' is not recorded: a session records the lidars and the cameras; add an output                  (Simulation::add_output) to write its frames"
@@ -144,4 +165,10 @@ impl std::fmt::Display for Warning {
             ),
         }
     }
+}
+
+/// A rate for people: at most four decimals, trailing zeros dropped.
+fn readable_hz(hz: f64) -> String {
+    let text = format!("{hz:.4}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }

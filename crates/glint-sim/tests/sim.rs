@@ -61,7 +61,8 @@ impl Reference {
         for w in 0..nworld {
             lidars.set_world_seed(w, glint_lidar::episode_seed(manifest.seed, w as u64)).unwrap();
         }
-        let steps = ((1.0 / (manifest.recorder.lidar_runner_hz * model.timestep())).round() as usize).max(1);
+        let hz = manifest.recorder.lidar_runner_hz.unwrap_or(glint_lidar::DEFAULT_RUNNER_HZ);
+        let steps = ((1.0 / (hz * model.timestep())).round() as usize).max(1);
         let names = model.actuator_names();
         let ctrl =
             names.iter().map(|n| [("vx", 0.4), ("wz", 0.3)].iter().find(|c| c.0 == n).map_or(0.0, |c| c.1)).collect();
@@ -202,7 +203,7 @@ fn a_simulation_gives_what_the_hand_wiring_gave() {
         seconds_per_episode: 0.0,
         worlds: nworld,
         physics_timestep: reference.model.timestep(),
-        lidar_runner_hz: manifest.recorder.lidar_runner_hz,
+        lidar_runner_hz: manifest.recorder.lidar_runner_hz.unwrap_or(glint_lidar::DEFAULT_RUNNER_HZ),
         controller: String::new(),
         mujoco_version: Model::mujoco_version(),
         sensors,
@@ -424,8 +425,15 @@ fn bad_scenes_are_refused_with_the_reason() {
     let mut sim = Simulation::from_xml(BOX_ROOM, vec![binding(0xc1)], SimOptions::default()).unwrap();
     let want = Warning::Lidar { sensor: 0, warning: LidarWarning::GroupMaskHighBits { mask: 0xc1, used: 1 } };
     assert_eq!(sim.take_warnings(), [want]);
+    // A timestep the default rate is not a whole number of: the nearest rate it realises,
+    // with a warning; the same rate asked for explicitly is refused.
     let slow = BOX_ROOM.replace(r#"timestep="0.002""#, r#"timestep="0.003""#);
-    let err = Simulation::from_xml(&slow, vec![binding(255)], SimOptions::default()).unwrap_err().to_string();
+    let mut sim = Simulation::from_xml(&slow, vec![binding(255)], SimOptions::default()).unwrap();
+    assert_eq!(sim.runner_dt(), 3.0 * 0.003);
+    let warnings = sim.take_warnings();
+    assert!(matches!(warnings[..], [Warning::RunnerRate { steps: 3, .. }]), "{warnings:?}");
+    let explicit = SimOptions { runner_hz: Some(100.0), ..SimOptions::default() };
+    let err = Simulation::from_xml(&slow, vec![binding(255)], explicit).unwrap_err().to_string();
     assert!(err.contains("lidar_runner_hz = 100") && err.contains("3.333"), "{err}");
     let err = Simulation::from_xml("<mujoco><worldbody>", vec![], SimOptions::default()).unwrap_err().to_string();
     assert!(!err.is_empty());

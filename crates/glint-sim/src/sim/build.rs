@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use glint_core::RayCaster;
-use glint_lidar::{LidarBinding, Lidars, ReturnParams, Runner, ScanConfig, effective_rotation_hz, episode_seed};
+use glint_lidar::{
+    DEFAULT_RUNNER_HZ, LidarBinding, Lidars, ReturnParams, Runner, ScanConfig, effective_rotation_hz, episode_seed,
+};
 use glint_manifest::{BakeConfig, Controller, Manifest, Recorder, ResetConfig};
 use glint_mujoco::{LitScene, Model, SceneSpec, WorldBatch};
 
@@ -131,7 +133,18 @@ impl Simulation {
     ) -> Result<Simulation, SimError> {
         let scene = model.scene().clone();
         let nworld = options.nworld;
-        let runner = Runner::exact(model.timestep(), setup.recorder.lidar_runner_hz)?;
+        let mut setup = setup;
+        let asked = options.runner_hz.or(setup.recorder.lidar_runner_hz);
+        let (runner, runner_hz) = Runner::resolve(model.timestep(), asked)?;
+        // A scene without lidars has no rate to keep: only a lidar is told its rate moved.
+        let moved =
+            (asked.is_none() && runner_hz != DEFAULT_RUNNER_HZ && !bindings.is_empty()).then(|| Warning::RunnerRate {
+                default_hz: DEFAULT_RUNNER_HZ,
+                hz: runner_hz,
+                steps: runner.steps,
+                timestep: model.timestep(),
+            });
+        setup.recorder.lidar_runner_hz = Some(runner_hz);
         let length = options.episode_seconds.map(|s| whole_ticks(s, runner)).transpose()?;
         if setup.manifest.is_some() {
             bindings.iter().enumerate().try_for_each(|(s, b)| check_rotation(s, &b.scan, runner))?;
@@ -154,7 +167,7 @@ impl Simulation {
         let lidars = LidarSet::new(lidars, &scene, &setup.table)?;
         let drive = Drive::new(&setup.controller, &model, nworld)?;
         let lidar_warnings = lidar_warnings.into_iter().map(|(sensor, warning)| Warning::Lidar { sensor, warning });
-        let warnings = capped.into_iter().chain(lidar_warnings).collect();
+        let warnings = moved.into_iter().chain(capped).chain(lidar_warnings).collect();
         let fields = Fields::new(&scene, &worlds.physics(0)?);
         let world = WorldState {
             fields,

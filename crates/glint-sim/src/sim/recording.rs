@@ -73,7 +73,7 @@ impl Simulation {
     /// Per lidar, the rows a recorded episode gets (`None` without a set episode length):
     /// the beams it casts a tick, at most a revolution's, over the episode's ticks.
     fn rows_per_episode(&self) -> Vec<Option<u64>> {
-        let hz = self.setup.recorder.lidar_runner_hz;
+        let hz = self.runner_hz();
         let per_tick = |b: &LidarBinding| {
             let beams = b.scan.beam_count() as f64;
             let share = if b.scan.rotation_hz > 0.0 { (b.scan.rotation_hz / hz).min(1.0) } else { 1.0 };
@@ -94,7 +94,7 @@ impl Simulation {
             seconds_per_episode: self.episodes.length().map_or(0.0, |n| self.episodes.seconds(n)),
             worlds: self.nworld(),
             physics_timestep: self.model.timestep(),
-            lidar_runner_hz: self.setup.recorder.lidar_runner_hz,
+            lidar_runner_hz: self.runner_hz(),
             controller: format!("{:?}", self.setup.controller),
             mujoco_version: Model::mujoco_version(),
             sensors: self.sensors.lidars.scene_bindings().to_vec(),
