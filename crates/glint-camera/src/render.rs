@@ -3,8 +3,8 @@
 
 use glam::{DMat3, DVec3, Vec3};
 use glint_core::{
-    Cast, CastOne, GeomType, HitsMut, Origins, Poses, PreparedRays, RayCaster, RayFilter, Scene, Shapes, Texture,
-    TextureKind,
+    Cast, CastOne, GeomType, HitsMut, NGROUP, Origins, Poses, PreparedRays, RayCaster, RayFilter, Scene, Shapes,
+    Texture, TextureKind, intersect_primitive,
 };
 use glint_materials::{Continuation, MaterialTable};
 use rayon::prelude::*;
@@ -22,6 +22,15 @@ const TILE: (usize, usize) = (8, 4);
 const SHADOW_OFFSET: f64 = 1e-4;
 /// MuJoCo's default geom colour: a geom with a material and this colour takes the material's.
 const DEFAULT_RGBA: [f32; 4] = [0.5, 0.5, 0.5, 1.0];
+/// Below this alpha MuJoCo's renderer draws a geom or site as transparent (`rgba[3] < 0.995`
+/// in `mjr_render`): blended after the opaque ones, writing no depth.
+const OPAQUE_ALPHA: f32 = 0.995;
+/// Surfaces within this share of their distance of each other are coincident: MuJoCo's depth
+/// test (`GL_GEQUAL` on reversed depth) lets the one drawn later win there.
+const COINCIDENT: f64 = 1e-6;
+/// How many surfaces (alpha 0, transparent, coincident) a pixel's ray passes at most before
+/// it takes the one it is at as opaque.
+const MAX_LAYERS: usize = 16;
 
 /// MuJoCo's headlight (`visual/headlight`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -111,6 +120,24 @@ struct Shared<'a> {
     lights: &'a [Vec<Light>],
     headlight: Headlight,
     fields: &'a dyn WorldFields,
+    /// Per world (empty for worlds not drawn), per geom: whether a geom drawn after it on the
+    /// same body overlaps it, so that their surfaces may coincide.
+    ties: Vec<Vec<bool>>,
+}
+
+/// What a pixel's ray shows once surfaces MuJoCo's renderer does not draw opaque are resolved.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Object {
+    Geom(usize),
+    Site(usize),
+}
+
+/// A transparent surface in front of a pixel's opaque one.
+struct Layer {
+    ray: usize,
+    object: Object,
+    dist: f64,
+    normal: DVec3,
 }
 
 impl Renderer {
@@ -200,7 +227,13 @@ impl Renderer {
             .iter()
             .map(|(_, o)| caster.prepare(scene, poses, &filter(o)))
             .collect::<Result<Vec<_>, _>>()?;
-        let shared = Shared { scene, poses, caster, layout, prepared, lights, headlight, fields };
+        let ties = (0..nworld)
+            .map(|w| {
+                let drawn = (0..layout.cameras.len()).any(|slot| wanted(w, slot));
+                if drawn { coincident_candidates(scene, poses, w) } else { Vec::new() }
+            })
+            .collect();
+        let shared = Shared { scene, poses, caster, layout, prepared, lights, headlight, fields, ties };
         let jobs = jobs(layout, nworld, frames, wanted);
         jobs.into_par_iter().try_for_each(|job| self.band(&shared, job))
     }
@@ -232,6 +265,19 @@ impl Renderer {
         let hits = HitsMut { dist: &mut dist, geomid: &mut geomid, normal: &mut normal };
         prepared.cast(cast, hits)?;
         let origin = |r: usize| origins.as_ref().map_or(cam_pos, |o| o[r]);
+        // What MuJoCo's renderer shows along each ray: geoms of alpha 0 are not drawn, a
+        // transparent one is blended over what is behind it (and is in the segmentation but
+        // not the depth), and of coincident surfaces the one drawn later wins.
+        let mut seg_of = geomid.clone();
+        let mut layers = Vec::new();
+        for r in 0..n {
+            if geomid[r] >= 0 && !self.plain(s, w, geomid[r] as usize) {
+                let (seg, opaque) =
+                    self.resolve(s, prepared, w, (origin(r), dirs[r]), r, &mut layers, (dist[r], geomid[r], normal[r]));
+                seg_of[r] = seg;
+                (dist[r], geomid[r], normal[r]) = opaque;
+            }
+        }
         let mut depth = job.depth;
         let mut seg = job.seg;
         for r in 0..n {
@@ -246,28 +292,178 @@ impl Renderer {
                 };
             }
             if let Some(g) = seg.as_deref_mut() {
-                g[pixel[r]] = geomid[r];
+                g[pixel[r]] = seg_of[r];
             }
         }
         let Some(rgb) = job.rgb else { return Ok(()) };
+        // Sites (RGB only): drawn after the geoms, so one wins where it meets a geom's surface.
+        let sites = band_sites(s, w, options, model, cam_pos, &cam_mat, job.rows);
+        let mut site_of = vec![-1i32; n];
+        if !sites.is_empty() {
+            let (xpos, xmat) = (&s.poses.site_xpos, &s.poses.site_xmat);
+            let base = w * s.scene.nsite();
+            for r in 0..n {
+                for &k in &sites {
+                    let (pos, rot) = (xpos[base + k], &xmat[base + k]);
+                    let Some((t, nrm)) =
+                        intersect_primitive(s.scene.site_type[k], s.scene.site_size[k], pos, rot, origin(r), dirs[r])
+                    else {
+                        continue;
+                    };
+                    let front = if site_of[r] >= 0 || geomid[r] >= 0 { dist[r] } else { f64::INFINITY };
+                    if t > front * (1.0 + COINCIDENT) {
+                        continue;
+                    }
+                    if site_alpha(s, w, k) >= OPAQUE_ALPHA {
+                        site_of[r] = k as i32;
+                        (dist[r], normal[r]) = (t, nrm);
+                    } else {
+                        layers.push(Layer { ray: r, object: Object::Site(k), dist: t, normal: nrm });
+                    }
+                }
+            }
+        }
+        let drawn: Vec<bool> = (0..n).map(|r| geomid[r] >= 0 || site_of[r] >= 0).collect();
         let points: Vec<DVec3> = (0..n).map(|r| origin(r) + dirs[r] * dist[r]).collect();
         let forward = cam_mat * DVec3::NEG_Z;
         let lights = scene_lights(s, w, cam_pos, forward);
-        let shadowed = self.shadows(s, job.slot, w, &lights, options, &points, &geomid, &normal)?;
+        let shadowed = self.shadows(s, job.slot, w, &lights, options, &points, &drawn, &normal)?;
         let (footprint, ortho) = model.pixel_footprint();
-        for r in 0..n {
-            let color = if geomid[r] < 0 {
-                self.background(dirs[r])
-            } else {
+        let spread = |r: usize, t: f64| if ortho { footprint } else { footprint * (dirs[r] * t).length() };
+        let mut color: Vec<Vec3> = (0..n)
+            .map(|r| {
+                if !drawn[r] {
+                    return self.background(dirs[r]);
+                }
+                let object =
+                    if site_of[r] >= 0 { Object::Site(site_of[r] as usize) } else { Object::Geom(geomid[r] as usize) };
                 let view = (origin(r) - points[r]).normalize_or_zero();
-                let spread = if ortho { footprint } else { footprint * (dirs[r] * dist[r]).length() };
-                let hit = Hit { geom: geomid[r] as usize, point: points[r], normal: normal[r], view, spread };
-                self.shade(s, w, &hit, &lights, options, |l| shadowed[l].get(r).copied().unwrap_or(false))
-            };
+                let hit =
+                    Hit { object, point: points[r], normal: normal[r], view, spread: spread(r, dist[r]), dir: dirs[r] };
+                self.shade(s, w, &hit, &lights, options, Some(&|l| shadowed[l].get(r).copied().unwrap_or(false)))
+            })
+            .collect();
+        if !layers.is_empty() {
+            self.blend(s, w, &lights, options, (&mut color, &mut layers), cam_pos, |r| {
+                (origin(r), dirs[r], if drawn[r] { dist[r] } else { f64::INFINITY }, spread(r, 1.0))
+            });
+        }
+        for r in 0..n {
             let at = pixel[r] * 3;
-            rgb[at..at + 3].copy_from_slice(&color.to_array().map(|c| (c.clamp(0.0, 1.0) * 255.0 + 0.5) as u8));
+            rgb[at..at + 3].copy_from_slice(&color[r].to_array().map(|c| (c.clamp(0.0, 1.0) * 255.0 + 0.5) as u8));
         }
         Ok(())
+    }
+
+    /// Whether geom `g` in world `w` is drawn opaque and alone where rays meet it (the rays
+    /// need no more than the core's first hit there).
+    #[inline]
+    fn plain(&self, s: &Shared, w: usize, g: usize) -> bool {
+        geom_alpha(s, w, g) >= OPAQUE_ALPHA && !s.ties[w].get(g).copied().unwrap_or(false)
+    }
+
+    /// Follows ray `r` from its first hit `(dist, geom, normal)` through the surfaces MuJoCo's
+    /// renderer draws other than opaquely: geoms of alpha 0 are passed, transparent ones are
+    /// pushed to `layers` and passed, and where a geom drawn later coincides with the surface
+    /// it is taken instead. Returns the segmentation (the first surface drawn) and the opaque
+    /// hit (geom −1 when the ray leaves the scene first).
+    #[allow(clippy::too_many_arguments)]
+    fn resolve(
+        &self,
+        s: &Shared,
+        prepared: &PreparedRays,
+        w: usize,
+        (origin, dir): (DVec3, DVec3),
+        r: usize,
+        layers: &mut Vec<Layer>,
+        first: (f64, i32, DVec3),
+    ) -> (i32, (f64, i32, DVec3)) {
+        let (mut t, mut g, mut n) = first;
+        let mut seg = -1;
+        let mut passed: Vec<i32> = Vec::new();
+        let cast = |from: f64, skip: i32| {
+            prepared.cast_one(CastOne { world: w, origin: origin + dir * from, dir, exclude_body: -1, skip_geom: skip })
+        };
+        for _ in 0..MAX_LAYERS {
+            if g < 0 {
+                return (seg, (0.0, -1, DVec3::ZERO));
+            }
+            let gu = g as usize;
+            if passed.contains(&g) {
+                // The far side of a geom already passed: culled, as MuJoCo culls back faces.
+            } else if s.ties[w].get(gu).copied().unwrap_or(false)
+                && let Some(h) = cast(t - COINCIDENT * t, g).filter(|h| h.geomid > g && h.dist <= 2.0 * COINCIDENT * t)
+            {
+                (t, g, n) = (t - COINCIDENT * t + h.dist, h.geomid, h.normal);
+                continue;
+            } else {
+                let alpha = geom_alpha(s, w, gu);
+                if alpha > 0.0 {
+                    if seg < 0 {
+                        seg = g;
+                    }
+                    if alpha >= OPAQUE_ALPHA {
+                        return (seg, (t, g, n));
+                    }
+                    layers.push(Layer { ray: r, object: Object::Geom(gu), dist: t, normal: n });
+                }
+                passed.push(g);
+            }
+            // From just before the surface: a geom coincident with the one passed is met again.
+            let from = t - COINCIDENT * t;
+            match cast(from, g) {
+                Some(h) => (t, g, n) = (from + h.dist, h.geomid, h.normal),
+                None => g = -1,
+            }
+        }
+        (seg, (t, g, n))
+    }
+
+    /// Blends each ray's transparent layers over its colour as `mjr_render` draws them: the
+    /// transparent objects sorted by their distance to the camera (less their bounding radius),
+    /// blended nearest first and then again farthest first, each lit by every light without
+    /// shadows. `ray(r)` gives ray `r`'s origin, direction, opaque distance and pixel spread
+    /// per unit distance.
+    #[allow(clippy::too_many_arguments)]
+    fn blend(
+        &self,
+        s: &Shared,
+        w: usize,
+        lights: &[Light],
+        options: &CameraOptions,
+        (color, layers): (&mut [Vec3], &mut Vec<Layer>),
+        head: DVec3,
+        ray: impl Fn(usize) -> (DVec3, DVec3, f64, f64),
+    ) {
+        layers.retain(|l| l.dist <= ray(l.ray).2 * (1.0 + COINCIDENT));
+        let key = |l: &Layer| (l.ray, camdist(s, w, l.object, head), order(s, l.object));
+        layers.sort_by(|a, b| {
+            let (ka, kb) = (key(a), key(b));
+            ka.0.cmp(&kb.0).then(ka.1.total_cmp(&kb.1)).then(ka.2.cmp(&kb.2))
+        });
+        for group in layers.chunk_by(|a, b| a.ray == b.ray) {
+            let r = group[0].ray;
+            let (origin, dir, _, spread) = ray(r);
+            let shaded: Vec<(Vec3, f32)> = group
+                .iter()
+                .map(|l| {
+                    let point = origin + dir * l.dist;
+                    let view = (origin - point).normalize_or_zero();
+                    let hit = Hit { object: l.object, point, normal: l.normal, view, spread: spread * l.dist, dir };
+                    let alpha = match l.object {
+                        Object::Geom(g) => geom_alpha(s, w, g),
+                        Object::Site(k) => site_alpha(s, w, k),
+                    };
+                    (self.shade(s, w, &hit, lights, options, None), alpha)
+                })
+                .collect();
+            // The framebuffer holds colours clamped to [0, 1].
+            let mut c = color[r].clamp(Vec3::ZERO, Vec3::ONE);
+            for &(f, a) in shaded.iter().chain(shaded.iter().rev()) {
+                c = f.clamp(Vec3::ZERO, Vec3::ONE) * a + c * (1.0 - a);
+            }
+            color[r] = c;
+        }
     }
 
     /// For each light, which rays' surfaces are in its shadow (empty for lights that cast
@@ -283,7 +479,7 @@ impl Renderer {
         lights: &[Light],
         options: &CameraOptions,
         points: &[DVec3],
-        geomid: &[i32],
+        drawn: &[bool],
         normal: &[DVec3],
     ) -> Result<Vec<Vec<bool>>, CameraError> {
         let n = points.len();
@@ -301,7 +497,7 @@ impl Renderer {
                 let mut reach = Vec::with_capacity(n);
                 for r in 0..n {
                     let (l, d) = light.toward(points[r]);
-                    if geomid[r] >= 0 && normal[r].dot(l) > 0.0 {
+                    if drawn[r] && normal[r].dot(l) > 0.0 {
                         which.push(r);
                         origins.push(points[r] + normal[r] * SHADOW_OFFSET);
                         dirs.push(l);
@@ -331,7 +527,8 @@ impl Renderer {
 
     /// The colour of a surface hit, as the classic renderer draws it: a first pass with the
     /// lights that cast no shadow (and emission), one added pass per shadow-casting light
-    /// where its shadow is not, each clamped and modulated by the texture.
+    /// where its shadow is not, each clamped and modulated by the texture. Without `in_shadow`
+    /// (a transparent surface, drawn after the shadow passes) every light is in the first pass.
     fn shade(
         &self,
         s: &Shared,
@@ -339,16 +536,22 @@ impl Renderer {
         hit: &Hit,
         lights: &[Light],
         options: &CameraOptions,
-        in_shadow: impl Fn(usize) -> bool,
+        in_shadow: Option<&dyn Fn(usize) -> bool>,
     ) -> Vec3 {
-        let surface = surface(s, w, hit.geom);
-        let texture = if options.use_textures { self.texture(s, w, hit) } else { Vec3::ONE };
+        let surface = match hit.object {
+            Object::Geom(g) => surface(s, w, s.fields.geom_rgba(w, g), material(s, w, g)),
+            Object::Site(k) => surface(s, w, s.scene.site_rgba[k], site_material(s, k)),
+        };
+        let texture = match hit.object {
+            Object::Geom(g) if options.use_textures => self.texture(s, w, g, hit),
+            _ => Vec3::ONE,
+        };
         let global = if lights.is_empty() { Vec3::splat(NO_LIGHT_AMBIENT) * surface.color } else { Vec3::ZERO };
         let mut base = surface.color * surface.emission + global;
         let mut passes = Vec3::ZERO;
         for (l, light) in lights.iter().enumerate() {
             let c = light.contribution(hit.point, hit.normal, hit.view, &surface);
-            if options.use_shadows && light.castshadow {
+            if let Some(in_shadow) = in_shadow.filter(|_| options.use_shadows && light.castshadow) {
                 if !in_shadow(l) {
                     passes += c.clamp(Vec3::ZERO, Vec3::ONE) * texture;
                 }
@@ -359,10 +562,9 @@ impl Renderer {
         base.clamp(Vec3::ZERO, Vec3::ONE) * texture + passes
     }
 
-    /// The material texture's colour at a hit (white when there is none).
-    fn texture(&self, s: &Shared, w: usize, hit: &Hit) -> Vec3 {
+    /// The material texture's colour where a ray meets geom `g` (white when there is none).
+    fn texture(&self, s: &Shared, w: usize, g: usize, hit: &Hit) -> Vec3 {
         let scene = s.scene;
-        let g = hit.geom;
         let Some(m) = material(s, w, g) else {
             return Vec3::ONE;
         };
@@ -376,20 +578,52 @@ impl Renderer {
         let object = DVec3::new(local.x / size.x, local.y / size.y, local.z / size.z);
         let uniform = scene.mat_texuniform[m];
         match sampler.kind() {
-            TextureKind::TwoD => {
-                let repeat = s.fields.mat_texrepeat(w, m).map(f64::from);
-                let scl = [0, 1].map(|a| if uniform && size[a] > 0.0 { repeat[a] * size[a] } else { repeat[a] });
-                let (st, tt) = (0.5 * scl[0] * object.x - 0.5, -0.5 * scl[1] * object.y - 0.5);
-                // Texture units per metre along the surface, for the mip level.
-                let per_metre = 0.5 * (scl[0] / size.x).abs().max((scl[1] / size.y).abs());
-                let grazing = hit.normal.dot(hit.view).abs().max(0.02);
-                sampler.sample_2d(st, tt, hit.spread / grazing * per_metre)
+            TextureKind::TwoD if s.caster.shapes(w).geom_type[g] == GeomType::Mesh => {
+                let shapes = s.caster.shapes(w);
+                let mesh = usize::try_from(shapes.geom_dataid[g]).ok().and_then(|d| Some((d, scene.mesh.get(d)?)));
+                let Some((id, mesh)) = mesh.filter(|(d, _)| !scene.mesh_texcoord.get(*d).is_none_or(Vec::is_empty))
+                else {
+                    // A mesh without texture coordinates: MuJoCo's generated ones, as for any
+                    // other shape.
+                    return self.generated_2d((s, w, m), hit, sampler, (size, object, uniform));
+                };
+                let repeat = s.fields.mat_texrepeat(w, m).map(|r| if r > 0.0 { f64::from(r) } else { 1.0 });
+                let gsize = shapes.geom_size[g];
+                let scl = [0, 1].map(|a| if uniform && gsize[a] > 0.0 { repeat[a] * gsize[a] } else { repeat[a] });
+                let dir_local = xmat[g].transpose() * hit.dir;
+                match mesh_uv(mesh, &scene.mesh_texcoord[id], &scene.mesh_facetexcoord[id], local, dir_local) {
+                    Some((uv, per_metre)) => {
+                        let grazing = hit.normal.dot(hit.view).abs().max(0.02);
+                        let per_metre = per_metre * scl[0].abs().max(scl[1].abs());
+                        sampler.sample_2d(uv[0] * scl[0], uv[1] * scl[1], hit.spread / grazing * per_metre)
+                    }
+                    None => Vec3::ONE,
+                }
             }
+            TextureKind::TwoD => self.generated_2d((s, w, m), hit, sampler, (size, object, uniform)),
             _ => {
                 let r = if uniform { object * size } else { object };
                 sampler.sample_cube(r)
             }
         }
+    }
+
+    /// A 2D texture through the coordinates MuJoCo's renderer generates from the object's
+    /// own (`glTexGen` planes scaled by `texrepeat`).
+    fn generated_2d(
+        &self,
+        (s, w, m): (&Shared, usize, usize),
+        hit: &Hit,
+        sampler: &Sampler,
+        (size, object, uniform): (DVec3, DVec3, bool),
+    ) -> Vec3 {
+        let repeat = s.fields.mat_texrepeat(w, m).map(f64::from);
+        let scl = [0, 1].map(|a| if uniform && size[a] > 0.0 { repeat[a] * size[a] } else { repeat[a] });
+        let (st, tt) = (0.5 * scl[0] * object.x - 0.5, -0.5 * scl[1] * object.y - 0.5);
+        // Texture units per metre along the surface, for the mip level.
+        let per_metre = 0.5 * (scl[0] / size.x).abs().max((scl[1] / size.y).abs());
+        let grazing = hit.normal.dot(hit.view).abs().max(0.02);
+        sampler.sample_2d(st, tt, hit.spread / grazing * per_metre)
     }
 
     /// What a ray that hits nothing sees: the skybox (MuJoCo maps it rotated 90° about X),
@@ -404,13 +638,15 @@ impl Renderer {
 
 /// A surface a camera ray met.
 struct Hit {
-    geom: usize,
+    object: Object,
     point: DVec3,
     normal: DVec3,
     /// Unit direction back toward the camera.
     view: DVec3,
     /// How far apart neighbouring pixels' rays land here, metres.
     spread: f64,
+    /// The ray's direction.
+    dir: DVec3,
 }
 
 fn check<T>(buffer: &Option<&mut [T]>, expected: usize, what: &'static str) -> Result<(), CameraError> {
@@ -504,10 +740,10 @@ fn material(s: &Shared, w: usize, g: usize) -> Option<usize> {
     usize::try_from(s.fields.geom_matid(w, g)).ok().filter(|&m| m < s.scene.mat_rgba.len())
 }
 
-/// The colour and material of geom `g` in world `w`, as `mjv_updateScene` resolves them.
-fn surface(s: &Shared, w: usize, g: usize) -> Surface {
-    let rgba = s.fields.geom_rgba(w, g);
-    match material(s, w, g) {
+/// The colour and material of a geom or site with colour `rgba` and material `material` in
+/// world `w`, as `mjv_updateScene` resolves them.
+fn surface(s: &Shared, w: usize, rgba: [f32; 4], material: Option<usize>) -> Surface {
+    match material {
         Some(m) => {
             let color = if rgba == DEFAULT_RGBA { s.fields.mat_rgba(w, m) } else { rgba };
             let [emission, specular, shininess, _] = s.scene.mat_shading[m];
@@ -516,6 +752,187 @@ fn surface(s: &Shared, w: usize, g: usize) -> Surface {
         // MuJoCo's default material: specular 0.5, shininess 0.5, no emission.
         None => Surface { color: Vec3::new(rgba[0], rgba[1], rgba[2]), specular: 0.5, shininess: 64.0, emission: 0.0 },
     }
+}
+
+/// The alpha MuJoCo's renderer draws with: the material's when the colour is the default,
+/// else the colour's own (`setMaterial` in `engine_vis_visualize.c`).
+fn alpha_of(s: &Shared, w: usize, rgba: [f32; 4], material: Option<usize>) -> f32 {
+    match material {
+        Some(m) if rgba == DEFAULT_RGBA => s.fields.mat_rgba(w, m)[3],
+        _ => rgba[3],
+    }
+}
+
+/// Geom `g`'s alpha in world `w` as MuJoCo's renderer draws it.
+#[inline]
+fn geom_alpha(s: &Shared, w: usize, g: usize) -> f32 {
+    alpha_of(s, w, s.fields.geom_rgba(w, g), material(s, w, g))
+}
+
+/// Site `k`'s material, if it has one the model defines.
+fn site_material(s: &Shared, k: usize) -> Option<usize> {
+    usize::try_from(s.scene.site_matid[k]).ok().filter(|&m| m < s.scene.mat_rgba.len())
+}
+
+/// Site `k`'s alpha in world `w` as MuJoCo's renderer draws it.
+fn site_alpha(s: &Shared, w: usize, k: usize) -> f32 {
+    alpha_of(s, w, s.scene.site_rgba[k], site_material(s, k))
+}
+
+/// MuJoCo's bounding radius of a shape of `kind` and `size` about its centre (`mjv_rbound`;
+/// a mesh's is its farthest vertex).
+fn rbound(scene: &Scene, kind: GeomType, size: DVec3, dataid: i32) -> f64 {
+    match kind {
+        GeomType::Sphere => size.x,
+        GeomType::Capsule => size.x + size.y,
+        GeomType::Cylinder => size.x.hypot(size.y),
+        GeomType::Box | GeomType::Ellipsoid => size.length(),
+        GeomType::Mesh => usize::try_from(dataid)
+            .ok()
+            .and_then(|d| scene.mesh.get(d))
+            .map_or(0.0, |m| m.vert.iter().map(|v| DVec3::from(v.map(f64::from)).length()).fold(0.0, f64::max)),
+        _ => 0.0,
+    }
+}
+
+/// How `mjr_render` orders a transparent object: its distance from the camera less its
+/// bounding radius (planes last).
+fn camdist(s: &Shared, w: usize, object: Object, head: DVec3) -> f64 {
+    match object {
+        Object::Geom(g) => {
+            let shapes = s.caster.shapes(w);
+            if shapes.geom_type[g] == GeomType::Plane {
+                return 1e10;
+            }
+            let pos = s.poses.geom_xpos[w * s.scene.ngeom() + g];
+            (pos - head).length() - rbound(s.scene, shapes.geom_type[g], shapes.geom_size[g], shapes.geom_dataid[g])
+        }
+        Object::Site(k) => {
+            let pos = s.poses.site_xpos[w * s.scene.nsite() + k];
+            (pos - head).length() - rbound(s.scene, s.scene.site_type[k], s.scene.site_size[k], -1)
+        }
+    }
+}
+
+/// The order `mjv_updateScene` adds objects in (geoms, then sites), which breaks ties.
+fn order(s: &Shared, object: Object) -> usize {
+    match object {
+        Object::Geom(g) => g,
+        Object::Site(k) => s.scene.ngeom() + k,
+    }
+}
+
+/// Per geom of world `w`: whether a geom of the same body, drawn after it (a higher id), has
+/// world bounds that overlap its own, so that their surfaces may coincide (robosuite's
+/// collision and visual geoms of one part). Planes pair only with planes.
+fn coincident_candidates(scene: &Scene, poses: &Poses, w: usize) -> Vec<bool> {
+    let n = scene.ngeom();
+    let (xpos, xmat) = poses.geoms(w);
+    let bounds: Vec<Option<(DVec3, DVec3)>> = (0..n)
+        .map(|g| {
+            let b = scene.geom_local_bounds(g)?;
+            let (c, h) = ((b.min + b.max) * 0.5, (b.max - b.min) * 0.5);
+            let m = xmat[g];
+            let abs = DMat3::from_cols(m.x_axis.abs(), m.y_axis.abs(), m.z_axis.abs());
+            Some((xpos[g] + m * c, abs * h))
+        })
+        .collect();
+    let mut by_body: std::collections::HashMap<i32, Vec<usize>> = std::collections::HashMap::new();
+    for g in 0..n {
+        if scene.geom_visible(g) {
+            by_body.entry(scene.geom_bodyid[g]).or_default().push(g);
+        }
+    }
+    let mut tie = vec![false; n];
+    for geoms in by_body.values().filter(|v| v.len() > 1) {
+        for (i, &a) in geoms.iter().enumerate() {
+            tie[a] = geoms[i + 1..].iter().any(|&b| match (bounds[a], bounds[b]) {
+                (Some((ca, ha)), Some((cb, hb))) => {
+                    let d = (ca - cb).abs();
+                    let reach = ha + hb + DVec3::splat(1e-9);
+                    d.x <= reach.x && d.y <= reach.y && d.z <= reach.z
+                }
+                (None, None) => true,
+                _ => false,
+            });
+        }
+    }
+    tie
+}
+
+/// The sites camera slot `options` draws in band `rows`: in its enabled groups, not of alpha
+/// 0, and (perspective cameras) with their bounding sphere inside the band's frustum.
+fn band_sites(
+    s: &Shared,
+    w: usize,
+    options: &CameraOptions,
+    model: &CameraModel,
+    cam_pos: DVec3,
+    cam_mat: &DMat3,
+    (r0, r1): (usize, usize),
+) -> Vec<usize> {
+    let scene = s.scene;
+    if scene.nsite() == 0 {
+        return Vec::new();
+    }
+    let perspective = !matches!(model.projection, Projection::Orthographic { .. });
+    // The band's four side planes, through the camera and its corner pixels' rays, inward.
+    let corners = [(0, r0), (model.width - 1, r0), (model.width - 1, r1 - 1), (0, r1 - 1)]
+        .map(|(c, r)| *cam_mat * model.pixel_ray(c, r).1);
+    let planes: Vec<DVec3> = (0..4).map(|i| corners[i].cross(corners[(i + 1) % 4]).normalize_or_zero()).collect();
+    let (footprint, _) = model.pixel_footprint();
+    (0..scene.nsite())
+        .filter(|&k| {
+            let group = scene.site_group[k].clamp(0, NGROUP as i32 - 1) as usize;
+            if !options.enabled_geom_groups[group] || site_alpha(s, w, k) == 0.0 {
+                return false;
+            }
+            if !perspective {
+                return true;
+            }
+            let c = s.poses.site_xpos[w * scene.nsite() + k] - cam_pos;
+            // A pixel's worth of margin: the corner rays pass through pixel centres.
+            let r = rbound(scene, scene.site_type[k], scene.site_size[k], -1) + 2.0 * footprint * c.length();
+            let inward = planes.iter().all(|p| p.dot(c) >= -r);
+            let ahead = (*cam_mat * DVec3::NEG_Z).dot(c) >= -r;
+            inward && ahead
+        })
+        .collect()
+}
+
+/// Texture coordinates (u, v) where the local ray `(point, dir)` meets `mesh` at `point`,
+/// interpolated over the face it meets, and the face's texture units per metre.
+fn mesh_uv(
+    mesh: &glint_core::Mesh,
+    texcoord: &[[f32; 2]],
+    facetexcoord: &[[u32; 3]],
+    point: DVec3,
+    dir: DVec3,
+) -> Option<([f64; 2], f64)> {
+    let len = dir.length();
+    if len <= 0.0 {
+        return None;
+    }
+    let d = dir / len;
+    // Back a little along the ray and find the face the ray meets there.
+    let back = 1e-6 * (1.0 + point.length());
+    let (_, _, face) = mesh.intersect_local(point - d * back, d, 4.0 * back)?;
+    let tri = mesh.face.get(face)?.map(|i| DVec3::from(mesh.vert[i as usize].map(f64::from)));
+    let uvs = facetexcoord.get(face)?.map(|i| texcoord.get(i as usize).map(|t| [f64::from(t[0]), f64::from(t[1])]));
+    let [Some(t0), Some(t1), Some(t2)] = uvs else { return None };
+    let (e1, e2, p) = (tri[1] - tri[0], tri[2] - tri[0], point - tri[0]);
+    let cross = e1.cross(e2);
+    let area = cross.length_squared();
+    if area <= 0.0 {
+        return None;
+    }
+    let b1 = p.cross(e2).dot(cross) / area;
+    let b2 = e1.cross(p).dot(cross) / area;
+    let b0 = 1.0 - b1 - b2;
+    let uv = [0, 1].map(|a| b0 * t0[a] + b1 * t1[a] + b2 * t2[a]);
+    let (f1, f2) = ([t1[0] - t0[0], t1[1] - t0[1]], [t2[0] - t0[0], t2[1] - t0[1]]);
+    let uv_area = (f1[0] * f2[1] - f1[1] * f2[0]).abs();
+    Some((uv, (uv_area / area.sqrt()).sqrt()))
 }
 
 /// The scale from a geom's local frame to the object coordinates of the unit shape MuJoCo
@@ -599,6 +1016,7 @@ mod tests {
             lights: &lights,
             headlight,
             fields: &SceneFields,
+            ties: vec![Vec::new()],
         };
         let spot = Light {
             light_type: 0,
@@ -614,7 +1032,7 @@ mod tests {
         };
         let options = CameraOptions { use_shadows: true, ..CameraOptions::new(0) };
         let n = points.len();
-        Renderer::new(&[]).shadows(&s, 0, 0, &[spot], &options, points, &vec![0; n], &vec![DVec3::Z; n])
+        Renderer::new(&[]).shadows(&s, 0, 0, &[spot], &options, points, &vec![true; n], &vec![DVec3::Z; n])
     }
 
     #[test]

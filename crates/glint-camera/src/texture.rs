@@ -79,15 +79,27 @@ fn bilinear(texels: &[Vec3], width: usize, height: usize, s: f64, t: f64, wrap: 
     top.lerp(bottom, fy)
 }
 
+/// The sRGB transfer function's inverse (IEC 61966-2-1), as OpenGL applies it to an sRGB
+/// texture's texels.
+pub(crate) fn srgb_to_linear(c: f32) -> f32 {
+    if c <= 0.04045 { c / 12.92 } else { ((c + 0.055) / 1.055).powf(2.4) }
+}
+
 impl Sampler {
-    /// The sampler of `texture` (grey-scale textures lit as grey; alpha is not used).
+    /// The sampler of `texture` (grey-scale textures lit as grey; alpha is not used). An sRGB
+    /// texture is linearised texel by texel, as OpenGL decodes a `GL_SRGB8` texture (the mip
+    /// levels are then averaged in linear light, as `glGenerateMipmap` does for one).
     pub fn new(texture: &Texture) -> Sampler {
         let n = texture.nchannel.max(1);
+        let decode: [f32; 256] = std::array::from_fn(|b| {
+            let c = b as f32 / 255.0;
+            if texture.srgb { srgb_to_linear(c) } else { c }
+        });
         let texels = texture
             .data
             .chunks_exact(n)
             .map(|p| {
-                let c = |i: usize| p[i.min(n - 1).min(if n >= 3 { 2 } else { 0 })] as f32 / 255.0;
+                let c = |i: usize| decode[p[i.min(n - 1).min(if n >= 3 { 2 } else { 0 })] as usize];
                 Vec3::new(c(0), c(1), c(2))
             })
             .collect();
@@ -152,6 +164,19 @@ impl Sampler {
 
 #[cfg(test)]
 mod tests {
+    use glint_core::{Texture, TextureKind};
+
+    #[test]
+    fn srgb_textures_are_linearised_and_linear_ones_are_not() {
+        let texture =
+            |srgb| Texture { kind: TextureKind::TwoD, width: 1, height: 1, nchannel: 3, data: vec![128, 0, 255], srgb };
+        let linear = super::Sampler::new(&texture(false)).sample_2d(0.5, 0.5, 0.0);
+        assert!((linear.x - 128.0 / 255.0).abs() < 1e-6 && linear.y == 0.0 && linear.z == 1.0, "{linear}");
+        let srgb = super::Sampler::new(&texture(true)).sample_2d(0.5, 0.5, 0.0);
+        // sRGB 128 is 21.6 % linear light; the ends stay where they are.
+        assert!((srgb.x - 0.2158).abs() < 1e-3 && srgb.y == 0.0 && (srgb.z - 1.0).abs() < 1e-6, "{srgb}");
+    }
+
     #[test]
     fn log2_approx_is_close() {
         for x in [1.0, 1.5, 2.0, 3.7, 100.0, 1e6] {

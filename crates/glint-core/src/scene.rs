@@ -45,6 +45,12 @@ pub struct Scene {
     pub mesh: Vec<Mesh>,
     /// Height fields, shape `(nhfield,)`.
     pub hfield: Vec<Hfield>,
+    /// Per mesh, its texture coordinates (u, v) as MuJoCo stores them (empty for a mesh
+    /// without), shape `(nmesh, ntexcoord_i, 2)`.
+    pub mesh_texcoord: Vec<Vec<[f32; 2]>>,
+    /// Per mesh, each face's three texture-coordinate indices into its `mesh_texcoord` (empty
+    /// for a mesh without), shape `(nmesh, nface_i, 3)`.
+    pub mesh_facetexcoord: Vec<Vec<[u32; 3]>>,
 
     /// Material colour, shape `(nmat, 4)`.
     pub mat_rgba: Vec<[f32; 4]>,
@@ -67,6 +73,9 @@ pub struct Scene {
     pub tex_file: Vec<String>,
     /// Name, shape `(ntex,)`.
     pub tex_name: Vec<String>,
+    /// Whether the texture is declared sRGB (`colorspace="sRGB"`; MuJoCo's renderer then
+    /// linearises it as it samples), shape `(ntex,)`.
+    pub tex_srgb: Vec<bool>,
 
     /// Body the light is attached to, shape `(nlight,)`.
     pub light_bodyid: Vec<i32>,
@@ -119,6 +128,21 @@ pub struct Scene {
     pub site_bodyid: Vec<i32>,
     /// Name, shape `(nsite,)`.
     pub site_name: Vec<String>,
+    /// Shape (sphere, capsule, ellipsoid, cylinder or box), shape `(nsite,)`.
+    pub site_type: Vec<GeomType>,
+    /// Size parameters (the geom type's meaning), shape `(nsite,)`.
+    pub site_size: Vec<DVec3>,
+    /// Visibility group, shape `(nsite,)`.
+    pub site_group: Vec<i32>,
+    /// Colour, shape `(nsite, 4)`.
+    pub site_rgba: Vec<[f32; 4]>,
+    /// Material id or `-1`, shape `(nsite,)`.
+    pub site_matid: Vec<i32>,
+
+    /// What MuJoCo's renderer draws by default and glint's cameras do not (skins, flexes,
+    /// tendons, rangefinder rays, reflections), one entry per kind, e.g. `"2 skins (dog_skin,
+    /// ...)"`; empty when the cameras draw everything.
+    pub undrawn: Vec<String>,
 }
 
 impl Scene {

@@ -38,4 +38,8 @@ pub struct Texture {
     pub nchannel: usize,
     /// `width × height × nchannel` bytes.
     pub data: Vec<u8>,
+    /// Whether the bytes are sRGB-encoded (MJCF `colorspace="sRGB"`): MuJoCo's classic
+    /// renderer uploads such a texture as `GL_SRGB8(_ALPHA8)`, so it is linearised when
+    /// sampled.
+    pub srgb: bool,
 }

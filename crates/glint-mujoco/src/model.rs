@@ -8,7 +8,7 @@ use std::sync::{Arc, Once};
 use glam::DVec3;
 use glint_core::{GeomType, Hfield, Mesh, Scene, Texture, TextureKind};
 use mujoco_rs::logging::set_log_handler;
-use mujoco_rs::mujoco_c::{mj_deleteModel, mj_loadXML, mjModel};
+use mujoco_rs::mujoco_c::{mj_deleteModel, mj_loadXML, mjModel, mjtColorSpace, mjtGeom, mjtSensor, mjtWrap};
 use mujoco_rs::prelude::MjModel;
 use mujoco_rs::wrappers::mj_auxiliary::MjVfs;
 use mujoco_rs::wrappers::mj_logging::{MjLogMessage, MjtLogLevel};
@@ -128,7 +128,8 @@ impl Model {
                         data.len()
                     )));
                 }
-                Ok(Texture { kind, width, height, nchannel, data: data.into_owned() })
+                let srgb = self.scene.tex_srgb.get(t).copied().unwrap_or(false);
+                Ok(Texture { kind, width, height, nchannel, data: data.into_owned(), srgb })
             })
             .collect()
     }
@@ -491,6 +492,18 @@ pub(crate) fn extract_scene(m: &mjModel, assets: bool) -> Result<Scene, MujocoEr
     let (tex_w, tex_h) = (arr(m.tex_width, ntex), arr(m.tex_height, ntex));
     let nlight = m.nlight;
     let ncam = m.ncam;
+    let nsite = m.nsite;
+    let mut site_type = Vec::with_capacity(nsite as usize);
+    for (s, &t) in arr(m.site_type, nsite).iter().enumerate() {
+        // MuJoCo compiles sites only as spheres, capsules, ellipsoids, cylinders and boxes.
+        let kind = GeomType::from_mujoco(t).ok_or_else(|| MujocoError::UnsupportedGeom {
+            geom: s,
+            name: format!("site {}", name(m, m.name_siteadr, s)),
+            kind: t,
+        })?;
+        site_type.push(kind);
+    }
+    let (texcoord, facetexcoord) = if assets { extract_texcoords(m) } else { (Vec::new(), Vec::new()) };
     let cutoff = arr(m.light_cutoff, nlight);
     let exponent = arr(m.light_exponent, nlight);
 
@@ -511,6 +524,8 @@ pub(crate) fn extract_scene(m: &mjModel, assets: bool) -> Result<Scene, MujocoEr
         body_name: names(m, m.name_bodyadr, nbody),
         mesh: if assets { extract_meshes(m)? } else { Vec::new() },
         hfield: if assets { extract_hfields(m)? } else { Vec::new() },
+        mesh_texcoord: texcoord,
+        mesh_facetexcoord: facetexcoord,
         mat_rgba: (0..nmat as usize).map(|i| fixed::<4, f32>(mat_rgba, i)).collect(),
         mat_texid: (0..nmat as usize).map(|i| mat_texid_all[ntexrole as usize * i + 1]).collect(),
         mat_texrepeat: (0..nmat as usize).map(|i| fixed::<2, f32>(arr(m.mat_texrepeat, 2 * nmat), i)).collect(),
@@ -521,6 +536,7 @@ pub(crate) fn extract_scene(m: &mjModel, assets: bool) -> Result<Scene, MujocoEr
         tex_size: (0..ntex as usize).map(|i| [tex_w[i], tex_h[i]]).collect(),
         tex_file: (0..ntex as usize).map(|i| path_at(m, arr(m.tex_pathadr, ntex)[i])).collect(),
         tex_name: names(m, m.name_texadr, ntex),
+        tex_srgb: arr(m.tex_colorspace, ntex).iter().map(|&c| c == mjtColorSpace::mjCOLORSPACE_SRGB as i32).collect(),
         light_bodyid: arr(m.light_bodyid, nlight).to_vec(),
         light_type: arr(m.light_type, nlight).to_vec(),
         light_castshadow: arr(m.light_castshadow, nlight).to_vec(),
@@ -545,6 +561,12 @@ pub(crate) fn extract_scene(m: &mjModel, assets: bool) -> Result<Scene, MujocoEr
         cam_name: names(m, m.name_camadr, ncam),
         site_bodyid: arr(m.site_bodyid, m.nsite).to_vec(),
         site_name: names(m, m.name_siteadr, m.nsite),
+        site_type,
+        site_size: (0..nsite as usize).map(|i| vec3(arr(m.site_size, 3 * nsite), i)).collect(),
+        site_group: arr(m.site_group, nsite).to_vec(),
+        site_rgba: (0..nsite as usize).map(|i| fixed::<4, f32>(arr(m.site_rgba, 4 * nsite), i)).collect(),
+        site_matid: arr(m.site_matid, nsite).to_vec(),
+        undrawn: undrawn(m),
     };
     Ok(scene)
 }
@@ -577,6 +599,97 @@ fn extract_meshes(m: &mjModel) -> Result<Vec<Mesh>, MujocoError> {
             Ok(Mesh::new(mesh_names[i].clone(), v, f, n)?)
         })
         .collect()
+}
+
+/// Per mesh, its texture coordinates and each face's indices into them (both empty for a
+/// mesh without texture coordinates).
+#[allow(clippy::type_complexity)]
+fn extract_texcoords(m: &mjModel) -> (Vec<Vec<[f32; 2]>>, Vec<Vec<[u32; 3]>>) {
+    let nmesh = m.nmesh;
+    let (adr, num) = (arr(m.mesh_texcoordadr, nmesh), arr(m.mesh_texcoordnum, nmesh));
+    let (faceadr, facenum) = (arr(m.mesh_faceadr, nmesh), arr(m.mesh_facenum, nmesh));
+    let uv = arr(m.mesh_texcoord, 2 * m.nmeshtexcoord);
+    let facetex = arr(m.mesh_facetexcoord, 3 * m.nmeshface);
+    (0..nmesh as usize)
+        .map(|i| {
+            if adr[i] < 0 || num[i] <= 0 {
+                return (Vec::new(), Vec::new());
+            }
+            let coords = (0..num[i] as usize).map(|k| fixed::<2, f32>(uv, adr[i] as usize + k)).collect();
+            // Indices past the mesh's own coordinates are dropped with the whole mapping (the
+            // renderer then maps the mesh as it maps one without).
+            let faces: Vec<[u32; 3]> = (0..facenum[i] as usize)
+                .map(|k| fixed::<3, i32>(facetex, faceadr[i] as usize + k).map(|x| x.max(0) as u32))
+                .collect();
+            if faces.iter().flatten().any(|&x| x as i32 >= num[i]) {
+                return (Vec::new(), Vec::new());
+            }
+            (coords, faces)
+        })
+        .unzip()
+}
+
+/// What MuJoCo's renderer draws with its default options and glint's cameras do not, one
+/// entry per kind with the first few names.
+fn undrawn(m: &mjModel) -> Vec<String> {
+    let listed = |what: &str, ids: Vec<usize>, adr: *const i32| -> Option<String> {
+        if ids.is_empty() {
+            return None;
+        }
+        let mut shown: Vec<String> = ids.iter().take(3).map(|&i| name(m, adr, i)).collect();
+        shown.iter_mut().zip(&ids).for_each(|(n, i)| {
+            if n.is_empty() {
+                *n = format!("#{i}");
+            }
+        });
+        let more = if ids.len() > 3 { ", ..." } else { "" };
+        Some(format!("{} {what} ({}{more})", ids.len(), shown.join(", ")))
+    };
+    let drawn_group = |g: i32| (0..3).contains(&g.clamp(0, 5));
+    let skins = (0..m.nskin.max(0) as usize).collect();
+    let flexes = (0..m.nflex.max(0) as usize).collect();
+    // Spatial tendons (their path through sites and geoms) in groups 0-2 are drawn; fixed
+    // tendons (joint wraps) are not.
+    let (tadr, tnum, tgroup) =
+        (arr(m.tendon_adr, m.ntendon), arr(m.tendon_num, m.ntendon), arr(m.tendon_group, m.ntendon));
+    let wrap = arr(m.wrap_type, m.nwrap);
+    let tendons = (0..m.ntendon.max(0) as usize)
+        .filter(|&t| {
+            drawn_group(tgroup[t])
+                && (0..tnum[t] as usize)
+                    .any(|k| wrap.get(tadr[t] as usize + k).is_some_and(|&w| w == mjtWrap::mjWRAP_SITE as i32))
+        })
+        .collect();
+    let rangefinders = arr(m.sensor_type, m.nsensor)
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| **t == mjtSensor::mjSENS_RANGEFINDER as i32)
+        .map(|(i, _)| i)
+        .collect();
+    // The classic renderer mirrors the scene in one reflective plane or box.
+    let (gtype, gmat) = (arr(m.geom_type, m.ngeom), arr(m.geom_matid, m.ngeom));
+    let reflectance = arr(m.mat_reflectance, m.nmat);
+    let (ggroup, grgba) = (arr(m.geom_group, m.ngeom), arr(m.geom_rgba, 4 * m.ngeom));
+    let reflective = (0..m.ngeom.max(0) as usize)
+        .filter(|&g| {
+            let plane_or_box = gtype[g] == mjtGeom::mjGEOM_PLANE as i32 || gtype[g] == mjtGeom::mjGEOM_BOX as i32;
+            plane_or_box
+                && drawn_group(ggroup[g])
+                && grgba[4 * g + 3] > 0.0
+                && usize::try_from(gmat[g]).is_ok_and(|k| reflectance[k] > 0.0)
+        })
+        .take(1)
+        .collect();
+    [
+        listed("skins", skins, m.name_skinadr),
+        listed("flexes", flexes, m.name_flexadr),
+        listed("spatial tendons", tendons, m.name_tendonadr),
+        listed("rangefinder rays", rangefinders, m.name_sensoradr),
+        listed("reflections (of the scene in a reflective plane or box)", reflective, m.name_geomadr),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 fn extract_hfields(m: &mjModel) -> Result<Vec<Hfield>, MujocoError> {

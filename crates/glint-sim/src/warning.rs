@@ -106,12 +106,25 @@ pub enum Warning {
         /// The sensor's beam count.
         actual: usize,
     },
+    /// The scene has things MuJoCo's renderer draws with its default options that glint's
+    /// cameras do not (skins, flexes, spatial tendons, rangefinder rays, reflections): said
+    /// once per scene, when its cameras are first set.
+    Undrawn {
+        /// One entry per kind, with a count and the first names.
+        what: Vec<String>,
 }
 
 impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Warning::Lidar { sensor, warning } => write!(f, "lidar sensor {sensor}: {warning}"),
+            Warning::Undrawn { what } => write!(
+                f,
+                "the cameras do not draw {} of this scene, which MuJoCo's renderer draws: RGB, depth and \
+                 segmentation show the scene without them (hide them in MuJoCo too, e.g. with geom groups 3-5, \
+                 to compare like with like)",
+                what.join(", ")
+            ),
             Warning::Light(warning) => write!(f, "light rig: {warning}"),
             Warning::RigIgnored { lights } => write!(
                 f,

@@ -21,7 +21,14 @@ impl Simulation {
         let layout = Layout::new(&self.scene, &options)?;
         let mut renderer = match self.sensors.cameras.take() {
             Some(c) => c.into_renderer(),
-            None => Renderer::new(&self.model.textures()?),
+            None => {
+                let renderer = Renderer::new(&self.model.textures()?);
+                // Said once per scene: the first time it gets cameras.
+                if !self.scene.undrawn.is_empty() {
+                    self.warnings.push(crate::Warning::Undrawn { what: self.scene.undrawn.clone() });
+                }
+                renderer
+            }
         };
         renderer.set_materials(&self.scene, &self.setup.table);
         let every = self.camera_every(DEFAULT_RATE_HZ)?;

@@ -1,0 +1,235 @@
+//! What MuJoCo's classic renderer draws, glint's cameras draw: small scenes that each isolate
+//! one effect (mesh texture coordinates, an sRGB texture, coincident geoms, a transparent
+//! geom, a geom of alpha 0, a site), rendered by glint and by MuJoCo 3.17's own renderer
+//! (`mujoco.Renderer` under OSMesa, as `glint bench render` draws it), compared by SSIM and
+//! mean luminance. Needs the `mujoco` package (`make pydeps`) and Mesa's OSMesa (`make
+//! osmesa`), as `make test` sets up.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use glint_lights::{luminance, ssim};
+use glint_sim::{CameraOptions, SimOptions, Simulation, Warning};
+
+const SIDE: usize = 128;
+
+fn root() -> PathBuf {
+    [env!("CARGO_MANIFEST_DIR"), "..", ".."].iter().collect()
+}
+
+/// The scene `body` (worldbody elements) with `assets`, a floor, a light without shadows
+/// and the camera `cam`, written to a file of its own.
+fn scene(tag: &str, assets: &str, body: &str) -> PathBuf {
+    scene_with(tag, assets, body, "")
+}
+
+/// [`scene`] with `after` (MJCF sections) after the world body.
+fn scene_with(tag: &str, assets: &str, body: &str, after: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("glint-classic-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let xml = format!(
+        r#"<mujoco>
+  <asset>
+    <texture name="grid" type="2d" builtin="checker" rgb1="0.3 0.35 0.4" rgb2="0.25 0.25 0.3" width="64" height="64"/>
+    <material name="floor" texture="grid" texrepeat="4 4"/>
+    {assets}
+  </asset>
+  <worldbody>
+    <light pos="0.5 -1 3" dir="-0.15 0.3 -1" castshadow="false"/>
+    <camera name="cam" pos="0 -2.4 1.6" xyaxes="1 0 0 0 0.55 0.835"/>
+    <geom type="plane" size="3 3 0.1" material="floor"/>
+    {body}
+  </worldbody>
+  {after}
+</mujoco>"#
+    );
+    let path = dir.join("scene.xml");
+    std::fs::write(&path, xml).unwrap();
+    path
+}
+
+/// glint's RGB of camera `cam`, and the warnings the scene gave.
+fn glint(path: &Path) -> (Vec<u8>, Vec<Warning>) {
+    let mut sim = Simulation::from_xml_file(path, Vec::new(), SimOptions::default()).unwrap();
+    let cam = sim.camera_index("cam").unwrap();
+    sim.set_cameras(vec![CameraOptions { resolution: Some((SIDE, SIDE)), ..CameraOptions::new(cam) }]).unwrap();
+    let frames = sim.render().unwrap();
+    (frames.rgb, sim.take_warnings())
+}
+
+/// MuJoCo's classic renderer's RGB of camera `cam`.
+fn mujoco(path: &Path) -> Vec<u8> {
+    let root = root();
+    let python =
+        std::env::var_os("GLINT_PYTHON").map(PathBuf::from).unwrap_or_else(|| root.join(".deps/venv/bin/python"));
+    let osmesa = std::fs::read_dir(root.join(".deps/osmesa/usr/lib"))
+        .ok()
+        .and_then(|mut d| d.next())
+        .and_then(|e| e.ok())
+        .map(|e| e.path())
+        .expect("Mesa's OSMesa is not in .deps/osmesa: run `make osmesa`");
+    let out = path.with_extension("rgb");
+    let job = serde_json::json!([{ "mjcf": path, "camera": "cam", "width": SIDE, "height": SIDE, "out": out }]);
+    let script = std::fs::read_to_string(root.join("crates/glint-cli/src/mujoco_render.py")).unwrap();
+    let mut library_path = format!("{}:{}", root.join(".deps/mujoco/lib").display(), osmesa.display());
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        library_path = format!("{library_path}:{}", old.to_string_lossy());
+    }
+    let mut child = Command::new(&python)
+        .arg("-c")
+        .arg(script)
+        .env("MUJOCO_GL", "osmesa")
+        .env("LD_LIBRARY_PATH", library_path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run '{}' (make pydeps): {e}", python.display()));
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), job.to_string().as_bytes()).unwrap();
+    let done = child.wait_with_output().unwrap();
+    assert!(done.status.success(), "MuJoCo's renderer failed: {}", String::from_utf8_lossy(&done.stderr));
+    std::fs::read(out).unwrap()
+}
+
+fn mean_luma(rgb: &[u8]) -> f64 {
+    rgb.chunks_exact(3).map(|p| luminance([p[0], p[1], p[2]])).sum::<f64>() / (rgb.len() / 3) as f64
+}
+
+/// Renders `path` both ways and checks SSIM ≥ 0.95 and mean luma within 3 %; returns
+/// glint's image and warnings.
+fn compare(tag: &str, path: &Path) -> (Vec<u8>, Vec<Warning>) {
+    let (ours, warnings) = glint(path);
+    let theirs = mujoco(path);
+    let s = ssim(&ours, &theirs, SIDE, SIDE).unwrap();
+    let (a, b) = (mean_luma(&ours), mean_luma(&theirs));
+    let diff = (a - b) / b;
+    eprintln!("{tag}: SSIM {s:.4}, mean luma glint {a:.1} MuJoCo {b:.1} ({:+.2} %)", 100.0 * diff);
+    assert!(s >= 0.95 && diff.abs() <= 0.03, "{tag}: SSIM {s:.4}, luma {a:.1} against MuJoCo's {b:.1}");
+    (ours, warnings)
+}
+
+/// The pixel at (column, row) of `rgb`.
+fn at(rgb: &[u8], (c, r): (usize, usize)) -> [u8; 3] {
+    let i = (r * SIDE + c) * 3;
+    [rgb[i], rgb[i + 1], rgb[i + 2]]
+}
+
+/// A box mesh of half-size `h` with four vertices per side and texture coordinates that
+/// map the checker once per side, turned so that u runs 0 to `u` across each side.
+fn cube_mesh(h: f64, u: f64) -> String {
+    let sides: [([f64; 3], [f64; 3], [f64; 3]); 6] = [
+        ([0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]),
+        ([0.0, 0.0, -1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]),
+        ([1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]),
+        ([-1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]),
+        ([0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]),
+        ([0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]),
+    ];
+    let (mut vert, mut tex, mut face) = (Vec::new(), Vec::new(), Vec::new());
+    for (k, (n, a, b)) in sides.iter().enumerate() {
+        for (i, (sa, sb)) in [(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)].iter().enumerate() {
+            let p: Vec<String> = (0..3).map(|j| format!("{}", h * (n[j] + sa * a[j] + sb * b[j]))).collect();
+            vert.push(p.join(" "));
+            tex.push(format!("{} {}", if i == 1 || i == 2 { u } else { 0.0 }, if i >= 2 { 1.0 } else { 0.0 }));
+        }
+        let o = 4 * k;
+        face.push(format!("{o} {} {} {o} {} {}", o + 1, o + 2, o + 2, o + 3));
+    }
+    format!(r#"vertex="{}" texcoord="{}" face="{}""#, vert.join("  "), tex.join("  "), face.join("  "))
+}
+
+#[test]
+fn mesh_texture_coordinates_map_as_mujoco_maps_them() {
+    let assets = format!(
+        r#"<texture name="stripes" type="2d" builtin="checker" rgb1="0.9 0.2 0.1" rgb2="0.1 0.3 0.9" width="8" height="512"/>
+           <material name="painted" texture="stripes"/>
+           <mesh name="crate" {}/>"#,
+        cube_mesh(0.4, 3.0)
+    );
+    compare(
+        "texcoords",
+        &scene(
+            "texcoords",
+            &assets,
+            r#"<geom type="mesh" mesh="crate" material="painted" pos="0 0 0.4" euler="0 0 30"/>"#,
+        ),
+    );
+}
+
+#[test]
+fn srgb_textures_are_linearised() {
+    let assets = r#"<texture name="tile" type="2d" builtin="checker" rgb1="0.8 0.6 0.3" rgb2="0.4 0.7 0.5" width="64" height="64" colorspace="sRGB"/>
+                    <material name="tiled" texture="tile" texrepeat="2 2"/>"#;
+    let (ours, _) = compare(
+        "srgb",
+        &scene("srgb", assets, r#"<geom type="box" size="0.5 0.5 0.4" pos="0 0 0.4" material="tiled"/>"#),
+    );
+    // Linearised, the texture is darker than its bytes say: no pixel is as bright as rgb1 lit
+    // straight on would be without the decode.
+    assert!(ours.chunks_exact(3).all(|p| p[0] < 235), "an sRGB texel read as linear");
+}
+
+#[test]
+fn of_coincident_geoms_the_one_drawn_later_shows() {
+    // robosuite's pattern: a collision geom (group 0) and a visual geom (group 1) in one place.
+    let body = r#"<body pos="0 0 0.3">
+        <geom name="collision" type="box" size="0.5 0.3 0.3" rgba="0.8 0.1 0.1 1" group="0"/>
+        <geom name="visual" type="box" size="0.5 0.3 0.3" rgba="0.1 0.2 0.8 1" group="1"/>
+      </body>"#;
+    let (ours, _) = compare("coincident", &scene("coincident", "", body));
+    let centre = at(&ours, (SIDE / 2, SIDE / 2));
+    assert!(centre[2] > centre[0], "the visual (blue) geom shows: {centre:?}");
+}
+
+#[test]
+fn transparent_geoms_blend_over_what_is_behind() {
+    let body = r#"<geom type="box" size="0.3 0.3 0.3" pos="0 0.4 0.3" rgba="0.9 0.8 0.1 1"/>
+      <geom type="sphere" size="0.35" pos="0 -0.3 0.4" rgba="0.1 0.4 0.9 0.4"/>"#;
+    compare("transparent", &scene("transparent", "", body));
+}
+
+#[test]
+fn geoms_of_alpha_zero_are_not_drawn() {
+    // The fruit fly's wings: alpha 0 in the geom's own colour over a material that has alpha.
+    let assets = r#"<material name="membrane" rgba="0.2 0.2 0.2 1"/>"#;
+    let body = r#"<geom type="box" size="0.3 0.3 0.3" pos="0 0.3 0.3" rgba="0.9 0.8 0.1 1"/>
+      <geom name="wing" type="box" size="0.6 0.02 0.5" pos="0 -0.4 0.5" material="membrane" rgba="0 0 0 0"/>"#;
+    let path = scene("alpha0", assets, body);
+    let (ours, _) = compare("alpha0", &path);
+    // glint's depth and segmentation skip it too.
+    let mut sim = Simulation::from_xml_file(&path, Vec::new(), SimOptions::default()).unwrap();
+    let cam = sim.camera_index("cam").unwrap();
+    sim.set_cameras(vec![CameraOptions { resolution: Some((SIDE, SIDE)), ..CameraOptions::new(cam) }]).unwrap();
+    let frames = sim.render().unwrap();
+    let wing = sim.scene().geom_name.iter().position(|n| n == "wing").unwrap() as i32;
+    assert!(!frames.seg.contains(&wing), "the wing is in the segmentation");
+    let centre = at(&ours, (SIDE / 2, SIDE / 2));
+    assert!(centre[0] > 100, "the box behind the wing shows: {centre:?}");
+}
+
+#[test]
+fn sites_of_the_default_groups_are_drawn() {
+    let body = r#"<body pos="0 0 0.3">
+        <geom type="box" size="0.3 0.3 0.3" rgba="0.6 0.6 0.6 1"/>
+        <site name="marker" type="sphere" size="0.2" pos="0 -0.4 0.2" rgba="0.9 0.1 0.1 1"/>
+        <site name="beam" type="capsule" size="0.05 0.4" pos="0.5 -0.3 0.1" euler="0 90 0" rgba="0.1 0.9 0.2 0.5"/>
+        <site name="hidden" type="box" size="0.3 0.3 0.3" pos="-0.7 0 0" group="4" rgba="1 1 1 1"/>
+      </body>"#;
+    compare("sites", &scene("sites", "", body));
+}
+
+#[test]
+fn what_the_cameras_cannot_draw_is_named_once() {
+    let body = r#"<body name="a" pos="0 0 0.5"><freejoint/><geom type="sphere" size="0.1"/><site name="s1"/></body>
+      <body name="b" pos="0.5 0 0.5"><freejoint/><geom type="sphere" size="0.1"/><site name="s2"/></body>"#;
+    let tendon = r#"<tendon><spatial name="rope" width="0.01"><site site="s1"/><site site="s2"/></spatial></tendon>"#;
+    let path = scene_with("undrawn", "", body, tendon);
+    let (_, warnings) = glint(&path);
+    let undrawn: Vec<_> = warnings.iter().filter(|w| matches!(w, Warning::Undrawn { .. })).collect();
+    assert_eq!(undrawn.len(), 1, "{warnings:?}");
+    let text = undrawn[0].to_string();
+    assert!(text.contains("1 spatial tendons (rope)"), "{text}");
+    // A scene without any gives none.
+    let (_, clean) = glint(&scene("drawn", "", r#"<geom type="sphere" size="0.2" pos="0 0 0.2"/>"#));
+    assert!(!clean.iter().any(|w| matches!(w, Warning::Undrawn { .. })), "{clean:?}");
+}
