@@ -64,6 +64,7 @@ impl Lidar {
         intensity: bool,
         out: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Scan> {
+        warn_if_idle(&mut self.sim.bind(py).borrow_mut(), py)?;
         let sim = self.sim.bind(py).borrow();
         let lidar = sim.sim.lidar(self.index).py()?;
         let (nworld, beams) = (sim.sim.nworld(), lidar.beam_count());
@@ -178,4 +179,19 @@ impl Lidar {
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!("<glint.Lidar {} '{}': {} beams>", self.index, self.name(py)?, self.beam_count(py)?))
     }
+}
+
+/// The seed's rule: lidars tick only while live or recording, so a scan of idle lidars is all
+/// `-1`. Says so once per simulation, with the fix, through Python's `warnings`.
+fn warn_if_idle(sim: &mut Simulation, py: Python<'_>) -> PyResult<()> {
+    if sim.warned_idle_scan || sim.sim.lidar_live() || sim.sim.recording() {
+        return Ok(());
+    }
+    sim.warned_idle_scan = true;
+    let category = crate::errors::warning_class(py)?;
+    let text = "scan() of lidars that are neither live nor recording: the lidars do not tick, so every range is -1 \
+                (the seed's rule); set sim.lidar_live = True before stepping, or arm a recording \
+                (sim.record())";
+    py.import("warnings")?.getattr("warn")?.call1((text, category, 2))?;
+    Ok(())
 }

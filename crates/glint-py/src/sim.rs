@@ -28,6 +28,8 @@ use crate::lidar::Lidar;
 #[pyclass(module = "glint._glint", unsendable)]
 pub struct Simulation {
     pub(crate) sim: glint_sim::Simulation,
+    /// Whether `scan()` has already warned that the lidars were neither live nor recording.
+    pub(crate) warned_idle_scan: bool,
 }
 
 /// What a call to `Simulation.step` did, per world.
@@ -219,7 +221,7 @@ impl Simulation {
         // Python reads ranges and the return model's channels, never hit points or normals:
         // the scans keep those only while recording (a tick writes less).
         sim.set_keep_surfaces(false);
-        let mut sim = Simulation { sim };
+        let mut sim = Simulation { sim, warned_idle_scan: false };
         sim.flush_warnings(py)?;
         Py::new(py, sim)
     }
@@ -279,19 +281,24 @@ impl Simulation {
         Simulation::wrap(py, sim)
     }
 
+    ///
+    /// `runner_hz` is the lidar runner's rate, ticks per second, kept exactly or refused (a
+    /// whole number of physics steps per tick); by default 100 where the timestep realises it,
+    /// else the nearest rate it realises (with a `GlintWarning` when there are lidars).
     #[staticmethod]
-    #[pyo3(signature = (xml, nworld = 1, lidars = None, seed = None))]
+    #[pyo3(signature = (xml, nworld = 1, lidars = None, seed = None, runner_hz = None))]
     fn from_xml(
         py: Python<'_>,
         xml: &str,
         nworld: usize,
         lidars: Option<Vec<Bound<'_, PyDict>>>,
         seed: Option<Seed>,
+        runner_hz: Option<f64>,
     ) -> PyResult<Py<Simulation>> {
         let is_path = !xml.trim_start().starts_with('<');
         let source = if is_path { PathBuf::from(xml) } else { PathBuf::from("<xml>") };
         let bindings = lidar_bindings(lidars, &source)?;
-        let options = SimOptions { nworld, seed: seed.map(|Seed(s)| s), ..SimOptions::default() };
+        let options = SimOptions { nworld, seed: seed.map(|Seed(s)| s), runner_hz, ..SimOptions::default() };
         let sim = py
             .detach(|| {
                 if is_path {

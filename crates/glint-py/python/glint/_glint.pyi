@@ -41,7 +41,11 @@ class Simulation:
     ) -> Simulation: ...
     @staticmethod
     def from_xml(
-        xml: str, nworld: int = 1, lidars: list[dict[str, Any]] | None = None, seed: int | None = None
+        xml: str,
+        nworld: int = 1,
+        lidars: list[dict[str, Any]] | None = None,
+        seed: int | None = None,
+        runner_hz: float | None = None,
     ) -> Simulation: ...
     @property
     def nworld(self) -> int: ...
