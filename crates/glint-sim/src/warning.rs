@@ -112,6 +112,7 @@ pub enum Warning {
     Undrawn {
         /// One entry per kind, with a count and the first names.
         what: Vec<String>,
+    },
 }
 
 impl std::fmt::Display for Warning {
