@@ -6,7 +6,7 @@ MUJOCO_LIB := .deps/mujoco/lib/libmujoco.so
 GLINT := target/release/glint
 SCENES := primitives crowded meshes
 
-.PHONY: all deps pydeps osmesa corpus qemu python build native demo test bench lights-report lint clean
+.PHONY: all deps pydeps osmesa corpus qemu python build native demo test bench lights-report lights-report-franka lint clean
 
 all: build
 
@@ -101,6 +101,13 @@ bench: build python osmesa
 # seed's, and the PNGs in out/lights.
 lights-report: build pydeps osmesa
 	@$(RENDER_ENV) $(GLINT) lights report --out out/lights --force
+
+# The same measurement on a real Franka's meshes: dm-robotics-panda's arm and hand from the
+# corpus, posed as the bundled arm, in the bundled scene's floor, objects, lights and camera
+# (tests/corpus/templates/lights_franka.xml, written by `make corpus`); PNGs in out/lights-franka.
+LIGHTS_FRANKA := .deps/corpus/dm_robotics_panda/dm_robotics/panda/assets/panda/glint_lights_franka.xml
+lights-report-franka: build pydeps osmesa corpus
+	@$(RENDER_ENV) $(GLINT) lights report --scene $(LIGHTS_FRANKA) --out out/lights-franka --force
 
 lint: deps
 	$(CARGO) fmt --all --check

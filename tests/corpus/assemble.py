@@ -6,6 +6,14 @@ paths name, with one element added as the first child of `<worldbody>`: the came
 (lookat, distance, azimuth, elevation; defaults from the compiled model's statistic, as
 MuJoCo's viewer starts). Nothing else of the scene is changed.
 
+It also writes scenes.toml's `[lights]` scene (the light-rig measurement's scene with a real
+robot, docs/lights.md) as `glint_<name>.xml` into `dir` of its package: its template, with
+`attach` (each a package file's body attached at a body of the scene, prefixed) and `home`
+(joint angles baked in: each joint's `ref` is its angle and its body is turned by it about
+the joint's axis, so that the model's own configuration, qpos0, which `glint lights report`
+and MuJoCo's renderer draw, is that pose), written by MuJoCo's own writer. It is no corpus
+check scene and gets no corpus camera.
+
 Usage: python assemble.py CORPUS_DIR"""
 
 from __future__ import annotations
@@ -71,6 +79,43 @@ def camera_element(model: mujoco.MjModel, table: dict) -> str:
     return f'<camera name="{CAMERA}" pos="{f(pos)}" xyaxes="{f(right)} {f(up)}" fovy="45"/>'
 
 
+def quat_mul(a: list[float], b: list[float]) -> list[float]:
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return [
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ]
+
+
+def posed_scene(src: Path, out: Path, table: dict, where: str) -> str:
+    """The `[lights]` scene: the template at `out` (beside the files it names) with the
+    `attach` bodies attached and the `home` pose baked in, as MuJoCo writes it."""
+    out.write_text(src.read_text())
+    spec = mujoco.MjSpec.from_file(str(out))
+    for a in table.get("attach", []):
+        child = mujoco.MjSpec.from_file(str(out.parent / a["file"]))
+        frame = spec.body(a["parent"]).add_frame(quat=a.get("quat", [1.0, 0.0, 0.0, 0.0]))
+        frame.attach_body(child.body(a["body"]), a["prefix"], "")
+    for name, angle in table.get("home", {}).items():
+        joint = spec.joint(name)
+        if joint is None or joint.type != mujoco.mjtJoint.mjJNT_HINGE or any(joint.pos):
+            raise SystemExit(f"error: {where}: home names {name}, not a hinge at its body's origin")
+        body = joint.parent
+        axis = [float(v) for v in joint.axis]
+        norm = math.sqrt(sum(v * v for v in axis))
+        half = 0.5 * float(angle)
+        turn = [math.cos(half)] + [math.sin(half) * v / norm for v in axis]
+        q = [float(v) for v in body.quat]
+        qn = math.sqrt(sum(v * v for v in q))
+        body.quat = quat_mul([v / qn for v in q], turn)
+        joint.ref = float(angle)
+    spec.compile()
+    return spec.to_xml()
+
+
 def main() -> int:
     corpus = Path(sys.argv[1]).resolve()
     pins = pinned_versions()
@@ -92,6 +137,14 @@ def main() -> int:
         out.write_text(with_element(xml, camera_element(model, scene.get("camera", {})), str(src)))
         mujoco.MjModel.from_xml_path(str(out))
         print(f"corpus: {name}: {out.relative_to(corpus)}", file=sys.stderr)
+    lights = tomllib.loads((HERE / "scenes.toml").read_text()).get("lights")
+    if lights is not None:
+        out = package_dir(corpus, lights["package"]) / lights["dir"] / f"glint_{lights['name']}.xml"
+        where = f"scenes.toml [lights] {lights['name']}"
+        xml = posed_scene(HERE / "templates" / lights["template"], out, lights, where)
+        out.write_text(xml)
+        mujoco.MjModel.from_xml_path(str(out))
+        print(f"lights: {lights['name']}: {out.relative_to(corpus)}", file=sys.stderr)
     return 0
 
 

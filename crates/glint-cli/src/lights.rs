@@ -20,8 +20,8 @@ pub enum LightsCommand {
     /// writes the patched MJCF (scene lights off, headlight ambient only, rig lights added).
     Translate(TranslateArgs),
     /// Renders the seed's light-rig measurement with MuJoCo's classic renderer (the `mujoco`
-    /// Python package): the bundled arm scene with no rig and with each of the seed's five
-    /// rigs; prints the foreground luminance table beside the seed's MuJoCo and Isaac Sim
+    /// Python package): the bundled arm scene (or `--scene`) with no rig and with each of the
+    /// seed's five rigs; prints the foreground luminance table beside the seed's MuJoCo and Isaac Sim
     /// columns and writes the PNGs, the patched MJCFs and report.json.
     Report(ReportArgs),
 }
@@ -49,6 +49,13 @@ pub struct TranslateArgs {
 /// Arguments of `glint lights report`.
 #[derive(Args)]
 pub struct ReportArgs {
+    /// The scene to measure, an MJCF with a camera named `view` (256 x 256): default the
+    /// bundled examples/lights/scene.xml, a Franka-like arm of primitives. Its asset paths
+    /// resolve from its own folder; the patched MJCFs in the output folder name that folder
+    /// as their mesh and texture directory. `make lights-report-franka` measures a real
+    /// Franka's meshes this way (docs/lights.md).
+    #[arg(long)]
+    scene: Option<PathBuf>,
     /// Output folder for the PNGs, the patched MJCFs and report.json (created if missing).
     #[arg(long, default_value = "out/lights")]
     out: PathBuf,
@@ -135,10 +142,13 @@ struct Row {
     png: PathBuf,
 }
 
-/// The files `glint lights report` writes into `out`.
-fn report_files(out: &Path) -> Vec<PathBuf> {
+/// The files `glint lights report` writes into `out` (with `bundled`, the bundled scene too).
+fn report_files(out: &Path, bundled: bool) -> Vec<PathBuf> {
     let mjcf = out.join("mjcf");
-    let mut files = vec![mjcf.join("scene.xml"), out.join("report.json")];
+    let mut files = vec![out.join("report.json")];
+    if bundled {
+        files.push(mjcf.join("scene.xml"));
+    }
     files.extend(RIGS.iter().map(|(name, _)| mjcf.join(format!("{name}.xml"))));
     for row in &SEED_TABLE {
         files.extend(["mujoco", "glint", "side_by_side"].map(|kind| out.join(format!("{}_{kind}.png", row.rig))));
@@ -147,12 +157,23 @@ fn report_files(out: &Path) -> Vec<PathBuf> {
 }
 
 fn report(args: ReportArgs) -> Result<()> {
-    for f in report_files(&args.out) {
+    for f in report_files(&args.out, args.scene.is_none()) {
         glint_record::check_output(&f, crate::overwrite(args.force))?;
     }
     let mjcf_dir = args.out.join("mjcf");
-    let scene = mjcf_dir.join("scene.xml");
-    write_output(&scene, SCENE.as_bytes())?;
+    let (scene, asset_dir) = match &args.scene {
+        None => {
+            let scene = mjcf_dir.join("scene.xml");
+            write_output(&scene, SCENE.as_bytes())?;
+            (scene, None)
+        }
+        Some(path) => {
+            let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let dir = std::fs::canonicalize(dir)
+                .with_context(|| format!("the scene's folder {} (from --scene {})", dir.display(), path.display()))?;
+            (path.clone(), Some(dir))
+        }
+    };
     let mut jobs = Vec::new();
     for row in &SEED_TABLE {
         let mjcf = match RIGS.iter().find(|(name, _)| *name == row.rig) {
@@ -164,7 +185,11 @@ fn report(args: ReportArgs) -> Result<()> {
                     eprintln!("warning: rig {name}: {w}");
                 }
                 let path = mjcf_dir.join(format!("{name}.xml"));
-                write_output(&path, lit.to_xml()?.as_bytes())?;
+                let mut xml = lit.to_xml()?;
+                if let Some(dir) = &asset_dir {
+                    xml = with_asset_dirs(&xml, dir).with_context(|| format!("the patched scene of rig {name}"))?;
+                }
+                write_output(&path, xml.as_bytes())?;
                 path
             }
         };
@@ -197,13 +222,17 @@ fn report(args: ReportArgs) -> Result<()> {
         let similarity = ssim(&rgb, &ours, SIDE, SIDE).context("glint's render")?;
         rows.push(row(seed, measured, (glint, similarity), png));
     }
-    let summary = serde_json::json!({ "mujoco_version": version, "camera": CAMERA, "size": SIDE, "rows": rows });
+    let scene_name = args
+        .scene
+        .as_ref()
+        .map_or_else(|| "examples/lights/scene.xml (bundled)".to_string(), |p| p.display().to_string());
+    let summary = serde_json::json!({ "mujoco_version": version, "scene": scene_name, "camera": CAMERA, "size": SIDE, "rows": rows });
     let json_path = args.out.join("report.json");
     write_output(&json_path, serde_json::to_string_pretty(&summary)?.as_bytes())?;
     if args.json {
         println!("{}", serde_json::to_string(&summary)?);
     } else {
-        print_table(&rows, &version, &args.out);
+        print_table(&rows, &version, &scene_name, &args.out);
     }
     Ok(())
 }
@@ -224,12 +253,13 @@ fn row(seed: &SeedRow, measured: Exposure, (glint, ssim): (Exposure, f64), png: 
     }
 }
 
-fn print_table(rows: &[Row], version: &str, out: &Path) {
+fn print_table(rows: &[Row], version: &str, scene: &str, out: &Path) {
     let cell = |e: Option<&Exposure>| match e {
         None => "-".to_string(),
         Some(e) if e.dark.is_nan() => format!("{:.0} / {:.0} / -", e.mean, e.p05),
         Some(e) => format!("{:.0} / {:.0} / {:.1}%", e.mean, e.p05, e.dark * 100.0),
     };
+    println!("scene: {scene}");
     println!("foreground (central 160x160 of {SIDE}x{SIDE}) luminance: mean / p05 / share below 20");
     println!(
         "{:<40} {:>18} {:>18} {:>18} {:>18} {:>12} {:>16} {:>6}",
@@ -265,6 +295,71 @@ fn print_table(rows: &[Row], version: &str, out: &Path) {
     println!("PNGs (MuJoCo, glint, side by side), patched MJCFs and report.json in {}", out.display());
 }
 
+/// `xml` (MuJoCo's writer's output of a scene loaded from a file in `dir`) with its mesh and
+/// texture directories made absolute, so that it loads from any folder: the `<compiler>`'s
+/// `meshdir` and `texturedir` (else `assetdir`, else the scene's folder itself) joined to `dir`.
+fn with_asset_dirs(xml: &str, dir: &Path) -> Result<String> {
+    let escape = |p: &Path| -> Result<String> {
+        let s = p.to_str().with_context(|| format!("the folder {} is not UTF-8", p.display()))?;
+        Ok(s.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;").replace('>', "&gt;"))
+    };
+    let tag_at = |name: &str| {
+        xml.match_indices(name)
+            .map(|(i, _)| i)
+            .find(|&i| xml[i + name.len()..].starts_with(|c: char| c.is_whitespace() || c == '/' || c == '>'))
+    };
+    let (start, end, attrs) = match tag_at("<compiler") {
+        Some(start) => {
+            let end = start + xml[start..].find('>').context("an unterminated <compiler> element")? + 1;
+            let body = xml[start + "<compiler".len()..end - 1].trim_end_matches('/');
+            (start, end, attributes(body))
+        }
+        None => {
+            let root = tag_at("<mujoco").context("no <mujoco> element")?;
+            let end = root + xml[root..].find('>').context("an unterminated <mujoco> element")? + 1;
+            (end, end, Vec::new())
+        }
+    };
+    let get = |key: &str| attrs.iter().find(|(k, _)| k == key).map(|(_, v)| unescape(v));
+    let resolve = |key: &str| match get(key).or_else(|| get("assetdir")).filter(|v| !v.is_empty()) {
+        Some(sub) => dir.join(sub),
+        None => dir.to_path_buf(),
+    };
+    let mut element = String::from("<compiler");
+    for (k, v) in attrs.iter().filter(|(k, _)| !["meshdir", "texturedir", "assetdir"].contains(&k.as_str())) {
+        element.push_str(&format!(r#" {k}="{v}""#));
+    }
+    element.push_str(&format!(
+        r#" meshdir="{}" texturedir="{}"/>"#,
+        escape(&resolve("meshdir"))?,
+        escape(&resolve("texturedir"))?
+    ));
+    if start == end {
+        element.insert(0, '\n');
+    }
+    Ok(format!("{}{element}{}", &xml[..start], &xml[end..]))
+}
+
+/// XML text with its five predefined entities replaced.
+fn unescape(text: &str) -> String {
+    text.replace("&quot;", "\"").replace("&apos;", "'").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+}
+
+/// The `key="value"` pairs of an element's attribute text (values as written, still escaped).
+fn attributes(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(eq) = rest.find('=') {
+        let key = rest[..eq].trim().to_string();
+        let after = rest[eq + 1..].trim_start();
+        let Some(quote) = after.chars().next().filter(|c| *c == '"' || *c == '\'') else { break };
+        let Some(close) = after[1..].find(quote) else { break };
+        out.push((key, after[1..1 + close].to_string()));
+        rest = &after[close + 2..];
+    }
+    out
+}
+
 /// glint's render of the measurement camera of the MJCF at `path`, 256 × 256 RGB.
 fn render_with_glint(path: &Path) -> Result<Vec<u8>> {
     let mut sim = Simulation::from_xml_file(path, Vec::new(), SimOptions::default())?;
@@ -277,4 +372,30 @@ fn render_with_glint(path: &Path) -> Result<Vec<u8>> {
 fn side_by_side(left: &[u8], right: &[u8]) -> Vec<u8> {
     let row = SIDE * 3;
     left.chunks_exact(row).zip(right.chunks_exact(row)).flat_map(|(l, r)| l.iter().chain(r).copied()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn asset_dirs_become_absolute() {
+        let dir = Path::new("/data/robot & co");
+        let xml = "<mujoco model=\"m\">\n  <compiler angle=\"radian\" meshdir=\"meshes\"/>\n</mujoco>";
+        let out = with_asset_dirs(xml, dir).unwrap();
+        assert!(
+            out.contains(
+                r#"<compiler angle="radian" meshdir="/data/robot &amp; co/meshes" texturedir="/data/robot &amp; co"/>"#
+            ),
+            "{out}"
+        );
+        let out = with_asset_dirs("<mujoco model=\"m\">\n  <compiler assetdir='a'/>\n</mujoco>", dir).unwrap();
+        assert!(
+            out.contains(r#"<compiler meshdir="/data/robot &amp; co/a" texturedir="/data/robot &amp; co/a"/>"#),
+            "{out}"
+        );
+        let out = with_asset_dirs("<mujoco model=\"m\">\n  <option timestep=\"0.002\"/>\n</mujoco>", dir).unwrap();
+        assert!(out.starts_with("<mujoco model=\"m\">\n<compiler meshdir=\"/data/robot &amp; co\""), "{out}");
+        assert!(with_asset_dirs("<robot/>", dir).is_err());
+    }
 }
