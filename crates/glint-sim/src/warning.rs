@@ -67,6 +67,16 @@ pub enum Warning {
         /// The physics timestep, seconds.
         timestep: f64,
     },
+    /// The cameras' default recording rate is not a whole fraction of the runner's ticks: they
+    /// record at the nearest rate that is.
+    CameraRate {
+        /// The default rate, frames per second.
+        default_hz: f64,
+        /// The rate the cameras record at.
+        hz: f64,
+        /// The runner's ticks per second.
+        tick_hz: f64,
+    },
     /// A sensor added with `Simulation::add_sensor` is not part of the recording armed (a
     /// session records the lidars and the cameras): an output of its own takes its frames.
     NotRecorded {
@@ -112,6 +122,14 @@ pub enum Warning {
     Undrawn {
         /// One entry per kind, with a count and the first names.
         what: Vec<String>,
+    },
+    /// An MJCF `<rangefinder>` glint does not compute (attached to a camera, delayed, sampled
+    /// at an interval): it is left out of the simulation's rangefinders.
+    RangefinderSkipped {
+        /// The sensor's name.
+        sensor: String,
+        /// Why, and the fix.
+        reason: String,
     },
 }
 
@@ -162,9 +180,16 @@ impl std::fmt::Display for Warning {
                 readable_hz(*hz),
                 if *steps == 1 { "" } else { "s" }
             ),
+            Warning::CameraRate { default_hz, hz, tick_hz } => write!(
+                f,
+                "the cameras' default {default_hz} frames per second is not a whole fraction of the runner's {} ticks \
+                 per second: they record at {} per second instead; set a camera rate to choose another",
+                readable_hz(*tick_hz),
+                readable_hz(*hz)
+            ),
             Warning::NotRecorded { sensor } => write!(
                 f,
-                "sensor '{sensor}' is not recorded: a session records the lidars and the cameras; add an output                  (Simulation::add_output) to write its frames"
+                "sensor '{sensor}' is not recorded: a session records the lidars and the cameras; add an output (Simulation::add_output) to write its frames"
             ),
             Warning::ObservationBeams { index, sensor, actual } => write!(
                 f,
@@ -177,6 +202,9 @@ impl std::fmt::Display for Warning {
                  {}; set beams = {actual}",
                 if beams > actual { "the beams past the scan read -1" } else { "the beams past `beams` are left out" }
             ),
+            Warning::RangefinderSkipped { sensor, reason } => {
+                write!(f, "rangefinder '{sensor}' is left out of the simulation's rangefinders: {reason}")
+            }
         }
     }
 }

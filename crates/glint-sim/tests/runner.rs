@@ -93,3 +93,27 @@ fn an_explicit_rate_the_timestep_cannot_realise_is_refused() {
     assert!(sim.take_warnings().iter().any(|w| matches!(w, Warning::RunnerRate { .. })));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// dm_control's fish steps at 0.004 s: the runner ticks every 3 steps (83.3 per second), of
+/// which the cameras' default 10 frames per second is no whole fraction.
+#[test]
+fn cameras_move_their_default_rate_where_the_runner_cannot_keep_it() {
+    let fish = PENDULUM.replace(r#"timestep="0.02""#, r#"timestep="0.004""#);
+    let mut sim = Simulation::from_xml(&fish, Vec::new(), SimOptions::default()).unwrap();
+    assert!((sim.runner_hz() - 250.0 / 3.0).abs() < 1e-9, "{}", sim.runner_hz());
+    let camera = sim.camera_index("fixed").unwrap();
+    let options = glint_sim::CameraOptions { resolution: Some((32, 24)), ..glint_sim::CameraOptions::new(camera) };
+    sim.set_cameras(vec![options]).unwrap();
+    let warnings = sim.take_warnings();
+    let rate = warnings.iter().find_map(|w| match w {
+        Warning::CameraRate { default_hz, hz, .. } => Some((*default_hz, *hz)),
+        _ => None,
+    });
+    let (default_hz, hz) = rate.unwrap_or_else(|| panic!("a camera rate warning: {warnings:?}"));
+    assert_eq!(default_hz, 10.0);
+    assert!((hz - 250.0 / 24.0).abs() < 1e-9, "8 ticks a frame: {hz}");
+    assert!(sim.render().is_ok(), "the cameras render");
+    // A rate asked for is kept exactly or refused, as before.
+    let err = sim.set_camera_rate(camera, 10.0).unwrap_err().to_string();
+    assert!(err.contains("not a whole fraction"), "{err}");
+}

@@ -31,7 +31,7 @@ impl Simulation {
             }
         };
         renderer.set_materials(&self.scene, &self.setup.table);
-        let every = self.camera_every(DEFAULT_RATE_HZ)?;
+        let every = self.default_camera_every();
         self.sensors.cameras = Some(CameraSet::new(layout, renderer, headlight(&self.model), self.nworld(), every));
         Ok(())
     }
@@ -49,6 +49,20 @@ impl Simulation {
         let slot = cameras.layout().slot(&self.scene, camera)?;
         cameras.set_every(slot, every);
         Ok(())
+    }
+
+    /// Lidar ticks between frames at the default rate (10 per second) or, where the runner's
+    /// ticks cannot keep it exactly, at the nearest rate they can, with a warning: a default,
+    /// unlike a rate asked for, is not a reason to refuse a scene.
+    fn default_camera_every(&mut self) -> u64 {
+        if let Ok(every) = self.camera_every(DEFAULT_RATE_HZ) {
+            return every;
+        }
+        let tick_hz = 1.0 / self.runner_dt();
+        let every = (tick_hz / DEFAULT_RATE_HZ).round().max(1.0);
+        let warning = crate::Warning::CameraRate { default_hz: DEFAULT_RATE_HZ, hz: tick_hz / every, tick_hz };
+        self.warnings.push(warning);
+        every as u64
     }
 
     /// Lidar ticks between frames at `rate_hz`, or why that rate cannot be kept exactly.
