@@ -87,6 +87,9 @@ bench: build python osmesa
 	@for s in $(SCENES); do \
 		$(GLINT) bench lidar examples/$$s.xml --preset ouster-os1-64 --repeats 11 --json | tee -a out/bench.jsonl || exit 1; \
 	done
+	@for s in $(SCENES); do \
+		$(GLINT) bench rangefinder examples/$$s.xml --count 1000 --steps 1000 --json | tee -a out/bench.jsonl || exit 1; \
+	done
 	@$(GLINT) bench returns examples/showroom/showroom.toml --repeats 11 --json | tee -a out/bench.jsonl
 	@$(GLINT) bench record examples/showroom/showroom.toml --seconds 10 --repeats 5 --json | tee -a out/bench.jsonl
 	@$(GLINT) bench serve examples/showroom/showroom.toml --calls 500 --seconds 5 --json | tee -a out/bench.jsonl

@@ -7,7 +7,9 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use glam::DVec3;
 use glint_lidar::ScanPreset;
-use glint_sim::bench::{self, LidarBench, Pattern, RaysBench, RaysReport, RecordBench, ReturnsBench, VariantsBench};
+use glint_sim::bench::{
+    self, LidarBench, Pattern, RangefinderBench, RaysBench, RaysReport, RecordBench, ReturnsBench, VariantsBench,
+};
 use serde::Serialize;
 
 /// The benchmarks.
@@ -39,6 +41,32 @@ pub enum BenchCommand {
     /// renderer (the `mujoco` Python package, OSMesa held to one thread) in the same run, and
     /// prints frames and megapixels per second and the ratios.
     Render(crate::render_bench::RenderBenchArgs),
+    /// Adds an array of MJCF `<rangefinder>` sensors to a scene and computes them with glint's
+    /// BVH caster and with MuJoCo's own `mj_sensorPos` in the same process: both times, their
+    /// ratio, and glint's values against MuJoCo's `sensordata` on every step of a run.
+    Rangefinder(RangefinderArgs),
+}
+
+/// Arguments of `glint bench rangefinder`.
+#[derive(Args)]
+pub struct RangefinderArgs {
+    /// MJCF scene file.
+    scene: PathBuf,
+    /// Rangefinders added, looking along directions spread over the sphere.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    count: u32,
+    /// Where they sit, X,Y,Z in metres (default: the site named `lidar`, else 0,0,1).
+    #[arg(long, value_parser = parse_point, allow_hyphen_values = true)]
+    origin: Option<DVec3>,
+    /// Physics steps over which the values are compared with MuJoCo's.
+    #[arg(long, default_value_t = 1000)]
+    steps: u32,
+    /// Timed runs per measurement (the median is reported), after one warm-up run.
+    #[arg(long, default_value_t = 21, value_parser = clap::value_parser!(u32).range(5..))]
+    repeats: u32,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `glint bench serve`.
@@ -262,6 +290,29 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             })
         }
         BenchCommand::Render(a) => crate::render_bench::run(a),
+        BenchCommand::Rangefinder(a) => {
+            let options = RangefinderBench {
+                scene: a.scene,
+                count: a.count as usize,
+                origin: a.origin,
+                steps: a.steps,
+                repeats: a.repeats,
+            };
+            print(&bench::rangefinder(&options)?, a.json, |r| {
+                println!(
+                    "{}: {} rangefinders at ({:.3}, {:.3}, {:.3})",
+                    r.scene, r.rangefinders, r.origin[0], r.origin[1], r.origin[2]
+                );
+                println!("glint, BVH caster, 1 thread          {:.3} ms", r.glint_s * 1e3);
+                println!("MuJoCo mj_sensorPos, 1 thread        {:.3} ms", r.mujoco_s * 1e3);
+                println!("speed-up over MuJoCo                 {:.2}x", r.speedup);
+                println!(
+                    "agreement with MuJoCo's sensordata over {} steps: {} of {} values differ by more than 1e-12 \
+                     (largest difference {:.1e}; {} hits)",
+                    r.steps_compared, r.mismatches, r.values_compared, r.max_abs_diff, r.hits
+                );
+            })
+        }
         BenchCommand::Serve(a) => {
             let manifest = crate::manifest_with_lidars(&a.manifest)?;
             let options = glint_server::bench::ServeBench { manifest, calls: a.calls, seconds: a.seconds };

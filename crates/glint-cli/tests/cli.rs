@@ -125,6 +125,28 @@ fn bench_lidar_compares_the_sensor_api_with_the_bare_core() {
     assert!(err.contains("unknown lidar scan preset 'hdl-64'"), "{err}");
 }
 
+#[test]
+fn bench_rangefinder_compares_an_array_with_mujoco_sensordata() {
+    let args = ["bench", "rangefinder", &example("meshes.xml"), "--count", "300", "--steps", "100", "--repeats", "5"];
+    let o = glint(&[&args[..], &["--json"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(v["rangefinders"], 300);
+    assert_eq!((v["steps_compared"].as_u64(), v["values_compared"].as_u64()), (Some(101), Some(30_300)));
+    assert_eq!(v["mismatches"], 0, "every value equals MuJoCo's sensordata: {v}");
+    assert!(v["max_abs_diff"].as_f64().unwrap() <= 1e-12, "{v}");
+    assert!(v["hits"].as_u64().unwrap() > 10_000, "the array sees the scene: {v}");
+    // Figures, not a verdict: a timing ratio is noise beside other tests (`make bench`).
+    for key in ["glint_s", "mujoco_s", "speedup"] {
+        let x = v[key].as_f64().unwrap();
+        assert!(x.is_finite() && x > 0.0, "{key} = {x}");
+    }
+    let text = glint(&args);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("speed-up over MuJoCo"), "{}", stderr(&text));
+    let err = fails(&["bench", "rangefinder", &example("meshes.xml"), "--count", "0"]);
+    assert!(err.contains("--count"), "{err}");
+}
+
 /// The repository's pinned Python (plyfile, numpy), installed by `make test`.
 fn python() -> PathBuf {
     let p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "..", ".deps", "venv", "bin", "python"].iter().collect();

@@ -78,6 +78,8 @@ fn serve_refuses_bad_manifests_and_addresses() {
         ("[[observation]]\nname = \"lidar_range\"\n", "did you mean `lidar_ranges`?"),
         ("[[observation]]\nname = \"lidar_ranges\"\nbeams = 360\nsensor = 3\n", "reads lidar sensor 3"),
         ("[[observation]]\nname = \"joint_positions\"\nbeams = 3\n", "only a lidar_ranges component takes"),
+        ("[[observation]]\nname = \"rangefinders\"\nsensor = 0\n", "only a lidar_ranges component takes"),
+        ("[[observation]]\nname = \"rangefinder\"\n", "did you mean `rangefinders`?"),
         ("[[observation]]\nname = \"lidar_ranges\"\nbeams = 360\nmaterial = 2\n", "material = 2"),
     ];
     for (extra, expected) in cases {

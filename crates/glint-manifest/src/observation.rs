@@ -14,6 +14,9 @@
 //! beams = 65536                 # required: channels * azimuth_bins; -1 past the scan
 //! sensor = 0                    # default 0
 //! material = false              # default off; 1 or true applies the return model
+//!
+//! [[observation]]
+//! name = "rangefinders"         # every MJCF <rangefinder> of the model, as sensordata
 //! ```
 
 use std::path::Path;
@@ -24,7 +27,7 @@ use serde::Deserialize;
 use crate::ManifestError;
 
 /// The component names, in the spelling the manifest and the agent schema use.
-pub const OBSERVATION_COMPONENTS: &[&str] = &["joint_positions", "joint_velocities", "lidar_ranges"];
+pub const OBSERVATION_COMPONENTS: &[&str] = &["joint_positions", "joint_velocities", "lidar_ranges", "rangefinders"];
 
 /// The most beams a `lidar_ranges` component may ask for: the largest scan a sensor can have
 /// (256 channels of 65 535 bins).
@@ -48,6 +51,10 @@ pub enum ObservationComponent {
         /// Whether the return model's measured ranges are read (needs a bake).
         material: bool,
     },
+    /// Every site-attached MJCF `<rangefinder>` of the model, in sensor order: the values
+    /// MuJoCo's `sensordata` holds for them (`-1` for a distance that hits nothing), cast by
+    /// glint's BVH.
+    Rangefinders,
 }
 
 #[derive(Deserialize)]
@@ -72,14 +79,14 @@ impl RawObservation {
             }
         };
         match self.name.as_str() {
-            "joint_positions" | "joint_velocities" => {
+            "joint_positions" | "joint_velocities" | "rangefinders" => {
                 only_lidar("beams", self.beams.is_some())?;
                 only_lidar("sensor", self.sensor.is_some())?;
                 only_lidar("material", self.material.is_some())?;
-                Ok(if self.name == "joint_positions" {
-                    ObservationComponent::JointPositions
-                } else {
-                    ObservationComponent::JointVelocities
+                Ok(match self.name.as_str() {
+                    "joint_positions" => ObservationComponent::JointPositions,
+                    "joint_velocities" => ObservationComponent::JointVelocities,
+                    _ => ObservationComponent::Rangefinders,
                 })
             }
             "lidar_ranges" => {

@@ -37,6 +37,7 @@ mod model;
 mod physics;
 mod priority;
 mod reference;
+mod sensors;
 mod variants;
 
 pub use batch::WorldBatch;
@@ -47,4 +48,5 @@ pub use model::{Headlight, Joint, JointKind, Model};
 pub use physics::{PhysicsFields, model_array};
 pub use priority::lower_thread_priority;
 pub use reference::MujocoRays;
+pub use sensors::{Cutoff, RAY_FIELDS, Rangefinder, Rangefinders, SkippedRangefinder};
 pub use variants::{SceneSpec, VariantModel};

@@ -465,6 +465,29 @@ impl Simulation {
         Ok(out)
     }
 
+    /// One name per rangefinder value, in the columns' order of
+    /// [`rangefinders`](Self::rangefinders): a site-attached MJCF `<rangefinder>`'s name for
+    /// its distance, `<name>/<field>[_<x|y|z>]` for the other fields of its `data` attribute.
+    #[getter]
+    fn rangefinder_names(&self) -> Vec<String> {
+        self.sim.rangefinder_names().to_vec()
+    }
+
+    /// Every site-attached MJCF `<rangefinder>`'s values in every world as the worlds stand
+    /// now, shape `(nworld, len(rangefinder_names))` float64, cast through glint's BVH: what
+    /// MuJoCo's `sensordata` holds for them (`-1` for a distance that hits nothing).
+    fn rangefinders<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let shape = (self.sim.nworld(), self.sim.rangefinder_names().len());
+        let values = self.sim.rangefinders().py()?;
+        Ok(Array2::from_shape_vec(shape, values).expect("nworld x values").into_pyarray(py))
+    }
+
+    /// World `world`'s MuJoCo `sensordata` (every sensor of the model) as its last step or
+    /// reset left it, float64.
+    fn sensordata<'py>(&self, py: Python<'py>, world: usize) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        Ok(self.sim.sensordata(world).py()?.to_vec().into_pyarray(py))
+    }
+
     /// The manifest's `[task]` as a dict (its serde form), or `None`.
     #[getter]
     fn task<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {

@@ -30,7 +30,7 @@ impl ObservationLayout {
     }
 
     /// One name per value: `joint_positions/<joint>[i]`, `joint_velocities/<joint>[i]`,
-    /// `lidar_ranges/<sensor>/<beam>`.
+    /// `lidar_ranges/<sensor>/<beam>`, `rangefinders/<sensor>[/<field>]`.
     pub fn names(&self) -> &[String] {
         &self.names
     }
@@ -49,6 +49,7 @@ impl ObservationLayout {
                 let (name, material) = match t.component {
                     ObservationComponent::JointPositions => ("joint_positions".to_string(), false),
                     ObservationComponent::JointVelocities => ("joint_velocities".to_string(), false),
+                    ObservationComponent::Rangefinders => ("rangefinders".to_string(), false),
                     ObservationComponent::LidarRanges { sensor, material, .. } => {
                         (format!("lidar_ranges/{sensor}"), material)
                     }

@@ -5,9 +5,10 @@
 //! worlds' episode seeds from the [`SensorContext`], and restarts what it keeps per episode
 //! when a world is reset.
 //!
-//! The lidars and the cameras implement [`Sensor`]; a new kind (a depth-sensor model, an MJCF
-//! rangefinder, a user's own) is added with [`crate::Simulation::add_sensor`], and
-//! [`crate::Simulation::step`] ticks it without knowing what it is.
+//! The lidars, the cameras and the model's MJCF rangefinders (`rangefinders.rs`) implement
+//! [`Sensor`]; a new kind (a depth-sensor model, a user's own) is added with
+//! [`crate::Simulation::add_sensor`], and [`crate::Simulation::step`] ticks it without knowing
+//! what it is.
 
 use glam::{DMat3, DVec3};
 use glint_core::{Poses, RayCaster, Scene};
@@ -46,6 +47,8 @@ pub enum SensorKind {
     Lidar,
     /// The cameras: one unit per camera set to render.
     Camera,
+    /// The model's MJCF `<rangefinder>` sensors: one unit, every rangefinder's values.
+    Rangefinder,
     /// A sensor added with [`crate::Simulation::add_sensor`]: one unit of values per world.
     Values,
 }
@@ -76,6 +79,14 @@ pub enum Frame<'a> {
         size: (usize, usize),
         /// The camera's origin and rotation in the world.
         pose: (DVec3, DMat3),
+    },
+    /// Every MJCF rangefinder's values in the world, as MuJoCo's `sensordata` holds them
+    /// (in sensor order), with one name per value.
+    Rangefinders {
+        /// The values: `-1` for the distance of a ray that hits nothing.
+        values: &'a [f64],
+        /// One name per value: the sensor's, or `<sensor>/<field>`.
+        names: &'a [String],
     },
     /// A sensor's values.
     Values(&'a [f32]),
@@ -167,5 +178,44 @@ pub trait Sensor: Send {
     /// episode starts over.
     fn restart(&mut self, _world: usize, _episode_seed: u64) -> Result<(), SimError> {
         Ok(())
+    }
+}
+
+/// The sensors of a simulation: the lidars, the cameras once set, the model's MJCF
+/// rangefinders (when it has any), and any added, numbered in that order (a slot stays
+/// numbered while it is empty, so an added sensor's number never changes).
+pub(crate) struct Sensors {
+    pub(crate) lidars: crate::lidar_set::LidarSet,
+    pub(crate) cameras: Option<crate::camera_set::CameraSet>,
+    pub(crate) rangefinders: Option<crate::rangefinders::RangefinderSet>,
+    pub(crate) added: Vec<Box<dyn Sensor>>,
+}
+
+impl Sensors {
+    /// Slots before those added: the lidars, the cameras and the rangefinders.
+    const FIXED: usize = 3;
+
+    pub(crate) fn count(&self) -> usize {
+        Self::FIXED + self.added.len()
+    }
+
+    /// Sensor `k`, `None` for an empty slot.
+    pub(crate) fn get_mut(&mut self, k: usize) -> Option<&mut (dyn Sensor + 'static)> {
+        match k {
+            0 => Some(&mut self.lidars),
+            1 => self.cameras.as_mut().map(|c| c as &mut (dyn Sensor + 'static)),
+            2 => self.rangefinders.as_mut().map(|r| r as &mut (dyn Sensor + 'static)),
+            k => self.added.get_mut(k - Self::FIXED).map(|s| &mut **s),
+        }
+    }
+
+    /// Sensor `k`, `None` for an empty slot.
+    pub(crate) fn get(&self, k: usize) -> Option<&(dyn Sensor + 'static)> {
+        match k {
+            0 => Some(&self.lidars),
+            1 => self.cameras.as_ref().map(|c| c as &(dyn Sensor + 'static)),
+            2 => self.rangefinders.as_ref().map(|r| r as &(dyn Sensor + 'static)),
+            k => self.added.get(k - Self::FIXED).map(|s| &**s),
+        }
     }
 }

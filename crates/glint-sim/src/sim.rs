@@ -14,6 +14,7 @@ mod lidar;
 #[path = "materials.rs"]
 pub(crate) mod materials;
 mod observe;
+mod rangefinders;
 mod recording;
 mod world;
 
@@ -28,17 +29,15 @@ use glint_manifest::{BakeConfig, Controller, Recorder, ResetConfig};
 use glint_mujoco::{Model, VariantModel, WorldBatch};
 use glint_record::EpisodeStatus;
 
-use crate::camera_set::CameraSet;
 use crate::controller::Drive;
 use crate::episodes::Episodes;
 use crate::fields::Fields;
-use crate::lidar_set::LidarSet;
 use crate::materials::LoadedBake;
 use crate::observation::ObservationLayout;
 use crate::outputs::{EpisodeClose, Output, Outputs, TickFrame};
 use crate::randomize::FieldDraws;
 use crate::reset::Randomizer;
-use crate::sensors::{Demand, Sensor, SensorContext};
+use crate::sensors::{Demand, Sensor, SensorContext, Sensors};
 use crate::task::TaskState;
 use crate::{SimError, StepReport, Warning, WorldStatus, Worlds};
 
@@ -72,36 +71,6 @@ struct WorldState {
 impl WorldState {
     fn variant_name(&self, w: usize) -> Option<&str> {
         self.variant_of[w].map(|k| self.variants[k].name.as_str())
-    }
-}
-
-/// The sensors of a simulation: the lidars, the cameras once set, and any added.
-struct Sensors {
-    lidars: LidarSet,
-    cameras: Option<CameraSet>,
-    added: Vec<Box<dyn Sensor>>,
-}
-
-impl Sensors {
-    fn count(&self) -> usize {
-        2 + self.added.len()
-    }
-
-    /// Sensor `k`: the lidars, the cameras, then those added.
-    fn get_mut(&mut self, k: usize) -> Option<&mut (dyn Sensor + 'static)> {
-        match k {
-            0 => Some(&mut self.lidars),
-            1 => self.cameras.as_mut().map(|c| c as &mut (dyn Sensor + 'static)),
-            k => self.added.get_mut(k - 2).map(|s| &mut **s),
-        }
-    }
-
-    fn get(&self, k: usize) -> Option<&(dyn Sensor + 'static)> {
-        match k {
-            0 => Some(&self.lidars),
-            1 => self.cameras.as_ref().map(|c| c as &(dyn Sensor + 'static)),
-            k => self.added.get(k - 2).map(|s| &**s),
-        }
     }
 }
 

@@ -4,6 +4,7 @@
 
 mod lidar;
 mod patterns;
+mod rangefinder;
 mod rays;
 mod record;
 mod returns;
@@ -13,6 +14,7 @@ use std::time::Instant;
 
 pub use lidar::{LidarBench, LidarReport, lidar};
 pub use patterns::Pattern;
+pub use rangefinder::{RangefinderBench, RangefinderReport, rangefinder};
 pub use rays::{RaysBench, RaysReport, rays};
 pub use record::{RecordBench, RecordReport, record};
 pub use returns::{ReturnsBench, ReturnsReport, returns};

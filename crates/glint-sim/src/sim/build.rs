@@ -13,7 +13,7 @@ use glint_lidar::{
 use glint_manifest::{BakeConfig, Controller, Manifest, Recorder, ResetConfig};
 use glint_mujoco::{LitScene, Model, SceneSpec, WorldBatch};
 
-use super::{Sensors, Setup, Simulation, WorldState};
+use super::{Setup, Simulation, WorldState};
 use crate::controller::Drive;
 use crate::episodes::Episodes;
 use crate::fields::Fields;
@@ -21,7 +21,9 @@ use crate::lidar_set::LidarSet;
 use crate::observation::ObservationLayout;
 use crate::outputs::Outputs;
 use crate::randomize::FieldDraws;
+use crate::rangefinders::RangefinderSet;
 use crate::reset::Randomizer;
+use crate::sensors::Sensors;
 use crate::task::TaskState;
 use crate::{SimError, SimOptions, VariantPlan, Warning};
 
@@ -167,7 +169,8 @@ impl Simulation {
         let lidars = LidarSet::new(lidars, &scene, &setup.table)?;
         let drive = Drive::new(&setup.controller, &model, nworld)?;
         let lidar_warnings = lidar_warnings.into_iter().map(|(sensor, warning)| Warning::Lidar { sensor, warning });
-        let warnings = moved.into_iter().chain(capped).chain(lidar_warnings).collect();
+        let (rangefinders, rangefinder_warnings) = RangefinderSet::from_model(&model, nworld);
+        let warnings = moved.into_iter().chain(capped).chain(lidar_warnings).chain(rangefinder_warnings).collect();
         let fields = Fields::new(&scene, &worlds.physics(0)?);
         let world = WorldState {
             fields,
@@ -187,7 +190,7 @@ impl Simulation {
             drive,
             randomizer,
             world,
-            sensors: Sensors { lidars, cameras: None, added: Vec::new() },
+            sensors: Sensors { lidars, cameras: None, rangefinders, added: Vec::new() },
             outputs: Outputs::default(),
             bake: None,
             observation: ObservationLayout::default(),

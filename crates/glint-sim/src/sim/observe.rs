@@ -25,6 +25,9 @@ impl Simulation {
             let names = match component {
                 ObservationComponent::JointPositions => joint_value_names(self, false),
                 ObservationComponent::JointVelocities => joint_value_names(self, true),
+                ObservationComponent::Rangefinders => {
+                    self.rangefinder_names().iter().map(|n| format!("rangefinders/{n}")).collect()
+                }
                 ObservationComponent::LidarRanges { beams, sensor, .. } => {
                     let count = self.lidar_count();
                     if *sensor >= count {
@@ -57,7 +60,8 @@ impl Simulation {
     }
 
     /// Writes world `world`'s observation into `out` (exactly [`ObservationLayout::size`]
-    /// values): joint positions and velocities as they are now, and each `lidar_ranges`
+    /// values): joint positions and velocities and the rangefinders' values as they are now
+    /// (the rangefinders cast for the observation), and each `lidar_ranges`
     /// component from its sensor's live scan, `-1` past the scan and for no return. A material
     /// component needs a loaded bake.
     pub fn observe(&self, world: usize, out: &mut [f32]) -> Result<(), SimError> {
@@ -117,6 +121,7 @@ impl Simulation {
             match *component {
                 ObservationComponent::JointPositions => copy_f64(out, self.worlds.qpos(world)),
                 ObservationComponent::JointVelocities => copy_f64(out, self.worlds.qvel(world)),
+                ObservationComponent::Rangefinders => copy_f64(out, &self.rangefinders_of(world)?),
                 ObservationComponent::LidarRanges { sensor, material, .. } => {
                     ranges.push((out, self.lidar(sensor)?.ranges(world, material)?));
                 }
