@@ -372,9 +372,13 @@ fn print_table(r: &RaysReport) {
         100.0 * r.refit_fraction_of_scan
     );
     println!(
-        "agreement with MuJoCo's mj_ray: {} hit/miss mismatches, max |distance difference| {:.3e} m",
-        r.hit_mismatch, r.max_abs_diff_m
+        "agreement with MuJoCo's mj_ray: {} hit/miss and {} geom mismatches, max |distance difference| {:.3e} m, \
+         max |normal difference| {:.3e}",
+        r.hit_mismatch, r.geom_mismatch, r.max_abs_diff_m, r.max_normal_diff
     );
+    for (cause, rays) in &r.disagreements {
+        println!("  {rays} rays disagree: {cause}");
+    }
     if r.multiray_culled > 0 {
         println!(
             "  ({} rays where mj_multiRay's bounding-angle culling differs from mj_ray; glint matches mj_ray)",

@@ -43,7 +43,10 @@ fn bench_json_reports_rates_ratio_and_agreement() {
     }
     assert_eq!(v["rays"], 65_536);
     assert_eq!(v["hit_mismatch"], 0, "glint must agree with mj_ray on every ray");
+    assert_eq!(v["geom_mismatch"], 0, "the same geom on every ray");
     assert!(v["max_abs_diff_m"].as_f64().unwrap() < 1e-9);
+    assert!(v["max_normal_diff"].as_f64().unwrap() < 1e-9, "normals compared too: {v}");
+    assert_eq!(v["disagreements"], serde_json::json!({}), "no ray disagrees, by any cause");
     // Well-formed figures, not a verdict on speed: tests run beside each other, where a timing
     // ratio is noise (`make bench` measures it).
     for key in ["glint_rays_per_s", "glint_rays_per_s_1thread", "mujoco_rays_per_s", "speedup_1thread"] {
@@ -61,7 +64,8 @@ fn bench_table_and_worlds() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("3 world(s)"), "{out}");
     assert!(out.contains("6000 rays") || out.contains("2000: 6000 rays"), "{out}");
-    assert!(out.contains("0 hit/miss mismatches"), "{out}");
+    assert!(out.contains("0 hit/miss and 0 geom mismatches"), "{out}");
+    assert!(!out.contains("rays disagree"), "{out}");
 }
 
 #[test]

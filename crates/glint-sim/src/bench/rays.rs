@@ -1,5 +1,6 @@
 //! `glint bench rays`: glint's ray core against MuJoCo's `mj_multiRay` on the same rays.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -73,8 +74,36 @@ pub struct RaysReport {
     /// Rays where `mj_multiRay` differs from `mj_ray` (its bounding-angle culling) and glint
     /// agrees with `mj_ray`.
     pub multiray_culled: usize,
+    /// Rays where glint and `mj_ray` both hit, but not the same geom.
+    pub geom_mismatch: usize,
+    /// Largest difference of a normal's component from `mj_ray`'s, over rays that hit the same
+    /// geom.
+    pub max_normal_diff: f64,
+    /// Rays that disagree with `mj_ray`, by cause and the geom type hit: "hit or miss",
+    /// "another geom at the same distance" (coincident surfaces), "another geom", "distance"
+    /// (more than 1e-9, relative, at least 1 m) or "normal" (a component more than 1e-6).
+    pub disagreements: BTreeMap<String, usize>,
     /// Rays that hit.
     pub hits: usize,
+}
+
+/// Why a ray of glint's disagrees with `mj_ray`'s, each given as (geom, distance, normal);
+/// `None` when they agree.
+fn disagreement(glint: (i32, f64, DVec3), mujoco: (i32, f64, DVec3)) -> Option<&'static str> {
+    let close = (glint.1 - mujoco.1).abs() <= 1e-9 * glint.1.abs().max(1.0);
+    if (glint.0 >= 0) != (mujoco.0 >= 0) {
+        Some("hit or miss")
+    } else if glint.0 < 0 {
+        None
+    } else if glint.0 != mujoco.0 {
+        Some(if close { "another geom at the same distance" } else { "another geom" })
+    } else if !close {
+        Some("distance")
+    } else if (glint.2 - mujoco.2).abs().max_element() > 1e-6 {
+        Some("normal")
+    } else {
+        None
+    }
 }
 
 /// Casts one sensor's rays with glint and with MuJoCo's `mj_multiRay` in the same process:
@@ -144,9 +173,9 @@ pub fn rays(args: &RaysBench) -> Result<RaysReport, SimError> {
     };
     let t1 = timed(1)?;
     let tn = timed(threads)?;
-    let (dist, geomid) = {
+    let (dist, geomid, normal) = {
         phase(1)?.install(&mut cast)?;
-        (dist, geomid)
+        (dist, geomid, normal)
     };
 
     let dirs_arr: Vec<[f64; 3]> = dirs.iter().map(|d| d.to_array()).collect();
@@ -161,21 +190,34 @@ pub fn rays(args: &RaysBench) -> Result<RaysReport, SimError> {
     // Agreement: compare with mj_multiRay ray by ray; where they differ, ask mj_ray (the
     // exact reference), since mj_multiRay's bounding-angle culling can drop geoms.
     let (mut hit_mismatch, mut max_abs_diff_m, mut hits, mut multiray_culled) = (0usize, 0.0f64, 0usize, 0usize);
+    let (mut geom_mismatch, mut max_normal_diff) = (0usize, 0.0f64);
+    let mut disagreements = BTreeMap::new();
     for w in 0..nworld {
         batch.mj_multi_ray(w, origin, &dirs_arr, &filter, -1, 1e10, &mut mdist, &mut mgeom, &mut mnormal);
         for i in 0..nray {
-            let (g, d) = (geomid[w * nray + i], dist[w * nray + i]);
-            hits += usize::from(g >= 0);
-            let (mut mg, mut md) = (mgeom[i], mdist[i]);
-            if mg != g {
+            let k = w * nray + i;
+            let glint = (geomid[k], dist[k], normal[k]);
+            hits += usize::from(glint.0 >= 0);
+            let mut mujoco = (mgeom[i], mdist[i], DVec3::from_array(mnormal[i]));
+            if mujoco.0 != glint.0 {
                 let exact = batch.mj_ray(w, origin, dirs[i], &filter, -1);
-                multiray_culled += usize::from(exact.geomid == g);
-                (mg, md) = (exact.geomid, exact.dist);
+                multiray_culled += usize::from(exact.geomid == glint.0);
+                mujoco = (exact.geomid, exact.dist, exact.normal);
             }
-            if (g >= 0) != (mg >= 0) {
+            if (glint.0 >= 0) != (mujoco.0 >= 0) {
                 hit_mismatch += 1;
-            } else if g >= 0 {
-                max_abs_diff_m = max_abs_diff_m.max((d - md).abs());
+            } else if glint.0 >= 0 {
+                max_abs_diff_m = max_abs_diff_m.max((glint.1 - mujoco.1).abs());
+                if glint.0 == mujoco.0 {
+                    max_normal_diff = max_normal_diff.max((glint.2 - mujoco.2).abs().max_element());
+                } else {
+                    geom_mismatch += 1;
+                }
+            }
+            if let Some(cause) = disagreement(glint, mujoco) {
+                let hit = if glint.0 >= 0 { glint.0 } else { mujoco.0 };
+                let kind = format!("{:?}", scene.geom_type[hit as usize]).to_lowercase();
+                *disagreements.entry(format!("{cause} ({kind})")).or_insert(0) += 1;
             }
         }
     }
@@ -207,6 +249,9 @@ pub fn rays(args: &RaysBench) -> Result<RaysReport, SimError> {
         hit_mismatch,
         max_abs_diff_m,
         multiray_culled,
+        geom_mismatch,
+        max_normal_diff,
+        disagreements,
         hits,
     };
     Ok(report)
