@@ -133,7 +133,13 @@ impl<V: Vertices> TriangleSet<V> {
     /// instruction set its caller runs on (`raycast/dispatch.rs`).
     #[inline(always)]
     pub(crate) fn closest(&self, o: DVec3, d: DVec3, tmax: f64) -> Option<(f64, DVec3, u32)> {
-        let (t, i) = self.closest_index(o, d, tmax, |tri| tri.intersect(o, d))?;
+        let (t, i) = self.closest_index(
+            o,
+            d,
+            tmax,
+            #[inline(always)]
+            |tri| tri.intersect(o, d),
+        )?;
         Some((t, self.tris[i].normal(), self.source[i]))
     }
 
@@ -148,8 +154,17 @@ impl<V: Vertices> TriangleSet<V> {
         tmax: f64,
         hit: impl Fn(&[DVec3; 3]) -> Option<f64>,
     ) -> Option<(f64, [DVec3; 3], u32)> {
-        let vertices = |tri: &Triangle<V>| [tri.vertex(0), tri.vertex(1), tri.vertex(2)];
-        let (t, i) = self.closest_index(o, d, tmax, |tri| hit(&vertices(tri)))?;
+        #[inline(always)]
+        fn vertices<V: Vertices>(tri: &Triangle<V>) -> [DVec3; 3] {
+            [tri.vertex(0), tri.vertex(1), tri.vertex(2)]
+        }
+        let (t, i) = self.closest_index(
+            o,
+            d,
+            tmax,
+            #[inline(always)]
+            |tri| hit(&vertices(tri)),
+        )?;
         Some((t, vertices(&self.tris[i]), self.source[i]))
     }
 
@@ -164,25 +179,38 @@ impl<V: Vertices> TriangleSet<V> {
         hit: impl Fn(&Triangle<V>) -> Option<f64>,
     ) -> Option<(f64, usize)> {
         let mut best: Option<(f64, u32)> = None;
-        self.bvh.closest(o, inverse_direction(d), tmax, |i, tmax| {
-            let t = hit(&self.tris[i as usize])?;
-            // Equal distances go to the lower source index, as a linear scan would.
-            let better =
-                t < tmax || best.is_none_or(|(bt, bi)| t == bt && self.source[i as usize] < self.source[bi as usize]);
-            if !better || t > tmax {
-                return None;
-            }
-            best = Some((t, i));
-            Some(t)
-        });
+        // The closures are inlined too: out of line they would be compiled for the baseline
+        // instruction set, outside the caller's AVX2 or AVX-512 entry (docs/performance.md).
+        self.bvh.closest(
+            o,
+            inverse_direction(d),
+            tmax,
+            #[inline(always)]
+            |i, tmax| {
+                let t = hit(&self.tris[i as usize])?;
+                // Equal distances go to the lower source index, as a linear scan would.
+                let better = t < tmax
+                    || best.is_none_or(|(bt, bi)| t == bt && self.source[i as usize] < self.source[bi as usize]);
+                if !better || t > tmax {
+                    return None;
+                }
+                best = Some((t, i));
+                Some(t)
+            },
+        );
         best.map(|(t, i)| (t, i as usize))
     }
 
     /// Whether any triangle is hit with `t <= tmax` (inlined as [`TriangleSet::closest`] is).
     #[inline(always)]
     pub(crate) fn any(&self, o: DVec3, d: DVec3, tmax: f64) -> bool {
-        self.bvh
-            .any(o, inverse_direction(d), tmax, |i| self.tris[i as usize].intersect(o, d).is_some_and(|t| t <= tmax))
+        self.bvh.any(
+            o,
+            inverse_direction(d),
+            tmax,
+            #[inline(always)]
+            |i| self.tris[i as usize].intersect(o, d).is_some_and(|t| t <= tmax),
+        )
     }
 
     /// Number of triangles.
