@@ -30,6 +30,11 @@ pub struct RenderArgs {
     /// controller driving; 10 ms by default).
     #[arg(long, default_value_t = 0)]
     steps: u32,
+    /// The runner's ticks per second, which `--steps` counts: kept exactly or refused (a whole
+    /// number of physics steps a tick). Default: the manifest's `[recorder] lidar_runner_hz`,
+    /// else 100 where the scene's timestep realises it and the nearest rate it does otherwise.
+    #[arg(long, value_parser = runner_hz)]
+    runner_hz: Option<f64>,
     /// Override the width and height of every camera, pixels (1 to 8192 each).
     #[arg(long, num_args = 2, value_names = ["WIDTH", "HEIGHT"], value_parser = side)]
     size: Option<Vec<usize>>,
@@ -47,6 +52,14 @@ pub struct RenderArgs {
     force: bool,
 }
 
+/// A `--runner-hz` rate: a positive, finite number of ticks per second.
+fn runner_hz(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(hz) if hz.is_finite() && hz > 0.0 => Ok(hz),
+        _ => Err(format!("'{s}' is not a rate: give ticks per second, a number above 0")),
+    }
+}
+
 /// A `--size` side: a whole number of pixels the renderer takes.
 fn side(s: &str) -> Result<usize, String> {
     match s.trim().parse::<i64>() {
@@ -56,7 +69,7 @@ fn side(s: &str) -> Result<usize, String> {
 }
 
 pub fn run(args: RenderArgs) -> Result<()> {
-    let options = SimOptions { nworld: args.worlds as usize, ..SimOptions::default() };
+    let options = SimOptions { nworld: args.worlds as usize, runner_hz: args.runner_hz, ..SimOptions::default() };
     let is_manifest = args.scene.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
     let mut sim = if is_manifest {
         Simulation::from_manifest(&args.scene, options)?

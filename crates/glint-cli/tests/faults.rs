@@ -306,6 +306,24 @@ fn bad_arguments_are_refused_naming_them() {
     assert!(err.contains("'-5' is not an image side") && err.contains("1 to 8192"), "{err}");
     let err = fails(&["replay", "/nonexistent", "--ticks", "0..3"]);
     assert!(err.contains("--ticks") && err.contains("--png"), "{err}");
+    let o = glint(&["render", s(&example("lights/scene.xml")), "--runner-hz", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("'0' is not a rate"), "{}", text(&o).1);
+    // The scene steps at 2 ms: 300 ticks a second would be 1.67 steps a tick.
+    let err = fails(&["render", s(&example("lights/scene.xml")), "--runner-hz", "300"]);
+    assert!(err.contains("300"), "{err}");
+}
+
+#[test]
+fn render_takes_the_runner_rate_its_steps_count() {
+    let dir = temp_dir("runner-hz");
+    let scene = example("lights/scene.xml");
+    let args = ["render", s(&scene), "--size", "16", "12", "--steps", "2", "--runner-hz", "50", "--out", s(&dir)];
+    let o = glint(&args);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(std::fs::read_dir(&dir).unwrap().count() > 0, "the frame is written");
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// `info.json` with `key` set to `value` (JSON).
