@@ -22,6 +22,12 @@ pub use variants::{VariantsBench, VariantsReport, variants};
 
 use crate::SimError;
 
+/// Where a bench's rays start by default: the scene's site named `lidar` in world 0 as the
+/// batch stands, else 1 m above the origin.
+fn default_origin(scene: &glint_core::Scene, batch: &glint_mujoco::WorldBatch) -> glam::DVec3 {
+    scene.site_id("lidar").map_or(glam::DVec3::new(0.0, 0.0, 1.0), |s| batch.poses().site(0, s).0)
+}
+
 /// Median wall time of `repeats` runs of `f` after one warm-up run.
 fn median_time(repeats: u32, mut f: impl FnMut()) -> f64 {
     f();

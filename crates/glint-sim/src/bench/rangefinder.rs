@@ -9,7 +9,7 @@ use glint_core::RayCaster;
 use glint_mujoco::{SceneSpec, WorldBatch};
 use serde::Serialize;
 
-use super::{Pattern, median_time, pool};
+use super::{Pattern, default_origin, median_time, pool};
 use crate::SimError;
 use crate::rangefinders::RangefinderSet;
 
@@ -71,7 +71,10 @@ pub fn rangefinder(args: &RangefinderBench) -> Result<RangefinderReport, SimErro
     }
     let origin = match args.origin {
         Some(p) => p,
-        None => lidar_site(args)?.unwrap_or(DVec3::new(0.0, 0.0, 1.0)),
+        None => {
+            let model = glint_mujoco::Model::from_xml_file(&args.scene)?;
+            default_origin(model.scene(), &WorldBatch::new(&model, 1)?)
+        }
     };
     let mut spec = SceneSpec::from_xml_file(&args.scene)?;
     spec.add_rangefinders(PREFIX, origin, &Pattern::Sphere(args.count).cast_order());
@@ -122,11 +125,4 @@ pub fn rangefinder(args: &RangefinderBench) -> Result<RangefinderReport, SimErro
         max_abs_diff,
         hits,
     })
-}
-
-/// Where the scene's site named `lidar` is at its initial state, if it has one.
-fn lidar_site(args: &RangefinderBench) -> Result<Option<DVec3>, SimError> {
-    let model = glint_mujoco::Model::from_xml_file(&args.scene)?;
-    let batch = WorldBatch::new(&model, 1)?;
-    Ok(model.scene().site_id("lidar").map(|s| batch.poses().site(0, s).0))
 }

@@ -9,7 +9,7 @@ use glint_core::{HitsMut, Mesh, RayBatch, RayCaster, RayFilter};
 use glint_mujoco::{Model, MujocoRays, WorldBatch};
 use serde::Serialize;
 
-use super::{Pattern, median_time, pool};
+use super::{Pattern, default_origin, median_time, pool};
 use crate::SimError;
 
 /// What to cast.
@@ -115,7 +115,7 @@ pub fn rays(args: &RaysBench) -> Result<RaysReport, SimError> {
     let mut batch = WorldBatch::new(&model, nworld)?;
     let origin = match args.origin {
         Some(p) => p,
-        None => scene.site_id("lidar").map_or(DVec3::new(0.0, 0.0, 1.0), |s| batch.poses().site(0, s).0),
+        None => default_origin(&scene, &batch),
     };
     let dirs = args.pattern.cast_order();
     if dirs.is_empty() {
