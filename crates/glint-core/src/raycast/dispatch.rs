@@ -10,8 +10,10 @@ use crate::isa::Isa;
 use crate::primitives::{self, to_local};
 
 /// Closest hit of geom `g` at pose `(pos, rot)` with `t <= tmax`: distance and unit
-/// world-frame normal.
-#[inline]
+/// world-frame normal. Always inlined, so that a caller already running on `I` walks a mesh
+/// without entering `I` again: out of line, each (ray, mesh) pair of the portable build paid
+/// a call into `I`'s code (docs/performance.md).
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn intersect_geom<I: Isa>(
     isa: I,
@@ -47,8 +49,8 @@ pub(super) fn intersect_geom<I: Isa>(
     (t <= tmax).then_some((t, n))
 }
 
-/// Whether geom `g` is hit with `t < max_dist`.
-#[inline]
+/// Whether geom `g` is hit with `t < max_dist` (inlined as [`intersect_geom`] is).
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn geom_blocks<I: Isa>(
     isa: I,
