@@ -13,6 +13,7 @@ mod camera;
 mod error;
 mod render;
 mod shade;
+mod skins;
 mod texture;
 
 pub use camera::{CameraModel, CameraOptions, Layout, MAX_SIDE, Projection, camera_name, native_resolution};

@@ -12,6 +12,7 @@ use rayon::prelude::*;
 use crate::CameraError;
 use crate::camera::{CameraModel, CameraOptions, Layout, Projection};
 use crate::shade::{Light, MAX_LIGHTS, NO_LIGHT_AMBIENT, Surface};
+use crate::skins::{self, PosedSkin};
 use crate::texture::Sampler;
 
 /// Rows of one camera image cast together (one parallel job).
@@ -85,7 +86,7 @@ pub struct Frames<'a> {
     pub rgb: Option<&'a mut [u8]>,
     /// Depth along the optical axis, metres; 0 where nothing is hit.
     pub depth: Option<&'a mut [f32]>,
-    /// Geom id, −1 for background.
+    /// Geom id, −1 for background, `ngeom + k` for skin `k`.
     pub seg: Option<&'a mut [i32]>,
 }
 
@@ -123,6 +124,11 @@ struct Shared<'a> {
     /// Per world (empty for worlds not drawn), per geom: whether a geom drawn after it on the
     /// same body overlaps it, so that their surfaces may coincide.
     ties: Vec<Vec<bool>>,
+    /// Per world (empty for worlds not drawn), per camera slot: the geom the scene is
+    /// mirrored in, if the slot draws one.
+    mirrors: Vec<Vec<Option<usize>>>,
+    /// Per world (empty for worlds not drawn), its skins posed for the frame.
+    skins: Vec<Vec<PosedSkin>>,
 }
 
 /// What a pixel's ray shows once surfaces MuJoCo's renderer does not draw opaque are resolved.
@@ -130,6 +136,8 @@ struct Shared<'a> {
 enum Object {
     Geom(usize),
     Site(usize),
+    /// A skin, and the face met.
+    Skin(usize, usize),
 }
 
 /// A transparent surface in front of a pixel's opaque one.
@@ -233,7 +241,21 @@ impl Renderer {
                 if drawn { coincident_candidates(scene, poses, w) } else { Vec::new() }
             })
             .collect();
-        let shared = Shared { scene, poses, caster, layout, prepared, lights, headlight, fields, ties };
+        let mirrors = (0..nworld)
+            .map(|w| {
+                let drawn = (0..layout.cameras.len()).any(|slot| wanted(w, slot));
+                let first = |options: &CameraOptions| mirror(scene, fields, caster.shapes(w), w, options);
+                if drawn { layout.cameras.iter().map(|(_, o)| first(o)).collect() } else { Vec::new() }
+            })
+            .collect();
+        let skins = (0..nworld)
+            .into_par_iter()
+            .map(|w| {
+                let drawn = (0..layout.cameras.len()).any(|slot| wanted(w, slot));
+                if drawn && !scene.skin.is_empty() { skins::pose(scene, poses, w) } else { Vec::new() }
+            })
+            .collect();
+        let shared = Shared { scene, poses, caster, layout, prepared, lights, headlight, fields, ties, mirrors, skins };
         let jobs = jobs(layout, nworld, frames, wanted);
         jobs.into_par_iter().try_for_each(|job| self.band(&shared, job))
     }
@@ -278,14 +300,30 @@ impl Renderer {
                 (dist[r], geomid[r], normal[r]) = opaque;
             }
         }
+        // Skins, where nearer than the geoms: in depth and colour, and in the segmentation
+        // as `ngeom + skin` unless a transparent geom is in front.
+        let mut skin_of: Vec<Option<(usize, usize)>> = vec![None; n];
+        if !s.skins[w].is_empty() {
+            for r in 0..n {
+                let reach = if geomid[r] >= 0 { dist[r] } else { f64::INFINITY };
+                let groups = &options.enabled_geom_groups;
+                if let Some(h) = skins::nearest(&s.skins[w], groups, origin(r), dirs[r], reach) {
+                    if !layers.iter().any(|l| l.ray == r && l.dist < h.t) {
+                        seg_of[r] = (s.scene.ngeom() + h.skin) as i32;
+                    }
+                    skin_of[r] = Some((h.skin, h.face));
+                    (dist[r], normal[r]) = (h.t, h.normal);
+                }
+            }
+        }
         let mut depth = job.depth;
         let mut seg = job.seg;
         for r in 0..n {
-            let hit = geomid[r] >= 0;
+            let hit = geomid[r] >= 0 || skin_of[r].is_some();
             if let Some(d) = depth.as_deref_mut() {
                 d[pixel[r]] = if !hit {
                     0.0
-                } else if self.passes(geomid[r]) {
+                } else if skin_of[r].is_none() && self.passes(geomid[r]) {
                     self.depth_through(prepared, w, origin(r), dirs[r], dist[r], geomid[r]) as f32
                 } else {
                     dist[r] as f32
@@ -310,7 +348,8 @@ impl Renderer {
                     else {
                         continue;
                     };
-                    let front = if site_of[r] >= 0 || geomid[r] >= 0 { dist[r] } else { f64::INFINITY };
+                    let front =
+                        if site_of[r] >= 0 || geomid[r] >= 0 || skin_of[r].is_some() { dist[r] } else { f64::INFINITY };
                     if t > front * (1.0 + COINCIDENT) {
                         continue;
                     }
@@ -323,7 +362,7 @@ impl Renderer {
                 }
             }
         }
-        let drawn: Vec<bool> = (0..n).map(|r| geomid[r] >= 0 || site_of[r] >= 0).collect();
+        let drawn: Vec<bool> = (0..n).map(|r| geomid[r] >= 0 || site_of[r] >= 0 || skin_of[r].is_some()).collect();
         let points: Vec<DVec3> = (0..n).map(|r| origin(r) + dirs[r] * dist[r]).collect();
         let forward = cam_mat * DVec3::NEG_Z;
         let lights = scene_lights(s, w, cam_pos, forward);
@@ -333,18 +372,38 @@ impl Renderer {
         let mut color: Vec<Vec3> = (0..n)
             .map(|r| {
                 if !drawn[r] {
-                    return self.background(dirs[r]);
+                    return self.background(dirs[r], if ortho { 0.0 } else { footprint });
                 }
-                let object =
-                    if site_of[r] >= 0 { Object::Site(site_of[r] as usize) } else { Object::Geom(geomid[r] as usize) };
+                let object = match (site_of[r], skin_of[r]) {
+                    (k, _) if k >= 0 => Object::Site(k as usize),
+                    (_, Some((k, face))) => Object::Skin(k, face),
+                    _ => Object::Geom(geomid[r] as usize),
+                };
                 let view = (origin(r) - points[r]).normalize_or_zero();
-                let hit =
-                    Hit { object, point: points[r], normal: normal[r], view, spread: spread(r, dist[r]), dir: dirs[r] };
+                let hit = Hit {
+                    object,
+                    point: points[r],
+                    normal: normal[r],
+                    view,
+                    spread: spread(r, dist[r]),
+                    dir: dirs[r],
+                    tint: 1.0,
+                    eye: origin(r),
+                };
                 self.shade(s, w, &hit, &lights, options, Some(&|l| shadowed[l].get(r).copied().unwrap_or(false)))
             })
             .collect();
+        if let Some(g) = s.mirrors[w][job.slot] {
+            let on_mirror: Vec<usize> =
+                (0..n).filter(|&r| site_of[r] < 0 && skin_of[r].is_none() && geomid[r] == g as i32).collect();
+            let seen = Seen { points: &points, dirs: &dirs, normal: &normal, dist: &dist };
+            let reflected = self.reflection(s, (job.slot, w, g), (cam_pos, forward), &on_mirror, seen, &spread)?;
+            for (&r, c) in on_mirror.iter().zip(reflected) {
+                color[r] += c;
+            }
+        }
         if !layers.is_empty() {
-            self.blend(s, w, &lights, options, (&mut color, &mut layers), cam_pos, |r| {
+            self.blend(s, w, &lights, options, (&mut color, &mut layers), cam_pos, 1.0, |r| {
                 (origin(r), dirs[r], if drawn[r] { dist[r] } else { f64::INFINITY }, spread(r, 1.0))
             });
         }
@@ -422,8 +481,8 @@ impl Renderer {
     /// Blends each ray's transparent layers over its colour as `mjr_render` draws them: the
     /// transparent objects sorted by their distance to the camera (less their bounding radius),
     /// blended nearest first and then again farthest first, each lit by every light without
-    /// shadows. `ray(r)` gives ray `r`'s origin, direction, opaque distance and pixel spread
-    /// per unit distance.
+    /// shadows and its colour scaled by `tint`. `ray(r)` gives ray `r`'s origin, direction,
+    /// opaque distance and pixel spread per unit distance.
     #[allow(clippy::too_many_arguments)]
     fn blend(
         &self,
@@ -433,6 +492,7 @@ impl Renderer {
         options: &CameraOptions,
         (color, layers): (&mut [Vec3], &mut Vec<Layer>),
         head: DVec3,
+        tint: f32,
         ray: impl Fn(usize) -> (DVec3, DVec3, f64, f64),
     ) {
         layers.retain(|l| l.dist <= ray(l.ray).2 * (1.0 + COINCIDENT));
@@ -449,10 +509,20 @@ impl Renderer {
                 .map(|l| {
                     let point = origin + dir * l.dist;
                     let view = (origin - point).normalize_or_zero();
-                    let hit = Hit { object: l.object, point, normal: l.normal, view, spread: spread * l.dist, dir };
+                    let hit = Hit {
+                        object: l.object,
+                        point,
+                        normal: l.normal,
+                        view,
+                        spread: spread * l.dist,
+                        dir,
+                        tint,
+                        eye: origin,
+                    };
                     let alpha = match l.object {
                         Object::Geom(g) => geom_alpha(s, w, g),
                         Object::Site(k) => site_alpha(s, w, k),
+                        Object::Skin(k, _) => s.scene.skin[k].rgba[3],
                     };
                     (self.shade(s, w, &hit, lights, options, None), alpha)
                 })
@@ -464,6 +534,98 @@ impl Renderer {
             }
             color[r] = c;
         }
+    }
+
+    /// What the rays `on_mirror` (each ending on geom `g`, the scene's mirror) see in it, to
+    /// be added to their colours, as `mjr_render` draws a reflection: the scene mirrored in
+    /// the geom's plane (a box's +Z face), every other geom's colour scaled by the mirror's
+    /// reflectance and lit by every light without shadows, black where nothing is, and nothing
+    /// when the camera is behind the plane.
+    fn reflection(
+        &self,
+        s: &Shared,
+        (slot, w, g): (usize, usize, usize),
+        (cam_pos, forward): (DVec3, DVec3),
+        on_mirror: &[usize],
+        seen: Seen,
+        spread: &dyn Fn(usize, f64) -> f64,
+    ) -> Result<Vec<Vec3>, CameraError> {
+        let (xpos, xmat) = s.poses.geoms(w);
+        let shapes = s.caster.shapes(w);
+        let normal = xmat[g].z_axis;
+        let is_box = shapes.geom_type[g] == GeomType::Box;
+        let pos = if is_box { xpos[g] + normal * shapes.geom_size[g].z } else { xpos[g] };
+        let mut out = vec![Vec3::ZERO; on_mirror.len()];
+        if (cam_pos - pos).dot(normal) < 0.0 {
+            return Ok(out);
+        }
+        let mirrored = |v: DVec3| v - 2.0 * v.dot(normal) * normal;
+        let virtual_eye = pos + mirrored(cam_pos - pos);
+        // A box mirrors on its +Z face alone.
+        let which: Vec<usize> =
+            (0..on_mirror.len()).filter(|&k| !is_box || seen.normal[on_mirror[k]].dot(normal) > 0.5).collect();
+        let origins: Vec<DVec3> = which.iter().map(|&k| seen.points[on_mirror[k]]).collect();
+        let dirs: Vec<DVec3> = which.iter().map(|&k| mirrored(seen.dirs[on_mirror[k]])).collect();
+        let m = which.len();
+        let (mut dist, mut geomid, mut nrm) = (vec![0.0; m], vec![0; m], vec![DVec3::ZERO; m]);
+        let cast = Cast {
+            world: w,
+            origins: Origins::Each(&origins),
+            dirs: &dirs,
+            exclude_body: -1,
+            skip_geom: g as i32,
+            trusted: false,
+        };
+        let prepared = &s.prepared[slot];
+        prepared.cast(cast, HitsMut { dist: &mut dist, geomid: &mut geomid, normal: &mut nrm })?;
+        let mut layers = Vec::new();
+        for k in 0..m {
+            if geomid[k] >= 0 && !self.plain(s, w, geomid[k] as usize) {
+                let first = (dist[k], geomid[k], nrm[k]);
+                (_, (dist[k], geomid[k], nrm[k])) =
+                    self.resolve(s, prepared, w, (origins[k], dirs[k]), k, &mut layers, first);
+            }
+        }
+        let options = &s.layout.cameras[slot].1;
+        let mut skin_of = vec![None; m];
+        for k in 0..m {
+            let reach = if geomid[k] >= 0 { dist[k] } else { f64::INFINITY };
+            let groups = &options.enabled_geom_groups;
+            if let Some(h) = skins::nearest(&s.skins[w], groups, origins[k], dirs[k], reach) {
+                skin_of[k] = Some((h.skin, h.face));
+                (dist[k], nrm[k]) = (h.t, h.normal);
+            }
+        }
+        // `mjr_render` sets every light, the headlight among them, under the mirror matrix:
+        // the mirrored scene is lit as the scene itself is.
+        let lights = scene_lights(s, w, cam_pos, forward);
+        let tint = material(s, w, g).map_or(0.0, |mat| s.scene.mat_shading[mat][3]);
+        // The path's length so far, for the texture's level of detail.
+        let path = |k: usize, t: f64| spread(on_mirror[which[k]], seen.dist[on_mirror[which[k]]] + t);
+        let mut color: Vec<Vec3> = (0..m)
+            .map(|k| {
+                let object = match skin_of[k] {
+                    Some((skin, face)) => Object::Skin(skin, face),
+                    None if geomid[k] >= 0 => Object::Geom(geomid[k] as usize),
+                    None => return Vec3::ZERO,
+                };
+                let point = origins[k] + dirs[k] * dist[k];
+                let view = -dirs[k].normalize_or_zero();
+                let (normal, spread, dir) = (nrm[k], path(k, dist[k]), dirs[k]);
+                let hit = Hit { object, point, normal, view, spread, dir, tint, eye: virtual_eye };
+                self.shade(s, w, &hit, &lights, options, None)
+            })
+            .collect();
+        if !layers.is_empty() {
+            self.blend(s, w, &lights, options, (&mut color, &mut layers), cam_pos, tint, |k| {
+                let far = if geomid[k] >= 0 || skin_of[k].is_some() { dist[k] } else { f64::INFINITY };
+                (origins[k], dirs[k], far, path(k, 1.0) - path(k, 0.0))
+            });
+        }
+        for (k, c) in which.into_iter().zip(color) {
+            out[k] = c.clamp(Vec3::ZERO, Vec3::ONE);
+        }
+        Ok(out)
     }
 
     /// For each light, which rays' surfaces are in its shadow (empty for lights that cast
@@ -517,8 +679,10 @@ impl Renderer {
                 let hits = HitsMut { dist: &mut dist, geomid: &mut geom, normal: &mut norm };
                 s.prepared[slot].cast(cast, hits)?;
                 let mut shadowed = vec![false; n];
+                let groups = &options.enabled_geom_groups;
                 for (k, &r) in which.iter().enumerate() {
-                    shadowed[r] = geom[k] >= 0 && dist[k] < reach[k];
+                    shadowed[r] = geom[k] >= 0 && dist[k] < reach[k]
+                        || skins::blocks(&s.skins[w], groups, origins[k], dirs[k], reach[k]);
                 }
                 Ok(shadowed)
             })
@@ -538,19 +702,25 @@ impl Renderer {
         options: &CameraOptions,
         in_shadow: Option<&dyn Fn(usize) -> bool>,
     ) -> Vec3 {
-        let surface = match hit.object {
+        let mut surface = match hit.object {
             Object::Geom(g) => surface(s, w, s.fields.geom_rgba(w, g), material(s, w, g)),
             Object::Site(k) => surface(s, w, s.scene.site_rgba[k], site_material(s, k)),
+            Object::Skin(k, _) => surface(s, w, s.scene.skin[k].rgba, skin_material(s, k)),
         };
+        surface.color *= hit.tint;
         let texture = match hit.object {
             Object::Geom(g) if options.use_textures => self.texture(s, w, g, hit),
+            Object::Skin(k, face) if options.use_textures => self.skin_texture(s, w, (k, face), hit),
             _ => Vec3::ONE,
         };
         let global = if lights.is_empty() { Vec3::splat(NO_LIGHT_AMBIENT) * surface.color } else { Vec3::ZERO };
         let mut base = surface.color * surface.emission + global;
         let mut passes = Vec3::ZERO;
         for (l, light) in lights.iter().enumerate() {
-            let c = light.contribution(hit.point, hit.normal, hit.view, &surface);
+            let c = match hit.object {
+                Object::Skin(k, face) => gouraud(s, w, (k, face), hit, light, &surface),
+                _ => light.contribution(hit.point, hit.normal, hit.view, &surface),
+            };
             if let Some(in_shadow) = in_shadow.filter(|_| options.use_shadows && light.castshadow) {
                 if !in_shadow(l) {
                     passes += c.clamp(Vec3::ZERO, Vec3::ONE) * texture;
@@ -585,7 +755,7 @@ impl Renderer {
                 else {
                     // A mesh without texture coordinates: MuJoCo's generated ones, as for any
                     // other shape.
-                    return self.generated_2d((s, w, m), hit, sampler, (size, object, uniform));
+                    return self.generated_2d((s, w, g, m), hit, sampler, (size, object, uniform));
                 };
                 let repeat = s.fields.mat_texrepeat(w, m).map(|r| if r > 0.0 { f64::from(r) } else { 1.0 });
                 let gsize = shapes.geom_size[g];
@@ -600,37 +770,61 @@ impl Renderer {
                     None => Vec3::ONE,
                 }
             }
-            TextureKind::TwoD => self.generated_2d((s, w, m), hit, sampler, (size, object, uniform)),
+            TextureKind::TwoD => self.generated_2d((s, w, g, m), hit, sampler, (size, object, uniform)),
             _ => {
                 let r = if uniform { object * size } else { object };
-                sampler.sample_cube(r)
+                // The directions a pixel spans, seen from the object's centre.
+                sampler.sample_cube(r, hit.spread / r.length().max(1e-12))
             }
         }
+    }
+
+    /// The material texture's colour where a ray meets face `face` of skin `k` (white when
+    /// the skin has no texture coordinates or its material no 2D texture).
+    fn skin_texture(&self, s: &Shared, w: usize, (k, face): (usize, usize), hit: &Hit) -> Vec3 {
+        let skin = &s.scene.skin[k];
+        let Some(m) = skin_material(s, k) else { return Vec3::ONE };
+        let sampler = usize::try_from(s.fields.mat_texid(w, m)).ok().and_then(|t| self.samplers.get(t));
+        let Some(sampler) = sampler.filter(|t| t.kind() == TextureKind::TwoD) else { return Vec3::ONE };
+        let Some(posed) = s.skins[w].iter().find(|p| p.skin == k) else { return Vec3::ONE };
+        let Some(uv) = skins::uv(&skin.texcoord, &posed.mesh, face, hit.point) else { return Vec3::ONE };
+        let repeat = s.fields.mat_texrepeat(w, m).map(|r| if r > 0.0 { f64::from(r) } else { 1.0 });
+        let grazing = hit.normal.dot(hit.view).abs().max(0.02);
+        // About one texture repeat across the skin's extent, for the mip level.
+        let bounds = posed.mesh.bounds();
+        let per_metre = repeat[0].max(repeat[1]) / (bounds.max - bounds.min).max_element().max(1e-9);
+        sampler.sample_2d(uv[0] * repeat[0], uv[1] * repeat[1], hit.spread / grazing * per_metre)
     }
 
     /// A 2D texture through the coordinates MuJoCo's renderer generates from the object's
     /// own (`glTexGen` planes scaled by `texrepeat`).
     fn generated_2d(
         &self,
-        (s, w, m): (&Shared, usize, usize),
+        (s, w, g, m): (&Shared, usize, usize, usize),
         hit: &Hit,
         sampler: &Sampler,
         (size, object, uniform): (DVec3, DVec3, bool),
     ) -> Vec3 {
         let repeat = s.fields.mat_texrepeat(w, m).map(f64::from);
         let scl = [0, 1].map(|a| if uniform && size[a] > 0.0 { repeat[a] * size[a] } else { repeat[a] });
-        let (st, tt) = (0.5 * scl[0] * object.x - 0.5, -0.5 * scl[1] * object.y - 0.5);
+        // A plane's side of finite size runs 0 to `scl` across it (`makePlane`'s explicit
+        // coordinates, t from the +y edge); an infinite side, and the other shapes, are centred
+        // on −0.5.
+        let shapes = s.caster.shapes(w);
+        let finite = |a: usize| shapes.geom_type[g] == GeomType::Plane && shapes.geom_size[g][a] > 0.0;
+        let offset = |a: usize| if finite(a) { 0.5 * scl[a] } else { -0.5 };
+        let (st, tt) = (0.5 * scl[0] * object.x + offset(0), -0.5 * scl[1] * object.y + offset(1));
         // Texture units per metre along the surface, for the mip level.
         let per_metre = 0.5 * (scl[0] / size.x).abs().max((scl[1] / size.y).abs());
         let grazing = hit.normal.dot(hit.view).abs().max(0.02);
         sampler.sample_2d(st, tt, hit.spread / grazing * per_metre)
     }
 
-    /// What a ray that hits nothing sees: the skybox (MuJoCo maps it rotated 90° about X),
-    /// else black.
-    fn background(&self, dir: DVec3) -> Vec3 {
+    /// What a ray that hits nothing sees, through a pixel spanning `angle` radians: the skybox
+    /// (MuJoCo maps it rotated 90° about X), else black.
+    fn background(&self, dir: DVec3, angle: f64) -> Vec3 {
         match self.skybox {
-            Some(t) => self.samplers[t].sample_cube(DVec3::new(dir.x, dir.z, -dir.y)),
+            Some(t) => self.samplers[t].sample_cube(DVec3::new(dir.x, dir.z, -dir.y), angle),
             None => Vec3::ZERO,
         }
     }
@@ -647,6 +841,19 @@ struct Hit {
     spread: f64,
     /// The ray's direction.
     dir: DVec3,
+    /// What the surface's colour is scaled by: the mirror's reflectance for a surface seen in
+    /// it, else 1.
+    tint: f32,
+    /// Where the viewer is (the camera, or its image in a mirror).
+    eye: DVec3,
+}
+
+/// What a band's rays met, for the rays that go on from there.
+struct Seen<'a> {
+    points: &'a [DVec3],
+    dirs: &'a [DVec3],
+    normal: &'a [DVec3],
+    dist: &'a [f64],
 }
 
 fn check<T>(buffer: &Option<&mut [T]>, expected: usize, what: &'static str) -> Result<(), CameraError> {
@@ -737,7 +944,12 @@ fn scene_lights(s: &Shared, w: usize, cam_pos: DVec3, forward: DVec3) -> Vec<Lig
 
 /// Geom `g`'s material in world `w`, if it has one the model defines.
 fn material(s: &Shared, w: usize, g: usize) -> Option<usize> {
-    usize::try_from(s.fields.geom_matid(w, g)).ok().filter(|&m| m < s.scene.mat_rgba.len())
+    geom_material(s.scene, s.fields, w, g)
+}
+
+/// [`material`] from the scene and the world fields.
+fn geom_material(scene: &Scene, fields: &dyn WorldFields, w: usize, g: usize) -> Option<usize> {
+    usize::try_from(fields.geom_matid(w, g)).ok().filter(|&m| m < scene.mat_rgba.len())
 }
 
 /// The colour and material of a geom or site with colour `rgba` and material `material` in
@@ -756,9 +968,9 @@ fn surface(s: &Shared, w: usize, rgba: [f32; 4], material: Option<usize>) -> Sur
 
 /// The alpha MuJoCo's renderer draws with: the material's when the colour is the default,
 /// else the colour's own (`setMaterial` in `engine_vis_visualize.c`).
-fn alpha_of(s: &Shared, w: usize, rgba: [f32; 4], material: Option<usize>) -> f32 {
+fn alpha_of(fields: &dyn WorldFields, w: usize, rgba: [f32; 4], material: Option<usize>) -> f32 {
     match material {
-        Some(m) if rgba == DEFAULT_RGBA => s.fields.mat_rgba(w, m)[3],
+        Some(m) if rgba == DEFAULT_RGBA => fields.mat_rgba(w, m)[3],
         _ => rgba[3],
     }
 }
@@ -766,7 +978,7 @@ fn alpha_of(s: &Shared, w: usize, rgba: [f32; 4], material: Option<usize>) -> f3
 /// Geom `g`'s alpha in world `w` as MuJoCo's renderer draws it.
 #[inline]
 fn geom_alpha(s: &Shared, w: usize, g: usize) -> f32 {
-    alpha_of(s, w, s.fields.geom_rgba(w, g), material(s, w, g))
+    alpha_of(s.fields, w, s.fields.geom_rgba(w, g), material(s, w, g))
 }
 
 /// Site `k`'s material, if it has one the model defines.
@@ -774,9 +986,30 @@ fn site_material(s: &Shared, k: usize) -> Option<usize> {
     usize::try_from(s.scene.site_matid[k]).ok().filter(|&m| m < s.scene.mat_rgba.len())
 }
 
+/// `light`'s contribution where `hit` meets face `face` of skin `k`, as OpenGL's fixed
+/// pipeline lights a skin: at the face's three vertices (their positions and normals, the
+/// viewer at `hit.eye`), interpolated across the face.
+fn gouraud(s: &Shared, w: usize, (k, face): (usize, usize), hit: &Hit, light: &Light, surface: &Surface) -> Vec3 {
+    let per_pixel = || light.contribution(hit.point, hit.normal, hit.view, surface);
+    let Some(mesh) = s.skins[w].iter().find(|p| p.skin == k).map(|p| &p.mesh) else { return per_pixel() };
+    let Some(b) = skins::barycentric(mesh, face, hit.point) else { return per_pixel() };
+    let at = |i: u32| {
+        let p = DVec3::from(mesh.vert[i as usize].map(f64::from));
+        let n = DVec3::from(mesh.normal[i as usize].map(f64::from));
+        light.contribution(p, n, (hit.eye - p).normalize_or_zero(), surface)
+    };
+    let f = mesh.face[face];
+    at(f[0]) * b[0] as f32 + at(f[1]) * b[1] as f32 + at(f[2]) * b[2] as f32
+}
+
+/// Skin `k`'s material, if it has one the model defines.
+fn skin_material(s: &Shared, k: usize) -> Option<usize> {
+    usize::try_from(s.scene.skin[k].matid).ok().filter(|&m| m < s.scene.mat_rgba.len())
+}
+
 /// Site `k`'s alpha in world `w` as MuJoCo's renderer draws it.
 fn site_alpha(s: &Shared, w: usize, k: usize) -> f32 {
-    alpha_of(s, w, s.scene.site_rgba[k], site_material(s, k))
+    alpha_of(s.fields, w, s.scene.site_rgba[k], site_material(s, k))
 }
 
 /// MuJoCo's bounding radius of a shape of `kind` and `size` about its centre (`mjv_rbound`;
@@ -811,6 +1044,8 @@ fn camdist(s: &Shared, w: usize, object: Object, head: DVec3) -> f64 {
             let pos = s.poses.site_xpos[w * s.scene.nsite() + k];
             (pos - head).length() - rbound(s.scene, s.scene.site_type[k], s.scene.site_size[k], -1)
         }
+        // Skins are drawn opaque, never sorted.
+        Object::Skin(..) => 0.0,
     }
 }
 
@@ -819,6 +1054,7 @@ fn order(s: &Shared, object: Object) -> usize {
     match object {
         Object::Geom(g) => g,
         Object::Site(k) => s.scene.ngeom() + k,
+        Object::Skin(k, _) => s.scene.ngeom() + s.scene.nsite() + k,
     }
 }
 
@@ -858,6 +1094,26 @@ fn coincident_candidates(scene: &Scene, poses: &Poses, w: usize) -> Vec<bool> {
         }
     }
     tie
+}
+
+/// The geom `mjr_render` mirrors the scene in for a camera that draws with `options` in world
+/// `w`: the first it draws that is a plane or a box, opaque, and of a material with a positive
+/// reflectance (the renderer allows one).
+fn mirror(
+    scene: &Scene,
+    fields: &dyn WorldFields,
+    shapes: &Shapes,
+    w: usize,
+    options: &CameraOptions,
+) -> Option<usize> {
+    (0..scene.ngeom()).find(|&g| {
+        let group = scene.geom_group[g].clamp(0, NGROUP as i32 - 1) as usize;
+        let material = geom_material(scene, fields, w, g);
+        matches!(shapes.geom_type[g], GeomType::Plane | GeomType::Box)
+            && options.enabled_geom_groups[group]
+            && alpha_of(fields, w, fields.geom_rgba(w, g), material) >= OPAQUE_ALPHA
+            && material.is_some_and(|m| scene.mat_shading[m][3] > 0.0)
+    })
 }
 
 /// The sites camera slot `options` draws in band `rows`: in its enabled groups, not of alpha
@@ -1017,6 +1273,8 @@ mod tests {
             headlight,
             fields: &SceneFields,
             ties: vec![Vec::new()],
+            mirrors: vec![Vec::new()],
+            skins: vec![Vec::new()],
         };
         let spot = Light {
             light_type: 0,

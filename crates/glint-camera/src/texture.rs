@@ -43,6 +43,18 @@ impl Level {
         }
         Level { width: w, height: h, texels }
     }
+
+    /// The next level of a cube texture (six square faces stacked): each face halved alone.
+    fn half_faces(&self) -> Level {
+        let side = self.width;
+        let faces: Vec<Level> = self
+            .texels
+            .chunks_exact(side * side)
+            .map(|f| Level { width: side, height: side, texels: f.to_vec() }.half())
+            .collect();
+        let w = faces[0].width;
+        Level { width: w, height: 6 * w, texels: faces.into_iter().flat_map(|f| f.texels).collect() }
+    }
 }
 
 /// log₂ of `x` > 0 to within 0.01: the exponent, and the mantissa's by a quadratic (a mip
@@ -110,6 +122,12 @@ impl Sampler {
                 let next = levels.last().map(Level::half).expect("a level");
                 levels.push(next);
             }
+        } else if levels[0].height == 6 * levels[0].width {
+            // Cube faces are mipmapped too (`glGenerateMipmap(GL_TEXTURE_CUBE_MAP)`).
+            while levels.last().is_some_and(|l| l.width > 1) {
+                let next = levels.last().map(Level::half_faces).expect("a level");
+                levels.push(next);
+            }
         }
         Sampler { kind: texture.kind, levels }
     }
@@ -132,8 +150,9 @@ impl Sampler {
     }
 
     /// A cube-map lookup along `r` (OpenGL's face selection; faces stacked +X, −X, +Y, −Y,
-    /// +Z, −Z, each `width` × `width`).
-    pub fn sample_cube(&self, r: DVec3) -> Vec3 {
+    /// +Z, −Z, each `width` × `width`) for a pixel that spans `angle` radians of directions:
+    /// trilinear between the two nearest levels, as `GL_LINEAR_MIPMAP_LINEAR` samples it.
+    pub fn sample_cube(&self, r: DVec3, angle: f64) -> Vec3 {
         let (ax, ay, az) = (r.x.abs(), r.y.abs(), r.z.abs());
         let (face, sc, tc, ma) = if ax >= ay && ax >= az {
             if r.x >= 0.0 { (0, -r.z, -r.y, ax) } else { (1, r.z, -r.y, ax) }
@@ -157,8 +176,19 @@ impl Sampler {
                 false,
             );
         }
-        let (s, t) = ((sc / ma + 1.0) / 2.0 * side as f64, (tc / ma + 1.0) / 2.0 * side as f64);
-        bilinear(&level.texels[face * side * side..(face + 1) * side * side], side, side, s, t, false)
+        let (u, v) = ((sc / ma + 1.0) / 2.0, (tc / ma + 1.0) / 2.0);
+        // A face coordinate changes by (|r| / ma)² per radian at most (at the face's edge).
+        let stretch = r.length_squared() / (ma * ma);
+        let texels = angle * stretch * side as f64 / 2.0;
+        let lod = if texels > 1.0 { log2_approx(texels).min((self.levels.len() - 1) as f64) } else { 0.0 };
+        let (l0, frac) = (lod.floor() as usize, (lod - lod.floor()) as f32);
+        let at = |l: &Level| {
+            let side = l.width;
+            let face_texels = &l.texels[face * side * side..(face + 1) * side * side];
+            bilinear(face_texels, side, side, u * side as f64, v * side as f64, false)
+        };
+        let a = at(&self.levels[l0]);
+        if frac > 0.0 && l0 + 1 < self.levels.len() { a.lerp(at(&self.levels[l0 + 1]), frac) } else { a }
     }
 }
 

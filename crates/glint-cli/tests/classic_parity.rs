@@ -25,13 +25,18 @@ fn scene(tag: &str, assets: &str, body: &str) -> PathBuf {
 
 /// [`scene`] with `after` (MJCF sections) after the world body.
 fn scene_with(tag: &str, assets: &str, body: &str, after: &str) -> PathBuf {
+    scene_floor(tag, "", assets, body, after)
+}
+
+/// [`scene_with`] with `floor` (attributes) on the floor's material.
+fn scene_floor(tag: &str, floor: &str, assets: &str, body: &str, after: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("glint-classic-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let xml = format!(
         r#"<mujoco>
   <asset>
     <texture name="grid" type="2d" builtin="checker" rgb1="0.3 0.35 0.4" rgb2="0.25 0.25 0.3" width="64" height="64"/>
-    <material name="floor" texture="grid" texrepeat="4 4"/>
+    <material name="floor" texture="grid" texrepeat="4 4" {floor}/>
     {assets}
   </asset>
   <worldbody>
@@ -216,6 +221,90 @@ fn sites_of_the_default_groups_are_drawn() {
         <site name="hidden" type="box" size="0.3 0.3 0.3" pos="-0.7 0 0" group="4" rgba="1 1 1 1"/>
       </body>"#;
     compare("sites", &scene("sites", "", body));
+}
+
+#[test]
+fn a_reflective_floor_mirrors_the_scene() {
+    let body = r#"<geom type="box" size="0.25 0.25 0.25" pos="0.1 0.5 0.6" rgba="0.9 0.8 0.1 1"/>
+      <geom type="sphere" size="0.25" pos="-0.5 0 0.4" rgba="0.1 0.4 0.9 1"/>
+      <geom type="capsule" size="0.1 0.3" pos="0.6 -0.3 0.5" euler="0 60 0" rgba="0.9 0.2 0.2 0.5"/>"#;
+    let mirror = scene_floor("mirror", r#"reflectance="0.5""#, "", body, "");
+    let (ours, _) = compare("mirror", &mirror);
+    // The reflection is more than the comparison's tolerance: without it the image is darker.
+    let (dull, _) = glint(&scene_floor("dull", "", "", body, ""));
+    let (a, b) = (mean_luma(&ours), mean_luma(&dull));
+    assert!(a > 1.03 * b, "the reflection adds {a:.1} against {b:.1}");
+}
+
+#[test]
+fn a_reflective_box_mirrors_on_its_top_face() {
+    let assets = r#"<material name="top" rgba="0.3 0.3 0.35 1" reflectance="0.6"/>"#;
+    let body = r#"<geom type="box" size="0.7 0.5 0.15" pos="0 0.2 0.15" material="top"/>
+      <geom type="box" size="0.15 0.15 0.15" pos="0 0.3 0.65" rgba="0.9 0.8 0.1 1"/>
+      <geom type="sphere" size="0.15" pos="-0.4 0 0.5" rgba="0.1 0.4 0.9 1"/>"#;
+    compare("mirror-box", &scene("mirror-box", assets, body));
+}
+
+#[test]
+fn a_finite_plane_maps_its_texture_from_corner_to_corner() {
+    // dm_control's arenas: `makePlane`'s explicit coordinates run 0 to `texrepeat × size`
+    // across a finite plane, so this board shows one square of the checker, not four.
+    let assets = r#"<texture name="board" type="2d" builtin="checker" rgb1="0.9 0.9 0.9" rgb2="0.1 0.1 0.1" width="64" height="64"/>
+      <material name="board" texture="board" texrepeat="1 1" texuniform="true"/>"#;
+    let body = r#"<geom type="plane" size="0.4 0.3 0.1" pos="0 0 0.01" material="board"/>"#;
+    compare("board", &scene("board", assets, body));
+}
+
+#[test]
+fn the_skybox_is_filtered_as_a_mipmapped_cube_map() {
+    // dm_control's starry sky: texel-sized marks that MuJoCo's trilinear lookup dims.
+    let assets = r#"<texture name="sky" type="skybox" builtin="gradient" rgb1="0.4 0.6 0.8" rgb2="0 0 0" width="800" height="800" mark="random" markrgb="1 1 1"/>"#;
+    let body = r#"<geom type="sphere" size="0.2" pos="0 0 0.2" rgba="0.8 0.3 0.2 1"/>"#;
+    let path = scene_with("sky", assets, body, "").with_file_name("scene.xml");
+    let xml = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace(r#"pos="0 -2.4 1.6" xyaxes="1 0 0 0 0.55 0.835""#, r#"pos="0 -2.4 0.6" xyaxes="1 0 0 0 0.2 1""#);
+    std::fs::write(&path, xml).unwrap();
+    compare("sky", &path);
+}
+
+#[test]
+fn a_skin_is_drawn_posed_by_its_bodies() {
+    // A box of skin between two bodies; the upper one stands 0.15 m off its bind pose, so
+    // the box leans as it follows.
+    let body = r#"<body name="low" pos="0 0 0.2"><geom type="sphere" size="0.05" rgba="0.2 0.2 0.2 1"/></body>
+      <body name="high" pos="0.15 0 0.8"><geom type="sphere" size="0.05" rgba="0.2 0.2 0.2 1"/></body>"#;
+    let (h, z0, z1) = (0.25, 0.2, 0.8);
+    let corners = [(-h, -h), (h, -h), (h, h), (-h, h)];
+    let vertex: Vec<String> =
+        [z0, z1].iter().flat_map(|z| corners.iter().map(move |(x, y)| format!("{x} {y} {z}"))).collect();
+    let faces = "0 2 1 0 3 2 4 5 6 4 6 7 0 1 5 0 5 4 1 2 6 1 6 5 2 3 7 2 7 6 3 0 4 3 4 7";
+    let skin = format!(
+        r#"<deformable><skin name="box" rgba="0.8 0.5 0.3 1" vertex="{}" face="{faces}">
+          <bone body="low" bindpos="0 0 0.2" bindquat="1 0 0 0" vertid="0 1 2 3" vertweight="1 1 1 1"/>
+          <bone body="high" bindpos="0 0 0.8" bindquat="1 0 0 0" vertid="4 5 6 7" vertweight="1 1 1 1"/>
+        </skin></deformable>"#,
+        vertex.join(" ")
+    );
+    let path = scene_with("skin", "", body, &skin);
+    let (_, warnings) = compare("skin", &path);
+    assert!(!warnings.iter().any(|w| w.to_string().contains("skin")), "{warnings:?}");
+    // Depth and segmentation see it too, numbered after the geoms, where MuJoCo draws it:
+    // its pixels are those where the two renders differ from the scene without it.
+    let mut sim = Simulation::from_xml_file(&path, Vec::new(), SimOptions::default()).unwrap();
+    let cam = sim.camera_index("cam").unwrap();
+    sim.set_cameras(vec![CameraOptions { resolution: Some((SIDE, SIDE)), ..CameraOptions::new(cam) }]).unwrap();
+    let frames = sim.render().unwrap();
+    let ngeom = sim.scene().geom_name.len() as i32;
+    let skin: Vec<usize> = (0..SIDE * SIDE).filter(|&p| frames.seg[p] == ngeom).collect();
+    assert!(skin.len() > 500, "{} pixels of skin", skin.len());
+    assert!(skin.iter().all(|&p| frames.depth[p] > 0.0));
+    let bare = mujoco(&scene_with("bare", "", body, ""));
+    let theirs = mujoco(&path);
+    let changed = (0..SIDE * SIDE).filter(|&p| at(&bare, (p % SIDE, p / SIDE)) != at(&theirs, (p % SIDE, p / SIDE)));
+    let outside = changed.filter(|p| frames.seg[*p] != ngeom).count();
+    // The skin's shadow and anti-aliased edge change pixels beside it.
+    assert!(outside < skin.len() / 2, "{outside} pixels MuJoCo changed are not skin in glint's segmentation");
 }
 
 #[test]

@@ -20,6 +20,7 @@ mod primitives;
 mod raycast;
 mod scene;
 mod shapes;
+mod skin;
 mod spelling;
 mod texture;
 mod values;
@@ -41,6 +42,7 @@ pub use crate::{
     },
     scene::Scene,
     shapes::Shapes,
+    skin::{PosedSkin, Skin, SkinBone},
     spelling::{Spelled, SpellingError},
     texture::{Texture, TextureKind},
     values::{Exact, readable, struct_fields},

@@ -5,7 +5,7 @@
 use glam::DVec3;
 
 use crate::bvh::Aabb;
-use crate::{CoreError, GeomType, Hfield, Mesh};
+use crate::{CoreError, GeomType, Hfield, Mesh, Skin};
 
 /// Everything about a model that does not change while it is simulated. Arrays are indexed
 /// by MuJoCo's ids; `-1` means "none".
@@ -139,9 +139,13 @@ pub struct Scene {
     /// Material id or `-1`, shape `(nsite,)`.
     pub site_matid: Vec<i32>,
 
-    /// What MuJoCo's renderer draws by default and glint's cameras do not (skins, flexes,
-    /// tendons, rangefinder rays, reflections), one entry per kind, e.g. `"2 skins (dog_skin,
-    /// ...)"`; empty when the cameras draw everything.
+    /// Skins (drawn by the cameras; `mj_ray` and the lidar do not see them), shape
+    /// `(nskin,)`.
+    pub skin: Vec<Skin>,
+
+    /// What MuJoCo's renderer draws by default and glint's cameras do not (flexes, spatial
+    /// tendons, rangefinder rays), one entry per kind, e.g. `"1 flexes (cloth)"`; empty when
+    /// the cameras draw everything.
     pub undrawn: Vec<String>,
 }
 
@@ -241,6 +245,6 @@ impl Scene {
                 expected: format!("geom {g} refers to a material outside 0..{}", self.mat_rgba.len()),
             });
         }
-        Ok(())
+        self.skin.iter().try_for_each(|skin| skin.validate(nbody, self.mat_rgba.len()))
     }
 }

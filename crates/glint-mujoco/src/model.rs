@@ -6,9 +6,9 @@ use std::path::Path;
 use std::sync::{Arc, Once};
 
 use glam::DVec3;
-use glint_core::{GeomType, Hfield, Mesh, Scene, Texture, TextureKind};
+use glint_core::{GeomType, Hfield, Mesh, Scene, Skin, SkinBone, Texture, TextureKind};
 use mujoco_rs::logging::set_log_handler;
-use mujoco_rs::mujoco_c::{mj_deleteModel, mj_loadXML, mjModel, mjtColorSpace, mjtGeom, mjtSensor, mjtWrap};
+use mujoco_rs::mujoco_c::{mj_deleteModel, mj_loadXML, mjModel, mjtColorSpace, mjtSensor, mjtWrap};
 use mujoco_rs::prelude::MjModel;
 use mujoco_rs::wrappers::mj_auxiliary::MjVfs;
 use mujoco_rs::wrappers::mj_logging::{MjLogMessage, MjtLogLevel};
@@ -566,6 +566,7 @@ pub(crate) fn extract_scene(m: &mjModel, assets: bool) -> Result<Scene, MujocoEr
         site_group: arr(m.site_group, nsite).to_vec(),
         site_rgba: (0..nsite as usize).map(|i| fixed::<4, f32>(arr(m.site_rgba, 4 * nsite), i)).collect(),
         site_matid: arr(m.site_matid, nsite).to_vec(),
+        skin: extract_skins(m),
         undrawn: undrawn(m),
     };
     Ok(scene)
@@ -629,6 +630,56 @@ fn extract_texcoords(m: &mjModel) -> (Vec<Vec<[f32; 2]>>, Vec<Vec<[u32; 3]>>) {
         .unzip()
 }
 
+/// Every skin: its bind-pose surface and the bones that move it.
+fn extract_skins(m: &mjModel) -> Vec<Skin> {
+    let n = m.nskin;
+    let (vertadr, vertnum, texadr) = (arr(m.skin_vertadr, n), arr(m.skin_vertnum, n), arr(m.skin_texcoordadr, n));
+    let (faceadr, facenum) = (arr(m.skin_faceadr, n), arr(m.skin_facenum, n));
+    let (boneadr, bonenum) = (arr(m.skin_boneadr, n), arr(m.skin_bonenum, n));
+    let (vert, texcoord) = (arr(m.skin_vert, 3 * m.nskinvert), arr(m.skin_texcoord, 2 * m.nskintexvert));
+    let face = arr(m.skin_face, 3 * m.nskinface);
+    let (bvadr, bvnum) = (arr(m.skin_bonevertadr, m.nskinbone), arr(m.skin_bonevertnum, m.nskinbone));
+    let (bindpos, bindquat) = (arr(m.skin_bonebindpos, 3 * m.nskinbone), arr(m.skin_bonebindquat, 4 * m.nskinbone));
+    let bodyid = arr(m.skin_bonebodyid, m.nskinbone);
+    let (bvid, bvweight) = (arr(m.skin_bonevertid, m.nskinbonevert), arr(m.skin_bonevertweight, m.nskinbonevert));
+    let (rgba, matid, group, inflate) =
+        (arr(m.skin_rgba, 4 * n), arr(m.skin_matid, n), arr(m.skin_group, n), arr(m.skin_inflate, n));
+    let names = names(m, m.name_skinadr, n);
+    (0..n as usize)
+        .map(|i| {
+            let (v0, nv) = (vertadr[i] as usize, vertnum[i].max(0) as usize);
+            let bones = (boneadr[i] as usize..(boneadr[i] + bonenum[i].max(0)) as usize)
+                .map(|b| {
+                    let verts = bvadr[b] as usize..(bvadr[b] + bvnum[b].max(0)) as usize;
+                    SkinBone {
+                        body: bodyid[b].max(0) as usize,
+                        bindpos: fixed::<3, f32>(bindpos, b),
+                        bindquat: fixed::<4, f32>(bindquat, b),
+                        vert: bvid[verts.clone()].iter().map(|&v| v.max(0) as u32).collect(),
+                        weight: bvweight[verts].to_vec(),
+                    }
+                })
+                .collect();
+            Skin {
+                name: names[i].clone(),
+                rgba: fixed::<4, f32>(rgba, i),
+                matid: matid[i],
+                group: group[i],
+                inflate: inflate[i],
+                vert: (v0..v0 + nv).map(|k| fixed::<3, f32>(vert, k)).collect(),
+                texcoord: match usize::try_from(texadr[i]) {
+                    Ok(t) => (t..t + nv).map(|k| fixed::<2, f32>(texcoord, k)).collect(),
+                    Err(_) => Vec::new(),
+                },
+                face: (faceadr[i] as usize..(faceadr[i] + facenum[i].max(0)) as usize)
+                    .map(|f| fixed::<3, i32>(face, f).map(|x| x.max(0) as u32))
+                    .collect(),
+                bones,
+            }
+        })
+        .collect()
+}
+
 /// What MuJoCo's renderer draws with its default options and glint's cameras do not, one
 /// entry per kind with the first few names.
 fn undrawn(m: &mjModel) -> Vec<String> {
@@ -646,7 +697,6 @@ fn undrawn(m: &mjModel) -> Vec<String> {
         Some(format!("{} {what} ({}{more})", ids.len(), shown.join(", ")))
     };
     let drawn_group = |g: i32| (0..3).contains(&g.clamp(0, 5));
-    let skins = (0..m.nskin.max(0) as usize).collect();
     let flexes = (0..m.nflex.max(0) as usize).collect();
     // Spatial tendons (their path through sites and geoms) in groups 0-2 are drawn; fixed
     // tendons (joint wraps) are not.
@@ -666,26 +716,10 @@ fn undrawn(m: &mjModel) -> Vec<String> {
         .filter(|(_, t)| **t == mjtSensor::mjSENS_RANGEFINDER as i32)
         .map(|(i, _)| i)
         .collect();
-    // The classic renderer mirrors the scene in one reflective plane or box.
-    let (gtype, gmat) = (arr(m.geom_type, m.ngeom), arr(m.geom_matid, m.ngeom));
-    let reflectance = arr(m.mat_reflectance, m.nmat);
-    let (ggroup, grgba) = (arr(m.geom_group, m.ngeom), arr(m.geom_rgba, 4 * m.ngeom));
-    let reflective = (0..m.ngeom.max(0) as usize)
-        .filter(|&g| {
-            let plane_or_box = gtype[g] == mjtGeom::mjGEOM_PLANE as i32 || gtype[g] == mjtGeom::mjGEOM_BOX as i32;
-            plane_or_box
-                && drawn_group(ggroup[g])
-                && grgba[4 * g + 3] > 0.0
-                && usize::try_from(gmat[g]).is_ok_and(|k| reflectance[k] > 0.0)
-        })
-        .take(1)
-        .collect();
     [
-        listed("skins", skins, m.name_skinadr),
         listed("flexes", flexes, m.name_flexadr),
         listed("spatial tendons", tendons, m.name_tendonadr),
         listed("rangefinder rays", rangefinders, m.name_sensoradr),
-        listed("reflections (of the scene in a reflective plane or box)", reflective, m.name_geomadr),
     ]
     .into_iter()
     .flatten()

@@ -591,7 +591,7 @@ impl Simulation {
     /// Renders every camera set (by the manifest's `[[camera]]` or `set_cameras`) in every
     /// world. Returns a dict from camera name to a dict of its outputs: `rgb` `(nworld, H, W,
     /// 3)` uint8, `depth` `(nworld, H, W)` float32 metres along the optical axis (0: nothing
-    /// hit), `seg` `(nworld, H, W)` int32 geom ids (−1: background).
+    /// hit), `seg` `(nworld, H, W)` int32 geom ids (−1: background; `ngeom + k`: skin `k`).
     fn render<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let frames = py.detach(|| self.sim.render()).py()?;
         let out = PyDict::new(py);

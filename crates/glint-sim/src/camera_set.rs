@@ -22,7 +22,7 @@ pub struct CameraFrames {
     pub rgb: Vec<u8>,
     /// Depth along the optical axis (metres; 0: nothing hit), `nworld × pixels_per_world`.
     pub depth: Vec<f32>,
-    /// Geom id (−1: background), `nworld × pixels_per_world`.
+    /// Geom id (−1: background; `ngeom + k`: skin `k`), `nworld × pixels_per_world`.
     pub seg: Vec<i32>,
 }
 
