@@ -716,10 +716,15 @@ impl Renderer {
         let global = if lights.is_empty() { Vec3::splat(NO_LIGHT_AMBIENT) * surface.color } else { Vec3::ZERO };
         let mut base = surface.color * surface.emission + global;
         let mut passes = Vec3::ZERO;
+        let corners = match hit.object {
+            Object::Skin(k, face) => skin_corners(s, w, (k, face), hit.point),
+            Object::Geom(g) => mesh_corners(s, w, g, hit),
+            Object::Site(_) => None,
+        };
         for (l, light) in lights.iter().enumerate() {
-            let c = match hit.object {
-                Object::Skin(k, face) => gouraud(s, w, (k, face), hit, light, &surface),
-                _ => light.contribution(hit.point, hit.normal, hit.view, &surface),
+            let c = match &corners {
+                Some(corners) => corners.light(light, hit.eye, &surface),
+                None => light.contribution(hit.point, hit.normal, hit.view, &surface),
             };
             if let Some(in_shadow) = in_shadow.filter(|_| options.use_shadows && light.castshadow) {
                 if !in_shadow(l) {
@@ -986,20 +991,92 @@ fn site_material(s: &Shared, k: usize) -> Option<usize> {
     usize::try_from(s.scene.site_matid[k]).ok().filter(|&m| m < s.scene.mat_rgba.len())
 }
 
-/// `light`'s contribution where `hit` meets face `face` of skin `k`, as OpenGL's fixed
-/// pipeline lights a skin: at the face's three vertices (their positions and normals, the
-/// viewer at `hit.eye`), interpolated across the face.
-fn gouraud(s: &Shared, w: usize, (k, face): (usize, usize), hit: &Hit, light: &Light, surface: &Surface) -> Vec3 {
-    let per_pixel = || light.contribution(hit.point, hit.normal, hit.view, surface);
-    let Some(mesh) = s.skins[w].iter().find(|p| p.skin == k).map(|p| &p.mesh) else { return per_pixel() };
-    let Some(b) = skins::barycentric(mesh, face, hit.point) else { return per_pixel() };
-    let at = |i: u32| {
-        let p = DVec3::from(mesh.vert[i as usize].map(f64::from));
-        let n = DVec3::from(mesh.normal[i as usize].map(f64::from));
-        light.contribution(p, n, (hit.eye - p).normalize_or_zero(), surface)
-    };
-    let f = mesh.face[face];
-    at(f[0]) * b[0] as f32 + at(f[1]) * b[1] as f32 + at(f[2]) * b[2] as f32
+/// The triangle a pixel's ray met, as OpenGL's fixed pipeline lights it: at its three
+/// corners (world positions and the normals the renderer gives them), the results
+/// interpolated across it (Gouraud shading), as MuJoCo draws meshes and skins.
+struct Corners {
+    pos: [DVec3; 3],
+    normal: [DVec3; 3],
+    /// The hit's barycentric coordinates.
+    bary: [f64; 3],
+}
+
+impl Corners {
+    /// `light`'s contribution, the viewer at `eye`.
+    fn light(&self, light: &Light, eye: DVec3, surface: &Surface) -> Vec3 {
+        (0..3)
+            .map(|k| {
+                let p = self.pos[k];
+                light.contribution(p, self.normal[k], (eye - p).normalize_or_zero(), surface) * self.bary[k] as f32
+            })
+            .sum()
+    }
+}
+
+/// The corners of face `face` of skin `k` in world `w`, with their vertex normals.
+fn skin_corners(s: &Shared, w: usize, (k, face): (usize, usize), point: DVec3) -> Option<Corners> {
+    let mesh = &s.skins[w].iter().find(|p| p.skin == k)?.mesh;
+    let bary = skins::barycentric(mesh, face, point)?;
+    let f = mesh.face[face].map(|i| i as usize);
+    Some(Corners {
+        pos: f.map(|i| DVec3::from(mesh.vert[i].map(f64::from))),
+        normal: f.map(|i| DVec3::from(mesh.normal[i].map(f64::from))),
+        bary,
+    })
+}
+
+/// The corners of the face of mesh geom `g` that `hit` met, in world `w`, with the normals
+/// `makeMesh` gives them: the mesh's own, but the face's where a corner's differs from it
+/// by more than about 37° (a dot product below 0.8) and the mesh has no texture coordinates.
+/// None for other geoms and meshes without normals.
+fn mesh_corners(s: &Shared, w: usize, g: usize, hit: &Hit) -> Option<Corners> {
+    let shapes = s.caster.shapes(w);
+    if shapes.geom_type[g] != GeomType::Mesh {
+        return None;
+    }
+    let id = usize::try_from(shapes.geom_dataid[g]).ok()?;
+    let (mesh, facenormal) = (s.scene.mesh.get(id)?, s.scene.mesh_facenormal.get(id)?);
+    if facenormal.is_empty() {
+        return None;
+    }
+    let (xpos, xmat) = s.poses.geoms(w);
+    let (rot, pos) = (xmat[g], xpos[g]);
+    let (local, dir) = (rot.transpose() * (hit.point - pos), rot.transpose() * hit.dir);
+    let face = face_at(mesh, local, dir)?;
+    let vert = mesh.face[face].map(|i| DVec3::from(mesh.vert[i as usize].map(f64::from)));
+    let unit = (vert[1] - vert[0]).cross(vert[2] - vert[0]).normalize_or_zero();
+    let textured = !s.scene.mesh_texcoord.get(id).is_none_or(Vec::is_empty);
+    let normal = facenormal[face].map(|i| {
+        let n = DVec3::from(mesh.normal.get(i as usize).copied().unwrap_or_default().map(f64::from));
+        if textured || n.dot(unit) >= 0.8 { n } else { unit }
+    });
+    let bary = barycentric(vert, local)?;
+    Some(Corners { pos: vert.map(|v| pos + rot * v), normal: normal.map(|n| (rot * n).normalize_or_zero()), bary })
+}
+
+/// The face of `mesh` a local ray `(point, dir)` meets at `point`: found by backing a little
+/// along the ray.
+fn face_at(mesh: &glint_core::Mesh, point: DVec3, dir: DVec3) -> Option<usize> {
+    let len = dir.length();
+    if len <= 0.0 {
+        return None;
+    }
+    let d = dir / len;
+    let back = 1e-6 * (1.0 + point.length());
+    mesh.intersect_local(point - d * back, d, 4.0 * back).map(|(_, _, face)| face)
+}
+
+/// Barycentric coordinates of `point` on triangle `tri`.
+pub(crate) fn barycentric(tri: [DVec3; 3], point: DVec3) -> Option<[f64; 3]> {
+    let (e1, e2, p) = (tri[1] - tri[0], tri[2] - tri[0], point - tri[0]);
+    let cross = e1.cross(e2);
+    let area = cross.length_squared();
+    if area <= 0.0 {
+        return None;
+    }
+    let b1 = p.cross(e2).dot(cross) / area;
+    let b2 = e1.cross(p).dot(cross) / area;
+    Some([1.0 - b1 - b2, b1, b2])
 }
 
 /// Skin `k`'s material, if it has one the model defines.
@@ -1165,29 +1242,15 @@ fn mesh_uv(
     point: DVec3,
     dir: DVec3,
 ) -> Option<([f64; 2], f64)> {
-    let len = dir.length();
-    if len <= 0.0 {
-        return None;
-    }
-    let d = dir / len;
-    // Back a little along the ray and find the face the ray meets there.
-    let back = 1e-6 * (1.0 + point.length());
-    let (_, _, face) = mesh.intersect_local(point - d * back, d, 4.0 * back)?;
+    let face = face_at(mesh, point, dir)?;
     let tri = mesh.face.get(face)?.map(|i| DVec3::from(mesh.vert[i as usize].map(f64::from)));
     let uvs = facetexcoord.get(face)?.map(|i| texcoord.get(i as usize).map(|t| [f64::from(t[0]), f64::from(t[1])]));
     let [Some(t0), Some(t1), Some(t2)] = uvs else { return None };
-    let (e1, e2, p) = (tri[1] - tri[0], tri[2] - tri[0], point - tri[0]);
-    let cross = e1.cross(e2);
-    let area = cross.length_squared();
-    if area <= 0.0 {
-        return None;
-    }
-    let b1 = p.cross(e2).dot(cross) / area;
-    let b2 = e1.cross(p).dot(cross) / area;
-    let b0 = 1.0 - b1 - b2;
+    let [b0, b1, b2] = barycentric(tri, point)?;
     let uv = [0, 1].map(|a| b0 * t0[a] + b1 * t1[a] + b2 * t2[a]);
     let (f1, f2) = ([t1[0] - t0[0], t1[1] - t0[1]], [t2[0] - t0[0], t2[1] - t0[1]]);
     let uv_area = (f1[0] * f2[1] - f1[1] * f2[0]).abs();
+    let area = (tri[1] - tri[0]).cross(tri[2] - tri[0]).length_squared();
     Some((uv, (uv_area / area.sqrt()).sqrt()))
 }
 

@@ -83,15 +83,7 @@ pub(crate) fn blocks(skins: &[PosedSkin], groups: &[bool; NGROUP], origin: DVec3
 /// Barycentric coordinates of `point` on face `face` of `mesh`.
 pub(crate) fn barycentric(mesh: &Mesh, face: usize, point: DVec3) -> Option<[f64; 3]> {
     let tri = mesh.face.get(face)?.map(|i| DVec3::from(mesh.vert[i as usize].map(f64::from)));
-    let (e1, e2, p) = (tri[1] - tri[0], tri[2] - tri[0], point - tri[0]);
-    let cross = e1.cross(e2);
-    let area = cross.length_squared();
-    if area <= 0.0 {
-        return None;
-    }
-    let b1 = p.cross(e2).dot(cross) / area;
-    let b2 = e1.cross(p).dot(cross) / area;
-    Some([1.0 - b1 - b2, b1, b2])
+    crate::render::barycentric(tri, point)
 }
 
 /// The vertex normals of face `face` interpolated at `point`.

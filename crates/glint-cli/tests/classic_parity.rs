@@ -307,6 +307,44 @@ fn a_skin_is_drawn_posed_by_its_bodies() {
     assert!(outside < skin.len() / 2, "{outside} pixels MuJoCo changed are not skin in glint's segmentation");
 }
 
+/// The tube's SSIM bound: lit per pixel by its face normals it scores 0.952, per vertex 0.978.
+const TUBE_SSIM: f64 = 0.97;
+
+/// An open tube of `sides` faces (radius `r`, height `h`, standing on the origin), whose
+/// vertices MuJoCo gives normals averaged over the faces around them.
+fn tube_mesh(sides: usize, r: f64, h: f64) -> String {
+    let mut vert = Vec::new();
+    for z in [0.0, h] {
+        for k in 0..sides {
+            let a = std::f64::consts::TAU * k as f64 / sides as f64;
+            vert.push(format!("{} {} {z}", r * a.cos(), r * a.sin()));
+        }
+    }
+    let face: Vec<String> = (0..sides)
+        .map(|k| {
+            let (a, b) = (k, (k + 1) % sides);
+            format!("{a} {b} {} {a} {} {}", b + sides, b + sides, a + sides)
+        })
+        .collect();
+    format!(r#"vertex="{}" face="{}""#, vert.join("  "), face.join("  "))
+}
+
+#[test]
+fn meshes_are_lit_at_their_vertices_as_the_fixed_pipeline_lights_them() {
+    // A 16-sided tube: lit per pixel by its face normals it shows 16 flat bands; MuJoCo
+    // lights each corner by its averaged normal and blends across the face.
+    let assets = format!(
+        r#"<mesh name="tube" inertia="shell" {}/><material name="shiny" rgba="0.8 0.75 0.7 1" specular="1" shininess="0.3"/>"#,
+        tube_mesh(12, 0.35, 0.8)
+    );
+    let body = r#"<geom type="mesh" mesh="tube" pos="0 0.2 0" material="shiny"/>"#;
+    let (ours, _) = compare("tube", &scene("tube", &assets, body));
+    // Closer than the comparison's bound: flat bands score below it.
+    let theirs = mujoco(&scene("tube", &assets, body));
+    let s = ssim(&ours, &theirs, SIDE, SIDE).unwrap();
+    assert!(s >= TUBE_SSIM, "SSIM {s:.4}");
+}
+
 #[test]
 fn what_the_cameras_cannot_draw_is_named_once() {
     let body = r#"<body name="a" pos="0 0 0.5"><freejoint/><geom type="sphere" size="0.1"/><site name="s1"/></body>

@@ -51,6 +51,9 @@ pub struct Scene {
     /// Per mesh, each face's three texture-coordinate indices into its `mesh_texcoord` (empty
     /// for a mesh without), shape `(nmesh, nface_i, 3)`.
     pub mesh_facetexcoord: Vec<Vec<[u32; 3]>>,
+    /// Per mesh, each face's three normal indices into its `Mesh::normal` (empty when MuJoCo
+    /// gave none), shape `(nmesh, nface_i, 3)`.
+    pub mesh_facenormal: Vec<Vec<[u32; 3]>>,
 
     /// Material colour, shape `(nmat, 4)`.
     pub mat_rgba: Vec<[f32; 4]>,

@@ -526,6 +526,7 @@ pub(crate) fn extract_scene(m: &mjModel, assets: bool) -> Result<Scene, MujocoEr
         hfield: if assets { extract_hfields(m)? } else { Vec::new() },
         mesh_texcoord: texcoord,
         mesh_facetexcoord: facetexcoord,
+        mesh_facenormal: extract_facenormals(m),
         mat_rgba: (0..nmat as usize).map(|i| fixed::<4, f32>(mat_rgba, i)).collect(),
         mat_texid: (0..nmat as usize).map(|i| mat_texid_all[ntexrole as usize * i + 1]).collect(),
         mat_texrepeat: (0..nmat as usize).map(|i| fixed::<2, f32>(arr(m.mat_texrepeat, 2 * nmat), i)).collect(),
@@ -598,6 +599,22 @@ fn extract_meshes(m: &mjModel) -> Result<Vec<Mesh>, MujocoError> {
                 .collect();
             let n = (0..normalnum[i] as usize).map(|k| fixed::<3, f32>(normal, normaladr[i] as usize + k)).collect();
             Ok(Mesh::new(mesh_names[i].clone(), v, f, n)?)
+        })
+        .collect()
+}
+
+/// Per mesh, each face's indices into its own normals (empty where one is out of range).
+fn extract_facenormals(m: &mjModel) -> Vec<Vec<[u32; 3]>> {
+    let nmesh = m.nmesh;
+    let (faceadr, facenum) = (arr(m.mesh_faceadr, nmesh), arr(m.mesh_facenum, nmesh));
+    let num = arr(m.mesh_normalnum, nmesh);
+    let facenormal = arr(m.mesh_facenormal, 3 * m.nmeshface);
+    (0..nmesh as usize)
+        .map(|i| {
+            let faces: Vec<[u32; 3]> = (0..facenum[i].max(0) as usize)
+                .map(|k| fixed::<3, i32>(facenormal, faceadr[i] as usize + k).map(|x| x.max(0) as u32))
+                .collect();
+            if faces.iter().flatten().any(|&x| x as i32 >= num[i]) { Vec::new() } else { faces }
         })
         .collect()
 }
