@@ -174,7 +174,13 @@ impl CameraModel {
     /// is 1, so that a hit's distance in its units is the depth along the optical axis.
     #[inline]
     pub fn pixel_ray(&self, col: usize, row: usize) -> (DVec3, DVec3) {
-        let (u, v) = (col as f64 + 0.5, row as f64 + 0.5);
+        self.ray_at(col as f64 + 0.5, row as f64 + 0.5)
+    }
+
+    /// [`CameraModel::pixel_ray`] through image point `(u, v)`, in pixels from the image's
+    /// top left corner (a pixel's centre is at `col + 0.5, row + 0.5`).
+    #[inline]
+    pub fn ray_at(&self, u: f64, v: f64) -> (DVec3, DVec3) {
         match self.projection {
             Projection::Perspective { f, c } => (DVec3::ZERO, DVec3::new((u - c[0]) / f[0], (c[1] - v) / f[1], -1.0)),
             Projection::Orthographic { height } => {

@@ -111,6 +111,81 @@ struct Job<'a> {
     seg: Option<&'a mut [i32]>,
 }
 
+/// OpenGL's 4× multisample positions within a pixel (x right, y down from its top left
+/// corner; MuJoCo reads its image bottom-up, so the pattern is turned upside down).
+const SAMPLES_4X: [(f64, f64); 4] = [(0.375, 0.875), (0.875, 0.625), (0.125, 0.375), (0.625, 0.125)];
+
+/// One camera slot in one world, as a band draws it.
+struct View<'a> {
+    slot: usize,
+    w: usize,
+    /// The camera with this world's field of view.
+    model: &'a CameraModel,
+    options: &'a CameraOptions,
+    /// The camera's position and orientation.
+    pos: DVec3,
+    mat: DMat3,
+}
+
+/// Rays of one view and what each shows.
+struct Traced {
+    /// Each ray's own origin (orthographic cameras), else none: the camera's position.
+    origins: Option<Vec<DVec3>>,
+    dirs: Vec<DVec3>,
+    /// Distance to, geom and normal of the opaque surface shown (geom −1: none).
+    dist: Vec<f64>,
+    geomid: Vec<i32>,
+    normal: Vec<DVec3>,
+    /// The segmentation (the first surface drawn).
+    seg_of: Vec<i32>,
+    /// The skin and face shown, where a skin is nearer than the geoms.
+    skin_of: Vec<Option<(usize, usize)>>,
+    /// The site shown (−1: none).
+    site_of: Vec<i32>,
+    /// The transparent surfaces in front.
+    layers: Vec<Layer>,
+    /// How far colour sees (the scene's far clipping distance, along the optical axis).
+    far: f64,
+}
+
+impl Traced {
+    fn len(&self) -> usize {
+        self.dirs.len()
+    }
+
+    fn origin(&self, camera: DVec3, r: usize) -> DVec3 {
+        self.origins.as_ref().map_or(camera, |o| o[r])
+    }
+
+    /// Whether ray `r` shows an object (else the background).
+    fn drawn(&self, r: usize) -> bool {
+        self.geomid[r] >= 0 || self.site_of[r] >= 0 || self.skin_of[r].is_some()
+    }
+
+    /// Whether ray `r`'s colour shows an object: drawn, and within the far clipping distance.
+    fn shown(&self, r: usize) -> bool {
+        self.drawn(r) && self.dist[r] <= self.far
+    }
+
+    /// The object ray `r` shows (meaningful where [`Traced::drawn`]).
+    fn object(&self, r: usize) -> Object {
+        match (self.site_of[r], self.skin_of[r]) {
+            (k, _) if k >= 0 => Object::Site(k as usize),
+            (_, Some((k, face))) => Object::Skin(k, face),
+            _ => Object::Geom(self.geomid[r].max(0) as usize),
+        }
+    }
+
+    /// What multisampling compares between neighbouring pixels: the object shown (a skin as
+    /// a whole, not its face), none for the background.
+    fn key(&self, r: usize) -> Option<Object> {
+        self.shown(r).then(|| match self.object(r) {
+            Object::Skin(k, _) => Object::Skin(k, 0),
+            other => other,
+        })
+    }
+}
+
 /// What one render shares between its jobs.
 struct Shared<'a> {
     scene: &'a Scene,
@@ -265,31 +340,77 @@ impl Renderer {
     fn band(&self, s: &Shared, job: Job) -> Result<(), CameraError> {
         let (model, options) = &s.layout.cameras[job.slot];
         let w = job.world;
-        let world_model = model.with_fovy(s.fields.cam_fovy(w, model.camera));
-        let model = &world_model;
-        let cam_pos = s.poses.cam_xpos[w * s.scene.ncam() + model.camera];
-        let cam_mat = s.poses.cam_xmat[w * s.scene.ncam() + model.camera];
-        let (pixel, origins, dirs) = band_rays(model, cam_pos, &cam_mat, job.rows);
-        let n = dirs.len();
+        let model = model.with_fovy(s.fields.cam_fovy(w, model.camera));
+        let cam = w * s.scene.ncam() + model.camera;
+        let view =
+            View { slot: job.slot, w, model: &model, options, pos: s.poses.cam_xpos[cam], mat: s.poses.cam_xmat[cam] };
+        let (pixel, origins, dirs) = band_rays(&model, view.pos, &view.mat, job.rows);
+        let mut traced = self.trace(s, &view, origins, dirs)?;
+        let prepared = &s.prepared[job.slot];
+        let t = &traced;
+        let mut depth = job.depth;
+        let mut seg = job.seg;
+        for r in 0..t.len() {
+            let hit = t.geomid[r] >= 0 || t.skin_of[r].is_some();
+            if let Some(d) = depth.as_deref_mut() {
+                d[pixel[r]] = if !hit {
+                    0.0
+                } else if t.skin_of[r].is_none() && self.passes(t.geomid[r]) {
+                    self.depth_through(prepared, w, t.origin(view.pos, r), t.dirs[r], t.dist[r], t.geomid[r]) as f32
+                } else {
+                    t.dist[r] as f32
+                };
+            }
+            if let Some(g) = seg.as_deref_mut() {
+                g[pixel[r]] = t.seg_of[r];
+            }
+        }
+        let Some(rgb) = job.rgb else { return Ok(()) };
+        // Sites (RGB only): drawn after the geoms, so one wins where it meets a geom's surface.
+        // One row of margin on each side: the multisampled edges look past the band.
+        let (r0, r1) = (job.rows.0.saturating_sub(1), (job.rows.1 + 1).min(model.height));
+        let sites = band_sites(s, w, options, &model, view.pos, &view.mat, (r0, r1));
+        self.add_sites(s, &view, &sites, &mut traced);
+        let mut color = self.color(s, &view, &mut traced)?;
+        if s.scene.offsamples > 0 {
+            self.multisample(s, &view, &sites, (&pixel, &traced, &mut color), job.rows)?;
+        }
+        for (r, c) in color.iter().enumerate() {
+            let at = pixel[r] * 3;
+            rgb[at..at + 3].copy_from_slice(&c.to_array().map(|c| (c.clamp(0.0, 1.0) * 255.0 + 0.5) as u8));
+        }
+        Ok(())
+    }
+
+    /// What rays `(origins or the camera's position, dirs)` of `view` show, as MuJoCo's
+    /// renderer draws it: geoms of alpha 0 are not drawn, a transparent one is blended over
+    /// what is behind it (and is in the segmentation but not the depth), of coincident
+    /// surfaces the one drawn later wins, and a skin nearer than the geoms shows (segmented
+    /// as `ngeom + skin` unless a transparent geom is in front). Sites are added apart
+    /// ([`Renderer::add_sites`]): depth and segmentation do not see them.
+    fn trace(
+        &self,
+        s: &Shared,
+        view: &View,
+        origins: Option<Vec<DVec3>>,
+        dirs: Vec<DVec3>,
+    ) -> Result<Traced, CameraError> {
+        let (w, n) = (view.w, dirs.len());
         let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
         let cast = Cast {
             world: w,
             origins: match &origins {
                 Some(o) => Origins::Each(o),
-                None => Origins::Shared(cam_pos),
+                None => Origins::Shared(view.pos),
             },
             dirs: &dirs,
             exclude_body: -1,
             skip_geom: -1,
             trusted: true,
         };
-        let prepared = &s.prepared[job.slot];
-        let hits = HitsMut { dist: &mut dist, geomid: &mut geomid, normal: &mut normal };
-        prepared.cast(cast, hits)?;
-        let origin = |r: usize| origins.as_ref().map_or(cam_pos, |o| o[r]);
-        // What MuJoCo's renderer shows along each ray: geoms of alpha 0 are not drawn, a
-        // transparent one is blended over what is behind it (and is in the segmentation but
-        // not the depth), and of coincident surfaces the one drawn later wins.
+        let prepared = &s.prepared[view.slot];
+        prepared.cast(cast, HitsMut { dist: &mut dist, geomid: &mut geomid, normal: &mut normal })?;
+        let origin = |r: usize| origins.as_ref().map_or(view.pos, |o| o[r]);
         let mut seg_of = geomid.clone();
         let mut layers = Vec::new();
         for r in 0..n {
@@ -300,13 +421,11 @@ impl Renderer {
                 (dist[r], geomid[r], normal[r]) = opaque;
             }
         }
-        // Skins, where nearer than the geoms: in depth and colour, and in the segmentation
-        // as `ngeom + skin` unless a transparent geom is in front.
         let mut skin_of: Vec<Option<(usize, usize)>> = vec![None; n];
         if !s.skins[w].is_empty() {
+            let groups = &view.options.enabled_geom_groups;
             for r in 0..n {
                 let reach = if geomid[r] >= 0 { dist[r] } else { f64::INFINITY };
-                let groups = &options.enabled_geom_groups;
                 if let Some(h) = skins::nearest(&s.skins[w], groups, origin(r), dirs[r], reach) {
                     if !layers.iter().any(|l| l.ray == r && l.dist < h.t) {
                         seg_of[r] = (s.scene.ngeom() + h.skin) as i32;
@@ -316,102 +435,170 @@ impl Renderer {
                 }
             }
         }
-        let mut depth = job.depth;
-        let mut seg = job.seg;
-        for r in 0..n {
-            let hit = geomid[r] >= 0 || skin_of[r].is_some();
-            if let Some(d) = depth.as_deref_mut() {
-                d[pixel[r]] = if !hit {
-                    0.0
-                } else if skin_of[r].is_none() && self.passes(geomid[r]) {
-                    self.depth_through(prepared, w, origin(r), dirs[r], dist[r], geomid[r]) as f32
-                } else {
-                    dist[r] as f32
+        let site_of = vec![-1; n];
+        let far = if s.scene.zfar > 0.0 { s.scene.zfar } else { f64::INFINITY };
+        Ok(Traced { origins, dirs, dist, geomid, normal, seg_of, skin_of, site_of, layers, far })
+    }
+
+    /// Adds `sites` (drawn after the geoms: a site wins where it meets a surface) to what
+    /// `t`'s rays show.
+    fn add_sites(&self, s: &Shared, view: &View, sites: &[usize], t: &mut Traced) {
+        let (xpos, xmat) = (&s.poses.site_xpos, &s.poses.site_xmat);
+        let base = view.w * s.scene.nsite();
+        for r in 0..t.len() {
+            let (o, d) = (t.origin(view.pos, r), t.dirs[r]);
+            for &k in sites {
+                let (pos, rot) = (xpos[base + k], &xmat[base + k]);
+                let Some((dist, nrm)) = intersect_primitive(s.scene.site_type[k], s.scene.site_size[k], pos, rot, o, d)
+                else {
+                    continue;
                 };
-            }
-            if let Some(g) = seg.as_deref_mut() {
-                g[pixel[r]] = seg_of[r];
-            }
-        }
-        let Some(rgb) = job.rgb else { return Ok(()) };
-        // Sites (RGB only): drawn after the geoms, so one wins where it meets a geom's surface.
-        let sites = band_sites(s, w, options, model, cam_pos, &cam_mat, job.rows);
-        let mut site_of = vec![-1i32; n];
-        if !sites.is_empty() {
-            let (xpos, xmat) = (&s.poses.site_xpos, &s.poses.site_xmat);
-            let base = w * s.scene.nsite();
-            for r in 0..n {
-                for &k in &sites {
-                    let (pos, rot) = (xpos[base + k], &xmat[base + k]);
-                    let Some((t, nrm)) =
-                        intersect_primitive(s.scene.site_type[k], s.scene.site_size[k], pos, rot, origin(r), dirs[r])
-                    else {
-                        continue;
-                    };
-                    let front =
-                        if site_of[r] >= 0 || geomid[r] >= 0 || skin_of[r].is_some() { dist[r] } else { f64::INFINITY };
-                    if t > front * (1.0 + COINCIDENT) {
-                        continue;
-                    }
-                    if site_alpha(s, w, k) >= OPAQUE_ALPHA {
-                        site_of[r] = k as i32;
-                        (dist[r], normal[r]) = (t, nrm);
-                    } else {
-                        layers.push(Layer { ray: r, object: Object::Site(k), dist: t, normal: nrm });
-                    }
+                let front = if t.drawn(r) { t.dist[r] } else { f64::INFINITY };
+                if dist > front * (1.0 + COINCIDENT) {
+                    continue;
+                }
+                if site_alpha(s, view.w, k) >= OPAQUE_ALPHA {
+                    t.site_of[r] = k as i32;
+                    (t.dist[r], t.normal[r]) = (dist, nrm);
+                } else {
+                    t.layers.push(Layer { ray: r, object: Object::Site(k), dist, normal: nrm });
                 }
             }
         }
-        let drawn: Vec<bool> = (0..n).map(|r| geomid[r] >= 0 || site_of[r] >= 0 || skin_of[r].is_some()).collect();
-        let points: Vec<DVec3> = (0..n).map(|r| origin(r) + dirs[r] * dist[r]).collect();
-        let forward = cam_mat * DVec3::NEG_Z;
-        let lights = scene_lights(s, w, cam_pos, forward);
-        let shadowed = self.shadows(s, job.slot, w, &lights, options, &points, &drawn, &normal)?;
-        let (footprint, ortho) = model.pixel_footprint();
-        let spread = |r: usize, t: f64| if ortho { footprint } else { footprint * (dirs[r] * t).length() };
+    }
+
+    /// The colour of each of `t`'s rays: shadows, shading, the reflection in the scene's
+    /// mirror, then the transparent layers blended over; the background beyond the far
+    /// clipping distance.
+    fn color(&self, s: &Shared, view: &View, t: &mut Traced) -> Result<Vec<Vec3>, CameraError> {
+        let (w, n) = (view.w, t.len());
+        // OpenGL clips what lies beyond the far plane: the background shows there.
+        let drawn: Vec<bool> = (0..n).map(|r| t.shown(r)).collect();
+        let far = t.far;
+        t.layers.retain(|l| l.dist <= far);
+        let points: Vec<DVec3> = (0..n).map(|r| t.origin(view.pos, r) + t.dirs[r] * t.dist[r]).collect();
+        let forward = view.mat * DVec3::NEG_Z;
+        let lights = scene_lights(s, w, view.pos, forward);
+        let shadowed = self.shadows(s, view.slot, w, &lights, view.options, &points, &drawn, &t.normal)?;
+        let (footprint, ortho) = view.model.pixel_footprint();
+        let dirs = &t.dirs;
+        let spread = |r: usize, dist: f64| if ortho { footprint } else { footprint * (dirs[r] * dist).length() };
         let mut color: Vec<Vec3> = (0..n)
             .map(|r| {
                 if !drawn[r] {
                     return self.background(dirs[r], if ortho { 0.0 } else { footprint });
                 }
-                let object = match (site_of[r], skin_of[r]) {
-                    (k, _) if k >= 0 => Object::Site(k as usize),
-                    (_, Some((k, face))) => Object::Skin(k, face),
-                    _ => Object::Geom(geomid[r] as usize),
-                };
-                let view = (origin(r) - points[r]).normalize_or_zero();
+                let eye = t.origin(view.pos, r);
                 let hit = Hit {
-                    object,
+                    object: t.object(r),
                     point: points[r],
-                    normal: normal[r],
-                    view,
-                    spread: spread(r, dist[r]),
+                    normal: t.normal[r],
+                    view: (eye - points[r]).normalize_or_zero(),
+                    spread: spread(r, t.dist[r]),
                     dir: dirs[r],
                     tint: 1.0,
-                    eye: origin(r),
+                    eye,
                 };
-                self.shade(s, w, &hit, &lights, options, Some(&|l| shadowed[l].get(r).copied().unwrap_or(false)))
+                let in_shadow = |l: usize| shadowed[l].get(r).copied().unwrap_or(false);
+                self.shade(s, w, &hit, &lights, view.options, Some(&in_shadow))
             })
             .collect();
-        if let Some(g) = s.mirrors[w][job.slot] {
-            let on_mirror: Vec<usize> =
-                (0..n).filter(|&r| site_of[r] < 0 && skin_of[r].is_none() && geomid[r] == g as i32).collect();
-            let seen = Seen { points: &points, dirs: &dirs, normal: &normal, dist: &dist };
-            let reflected = self.reflection(s, (job.slot, w, g), (cam_pos, forward), &on_mirror, seen, &spread)?;
+        if let Some(g) = s.mirrors[w][view.slot] {
+            let on_mirror: Vec<usize> = (0..n).filter(|&r| t.object(r) == Object::Geom(g) && drawn[r]).collect();
+            let seen = Seen { points: &points, dirs, normal: &t.normal, dist: &t.dist };
+            let reflected = self.reflection(s, (view.slot, w, g), (view.pos, forward), &on_mirror, seen, &spread)?;
             for (&r, c) in on_mirror.iter().zip(reflected) {
                 color[r] += c;
             }
         }
-        if !layers.is_empty() {
-            self.blend(s, w, &lights, options, (&mut color, &mut layers), cam_pos, 1.0, |r| {
+        if !t.layers.is_empty() {
+            let (origins, dist) = (&t.origins, &t.dist);
+            let origin = |r: usize| origins.as_ref().map_or(view.pos, |o| o[r]);
+            self.blend(s, w, &lights, view.options, (&mut color, &mut t.layers), view.pos, 1.0, |r| {
                 (origin(r), dirs[r], if drawn[r] { dist[r] } else { f64::INFINITY }, spread(r, 1.0))
             });
         }
-        for r in 0..n {
-            let at = pixel[r] * 3;
-            rgb[at..at + 3].copy_from_slice(&color[r].to_array().map(|c| (c.clamp(0.0, 1.0) * 255.0 + 0.5) as u8));
+        Ok(color)
+    }
+
+    /// MuJoCo's offscreen buffer is multisampled (`visual/quality/offsamples`, 4 by default):
+    /// a pixel where two objects meet averages four samples. Each pixel of the band whose
+    /// object differs from a neighbour's (the rows beside the band traced for that) is drawn
+    /// again at the four sample positions of OpenGL's 4× pattern and its colour averaged.
+    fn multisample(
+        &self,
+        s: &Shared,
+        view: &View,
+        sites: &[usize],
+        (pixel, traced, color): (&[usize], &Traced, &mut [Vec3]),
+        (r0, r1): (usize, usize),
+    ) -> Result<(), CameraError> {
+        let (width, height) = (view.model.width, view.model.height);
+        // Object keys of rows r0 − 1 ..= r1, within the image.
+        let (k0, k1) = (r0.saturating_sub(1), (r1 + 1).min(height));
+        let mut keys = vec![None; (k1 - k0) * width];
+        let at = |row: usize, col: usize| (row - k0) * width + col;
+        for (r, &p) in pixel.iter().enumerate() {
+            keys[at(r0 + p / width, p % width)] = Some(traced.key(r));
+        }
+        let beside: Vec<(usize, usize)> = [k0, k1.wrapping_sub(1)]
+            .into_iter()
+            .filter(|&row| row < r0 || row >= r1)
+            .flat_map(|row| (0..width).map(move |col| (row, col)))
+            .collect();
+        if !beside.is_empty() {
+            let mut rim =
+                self.trace_at(s, view, beside.iter().map(|&(row, col)| (col as f64 + 0.5, row as f64 + 0.5)))?;
+            self.add_sites(s, view, sites, &mut rim);
+            for (i, &(row, col)) in beside.iter().enumerate() {
+                keys[at(row, col)] = Some(rim.key(i));
+            }
+        }
+        let differs = |row: usize, col: usize| {
+            let own = keys[at(row, col)];
+            let neighbours = [
+                (col > 0).then(|| at(row, col - 1)),
+                (col + 1 < width).then(|| at(row, col + 1)),
+                (row > k0).then(|| at(row - 1, col)),
+                (row + 1 < k1).then(|| at(row + 1, col)),
+            ];
+            neighbours.into_iter().flatten().any(|i| keys[i] != own)
+        };
+        let edges: Vec<usize> =
+            (0..traced.len()).filter(|&r| differs(r0 + pixel[r] / width, pixel[r] % width)).collect();
+        if edges.is_empty() {
+            return Ok(());
+        }
+        let samples = edges.iter().flat_map(|&r| {
+            let (row, col) = ((r0 + pixel[r] / width) as f64, (pixel[r] % width) as f64);
+            SAMPLES_4X.iter().map(move |&(x, y)| (col + x, row + y))
+        });
+        let mut t = self.trace_at(s, view, samples)?;
+        self.add_sites(s, view, sites, &mut t);
+        let sampled = self.color(s, view, &mut t)?;
+        for (k, &r) in edges.iter().enumerate() {
+            let sum: Vec3 = sampled[4 * k..4 * k + 4].iter().map(|c| c.clamp(Vec3::ZERO, Vec3::ONE)).sum();
+            color[r] = sum / 4.0;
         }
         Ok(())
+    }
+
+    /// [`Renderer::trace`] of the rays through image points `(u, v)` (pixels, from the top
+    /// left corner).
+    fn trace_at(
+        &self,
+        s: &Shared,
+        view: &View,
+        points: impl Iterator<Item = (f64, f64)>,
+    ) -> Result<Traced, CameraError> {
+        let ortho = matches!(view.model.projection, Projection::Orthographic { .. });
+        let (mut origins, mut dirs) = (Vec::new(), Vec::new());
+        for (u, v) in points {
+            let (o, d) = view.model.ray_at(u, v);
+            origins.push(view.pos + view.mat * o);
+            dirs.push(view.mat * d);
+        }
+        self.trace(s, view, ortho.then_some(origins), dirs)
     }
 
     /// Whether geom `g` in world `w` is drawn opaque and alone where rays meet it (the rays

@@ -142,6 +142,13 @@ pub struct Scene {
     /// Material id or `-1`, shape `(nsite,)`.
     pub site_matid: Vec<i32>,
 
+    /// Samples per pixel of MuJoCo's offscreen buffer (`visual/quality/offsamples`; 0: none):
+    /// the cameras multisample edges where it is positive.
+    pub offsamples: i32,
+    /// How far MuJoCo's cameras see, metres (`visual/map/zfar` × the model's extent): colour
+    /// shows nothing farther, as OpenGL clips it; 0 for no limit.
+    pub zfar: f64,
+
     /// Skins (drawn by the cameras; `mj_ray` and the lidar do not see them), shape
     /// `(nskin,)`.
     pub skin: Vec<Skin>,

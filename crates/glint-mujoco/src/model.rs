@@ -567,6 +567,8 @@ pub(crate) fn extract_scene(m: &mjModel, assets: bool) -> Result<Scene, MujocoEr
         site_group: arr(m.site_group, nsite).to_vec(),
         site_rgba: (0..nsite as usize).map(|i| fixed::<4, f32>(arr(m.site_rgba, 4 * nsite), i)).collect(),
         site_matid: arr(m.site_matid, nsite).to_vec(),
+        offsamples: m.vis.quality.offsamples,
+        zfar: f64::from(m.vis.map.zfar) * m.stat.extent,
         skin: extract_skins(m),
         undrawn: undrawn(m),
     };
