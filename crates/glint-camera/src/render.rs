@@ -523,8 +523,9 @@ impl Renderer {
 
     /// MuJoCo's offscreen buffer is multisampled (`visual/quality/offsamples`, 4 by default):
     /// a pixel where two objects meet averages four samples. Each pixel of the band whose
-    /// object differs from a neighbour's (the rows beside the band traced for that) is drawn
-    /// again at the four sample positions of OpenGL's 4× pattern and its colour averaged.
+    /// object differs from a neighbour's (the rows beside the band traced for that) is traced
+    /// again at the four sample positions of OpenGL's 4× pattern, each object met there
+    /// shaded once, and the samples' colours averaged.
     fn multisample(
         &self,
         s: &Shared,
@@ -569,15 +570,43 @@ impl Renderer {
         if edges.is_empty() {
             return Ok(());
         }
-        let samples = edges.iter().flat_map(|&r| {
-            let (row, col) = ((r0 + pixel[r] / width) as f64, (pixel[r] % width) as f64);
-            SAMPLES_4X.iter().map(move |&(x, y)| (col + x, row + y))
-        });
-        let mut t = self.trace_at(s, view, samples)?;
+        let points: Vec<(f64, f64)> = edges
+            .iter()
+            .flat_map(|&r| {
+                let (row, col) = ((r0 + pixel[r] / width) as f64, (pixel[r] % width) as f64);
+                SAMPLES_4X.iter().map(move |&(x, y)| (col + x, row + y))
+            })
+            .collect();
+        let mut t = self.trace_at(s, view, points.iter().copied())?;
         self.add_sites(s, view, sites, &mut t);
-        let sampled = self.color(s, view, &mut t)?;
-        for (k, &r) in edges.iter().enumerate() {
-            let sum: Vec3 = sampled[4 * k..4 * k + 4].iter().map(|c| c.clamp(Vec3::ZERO, Vec3::ONE)).sum();
+        // As OpenGL shades a pixel once per object that covers samples of it: a sample of the
+        // pixel's own object takes its colour, and each other object is shaded at its first
+        // sample, which its others share.
+        let mut source: Vec<Option<usize>> = vec![None; points.len()];
+        let mut shaded_at = Vec::new();
+        for (e, &r) in edges.iter().enumerate() {
+            let own = traced.key(r);
+            for j in 0..4 {
+                let i = 4 * e + j;
+                if t.key(i) == own {
+                    continue;
+                }
+                source[i] = match (0..j).find(|&p| t.key(4 * e + p) == t.key(i)) {
+                    Some(p) => source[4 * e + p],
+                    None => {
+                        shaded_at.push(points[i]);
+                        Some(shaded_at.len() - 1)
+                    }
+                };
+            }
+        }
+        let mut others = self.trace_at(s, view, shaded_at.into_iter())?;
+        self.add_sites(s, view, sites, &mut others);
+        let shaded = self.color(s, view, &mut others)?;
+        for (e, &r) in edges.iter().enumerate() {
+            let own = color[r].clamp(Vec3::ZERO, Vec3::ONE);
+            let sum: Vec3 =
+                (0..4).map(|j| source[4 * e + j].map_or(own, |k| shaded[k].clamp(Vec3::ZERO, Vec3::ONE))).sum();
             color[r] = sum / 4.0;
         }
         Ok(())
