@@ -310,25 +310,19 @@ impl Renderer {
             .iter()
             .map(|(_, o)| caster.prepare(scene, poses, &filter(o)))
             .collect::<Result<Vec<_>, _>>()?;
-        let ties = (0..nworld)
-            .map(|w| {
-                let drawn = (0..layout.cameras.len()).any(|slot| wanted(w, slot));
-                if drawn { coincident_candidates(scene, poses, w) } else { Vec::new() }
-            })
-            .collect();
+        // Per world, whether any of its cameras is drawn (the others need nothing prepared).
+        let drawn: Vec<bool> = (0..nworld).map(|w| (0..layout.cameras.len()).any(|slot| wanted(w, slot))).collect();
+        let ties =
+            (0..nworld).map(|w| if drawn[w] { coincident_candidates(scene, poses, w) } else { Vec::new() }).collect();
         let mirrors = (0..nworld)
             .map(|w| {
-                let drawn = (0..layout.cameras.len()).any(|slot| wanted(w, slot));
                 let first = |options: &CameraOptions| mirror(scene, fields, caster.shapes(w), w, options);
-                if drawn { layout.cameras.iter().map(|(_, o)| first(o)).collect() } else { Vec::new() }
+                if drawn[w] { layout.cameras.iter().map(|(_, o)| first(o)).collect() } else { Vec::new() }
             })
             .collect();
         let skins = (0..nworld)
             .into_par_iter()
-            .map(|w| {
-                let drawn = (0..layout.cameras.len()).any(|slot| wanted(w, slot));
-                if drawn && !scene.skin.is_empty() { skins::pose(scene, poses, w) } else { Vec::new() }
-            })
+            .map(|w| if drawn[w] && !scene.skin.is_empty() { skins::pose(scene, poses, w) } else { Vec::new() })
             .collect();
         let shared = Shared { scene, poses, caster, layout, prepared, lights, headlight, fields, ties, mirrors, skins };
         let jobs = jobs(layout, nworld, frames, wanted);
@@ -345,7 +339,7 @@ impl Renderer {
         let view =
             View { slot: job.slot, w, model: &model, options, pos: s.poses.cam_xpos[cam], mat: s.poses.cam_xmat[cam] };
         let (pixel, origins, dirs) = band_rays(&model, view.pos, &view.mat, job.rows);
-        let mut traced = self.trace(s, &view, origins, dirs)?;
+        let mut traced = self.trace(s, &view, origins, dirs, (-1, true))?;
         let prepared = &s.prepared[job.slot];
         let t = &traced;
         let mut depth = job.depth;
@@ -387,13 +381,16 @@ impl Renderer {
     /// what is behind it (and is in the segmentation but not the depth), of coincident
     /// surfaces the one drawn later wins, and a skin nearer than the geoms shows (segmented
     /// as `ngeom + skin` unless a transparent geom is in front). Sites are added apart
-    /// ([`Renderer::add_sites`]): depth and segmentation do not see them.
+    /// ([`Renderer::add_sites`]): depth and segmentation do not see them. The rays pass
+    /// through geom `skip_geom` (−1: none); unless `trusted`, a ray that is not finite is an
+    /// error.
     fn trace(
         &self,
         s: &Shared,
         view: &View,
         origins: Option<Vec<DVec3>>,
         dirs: Vec<DVec3>,
+        (skip_geom, trusted): (i32, bool),
     ) -> Result<Traced, CameraError> {
         let (w, n) = (view.w, dirs.len());
         let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
@@ -405,8 +402,8 @@ impl Renderer {
             },
             dirs: &dirs,
             exclude_body: -1,
-            skip_geom: -1,
-            trusted: true,
+            skip_geom,
+            trusted,
         };
         let prepared = &s.prepared[view.slot];
         prepared.cast(cast, HitsMut { dist: &mut dist, geomid: &mut geomid, normal: &mut normal })?;
@@ -506,7 +503,7 @@ impl Renderer {
         if let Some(g) = s.mirrors[w][view.slot] {
             let on_mirror: Vec<usize> = (0..n).filter(|&r| t.object(r) == Object::Geom(g) && drawn[r]).collect();
             let seen = Seen { points: &points, dirs, normal: &t.normal, dist: &t.dist };
-            let reflected = self.reflection(s, (view.slot, w, g), (view.pos, forward), &on_mirror, seen, &spread)?;
+            let reflected = self.reflection(s, view, g, &on_mirror, seen, &spread)?;
             for (&r, c) in on_mirror.iter().zip(reflected) {
                 color[r] += c;
             }
@@ -627,7 +624,7 @@ impl Renderer {
             origins.push(view.pos + view.mat * o);
             dirs.push(view.mat * d);
         }
-        self.trace(s, view, ortho.then_some(origins), dirs)
+        self.trace(s, view, ortho.then_some(origins), dirs, (-1, true))
     }
 
     /// Whether geom `g` in world `w` is drawn opaque and alone where rays meet it (the rays
@@ -760,12 +757,13 @@ impl Renderer {
     fn reflection(
         &self,
         s: &Shared,
-        (slot, w, g): (usize, usize, usize),
-        (cam_pos, forward): (DVec3, DVec3),
+        view: &View,
+        g: usize,
         on_mirror: &[usize],
         seen: Seen,
         spread: &dyn Fn(usize, f64) -> f64,
     ) -> Result<Vec<Vec3>, CameraError> {
+        let (w, cam_pos) = (view.w, view.pos);
         let (xpos, xmat) = s.poses.geoms(w);
         let shapes = s.caster.shapes(w);
         let normal = xmat[g].z_axis;
@@ -782,60 +780,38 @@ impl Renderer {
             (0..on_mirror.len()).filter(|&k| !is_box || seen.normal[on_mirror[k]].dot(normal) > 0.5).collect();
         let origins: Vec<DVec3> = which.iter().map(|&k| seen.points[on_mirror[k]]).collect();
         let dirs: Vec<DVec3> = which.iter().map(|&k| mirrored(seen.dirs[on_mirror[k]])).collect();
-        let m = which.len();
-        let (mut dist, mut geomid, mut nrm) = (vec![0.0; m], vec![0; m], vec![DVec3::ZERO; m]);
-        let cast = Cast {
-            world: w,
-            origins: Origins::Each(&origins),
-            dirs: &dirs,
-            exclude_body: -1,
-            skip_geom: g as i32,
-            trusted: false,
-        };
-        let prepared = &s.prepared[slot];
-        prepared.cast(cast, HitsMut { dist: &mut dist, geomid: &mut geomid, normal: &mut nrm })?;
-        let mut layers = Vec::new();
-        for k in 0..m {
-            if geomid[k] >= 0 && !self.plain(s, w, geomid[k] as usize) {
-                let first = (dist[k], geomid[k], nrm[k]);
-                (_, (dist[k], geomid[k], nrm[k])) =
-                    self.resolve(s, prepared, w, (origins[k], dirs[k]), k, &mut layers, first);
-            }
-        }
-        let options = &s.layout.cameras[slot].1;
-        let mut skin_of = vec![None; m];
-        for k in 0..m {
-            let reach = if geomid[k] >= 0 { dist[k] } else { f64::INFINITY };
-            let groups = &options.enabled_geom_groups;
-            if let Some(h) = skins::nearest(&s.skins[w], groups, origins[k], dirs[k], reach) {
-                skin_of[k] = Some((h.skin, h.face));
-                (dist[k], nrm[k]) = (h.t, h.normal);
-            }
-        }
+        let mut t = self.trace(s, view, Some(origins), dirs, (g as i32, false))?;
         // `mjr_render` sets every light, the headlight among them, under the mirror matrix:
         // the mirrored scene is lit as the scene itself is.
-        let lights = scene_lights(s, w, cam_pos, forward);
+        let lights = scene_lights(s, w, cam_pos, view.mat * DVec3::NEG_Z);
         let tint = material(s, w, g).map_or(0.0, |mat| s.scene.mat_shading[mat][3]);
         // The path's length so far, for the texture's level of detail.
-        let path = |k: usize, t: f64| spread(on_mirror[which[k]], seen.dist[on_mirror[which[k]]] + t);
-        let mut color: Vec<Vec3> = (0..m)
+        let path = |k: usize, d: f64| spread(on_mirror[which[k]], seen.dist[on_mirror[which[k]]] + d);
+        let mut color: Vec<Vec3> = (0..t.len())
             .map(|k| {
-                let object = match skin_of[k] {
-                    Some((skin, face)) => Object::Skin(skin, face),
-                    None if geomid[k] >= 0 => Object::Geom(geomid[k] as usize),
-                    None => return Vec3::ZERO,
+                if !t.drawn(k) {
+                    return Vec3::ZERO;
+                }
+                let (origin, dir) = (t.origin(cam_pos, k), t.dirs[k]);
+                let point = origin + dir * t.dist[k];
+                let hit = Hit {
+                    object: t.object(k),
+                    point,
+                    normal: t.normal[k],
+                    view: -dir.normalize_or_zero(),
+                    spread: path(k, t.dist[k]),
+                    dir,
+                    tint,
+                    eye: virtual_eye,
                 };
-                let point = origins[k] + dirs[k] * dist[k];
-                let view = -dirs[k].normalize_or_zero();
-                let (normal, spread, dir) = (nrm[k], path(k, dist[k]), dirs[k]);
-                let hit = Hit { object, point, normal, view, spread, dir, tint, eye: virtual_eye };
-                self.shade(s, w, &hit, &lights, options, None)
+                self.shade(s, w, &hit, &lights, view.options, None)
             })
             .collect();
+        let mut layers = std::mem::take(&mut t.layers);
         if !layers.is_empty() {
-            self.blend(s, w, &lights, options, (&mut color, &mut layers), cam_pos, tint, |k| {
-                let far = if geomid[k] >= 0 || skin_of[k].is_some() { dist[k] } else { f64::INFINITY };
-                (origins[k], dirs[k], far, path(k, 1.0) - path(k, 0.0))
+            self.blend(s, w, &lights, view.options, (&mut color, &mut layers), cam_pos, tint, |k| {
+                let far = if t.drawn(k) { t.dist[k] } else { f64::INFINITY };
+                (t.origin(cam_pos, k), t.dirs[k], far, path(k, 1.0) - path(k, 0.0))
             });
         }
         for (k, c) in which.into_iter().zip(color) {
@@ -924,8 +900,13 @@ impl Renderer {
             Object::Skin(k, _) => surface(s, w, s.scene.skin[k].rgba, skin_material(s, k)),
         };
         surface.color *= hit.tint;
+        // The mesh face met, found once for the texture and the vertex lighting.
+        let on_mesh = match hit.object {
+            Object::Geom(g) => mesh_hit(s, w, g, hit),
+            _ => None,
+        };
         let texture = match hit.object {
-            Object::Geom(g) if options.use_textures => self.texture(s, w, g, hit),
+            Object::Geom(g) if options.use_textures => self.texture(s, w, g, hit, on_mesh.as_ref()),
             Object::Skin(k, face) if options.use_textures => self.skin_texture(s, w, (k, face), hit),
             _ => Vec3::ONE,
         };
@@ -934,7 +915,7 @@ impl Renderer {
         let mut passes = Vec3::ZERO;
         let corners = match hit.object {
             Object::Skin(k, face) => skin_corners(s, w, (k, face), hit.point),
-            Object::Geom(g) => mesh_corners(s, w, g, hit),
+            Object::Geom(_) => on_mesh.as_ref().and_then(|m| mesh_corners(s, w, m)),
             Object::Site(_) => None,
         };
         for (l, light) in lights.iter().enumerate() {
@@ -954,7 +935,8 @@ impl Renderer {
     }
 
     /// The material texture's colour where a ray meets geom `g` (white when there is none).
-    fn texture(&self, s: &Shared, w: usize, g: usize, hit: &Hit) -> Vec3 {
+    /// `on_mesh`: where the hit lies on the geom's mesh (none for other geoms).
+    fn texture(&self, s: &Shared, w: usize, g: usize, hit: &Hit, on_mesh: Option<&MeshHit>) -> Vec3 {
         let scene = s.scene;
         let Some(m) = material(s, w, g) else {
             return Vec3::ONE;
@@ -981,8 +963,9 @@ impl Renderer {
                 let repeat = s.fields.mat_texrepeat(w, m).map(|r| if r > 0.0 { f64::from(r) } else { 1.0 });
                 let gsize = shapes.geom_size[g];
                 let scl = [0, 1].map(|a| if uniform && gsize[a] > 0.0 { repeat[a] * gsize[a] } else { repeat[a] });
-                let dir_local = xmat[g].transpose() * hit.dir;
-                match mesh_uv(mesh, &scene.mesh_texcoord[id], &scene.mesh_facetexcoord[id], local, dir_local) {
+                let face = on_mesh.map(|h| h.face);
+                match face.and_then(|f| mesh_uv(mesh, &scene.mesh_texcoord[id], &scene.mesh_facetexcoord[id], f, local))
+                {
                     Some((uv, per_metre)) => {
                         let grazing = hit.normal.dot(hit.view).abs().max(0.02);
                         let per_metre = per_metre * scl[0].abs().max(scl[1].abs());
@@ -1241,24 +1224,42 @@ fn skin_corners(s: &Shared, w: usize, (k, face): (usize, usize), point: DVec3) -
     })
 }
 
-/// The corners of the face of mesh geom `g` that `hit` met, in world `w`, with the normals
-/// `makeMesh` gives them: the mesh's own, but the face's where a corner's differs from it
-/// by more than about 37° (a dot product below 0.8) and the mesh has no texture coordinates.
-/// None for other geoms and meshes without normals.
-fn mesh_corners(s: &Shared, w: usize, g: usize, hit: &Hit) -> Option<Corners> {
+/// Where a pixel's ray met a mesh geom: the mesh, the face and the point in the mesh's
+/// (the geom's) frame.
+struct MeshHit {
+    g: usize,
+    id: usize,
+    face: usize,
+    local: DVec3,
+}
+
+/// Where `hit` meets mesh geom `g` (none for other geoms, or where no face is found).
+fn mesh_hit(s: &Shared, w: usize, g: usize, hit: &Hit) -> Option<MeshHit> {
     let shapes = s.caster.shapes(w);
     if shapes.geom_type[g] != GeomType::Mesh {
         return None;
     }
     let id = usize::try_from(shapes.geom_dataid[g]).ok()?;
+    let mesh = s.scene.mesh.get(id)?;
+    let (xpos, xmat) = s.poses.geoms(w);
+    let rot = xmat[g].transpose();
+    let local = rot * (hit.point - xpos[g]);
+    let face = face_at(mesh, local, rot * hit.dir)?;
+    Some(MeshHit { g, id, face, local })
+}
+
+/// The corners of the mesh face `at` names, in world `w`, with the normals `makeMesh` gives
+/// them: the mesh's own, but the face's where a corner's differs from it by more than about
+/// 37° (a dot product below 0.8) and the mesh has no texture coordinates. None for meshes
+/// without normals.
+fn mesh_corners(s: &Shared, w: usize, at: &MeshHit) -> Option<Corners> {
+    let MeshHit { g, id, face, local } = *at;
     let (mesh, facenormal) = (s.scene.mesh.get(id)?, s.scene.mesh_facenormal.get(id)?);
     if facenormal.is_empty() {
         return None;
     }
     let (xpos, xmat) = s.poses.geoms(w);
     let (rot, pos) = (xmat[g], xpos[g]);
-    let (local, dir) = (rot.transpose() * (hit.point - pos), rot.transpose() * hit.dir);
-    let face = face_at(mesh, local, dir)?;
     let vert = mesh.face[face].map(|i| DVec3::from(mesh.vert[i as usize].map(f64::from)));
     let unit = (vert[1] - vert[0]).cross(vert[2] - vert[0]).normalize_or_zero();
     let textured = !s.scene.mesh_texcoord.get(id).is_none_or(Vec::is_empty);
@@ -1449,16 +1450,15 @@ fn band_sites(
         .collect()
 }
 
-/// Texture coordinates (u, v) where the local ray `(point, dir)` meets `mesh` at `point`,
-/// interpolated over the face it meets, and the face's texture units per metre.
+/// Texture coordinates (u, v) at local `point` on face `face` of `mesh`, interpolated over
+/// the face, and the face's texture units per metre.
 fn mesh_uv(
     mesh: &glint_core::Mesh,
     texcoord: &[[f32; 2]],
     facetexcoord: &[[u32; 3]],
+    face: usize,
     point: DVec3,
-    dir: DVec3,
 ) -> Option<([f64; 2], f64)> {
-    let face = face_at(mesh, point, dir)?;
     let tri = mesh.face.get(face)?.map(|i| DVec3::from(mesh.vert[i as usize].map(f64::from)));
     let uvs = facetexcoord.get(face)?.map(|i| texcoord.get(i as usize).map(|t| [f64::from(t[0]), f64::from(t[1])]));
     let [Some(t0), Some(t1), Some(t2)] = uvs else { return None };

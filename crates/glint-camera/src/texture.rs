@@ -142,9 +142,14 @@ impl Sampler {
     pub fn sample_2d(&self, s: f64, t: f64, footprint: f64) -> Vec3 {
         let base = &self.levels[0];
         let texels = footprint * base.width.max(base.height) as f64;
+        self.trilinear(texels, |l| l.bilinear(s * l.width as f64, t * l.height as f64, true))
+    }
+
+    /// `at` of the two levels nearest a footprint of `texels` texels of level 0, blended
+    /// (`GL_LINEAR_MIPMAP_LINEAR`).
+    fn trilinear(&self, texels: f64, at: impl Fn(&Level) -> Vec3) -> Vec3 {
         let lod = if texels > 1.0 { log2_approx(texels).min((self.levels.len() - 1) as f64) } else { 0.0 };
         let (l0, frac) = (lod.floor() as usize, (lod - lod.floor()) as f32);
-        let at = |l: &Level| l.bilinear(s * l.width as f64, t * l.height as f64, true);
         let a = at(&self.levels[l0]);
         if frac > 0.0 && l0 + 1 < self.levels.len() { a.lerp(at(&self.levels[l0 + 1]), frac) } else { a }
     }
@@ -180,15 +185,11 @@ impl Sampler {
         // A face coordinate changes by (|r| / ma)² per radian at most (at the face's edge).
         let stretch = r.length_squared() / (ma * ma);
         let texels = angle * stretch * side as f64 / 2.0;
-        let lod = if texels > 1.0 { log2_approx(texels).min((self.levels.len() - 1) as f64) } else { 0.0 };
-        let (l0, frac) = (lod.floor() as usize, (lod - lod.floor()) as f32);
-        let at = |l: &Level| {
+        self.trilinear(texels, |l| {
             let side = l.width;
             let face_texels = &l.texels[face * side * side..(face + 1) * side * side];
             bilinear(face_texels, side, side, u * side as f64, v * side as f64, false)
-        };
-        let a = at(&self.levels[l0]);
-        if frac > 0.0 && l0 + 1 < self.levels.len() { a.lerp(at(&self.levels[l0 + 1]), frac) } else { a }
+        })
     }
 }
 
