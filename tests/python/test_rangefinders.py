@@ -56,3 +56,30 @@ def test_the_observation_component_reads_them(tmp_path: Path):
     assert sim.observation_names == [f"rangefinders/{n}" for n in sim.rangefinder_names]
     sim.step(n=10)
     np.testing.assert_array_equal(sim.observe(), sim.rangefinders().astype(np.float32))
+
+
+def test_a_recording_holds_them_per_tick(tmp_path: Path):
+    """Each episode's `rangefinders-NNN.parquet`, read with pyarrow as a user would, holds the
+    values of every tick: equal to MuJoCo's `sensordata` after that tick."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    sim = glint.Simulation.from_xml(SCENE.read_text(), nworld=2)
+    expected = [[], []]
+    with sim.record(tmp_path / "rec") as rec:
+        for _ in range(25):
+            sim.step()
+            for w in range(2):
+                expected[w].append(_mujoco_values(sim, w))
+    session = Path(rec.path)
+    lines = [json.loads(l) for l in (session / "meta" / "episodes.jsonl").read_text().splitlines()]
+    assert [l["rangefinders"] for l in lines] == [f"data/chunk-000/rangefinders-00{i}.parquet" for i in range(2)]
+    for w, line in enumerate(lines):
+        table = pq.read_table(session / line["rangefinders"])
+        assert table.column_names == ["timestamp"] + sim.rangefinder_names
+        assert table.num_rows == 25
+        values = np.stack([table.column(n).to_numpy() for n in sim.rangefinder_names], axis=1)
+        np.testing.assert_allclose(values, np.asarray(expected[w]), rtol=0, atol=1e-12)
+        sidecar = json.loads((session / line["rangefinders"]).with_suffix(".json").read_text())
+        assert sidecar["rows"] == 25 and sidecar["columns"][1]["name"] == sim.rangefinder_names[0]

@@ -66,6 +66,9 @@ pub fn run(args: RecoverArgs) -> Result<()> {
                     }
                 }
             }
+            SalvageOutcome::RangefindersRecovered { path, rows } => {
+                println!("  recovered as {}: {rows} tick(s) of rangefinder values from its log", path.display());
+            }
             SalvageOutcome::Nothing { reason } => {
                 nothing += 1;
                 println!("  nothing salvaged: {reason}; the file is left as it is (delete it if you do not need it)");

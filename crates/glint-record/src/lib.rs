@@ -86,6 +86,7 @@ mod lock;
 mod pages;
 mod points;
 mod poses;
+mod rangefinders;
 mod reader;
 mod recover;
 mod schema;
@@ -115,6 +116,9 @@ pub use files::{OutputFile, Overwrite, check_output, file_sha256, write_rgb_png}
 pub use lock::{SessionLock, SessionUser, session_user};
 pub use points::{PointCloud, PointFormat, PointFrame, recorded_points, write_points};
 pub use poses::{PoseTable, read_pose_file};
+pub use rangefinders::{
+    RangefinderSidecar, RangefinderTable, rangefinder_file, read_rangefinder_file, read_rangefinder_sidecar,
+};
 pub use reader::{LidarReader, LidarTable, SecondaryColumns, read_lidar_file};
 pub use recover::{PartialState, RecoveryReport, Salvage, SalvageOutcome, partial_state, recover_session};
 pub use schema::ROW_GROUP_ROWS;

@@ -23,6 +23,7 @@ use crate::files::file_sha256;
 use crate::journal::{GROUPS_SUFFIX, JournaledGroup, TICKS_SUFFIX, footer_of, read_journal, read_ticks, side_path};
 use crate::lock::SessionLock;
 use crate::poses::{PoseWriter, pose_columns, pose_path};
+use crate::rangefinders::{RangefinderSalvage, rangefinder_episode, rangefinder_file, salvage_rangefinders};
 use crate::reader::recorded_episode_seed;
 use crate::reader::{LidarReader, footer};
 use crate::schema::{READ_BATCH_ROWS, mismatch};
@@ -98,6 +99,14 @@ pub enum SalvageOutcome {
         /// SHA-256 of the finished file, as its sidecar records it.
         sha256: String,
     },
+    /// An episode's MJCF rangefinder table, rebuilt from its log (every tick logged) with its
+    /// sidecar.
+    RangefindersRecovered {
+        /// The finished table, relative to the session folder.
+        path: PathBuf,
+        /// Ticks (rows) salvaged.
+        rows: u64,
+    },
     /// Nothing could be salvaged (no complete row group, or no usable journal saying where
     /// one ends); the `.partial` is left as it is.
     Nothing {
@@ -141,6 +150,17 @@ pub fn recover_session(dir: &Path) -> Result<RecoveryReport, RecordError> {
         RecoveryReport { dir: dir.to_path_buf(), files: Vec::new(), logged: Vec::new(), removed: Vec::new() };
     for rel in &before.partial {
         let name = rel.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if let Some(episode) = rangefinder_episode(&name, ".partial") {
+            let outcome = match salvage_rangefinders(&dir.join(rel), episode) {
+                Ok(RangefinderSalvage::Recovered(rows)) => {
+                    SalvageOutcome::RangefindersRecovered { path: rangefinder_file(episode), rows }
+                }
+                Ok(RangefinderSalvage::Nothing(reason)) => SalvageOutcome::Nothing { reason },
+                Err(e) => SalvageOutcome::Failed { reason: e.to_string() },
+            };
+            report.files.push(Salvage { partial: rel.clone(), episode, outcome });
+            continue;
+        }
         let Some((sensor, episode)) = sensor_of(&meta, &name) else {
             report.files.push(Salvage {
                 partial: rel.clone(),
@@ -159,7 +179,9 @@ pub fn recover_session(dir: &Path) -> Result<RecoveryReport, RecordError> {
     let mut episodes: Vec<u32> = report
         .files
         .iter()
-        .filter(|s| matches!(s.outcome, SalvageOutcome::Recovered { .. }))
+        .filter(|s| {
+            matches!(s.outcome, SalvageOutcome::Recovered { .. } | SalvageOutcome::RangefindersRecovered { .. })
+        })
         .map(|s| s.episode)
         .collect();
     episodes.sort_unstable();
@@ -486,6 +508,14 @@ fn log_episode(dir: &Path, meta: &SessionMeta, index: u32) -> Result<(), RecordE
         }
         files.push(lidar.strip_prefix(dir).unwrap_or(&lidar).to_string_lossy().replace('\\', "/"));
     }
+    let rangefinders = rangefinder_file(index);
+    let rangefinders = match dir.join(&rangefinders).exists() {
+        true => {
+            ticks = ticks.max(footer(&dir.join(&rangefinders))?.1);
+            Some(rangefinders.to_string_lossy().replace('\\', "/"))
+        }
+        false => None,
+    };
     let line = EpisodeLine {
         index,
         length_s: ticks as f64 / meta.lidar_runner_hz,
@@ -497,6 +527,7 @@ fn log_episode(dir: &Path, meta: &SessionMeta, index: u32) -> Result<(), RecordE
         camera_files: Vec::new(),
         randomized: Default::default(),
         variant: None,
+        rangefinders,
     };
     line.append(dir)
 }

@@ -16,6 +16,7 @@ use crate::beams::write_beams_beside;
 use crate::journal::{GROUPS_SUFFIX, TICKS_SUFFIX};
 use crate::lock::SessionLock;
 use crate::poses::{PoseWriter, pose_columns};
+use crate::rangefinders::{RangefinderWriter, rangefinder_file};
 use crate::sidecar::{FORMAT_VERSION, PoseFile, SensorDescription, SessionMeta, Sidecar};
 use crate::video::{RecordWarning, VideoProxy, VideoSettings, find_ffmpeg, frame_rate};
 use crate::writer::{LidarWriter, TickData};
@@ -105,7 +106,7 @@ pub struct EpisodeSummary {
     pub index: u32,
     /// How it ended.
     pub status: EpisodeStatus,
-    /// Lidar ticks recorded (the most any sensor got).
+    /// Ticks recorded (the most any lidar or the rangefinder table got).
     pub ticks: u64,
     /// One entry per sensor, in sensor order.
     pub sensors: Vec<SensorSummary>,
@@ -156,6 +157,8 @@ pub struct Episode {
     variant: Option<String>,
     /// The session's hold, kept while the episode's files are written.
     lock: Arc<SessionLock>,
+    /// The MJCF rangefinders' table, once the episode has had their values.
+    rangefinders: Option<RangefinderWriter>,
 }
 
 impl std::fmt::Debug for Episode {
@@ -336,6 +339,13 @@ impl Session {
                 }
             }
         }
+        let rangefinders = self.dir.join(rangefinder_file(index));
+        for suffix in ["", ".partial"] {
+            let p = with_suffix(&rangefinders, suffix);
+            if p.exists() {
+                return Err(RecordError::EpisodeExists { index, path: p });
+            }
+        }
         if self.begun.contains(&index) {
             let path = stems.first().map_or_else(|| self.dir.clone(), |s| with_suffix(s, ".parquet"));
             return Err(RecordError::EpisodeExists { index, path });
@@ -384,6 +394,7 @@ impl Session {
             randomized: BTreeMap::new(),
             variant: None,
             lock: self.lock.clone(),
+            rangefinders: None,
         })
     }
 }
@@ -409,6 +420,9 @@ pub(crate) struct EpisodeLine<'a> {
     /// The variant (per-world assets) the episode's world was on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) variant: Option<String>,
+    /// The episode's MJCF rangefinder table, relative to the session folder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) rangefinders: Option<String>,
 }
 
 impl EpisodeLine<'_> {
@@ -466,6 +480,25 @@ impl Episode {
             self.warnings.push(w);
             *slot = None;
         }
+    }
+
+    /// Appends one tick's MJCF rangefinder values (one per name in `names`, as the simulation
+    /// names them) to the episode's rangefinder table, created at the first call
+    /// (`data/chunk-NNN/rangefinders-NNN.parquet`). The names must stay the same all episode.
+    pub fn write_rangefinders(&mut self, timestamp: f64, names: &[String], values: &[f64]) -> Result<(), RecordError> {
+        if self.rangefinders.is_none() {
+            self.rangefinders = Some(RangefinderWriter::create(&self.dir, self.index, names)?);
+        }
+        let table = self.rangefinders.as_mut().expect("created above");
+        if table.names() != names {
+            return Err(RecordError::Setting(format!(
+                "the rangefinders changed within episode {}: {:?} became {:?}",
+                self.index,
+                table.names(),
+                names
+            )));
+        }
+        table.push(timestamp, values)
     }
 
     /// Records in `episodes.jsonl` what the episode's world drew from `[randomize]`.
@@ -526,6 +559,7 @@ impl Episode {
             randomized,
             variant,
             lock,
+            rangefinders,
             ..
         } = self;
         warnings.extend(proxies.into_iter().flatten().filter_map(|proxy| proxy.finish().err()));
@@ -585,6 +619,13 @@ impl Episode {
             .iter()
             .map(|s| s.path.strip_prefix(&dir).unwrap_or(&s.path).to_string_lossy().replace('\\', "/"))
             .collect();
+        let rangefinders = match rangefinders {
+            Some(table) => {
+                ticks = ticks.max(table.finish(index, status.name())?.rows);
+                Some(rangefinder_file(index).to_string_lossy().replace('\\', "/"))
+            }
+            None => None,
+        };
         let line = EpisodeLine {
             index,
             length_s,
@@ -596,6 +637,7 @@ impl Episode {
             camera_files,
             randomized,
             variant,
+            rangefinders,
         };
         line.append(&dir)?;
         drop(lock);

@@ -342,7 +342,6 @@ impl SessionMeta {
                 )
             })?;
         }
-        need(!self.sensors.is_empty(), || "sensors is empty, and a session records at least one lidar".into())?;
         for (i, s) in self.sensors.iter().enumerate() {
             s.check(i).map_err(|e| format!("sensors[{i}]: {e}"))?;
             if let Some(j) = self.sensors[..i].iter().position(|o| o.file_name == s.file_name) {

@@ -11,6 +11,7 @@ use crate::RecordError;
 use crate::beams::{beam_path, side_table};
 use crate::files::file_sha256;
 use crate::poses::{pose_mismatch, pose_path};
+use crate::rangefinders::{check_rangefinder_file, rangefinder_episode};
 use crate::reader::footer;
 use crate::schema::mismatch;
 use crate::sidecar::{BeamFile, PoseFile, SessionMeta, Sidecar, read_session_meta, read_sidecar};
@@ -25,12 +26,15 @@ pub struct EpisodeRecord {
     /// Wall-clock seconds the episode took.
     #[serde(default)]
     pub duration_s: f64,
-    /// Lidar ticks recorded.
+    /// Ticks recorded (the most any lidar or the rangefinder table got).
     pub ticks: u64,
     /// `complete`, `interrupted`, `unstable` or `recovered` ([`crate::EpisodeStatus`]).
     pub status: String,
     /// Its files, relative to the session folder.
     pub files: Vec<String>,
+    /// Its MJCF rangefinder table, relative to the session folder, if it has one.
+    #[serde(default)]
+    pub rangefinders: Option<String>,
 }
 
 /// What is wrong with one lidar file.
@@ -325,6 +329,13 @@ pub fn check_session(dir: &Path) -> Result<SessionReport, RecordError> {
                     // Left beside the lidar file's own `.partial`, which is what is reported.
                 } else if name.ends_with(".parquet.partial") {
                     report.partial.push(rel);
+                } else if rangefinder_episode(&name, "").is_some() {
+                    let problems = check_rangefinder_file(&path);
+                    report.problems.extend(problems.into_iter().map(|p| format!("{}: {p}", rel.display())));
+                } else if name.starts_with("rangefinders-") && name.ends_with(".json") {
+                    if !path.with_extension("parquet").exists() && !path.with_extension("parquet.partial").exists() {
+                        report.problems.push(format!("{} is a sidecar without its Parquet file", rel.display()));
+                    }
                 } else if name.ends_with(".parquet") {
                     report.files.push(check_file(dir, &rel));
                 } else if name.ends_with(".json") {
@@ -341,7 +352,7 @@ pub fn check_session(dir: &Path) -> Result<SessionReport, RecordError> {
         report.problems.push("the session has no data/ folder".into());
     }
     for e in &report.episodes {
-        for f in &e.files {
+        for f in e.files.iter().chain(&e.rangefinders) {
             if !dir.join(f).exists() {
                 report.problems.push(format!("episode {} lists {f}, which is missing", e.index));
             }

@@ -123,11 +123,12 @@ impl Recording {
 }
 
 impl Output for Recording {
-    /// Every lidar's frames; a recorded camera's on its episode's first tick and then every
-    /// `every` ticks. Other sensors' values are not part of a session.
+    /// Every lidar's and the MJCF rangefinders' frames; a recorded camera's on its episode's
+    /// first tick and then every `every` ticks. Sensors added from Python are not part of a
+    /// session.
     fn wants(&self, (kind, _): (SensorKind, usize), unit: usize, _world: usize, tick: u64) -> bool {
         match kind {
-            SensorKind::Lidar => true,
+            SensorKind::Lidar | SensorKind::Rangefinder => true,
             SensorKind::Camera => {
                 self.camera_of_slot(unit).is_some_and(|k| tick >= 1 && (tick - 1).is_multiple_of(self.cameras[k].every))
             }
@@ -149,6 +150,9 @@ impl Output for Recording {
                 episode.write_tick(f.unit, &data)?;
                 let warnings = episode.take_warnings();
                 self.warnings.extend(warnings.into_iter().map(Warning::Recording));
+            }
+            Frame::Rangefinders { values, names } => {
+                self.episode(world, seed)?.write_rangefinders(f.time, names, values)?;
             }
             Frame::Camera { rgb, depth, pose: (pos, rot), .. } => {
                 let Some(k) = self.camera_of_slot(f.unit) else { return Ok(()) };

@@ -166,3 +166,53 @@ fn the_observation_reads_the_rangefinders_of_the_state() {
         }
     }
 }
+
+#[test]
+fn a_recording_holds_every_ticks_rangefinder_values_and_survives_a_kill() {
+    let out = std::env::temp_dir().join(format!("glint-rangefinder-recording-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let mut sim = simulation(2);
+    let options = glint_sim::RecordingOptions { out: Some(out.clone()), episodes: 1 };
+    let dir = sim.arm_recording(&options).unwrap();
+    // Per world, the values MuJoCo's `sensordata` holds after each tick.
+    let mut expected: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
+    for _ in 0..30 {
+        sim.step(None).unwrap();
+        for (w, rows) in expected.iter_mut().enumerate() {
+            rows.extend(mujoco_values(&sim, w));
+        }
+    }
+    sim.stop_recording(glint_record::EpisodeStatus::Interrupted).unwrap();
+    assert!(glint_record::check_session(&dir).unwrap().ok(), "{:?}", glint_record::check_session(&dir).unwrap());
+    let log = std::fs::read_to_string(dir.join("meta/episodes.jsonl")).unwrap();
+    for (episode, rows) in expected.iter().enumerate() {
+        let rel = glint_record::rangefinder_file(episode as u32);
+        assert!(log.contains(&rel.to_string_lossy().to_string()), "episodes.jsonl lists {rel:?}: {log}");
+        let table = glint_record::read_rangefinder_file(&dir.join(&rel)).unwrap();
+        assert_eq!(table.names, sim.rangefinder_names());
+        assert_eq!(table.timestamp.len(), 30, "one row per tick");
+        assert!(table.timestamp.windows(2).all(|t| t[1] > t[0]));
+        for (k, (g, m)) in table.values.iter().zip(rows).enumerate() {
+            assert!((g - m).abs() <= 1e-12, "episode {episode}, value {k}: recorded {g}, MuJoCo {m}");
+        }
+    }
+
+    // A run killed mid-episode leaves the table `.partial` with its log; `recover` rebuilds it.
+    let killed = dir.join(glint_record::rangefinder_file(0));
+    let partial = killed.with_extension("parquet.partial");
+    let table = glint_record::read_rangefinder_file(&killed).unwrap();
+    std::fs::rename(&killed, &partial).unwrap();
+    std::fs::remove_file(killed.with_extension("json")).unwrap();
+    assert!(!glint_record::check_session(&dir).unwrap().ok(), "a .partial table is reported");
+    let report = glint_record::recover_session(&dir).unwrap();
+    assert!(
+        report
+            .files
+            .iter()
+            .any(|f| matches!(f.outcome, glint_record::SalvageOutcome::RangefindersRecovered { rows: 30, .. })),
+        "{report:?}"
+    );
+    assert_eq!(glint_record::read_rangefinder_file(&killed).unwrap(), table);
+    assert!(glint_record::check_session(&dir).unwrap().ok());
+    std::fs::remove_dir_all(&out).unwrap();
+}

@@ -1,0 +1,446 @@
+//! The per-episode rangefinder table (`data/chunk-NNN/rangefinders-NNN.parquet`, with its
+//! sidecar `rangefinders-NNN.json`): the model's MJCF `<rangefinder>` values at every tick of
+//! the episode, one float64 column per value (the sensor's name, or `<sensor>/<field>`).
+//!
+//! Kept salvageable as the pose tables are: every row also goes to a log
+//! (`rangefinders-NNN.parquet.partial.ticks`, magic `GLINTRF1`, then the column names as a
+//! length-prefixed JSON array, then rows of float64) until the table is finished, and
+//! `glint recover` rebuilds the table from that log.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Float64Type;
+use arrow_array::{ArrayRef, Float64Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use serde::{Deserialize, Serialize};
+
+use crate::RecordError;
+use crate::files::{HashWriter, file_sha256, zstd_properties};
+use crate::journal::{TICKS_SUFFIX, side_path};
+use crate::reader::footer;
+use crate::schema::{READ_BATCH_ROWS, ROW_GROUP_ROWS};
+use crate::session::{with_suffix, write_json};
+use crate::sidecar::{ColumnDescription, FORMAT_VERSION};
+
+const LOG_MAGIC: &[u8; 8] = b"GLINTRF1";
+/// The file name prefix of rangefinder tables.
+const PREFIX: &str = "rangefinders-";
+
+/// The rangefinder table of episode `index`, relative to the session folder:
+/// `data/chunk-NNN/rangefinders-NNN.parquet`.
+pub fn rangefinder_file(index: u32) -> PathBuf {
+    Path::new("data").join(format!("chunk-{:03}", index / 1000)).join(format!("{PREFIX}{index:03}.parquet"))
+}
+
+/// The episode of a rangefinder table's file name (`rangefinders-NNN.parquet`, or with
+/// `suffix` after `.parquet`), if it is one.
+pub(crate) fn rangefinder_episode(name: &str, suffix: &str) -> Option<u32> {
+    name.strip_prefix(PREFIX)?.strip_suffix(suffix)?.strip_suffix(".parquet")?.parse().ok()
+}
+
+/// The sidecar of a rangefinder table (`rangefinders-NNN.json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RangefinderSidecar {
+    /// Version of the session layout.
+    pub format_version: u32,
+    /// The table's file name.
+    pub file: String,
+    /// Episode index.
+    pub episode: u32,
+    /// How the episode ended ([`crate::EpisodeStatus::name`]).
+    pub status: String,
+    /// Rows: one per tick.
+    pub rows: u64,
+    /// SHA-256 of the file, hex.
+    pub sha256: String,
+    /// `timestamp`, then one column per rangefinder value.
+    pub columns: Vec<ColumnDescription>,
+}
+
+/// A rangefinder table read back.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RangefinderTable {
+    /// One name per value column (the sensor's, or `<sensor>/<field>`).
+    pub names: Vec<String>,
+    /// Seconds since the episode start, one per tick.
+    pub timestamp: Vec<f64>,
+    /// `(ticks, names.len())`, row-major: MuJoCo's `sensordata` for those rangefinders, `-1`
+    /// for the distance of a ray that hits nothing.
+    pub values: Vec<f64>,
+}
+
+/// The column descriptions of a table whose value columns are `names`.
+fn columns(names: &[String]) -> Vec<ColumnDescription> {
+    let time = ColumnDescription {
+        name: "timestamp".into(),
+        data_type: "float64".into(),
+        unit: "s".into(),
+        meaning: "Seconds since the start of the episode: the tick's, equal to its lidar rows' timestamp".into(),
+    };
+    let values = names.iter().map(|name| {
+        let (sensor, field) = name.split_once('/').unwrap_or((name, "dist"));
+        let field_name = field.split('_').next().unwrap_or(field);
+        let unit = if matches!(field_name, "dir" | "normal") { "" } else { "m" };
+        let meaning = match field_name {
+            "dist" => {
+                format!("Rangefinder '{sensor}': distance along the site's z axis to the first surface, -1 for none")
+            }
+            "depth" => format!("Rangefinder '{sensor}': depth of the hit along the site's z axis, -1 for none"),
+            _ => format!("Rangefinder '{sensor}': {field} as MuJoCo's sensordata holds it"),
+        };
+        ColumnDescription { name: name.clone(), data_type: "float64".into(), unit: unit.into(), meaning }
+    });
+    std::iter::once(time).chain(values).collect()
+}
+
+fn schema(names: &[String]) -> SchemaRef {
+    let fields: Vec<Field> = std::iter::once("timestamp")
+        .chain(names.iter().map(String::as_str))
+        .map(|n| Field::new(n, DataType::Float64, false))
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+/// An episode's rangefinder table, being written.
+pub(crate) struct RangefinderWriter {
+    partial: PathBuf,
+    path: PathBuf,
+    names: Vec<String>,
+    writer: ArrowWriter<HashWriter>,
+    /// The log that keeps the rows salvageable; none for a table rebuilt by `glint recover`.
+    log: Option<(PathBuf, File)>,
+    schema: SchemaRef,
+    /// Column-major rows not yet in a row group: timestamp first.
+    cols: Vec<Vec<f64>>,
+    rows: u64,
+}
+
+impl RangefinderWriter {
+    /// Creates the table of episode `index` in the session folder `dir` as `.partial`, with
+    /// its log.
+    pub(crate) fn create(dir: &Path, index: u32, names: &[String]) -> Result<RangefinderWriter, RecordError> {
+        let path = dir.join(rangefinder_file(index));
+        let mut writer = RangefinderWriter::without_log(with_suffix(&path, ".partial"), path, names)?;
+        let log_path = side_path(&writer.partial, TICKS_SUFFIX);
+        let mut file = File::create_new(&log_path).map_err(|e| RecordError::io("create", &log_path, e))?;
+        let header = serde_json::to_vec(names).expect("strings encode as JSON");
+        let mut bytes = LOG_MAGIC.to_vec();
+        bytes.extend_from_slice(&(header.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&header);
+        file.write_all(&bytes).map_err(|e| RecordError::io("write", &log_path, e))?;
+        writer.log = Some((log_path, file));
+        Ok(writer)
+    }
+
+    /// Creates `partial` (which must not exist), to become `path`, with no log.
+    fn without_log(partial: PathBuf, path: PathBuf, names: &[String]) -> Result<RangefinderWriter, RecordError> {
+        if let Some(parent) = partial.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| RecordError::io("create", parent, e))?;
+        }
+        let file = File::create_new(&partial).map_err(|e| RecordError::io("create", &partial, e))?;
+        let schema = schema(names);
+        let writer = ArrowWriter::try_new(HashWriter::new(file), schema.clone(), Some(zstd_properties().build()))
+            .map_err(|e| RecordError::write(&partial, e))?;
+        let cols = vec![Vec::new(); names.len() + 1];
+        Ok(RangefinderWriter { partial, path, names: names.to_vec(), writer, log: None, schema, cols, rows: 0 })
+    }
+
+    /// The value columns' names.
+    pub(crate) fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Appends one tick's values (one per name).
+    pub(crate) fn push(&mut self, timestamp: f64, values: &[f64]) -> Result<(), RecordError> {
+        if values.len() != self.names.len() {
+            return Err(RecordError::Setting(format!(
+                "a tick brought {} rangefinder values, and the episode's table has {} columns",
+                values.len(),
+                self.names.len()
+            )));
+        }
+        if let Some((path, file)) = &mut self.log {
+            let row: Vec<f64> = std::iter::once(timestamp).chain(values.iter().copied()).collect();
+            file.write_all(bytemuck::cast_slice(&row)).map_err(|e| RecordError::io("write", &*path, e))?;
+        }
+        self.push_row(timestamp, values)
+    }
+
+    fn push_row(&mut self, timestamp: f64, values: &[f64]) -> Result<(), RecordError> {
+        self.cols[0].push(timestamp);
+        for (col, &v) in self.cols[1..].iter_mut().zip(values) {
+            col.push(v);
+        }
+        self.rows += 1;
+        if self.cols[0].len() >= ROW_GROUP_ROWS { self.write_group() } else { Ok(()) }
+    }
+
+    fn write_group(&mut self) -> Result<(), RecordError> {
+        if self.cols[0].is_empty() {
+            return Ok(());
+        }
+        let arrays: Vec<ArrayRef> =
+            self.cols.iter_mut().map(|c| Arc::new(Float64Array::from(std::mem::take(c))) as ArrayRef).collect();
+        let batch =
+            RecordBatch::try_new(self.schema.clone(), arrays).map_err(|e| RecordError::write(&self.partial, e))?;
+        self.writer.write(&batch).map_err(|e| self.writer.inner().error(&self.partial, e))?;
+        self.writer.flush().map_err(|e| self.writer.inner().error(&self.partial, e))
+    }
+
+    /// Finishes the table: its last rows and footer, its sidecar (with `status`), the rename
+    /// from `.partial`, and its log removed. Returns the sidecar.
+    pub(crate) fn finish(mut self, episode: u32, status: &str) -> Result<RangefinderSidecar, RecordError> {
+        self.write_group()?;
+        self.writer.finish().map_err(|e| self.writer.inner().error(&self.partial, e))?;
+        let sha256 = self.writer.inner_mut().finish(&self.partial)?;
+        let sidecar = RangefinderSidecar {
+            format_version: FORMAT_VERSION,
+            file: self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            episode,
+            status: status.into(),
+            rows: self.rows,
+            sha256,
+            columns: columns(&self.names),
+        };
+        write_json(&self.path.with_extension("json"), &sidecar)?;
+        std::fs::rename(&self.partial, &self.path).map_err(|e| RecordError::io("rename", &self.partial, e))?;
+        if let Some((log, _)) = &self.log {
+            std::fs::remove_file(log).map_err(|e| RecordError::io("remove", log, e))?;
+        }
+        Ok(sidecar)
+    }
+}
+
+/// The column names and rows (timestamp first) of the rangefinder log at `path`; a torn last
+/// row is left out.
+fn read_log(path: &Path) -> Result<(Vec<String>, Vec<Vec<f64>>), RecordError> {
+    let bad =
+        |reason: &str| RecordError::Log { path: path.to_path_buf(), what: "rangefinder log", reason: reason.into() };
+    let bytes = std::fs::read(path).map_err(|e| RecordError::io("read", path, e))?;
+    let rest =
+        bytes.strip_prefix(LOG_MAGIC).ok_or_else(|| bad("it does not start with a glint rangefinder log header"))?;
+    let len = rest.get(..4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize);
+    let header = len.and_then(|len| rest.get(4..4 + len)).ok_or_else(|| bad("it was cut off inside its header"))?;
+    let names: Vec<String> =
+        serde_json::from_slice(header).map_err(|e| bad(&format!("its column names cannot be read: {e}")))?;
+    let width = 8 * (names.len() + 1);
+    let rows = rest[4 + header.len()..]
+        .chunks_exact(width)
+        .map(|c| c.chunks_exact(8).map(|v| f64::from_le_bytes(v.try_into().expect("8 bytes"))).collect())
+        .collect();
+    Ok((names, rows))
+}
+
+/// What `glint recover` did with an episode's unfinished rangefinder table.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum RangefinderSalvage {
+    /// Rebuilt from its log (or found whole): this many rows.
+    Recovered(u64),
+    /// Left as it is, for this reason.
+    Nothing(String),
+}
+
+/// Salvages the unfinished rangefinder table `partial` (`….parquet.partial`) of episode
+/// `index`: renamed if whole, else rebuilt from its log; its sidecar written as `recovered`.
+pub(crate) fn salvage_rangefinders(partial: &Path, index: u32) -> Result<RangefinderSalvage, RecordError> {
+    let path = partial.with_extension("");
+    let log = side_path(partial, TICKS_SUFFIX);
+    if let Ok(table) = read_rangefinder_file(partial) {
+        let (names, ticks) = (table.names.clone(), table.timestamp.len());
+        std::fs::rename(partial, &path).map_err(|e| RecordError::io("rename", partial, e))?;
+        write_sidecar_of(&path, index, &names, ticks as u64)?;
+        remove_if_present(&log)?;
+        return Ok(RangefinderSalvage::Recovered(ticks as u64));
+    }
+    if !log.exists() {
+        return Ok(RangefinderSalvage::Nothing("it is not whole and has no rangefinder log to rebuild it from".into()));
+    }
+    let (names, rows) = match read_log(&log) {
+        Ok(read) => read,
+        Err(e) => return Ok(RangefinderSalvage::Nothing(e.to_string())),
+    };
+    let temp = with_suffix(&path, ".recovering");
+    remove_if_present(&temp)?;
+    let mut writer = RangefinderWriter::without_log(temp.clone(), path.clone(), &names)?;
+    for row in &rows {
+        writer.push_row(row[0], &row[1..])?;
+    }
+    writer.write_group()?;
+    writer.writer.finish().map_err(|e| writer.writer.inner().error(&temp, e))?;
+    std::fs::rename(&temp, &path).map_err(|e| RecordError::io("rename", &temp, e))?;
+    write_sidecar_of(&path, index, &names, rows.len() as u64)?;
+    remove_if_present(partial)?;
+    remove_if_present(&log)?;
+    Ok(RangefinderSalvage::Recovered(rows.len() as u64))
+}
+
+fn remove_if_present(path: &Path) -> Result<(), RecordError> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(RecordError::io("remove", path, e)),
+        _ => Ok(()),
+    }
+}
+
+/// Writes the `recovered` sidecar of the finished table at `path`.
+fn write_sidecar_of(path: &Path, episode: u32, names: &[String], rows: u64) -> Result<(), RecordError> {
+    let sidecar = RangefinderSidecar {
+        format_version: FORMAT_VERSION,
+        file: path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        episode,
+        status: crate::EpisodeStatus::Recovered.name().into(),
+        rows,
+        sha256: file_sha256(path)?,
+        columns: columns(names),
+    };
+    write_json(&path.with_extension("json"), &sidecar)
+}
+
+/// Reads the sidecar of the rangefinder table at `table`.
+pub fn read_rangefinder_sidecar(table: &Path) -> Result<RangefinderSidecar, RecordError> {
+    let path = table.with_extension("json");
+    let bad = |reason: String| RecordError::Json { path: path.clone(), what: "rangefinder sidecar", reason };
+    let text = std::fs::read_to_string(&path).map_err(|e| RecordError::io("read", &path, e))?;
+    serde_json::from_str(&text).map_err(|e| bad(e.to_string()))
+}
+
+/// Checks the finished rangefinder table at `path` against its sidecar (rows, columns,
+/// SHA-256); every problem found, empty when it passes.
+pub(crate) fn check_rangefinder_file(path: &Path) -> Vec<String> {
+    let sidecar = match read_rangefinder_sidecar(path) {
+        Ok(s) => s,
+        Err(e) => return vec![e.to_string()],
+    };
+    let mut problems = Vec::new();
+    match footer(path) {
+        Ok((schema, rows)) => {
+            let got: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+            let want: Vec<&str> = sidecar.columns.iter().map(|c| c.name.as_str()).collect();
+            if got != want || schema.fields().iter().any(|f| f.data_type() != &DataType::Float64) {
+                problems.push(format!("its columns are {got:?}, and its sidecar lists {want:?}, all float64"));
+            }
+            if rows != sidecar.rows {
+                problems.push(format!("it has {rows} rows, and its sidecar says {}", sidecar.rows));
+            }
+        }
+        Err(e) => problems.push(e.to_string()),
+    }
+    match file_sha256(path) {
+        Ok(hash) if hash != sidecar.sha256 => problems.push(format!(
+            "its SHA-256 is {}…, and its sidecar says {}… (it changed after it was written)",
+            &hash[..12],
+            &sidecar.sha256[..sidecar.sha256.len().min(12)]
+        )),
+        Ok(_) => {}
+        Err(e) => problems.push(e.to_string()),
+    }
+    problems
+}
+
+/// Reads a whole rangefinder table.
+pub fn read_rangefinder_file(path: &Path) -> Result<RangefinderTable, RecordError> {
+    let file = File::open(path).map_err(|e| RecordError::io("open", path, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| RecordError::parquet(path, e))?
+        .with_batch_size(READ_BATCH_ROWS);
+    let fields = builder.schema().fields().clone();
+    if fields.first().is_none_or(|f| f.name() != "timestamp")
+        || fields.iter().any(|f| f.data_type() != &DataType::Float64)
+    {
+        return Err(RecordError::schema(
+            path,
+            "not a rangefinder table: it needs a float64 timestamp column first, then float64 values",
+        ));
+    }
+    let names: Vec<String> = fields.iter().skip(1).map(|f| f.name().clone()).collect();
+    let mut table = RangefinderTable { names, ..Default::default() };
+    for batch in builder.build().map_err(|e| RecordError::parquet(path, e))? {
+        let batch = batch.map_err(|e| RecordError::parquet(path, e))?;
+        let cols: Vec<&[f64]> =
+            batch.columns().iter().map(|c| c.as_primitive::<Float64Type>().values().as_ref()).collect();
+        for r in 0..batch.num_rows() {
+            table.timestamp.push(cols[0][r]);
+            table.values.extend(cols[1..].iter().map(|c| c[r]));
+        }
+    }
+    Ok(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh folder under the system's temporary one, removed when dropped.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(tag: &str) -> Scratch {
+            let dir = std::env::temp_dir().join(format!("glint-rangefinders-{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            Scratch(dir)
+        }
+
+        fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn names() -> Vec<String> {
+        vec!["front".into(), "side/dist".into(), "side/normal_z".into()]
+    }
+
+    #[test]
+    fn a_table_round_trips_and_checks() {
+        let dir = Scratch::new("round-trip");
+        let mut w = RangefinderWriter::create(dir.path(), 4, &names()).unwrap();
+        w.push(0.02, &[1.5, -1.0, 0.0]).unwrap();
+        w.push(0.04, &[1.25, 3.0, 1.0]).unwrap();
+        assert!(w.push(0.06, &[1.0]).unwrap_err().to_string().contains("3 columns"));
+        let sidecar = w.finish(4, "complete").unwrap();
+        assert_eq!((sidecar.rows, sidecar.columns.len()), (2, 4));
+        assert_eq!(sidecar.columns[3].unit, "");
+        let path = dir.path().join(rangefinder_file(4));
+        assert_eq!(path.file_name().unwrap(), "rangefinders-004.parquet");
+        let t = read_rangefinder_file(&path).unwrap();
+        assert_eq!((t.names, t.timestamp, t.values), (names(), vec![0.02, 0.04], vec![1.5, -1.0, 0.0, 1.25, 3.0, 1.0]));
+        assert!(check_rangefinder_file(&path).is_empty());
+        assert!(!side_path(&with_suffix(&path, ".partial"), TICKS_SUFFIX).exists(), "the log goes");
+        std::fs::write(&path, b"changed").unwrap();
+        assert!(!check_rangefinder_file(&path).is_empty());
+    }
+
+    #[test]
+    fn an_unfinished_table_is_rebuilt_from_its_log() {
+        let dir = Scratch::new("salvage");
+        let mut w = RangefinderWriter::create(dir.path(), 7, &names()).unwrap();
+        for k in 0..5 {
+            w.push(0.1 * k as f64, &[k as f64, -1.0, 0.5]).unwrap();
+        }
+        let partial = w.partial.clone();
+        std::mem::forget(w); // killed: no footer, no rename
+        let log = side_path(&partial, TICKS_SUFFIX);
+        // A torn last row is dropped.
+        std::fs::OpenOptions::new().append(true).open(&log).unwrap().write_all(&[1, 2, 3]).unwrap();
+        assert_eq!(rangefinder_episode("rangefinders-007.parquet.partial", ".partial"), Some(7));
+        assert_eq!(salvage_rangefinders(&partial, 7).unwrap(), RangefinderSalvage::Recovered(5));
+        let path = dir.path().join(rangefinder_file(7));
+        let t = read_rangefinder_file(&path).unwrap();
+        assert_eq!(t.timestamp.len(), 5);
+        assert_eq!(t.values[3 * 4], 4.0);
+        assert!(check_rangefinder_file(&path).is_empty());
+        assert_eq!(read_rangefinder_sidecar(&path).unwrap().status, "recovered");
+        assert!(!partial.exists() && !log.exists());
+    }
+}
