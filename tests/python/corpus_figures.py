@@ -245,38 +245,51 @@ def renderer_rays(model, data, origin, dirs, geomgroup):
 
 
 def skin_rays(model, data, origin, dirs):
-    """Where each direction meets the skins MuJoCo's renderer draws (groups 0-2, alpha above
-    0): their vertices as `mjv_updateScene` poses them, made into the meshes of a model of
-    their own and met by `mj_ray` there. Returns (skin ids, distances), -1 where none is met;
-    None for a model without skins."""
+    """Where each direction meets the skins and flexes MuJoCo's renderer draws (groups 0-2,
+    alpha above 0): their triangles as `mjv_updateScene` poses them (`skinvert`, and the
+    `flexface` that `mjv_updateActiveFlex` builds), made into the meshes of a model of their
+    own and met by `mj_ray` there. Returns (ids, distances), -1 where none is met, an id being
+    a skin's or `nskin + flex`; None for a model with neither."""
     import mujoco
 
-    if model.nskin == 0:
+    if model.nskin == 0 and model.nflex == 0:
         return None
     opt = mujoco.MjvOption()
     scene = mujoco.MjvScene(model, maxgeom=100_000)
     mujoco.mjv_updateScene(model, data, opt, None, mujoco.MjvCamera(), mujoco.mjtCatBit.mjCAT_ALL, scene)
-    verts = np.asarray(scene.skinvert).reshape(-1, 3)
     spec, drawn = mujoco.MjSpec(), []
+
+    def add(k, vert, faces):
+        mesh = spec.add_mesh(name=f"surface{k}", uservert=vert.astype(np.float64).ravel().tolist())
+        mesh.userface = faces.ravel().tolist()
+        mesh.inertia = mujoco.mjtMeshInertia.mjMESH_INERTIA_SHELL
+        spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_MESH, meshname=f"surface{k}")
+        drawn.append(k)
+
+    verts = np.asarray(scene.skinvert).reshape(-1, 3)
     for k in range(model.nskin):
         if not opt.skingroup[min(max(model.skin_group[k], 0), 5)] or model.skin_rgba[k][3] == 0:
             continue
         adr, num = scene.skinvertadr[k], scene.skinvertnum[k]
-        faces = model.skin_face[model.skin_faceadr[k] : model.skin_faceadr[k] + model.skin_facenum[k]]
-        mesh = spec.add_mesh(name=f"skin{k}", uservert=verts[adr : adr + num].astype(np.float64).ravel().tolist())
-        mesh.userface = faces.ravel().tolist()
-        mesh.inertia = mujoco.mjtMeshInertia.mjMESH_INERTIA_SHELL
-        spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_MESH, meshname=f"skin{k}")
-        drawn.append(k)
+        add(k, verts[adr : adr + num], model.skin_face[model.skin_faceadr[k] : model.skin_faceadr[k] + model.skin_facenum[k]])
+    faces = np.asarray(scene.flexface).reshape(-1, 3, 3)
+    for f in range(model.nflex):
+        used = scene.flexfaceused[f]
+        if not used or not opt.flexgroup[min(max(model.flex_group[f], 0), 5)] or model.flex_rgba[f][3] == 0:
+            continue
+        corners = faces[scene.flexfaceadr[f] : scene.flexfaceadr[f] + used].reshape(-1, 3)
+        # Each face its own three vertices; a degenerate one (a strip's) is dropped by the
+        # compiler, and is invisible all the same.
+        add(model.nskin + f, corners, np.arange(3 * used).reshape(-1, 3))
     ids, dist = np.full(len(dirs), -1), np.full(len(dirs), -1.0)
     if not drawn:
         return ids, dist
-    skins = spec.compile()
-    skin_data = mujoco.MjData(skins)
-    mujoco.mj_forward(skins, skin_data)
+    surfaces = spec.compile()
+    surface_data = mujoco.MjData(surfaces)
+    mujoco.mj_forward(surfaces, surface_data)
     gid = np.zeros(1, dtype=np.int32)
     for i, d in enumerate(dirs):
-        t = mujoco.mj_ray(skins, skin_data, np.asarray(origin, dtype=np.float64), d, None, 1, -1, gid)
+        t = mujoco.mj_ray(surfaces, surface_data, np.asarray(origin, dtype=np.float64), d, None, 1, -1, gid)
         if gid[0] >= 0:
             ids[i], dist[i] = drawn[gid[0]], t
     return ids, dist
@@ -292,7 +305,7 @@ def measure_camera(view: dict, model, data, fig: Figures) -> None:
     ref_id, ref_dist = renderer_rays(model, data, pos, dirs, np.array([1, 1, 1, 0, 0, 0], dtype=np.uint8))
     skin = skin_rays(model, data, pos, dirs)
     if skin is not None:
-        # A skin nearer than the geoms shows, segmented as ngeom + its id.
+        # A skin or flex nearer than the geoms shows, segmented as ngeom + its id.
         skin_id, skin_dist = skin
         nearer = (skin_id >= 0) & ((ref_dist < 0) | (skin_dist < ref_dist))
         ref_id = np.where(nearer, model.ngeom + skin_id, ref_id)

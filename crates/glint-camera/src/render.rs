@@ -1213,15 +1213,18 @@ impl Corners {
 }
 
 /// The corners of face `face` of skin `k` in world `w`, with their vertex normals.
+/// A flat face's corners all take the face's normal.
 fn skin_corners(s: &Shared, w: usize, (k, face): (usize, usize), point: DVec3) -> Option<Corners> {
-    let mesh = &s.skins[w].iter().find(|p| p.skin == k)?.mesh;
+    let posed = s.skins[w].iter().find(|p| p.skin == k)?;
+    let mesh = &posed.mesh;
     let bary = skins::barycentric(mesh, face, point)?;
     let f = mesh.face[face].map(|i| i as usize);
-    Some(Corners {
-        pos: f.map(|i| DVec3::from(mesh.vert[i].map(f64::from))),
-        normal: f.map(|i| DVec3::from(mesh.normal[i].map(f64::from))),
-        bary,
-    })
+    let pos = f.map(|i| DVec3::from(mesh.vert[i].map(f64::from)));
+    let normal = match posed.flat_face(face) {
+        true => [(pos[1] - pos[0]).cross(pos[2] - pos[0]).normalize_or_zero(); 3],
+        false => f.map(|i| DVec3::from(mesh.normal[i].map(f64::from))),
+    };
+    Some(Corners { pos, normal, bary })
 }
 
 /// Where a pixel's ray met a mesh geom: the mesh, the face and the point in the mesh's

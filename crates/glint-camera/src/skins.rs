@@ -12,6 +12,17 @@ pub(crate) struct PosedSkin {
     pub group: usize,
     /// The posed surface in the world frame (the mesh's own frame is the world's).
     pub mesh: Mesh,
+    /// Lit by its faces' normals (a flex's `flatskin`).
+    pub flat: bool,
+    /// The first of the faces that close a cloth's border, lit by their own normals.
+    pub sides_from: usize,
+}
+
+impl PosedSkin {
+    /// Whether face `face` is lit by its own normal rather than its vertices'.
+    pub fn flat_face(&self, face: usize) -> bool {
+        self.flat || face >= self.sides_from
+    }
 }
 
 /// Where a ray meets a skin.
@@ -42,7 +53,9 @@ pub(crate) fn pose(scene: &Scene, poses: &Poses, w: usize) -> Vec<PosedSkin> {
             // Poses from finite physics give finite vertices; a skin that is not is left
             // undrawn rather than failing the frame.
             let mesh = Mesh::new(skin.name.clone(), posed.vert, skin.face.clone(), posed.normal).ok()?;
-            Some(PosedSkin { skin: k, group: skin.group.clamp(0, NGROUP as i32 - 1) as usize, mesh })
+            let group = skin.group.clamp(0, NGROUP as i32 - 1) as usize;
+            let sides_from = skin.face.len() - skin.sides.min(skin.face.len());
+            Some(PosedSkin { skin: k, group, mesh, flat: skin.flat, sides_from })
         })
         .collect()
 }
@@ -61,7 +74,8 @@ pub(crate) fn nearest(
         let reach = best.map_or(tmax, |b| b.t);
         if let Some((t, face_normal, face)) = posed.mesh.intersect_local(origin, dir, reach) {
             let point = origin + dir * t;
-            let mut normal = smooth_normal(&posed.mesh, face, point).unwrap_or(face_normal);
+            let smooth = if posed.flat_face(face) { None } else { smooth_normal(&posed.mesh, face, point) };
+            let mut normal = smooth.unwrap_or(face_normal);
             if normal.dot(dir) > 0.0 && face_normal.dot(dir) > 0.0 {
                 // Met from inside: the side the ray sees.
                 normal = -normal;

@@ -383,16 +383,34 @@ fn nothing_is_drawn_beyond_the_far_clipping_distance() {
 }
 
 #[test]
+fn cloth_and_solid_flexes_are_drawn_as_mujoco_draws_them() {
+    // A cloth (two layers either side of its elements, joined at the border) tilted toward
+    // the camera, and a solid (its shell), as `mjv_updateActiveFlex` builds them.
+    let body = r#"<body name="holder" pos="-0.5 0 0.6" euler="30 0 20">
+        <flexcomp name="cloth" type="grid" count="8 8 1" spacing=".09 .09 .09" radius=".01" rgba=".2 .5 .9 1" dim="2">
+          <edge equality="true"/></flexcomp></body>
+      <flexcomp name="jelly" type="grid" count="4 4 4" spacing=".1 .1 .1" pos="0.5 0 0.3" radius=".01" rgba=".9 .6 .2 1" dim="3">
+        <edge equality="true"/></flexcomp>"#;
+    let path = scene_with("flex", "", body, "");
+    let (_, warnings) = glint(&path);
+    assert!(!warnings.iter().any(|w| matches!(w, Warning::Undrawn { .. })), "{warnings:?}");
+    compare("flex", &path);
+}
+
+#[test]
 fn what_the_cameras_cannot_draw_is_named_once() {
     let body = r#"<body name="a" pos="0 0 0.5"><freejoint/><geom type="sphere" size="0.1"/><site name="s1"/></body>
       <body name="b" pos="0.5 0 0.5"><freejoint/><geom type="sphere" size="0.1"/><site name="s2"/></body>"#;
+    let cable =
+        r#"<flexcomp name="cable" type="grid" count="6 1 1" spacing=".1 .1 .1" pos="0 0.5 0.3" radius=".01" dim="1"/>"#;
     let tendon = r#"<tendon><spatial name="rope" width="0.01"><site site="s1"/><site site="s2"/></spatial></tendon>"#;
-    let path = scene_with("undrawn", "", body, tendon);
+    let path = scene_with("undrawn", "", &format!("{body}{cable}"), tendon);
     let (_, warnings) = glint(&path);
     let undrawn: Vec<_> = warnings.iter().filter(|w| matches!(w, Warning::Undrawn { .. })).collect();
     assert_eq!(undrawn.len(), 1, "{warnings:?}");
     let text = undrawn[0].to_string();
     assert!(text.contains("1 spatial tendons (rope)"), "{text}");
+    assert!(text.contains("1 flexes (1-D or interpolated) (cable)"), "{text}");
     // A scene without any gives none.
     let (_, clean) = glint(&scene("drawn", "", r#"<geom type="sphere" size="0.2" pos="0 0 0.2"/>"#));
     assert!(!clean.iter().any(|w| matches!(w, Warning::Undrawn { .. })), "{clean:?}");

@@ -149,12 +149,13 @@ pub struct Scene {
     /// shows nothing farther, as OpenGL clips it; 0 for no limit.
     pub zfar: f64,
 
-    /// Skins (drawn by the cameras; `mj_ray` and the lidar do not see them), shape
-    /// `(nskin,)`.
+    /// Skins, then the flexes drawn as surfaces (drawn by the cameras; `mj_ray` and the lidar
+    /// do not see them), shape `(nskin + drawn flexes,)`.
     pub skin: Vec<Skin>,
 
-    /// What MuJoCo's renderer draws by default and glint's cameras do not (flexes, spatial
-    /// tendons, rangefinder rays), one entry per kind, e.g. `"1 flexes (cloth)"`; empty when
+    /// What MuJoCo's renderer draws by default and glint's cameras do not (1-D and
+    /// interpolated flexes, spatial tendons, rangefinder rays), one entry per kind, e.g.
+    /// `"1 spatial tendons (rope)"`; empty when
     /// the cameras draw everything.
     pub undrawn: Vec<String>,
 }

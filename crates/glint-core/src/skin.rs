@@ -28,6 +28,16 @@ pub struct Skin {
     pub face: Vec<[u32; 3]>,
     /// The bodies that move its vertices.
     pub bones: Vec<SkinBone>,
+    /// The MuJoCo flex this surface draws, when it is one rather than a `<skin>` (see
+    /// `glint_mujoco`'s flex extraction): its vertex normals then sum unit face normals, as
+    /// `mjv_updateActiveFlex` smooths them, where a skin's sum area-weighted ones.
+    pub flex: Option<usize>,
+    /// How many of the last faces close a cloth's border (strips between its two layers):
+    /// they take no part in the vertex normals.
+    pub sides: usize,
+    /// Whether it is lit by its faces' normals rather than its smoothed vertex normals (a
+    /// flex's `flatskin`).
+    pub flat: bool,
 }
 
 /// A body a skin is bound to, and the vertices it moves.
@@ -76,9 +86,12 @@ impl Skin {
             }
         }
         let mut normal = vec![[0.0f32; 3]; vert.len()];
-        for f in &self.face {
+        for f in &self.face[..self.face.len() - self.sides.min(self.face.len())] {
             let p = f.map(|i| DVec3::from(vert[i as usize].map(f64::from)));
-            let n = (p[1] - p[0]).cross(p[2] - p[0]);
+            let mut n = (p[1] - p[0]).cross(p[2] - p[0]);
+            if self.flex.is_some() {
+                n = n.normalize_or_zero();
+            }
             for &i in f {
                 for k in 0..3 {
                     normal[i as usize][k] += n[k] as f32;

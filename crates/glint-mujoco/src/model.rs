@@ -569,7 +569,7 @@ pub(crate) fn extract_scene(m: &mjModel, assets: bool) -> Result<Scene, MujocoEr
         site_matid: arr(m.site_matid, nsite).to_vec(),
         offsamples: m.vis.quality.offsamples,
         zfar: f64::from(m.vis.map.zfar) * m.stat.extent,
-        skin: extract_skins(m),
+        skin: [extract_skins(m), extract_flexes(m)].concat(),
         undrawn: undrawn(m),
     };
     Ok(scene)
@@ -694,9 +694,131 @@ fn extract_skins(m: &mjModel) -> Vec<Skin> {
                     .map(|f| fixed::<3, i32>(face, f).map(|x| x.max(0) as u32))
                     .collect(),
                 bones,
+                flex: None,
+                sides: 0,
+                flat: false,
             }
         })
         .collect()
+}
+
+/// The flexes MuJoCo's renderer draws as surfaces with its default options (`mjVIS_FLEXSKIN`
+/// on), each as a [`Skin`] whose vertices ride their bodies rigidly, as `mj_flex` places
+/// them: a 2-D flex (cloth) as two layers `radius` either side of its elements, each facing
+/// out; a 3-D flex as its shell, `radius` out. Built as `mjv_updateActiveFlex` builds them,
+/// less the thin side strips that close a cloth's border. Interpolated flexes and 1-D flexes
+/// (cables, drawn as edge cylinders) are not drawn: see [`undrawn`].
+fn extract_flexes(m: &mjModel) -> Vec<Skin> {
+    let n = m.nflex;
+    let (dim, interp, vertadr, vertnum) =
+        (arr(m.flex_dim, n), arr(m.flex_interp, n), arr(m.flex_vertadr, n), arr(m.flex_vertnum, n));
+    let (elemnum, elemdataadr) = (arr(m.flex_elemnum, n), arr(m.flex_elemdataadr, n));
+    let (shellnum, shelldataadr) = (arr(m.flex_shellnum, n), arr(m.flex_shelldataadr, n));
+    let (elem, elemtex, shell) = (
+        arr(m.flex_elem, m.nflexelemdata),
+        arr(m.flex_elemtexcoord, m.nflexelemdata),
+        arr(m.flex_shell, m.nflexshelldata),
+    );
+    let (vert, vertbody, centered) =
+        (arr(m.flex_vert, 3 * m.nflexvert), arr(m.flex_vertbodyid, m.nflexvert), arr(m.flex_centered, n));
+    let (texadr, texcoord) = (arr(m.flex_texcoordadr, n), arr(m.flex_texcoord, 2 * m.nflextexcoord));
+    let (radius, rgba, matid, group) =
+        (arr(m.flex_radius, n), arr(m.flex_rgba, 4 * n), arr(m.flex_matid, n), arr(m.flex_group, n));
+    let flatskin = arr(m.flex_flatskin, n);
+    let names = names(m, m.name_flexadr, n);
+    (0..n.max(0) as usize)
+        .filter(|&f| drawn_flex(dim[f], interp[f]))
+        .map(|f| {
+            let (v0, nv) = (vertadr[f] as usize, vertnum[f].max(0) as usize);
+            let d = dim[f] as usize;
+            let corners = |data: &[i32], adr: i32, k: usize, width: usize| -> Vec<u32> {
+                (0..width).map(|c| data[adr as usize + k * width + c].max(0) as u32).collect()
+            };
+            let elements: Vec<Vec<u32>> =
+                (0..elemnum[f].max(0) as usize).map(|e| corners(elem, elemdataadr[f], e, d + 1)).collect();
+            // Two layers for a cloth (the second a copy of the vertices, its faces turned over),
+            // the shell for a solid.
+            let mut sides = 0;
+            let (layers, face): (usize, Vec<[u32; 3]>) = if d == 2 {
+                let top = elements.iter().map(|e| [e[0], e[1], e[2]]);
+                let bottom = elements.iter().map(|e| [e[0], e[2], e[1]].map(|v| v + nv as u32));
+                // The border's strips (`makeSide`): per border edge (a, b), the triangles
+                // (a top, b bottom, b top) and (b bottom, a top, a bottom).
+                let below = |v: u32| v + nv as u32;
+                let border = (0..shellnum[f].max(0) as usize).map(|s| corners(shell, shelldataadr[f], s, d));
+                let strips: Vec<[u32; 3]> =
+                    border.flat_map(|e| [[e[0], below(e[1]), e[1]], [below(e[1]), e[0], below(e[0])]]).collect();
+                sides = strips.len();
+                (2, top.chain(bottom).chain(strips).collect())
+            } else {
+                let shells = (0..shellnum[f].max(0) as usize).map(|s| corners(shell, shelldataadr[f], s, d));
+                (1, shells.map(|s| [s[0], s[1], s[2]]).collect())
+            };
+            let local: Vec<[f32; 3]> = (v0..v0 + nv)
+                .map(|i| if centered[f] { [0.0; 3] } else { fixed::<3, f64>(vert, i).map(|x| x as f32) })
+                .collect();
+            let mut by_body: std::collections::BTreeMap<usize, Vec<u32>> = Default::default();
+            for layer in 0..layers {
+                for k in 0..nv {
+                    by_body.entry(vertbody[v0 + k].max(0) as usize).or_default().push((layer * nv + k) as u32);
+                }
+            }
+            let bones = by_body
+                .into_iter()
+                .map(|(body, vert)| SkinBone {
+                    body,
+                    bindpos: [0.0; 3],
+                    bindquat: [1.0, 0.0, 0.0, 0.0],
+                    weight: vec![1.0; vert.len()],
+                    vert,
+                })
+                .collect();
+            // Per vertex, the texture coordinates its elements give it (a 3-D flex's shell
+            // reads them by vertex, as `copyTex` does).
+            let texcoord = match usize::try_from(texadr[f]) {
+                Ok(t) => {
+                    let mut uv = vec![[0.0f32; 2]; nv];
+                    if d == 2 {
+                        for (e, corners) in elements.iter().enumerate() {
+                            let tex = corners_of(elemtex, elemdataadr[f], e, d + 1);
+                            for (&v, &tc) in corners.iter().zip(&tex) {
+                                uv[v as usize] = fixed::<2, f32>(texcoord, t + tc);
+                            }
+                        }
+                    } else {
+                        (0..nv).for_each(|k| uv[k] = fixed::<2, f32>(texcoord, t + k));
+                    }
+                    (0..layers).flat_map(|_| uv.iter().copied()).collect()
+                }
+                Err(_) => Vec::new(),
+            };
+            Skin {
+                name: names[f].clone(),
+                rgba: fixed::<4, f32>(rgba, f),
+                matid: matid[f],
+                group: group[f],
+                inflate: radius[f] as f32,
+                vert: (0..layers).flat_map(|_| local.iter().copied()).collect(),
+                texcoord,
+                face,
+                bones,
+                flex: Some(f),
+                sides,
+                flat: flatskin[f],
+            }
+        })
+        .collect()
+}
+
+/// The `k`-th entry of `width` indices at `adr` in `data`, as indices.
+fn corners_of(data: &[i32], adr: i32, k: usize, width: usize) -> Vec<usize> {
+    (0..width).map(|c| data[adr as usize + k * width + c].max(0) as usize).collect()
+}
+
+/// Whether glint draws a flex of dimension `dim` and interpolation `interp` (see
+/// [`extract_flexes`]).
+fn drawn_flex(dim: i32, interp: i32) -> bool {
+    matches!(dim, 2 | 3) && interp == 0
 }
 
 /// What MuJoCo's renderer draws with its default options and glint's cameras do not, one
@@ -716,7 +838,8 @@ fn undrawn(m: &mjModel) -> Vec<String> {
         Some(format!("{} {what} ({}{more})", ids.len(), shown.join(", ")))
     };
     let drawn_group = |g: i32| (0..3).contains(&g.clamp(0, 5));
-    let flexes = (0..m.nflex.max(0) as usize).collect();
+    let (dim, interp) = (arr(m.flex_dim, m.nflex), arr(m.flex_interp, m.nflex));
+    let flexes = (0..m.nflex.max(0) as usize).filter(|&f| !drawn_flex(dim[f], interp[f])).collect();
     // Spatial tendons (their path through sites and geoms) in groups 0-2 are drawn; fixed
     // tendons (joint wraps) are not.
     let (tadr, tnum, tgroup) =
@@ -736,7 +859,7 @@ fn undrawn(m: &mjModel) -> Vec<String> {
         .map(|(i, _)| i)
         .collect();
     [
-        listed("flexes", flexes, m.name_flexadr),
+        listed("flexes (1-D or interpolated)", flexes, m.name_flexadr),
         listed("spatial tendons", tendons, m.name_tendonadr),
         listed("rangefinder rays", rangefinders, m.name_sensoradr),
     ]
