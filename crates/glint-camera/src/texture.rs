@@ -21,24 +21,24 @@ struct Level {
 }
 
 impl Level {
-    #[inline]
-    fn at(&self, x: usize, y: usize) -> Vec3 {
-        self.texels[y * self.width + x]
-    }
-
     /// Bilinear lookup at (s, t) in texel units, wrapping (2D) or clamping (cube faces).
     fn bilinear(&self, s: f64, t: f64, wrap: bool) -> Vec3 {
         bilinear(&self.texels, self.width, self.height, s, t, wrap)
     }
 
+    /// The next mip level as Mesa's `glGenerateMipmap` makes it (a linear blit from this
+    /// level): each texel a bilinear lookup, clamped at the edges, at its centre mapped into
+    /// this level. For even sizes that is the 2 × 2 box average; for odd ones (a 255-texel
+    /// texture) the lookups drift across the texels, so that thin bright lines stay bright
+    /// in the small levels, as they do in MuJoCo's renderer under OSMesa.
     fn half(&self) -> Level {
         let (w, h) = ((self.width / 2).max(1), (self.height / 2).max(1));
+        let (sx, sy) = (self.width as f64 / w as f64, self.height as f64 / h as f64);
         let mut texels = Vec::with_capacity(w * h);
         for y in 0..h {
             for x in 0..w {
-                let (x0, y0) = ((2 * x).min(self.width - 1), (2 * y).min(self.height - 1));
-                let (x1, y1) = ((2 * x + 1).min(self.width - 1), (2 * y + 1).min(self.height - 1));
-                texels.push((self.at(x0, y0) + self.at(x1, y0) + self.at(x0, y1) + self.at(x1, y1)) * 0.25);
+                let (s, t) = ((x as f64 + 0.5) * sx, (y as f64 + 0.5) * sy);
+                texels.push(self.bilinear(s, t, false));
             }
         }
         Level { width: w, height: h, texels }

@@ -401,7 +401,31 @@ pub fn read_session_meta(dir: &Path) -> Result<SessionMeta, RecordError> {
     let text = std::fs::read_to_string(&path).map_err(|e| RecordError::io("read", &path, e))?;
     let meta: SessionMeta = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
     meta.check().map_err(bad)?;
+    check_lidar_files_are_listed(dir, &meta).map_err(bad)?;
     Ok(meta)
+}
+
+/// Every lidar file in `data/chunk-*/` (`lidar-<file_name>-<episode>.*`) belongs to a sensor
+/// `meta` lists: an edited `sensors` would otherwise hide recorded data from every reader.
+fn check_lidar_files_are_listed(dir: &Path, meta: &SessionMeta) -> Result<(), String> {
+    let Ok(chunks) = std::fs::read_dir(dir.join("data")) else { return Ok(()) };
+    for chunk in chunks.flatten() {
+        let Ok(files) = std::fs::read_dir(chunk.path()) else { continue };
+        for file in files.flatten() {
+            let name = file.file_name().to_string_lossy().into_owned();
+            let Some(rest) = name.strip_prefix("lidar-") else { continue };
+            let stem = rest.split('.').next().unwrap_or(rest);
+            let Some((sensor, _episode)) = stem.rsplit_once('-') else { continue };
+            if !meta.sensors.iter().any(|s| s.file_name == sensor) {
+                let listed: Vec<&str> = meta.sensors.iter().map(|s| s.file_name.as_str()).collect();
+                return Err(format!(
+                    "sensors is {listed:?}, and data/{}/{name} is a file of lidar '{sensor}' it does not list",
+                    chunk.file_name().to_string_lossy()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Reads and checks the sidecar at `path`: JSON of the right shape, a format this glint
