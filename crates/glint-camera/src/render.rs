@@ -140,8 +140,8 @@ struct Traced {
     seg_of: Vec<i32>,
     /// The skin and face shown, where a skin is nearer than the geoms.
     skin_of: Vec<Option<(usize, usize)>>,
-    /// The site shown (−1: none).
-    site_of: Vec<i32>,
+    /// The site or tendon shown, where one is nearer than the geoms.
+    decor_of: Vec<Option<Object>>,
     /// The transparent surfaces in front.
     layers: Vec<Layer>,
     /// How far colour sees (the scene's far clipping distance, along the optical axis).
@@ -159,7 +159,7 @@ impl Traced {
 
     /// Whether ray `r` shows an object (else the background).
     fn drawn(&self, r: usize) -> bool {
-        self.geomid[r] >= 0 || self.site_of[r] >= 0 || self.skin_of[r].is_some()
+        self.geomid[r] >= 0 || self.decor_of[r].is_some() || self.skin_of[r].is_some()
     }
 
     /// Whether ray `r`'s colour shows an object: drawn, and within the far clipping distance.
@@ -169,8 +169,8 @@ impl Traced {
 
     /// The object ray `r` shows (meaningful where [`Traced::drawn`]).
     fn object(&self, r: usize) -> Object {
-        match (self.site_of[r], self.skin_of[r]) {
-            (k, _) if k >= 0 => Object::Site(k as usize),
+        match (self.decor_of[r], self.skin_of[r]) {
+            (Some(decor), _) => decor,
             (_, Some((k, face))) => Object::Skin(k, face),
             _ => Object::Geom(self.geomid[r].max(0) as usize),
         }
@@ -213,6 +213,8 @@ enum Object {
     Site(usize),
     /// A skin, and the face met.
     Skin(usize, usize),
+    /// A piece of a spatial tendon (its index in the world's `tendon_segments`).
+    Tendon(usize),
 }
 
 /// A transparent surface in front of a pixel's opaque one.
@@ -360,14 +362,15 @@ impl Renderer {
             }
         }
         let Some(rgb) = job.rgb else { return Ok(()) };
-        // Sites (RGB only): drawn after the geoms, so one wins where it meets a geom's surface.
-        // One row of margin on each side: the multisampled edges look past the band.
+        // Sites and tendons (RGB only): drawn after the geoms, so one wins where it meets a
+        // geom's surface. One row of margin on each side: the multisampled edges look past
+        // the band.
         let (r0, r1) = (job.rows.0.saturating_sub(1), (job.rows.1 + 1).min(model.height));
-        let sites = band_sites(s, w, options, &model, view.pos, &view.mat, (r0, r1));
-        self.add_sites(s, &view, &sites, &mut traced);
+        let decor = band_decor(s, w, options, &model, view.pos, &view.mat, (r0, r1));
+        self.add_decor(s, &view, &decor, &mut traced);
         let mut color = self.color(s, &view, &mut traced)?;
         if s.scene.offsamples > 0 {
-            self.multisample(s, &view, &sites, (&pixel, &traced, &mut color), job.rows)?;
+            self.multisample(s, &view, &decor, (&pixel, &traced, &mut color), job.rows)?;
         }
         for (r, c) in color.iter().enumerate() {
             let at = pixel[r] * 3;
@@ -432,33 +435,30 @@ impl Renderer {
                 }
             }
         }
-        let site_of = vec![-1; n];
+        let decor_of = vec![None; n];
         let far = if s.scene.zfar > 0.0 { s.scene.zfar } else { f64::INFINITY };
-        Ok(Traced { origins, dirs, dist, geomid, normal, seg_of, skin_of, site_of, layers, far })
+        Ok(Traced { origins, dirs, dist, geomid, normal, seg_of, skin_of, decor_of, layers, far })
     }
 
-    /// Adds `sites` (drawn after the geoms: a site wins where it meets a surface) to what
-    /// `t`'s rays show.
-    fn add_sites(&self, s: &Shared, view: &View, sites: &[usize], t: &mut Traced) {
-        let (xpos, xmat) = (&s.poses.site_xpos, &s.poses.site_xmat);
-        let base = view.w * s.scene.nsite();
+    /// Adds `decor` (sites and tendons, drawn after the geoms: one wins where it meets a
+    /// surface) to what `t`'s rays show.
+    fn add_decor(&self, s: &Shared, view: &View, decor: &[Object], t: &mut Traced) {
+        let shapes: Vec<_> = decor.iter().map(|&object| (object, decor_shape(s, view.w, object))).collect();
         for r in 0..t.len() {
             let (o, d) = (t.origin(view.pos, r), t.dirs[r]);
-            for &k in sites {
-                let (pos, rot) = (xpos[base + k], &xmat[base + k]);
-                let Some((dist, nrm)) = intersect_primitive(s.scene.site_type[k], s.scene.site_size[k], pos, rot, o, d)
-                else {
+            for &(object, (kind, size, pos, rot)) in &shapes {
+                let Some((dist, nrm)) = intersect_primitive(kind, size, pos, &rot, o, d) else {
                     continue;
                 };
                 let front = if t.drawn(r) { t.dist[r] } else { f64::INFINITY };
                 if dist > front * (1.0 + COINCIDENT) {
                     continue;
                 }
-                if site_alpha(s, view.w, k) >= OPAQUE_ALPHA {
-                    t.site_of[r] = k as i32;
+                if object_alpha(s, view.w, object) >= OPAQUE_ALPHA {
+                    t.decor_of[r] = Some(object);
                     (t.dist[r], t.normal[r]) = (dist, nrm);
                 } else {
-                    t.layers.push(Layer { ray: r, object: Object::Site(k), dist, normal: nrm });
+                    t.layers.push(Layer { ray: r, object, dist, normal: nrm });
                 }
             }
         }
@@ -527,7 +527,7 @@ impl Renderer {
         &self,
         s: &Shared,
         view: &View,
-        sites: &[usize],
+        decor: &[Object],
         (pixel, traced, color): (&[usize], &Traced, &mut [Vec3]),
         (r0, r1): (usize, usize),
     ) -> Result<(), CameraError> {
@@ -547,7 +547,7 @@ impl Renderer {
         if !beside.is_empty() {
             let mut rim =
                 self.trace_at(s, view, beside.iter().map(|&(row, col)| (col as f64 + 0.5, row as f64 + 0.5)))?;
-            self.add_sites(s, view, sites, &mut rim);
+            self.add_decor(s, view, decor, &mut rim);
             for (i, &(row, col)) in beside.iter().enumerate() {
                 keys[at(row, col)] = Some(rim.key(i));
             }
@@ -575,7 +575,7 @@ impl Renderer {
             })
             .collect();
         let mut t = self.trace_at(s, view, points.iter().copied())?;
-        self.add_sites(s, view, sites, &mut t);
+        self.add_decor(s, view, decor, &mut t);
         // As OpenGL shades a pixel once per object that covers samples of it: a sample of the
         // pixel's own object takes its colour, and each other object is shaded at its first
         // sample, which its others share.
@@ -598,7 +598,7 @@ impl Renderer {
             }
         }
         let mut others = self.trace_at(s, view, shaded_at.into_iter())?;
-        self.add_sites(s, view, sites, &mut others);
+        self.add_decor(s, view, decor, &mut others);
         let shaded = self.color(s, view, &mut others)?;
         for (e, &r) in edges.iter().enumerate() {
             let own = color[r].clamp(Vec3::ZERO, Vec3::ONE);
@@ -732,11 +732,7 @@ impl Renderer {
                         tint,
                         eye: origin,
                     };
-                    let alpha = match l.object {
-                        Object::Geom(g) => geom_alpha(s, w, g),
-                        Object::Site(k) => site_alpha(s, w, k),
-                        Object::Skin(k, _) => s.scene.skin[k].rgba[3],
-                    };
+                    let alpha = object_alpha(s, w, l.object);
                     (self.shade(s, w, &hit, lights, options, None), alpha)
                 })
                 .collect();
@@ -898,6 +894,10 @@ impl Renderer {
             Object::Geom(g) => surface(s, w, s.fields.geom_rgba(w, g), material(s, w, g)),
             Object::Site(k) => surface(s, w, s.scene.site_rgba[k], site_material(s, k)),
             Object::Skin(k, _) => surface(s, w, s.scene.skin[k].rgba, skin_material(s, k)),
+            Object::Tendon(i) => {
+                let piece = &s.poses.tendon_segments[w][i];
+                surface(s, w, piece.rgba, tendon_material(s, piece.tendon))
+            }
         };
         surface.color *= hit.tint;
         // The mesh face met, found once for the texture and the vertex lighting.
@@ -916,7 +916,7 @@ impl Renderer {
         let corners = match hit.object {
             Object::Skin(k, face) => skin_corners(s, w, (k, face), hit.point),
             Object::Geom(_) => on_mesh.as_ref().and_then(|m| mesh_corners(s, w, m)),
-            Object::Site(_) => None,
+            Object::Site(_) | Object::Tendon(_) => None,
         };
         for (l, light) in lights.iter().enumerate() {
             let c = match &corners {
@@ -1309,6 +1309,38 @@ fn site_alpha(s: &Shared, w: usize, k: usize) -> f32 {
     alpha_of(s.fields, w, s.scene.site_rgba[k], site_material(s, k))
 }
 
+/// Tendon `i`'s material, if it has one the model defines.
+fn tendon_material(s: &Shared, i: usize) -> Option<usize> {
+    usize::try_from(s.scene.tendon_matid[i]).ok().filter(|&m| m < s.scene.mat_rgba.len())
+}
+
+/// The alpha MuJoCo's renderer draws `object` of world `w` with.
+fn object_alpha(s: &Shared, w: usize, object: Object) -> f32 {
+    match object {
+        Object::Geom(g) => geom_alpha(s, w, g),
+        Object::Site(k) => site_alpha(s, w, k),
+        Object::Skin(k, _) => s.scene.skin[k].rgba[3],
+        Object::Tendon(i) => {
+            let piece = &s.poses.tendon_segments[w][i];
+            alpha_of(s.fields, w, piece.rgba, tendon_material(s, piece.tendon))
+        }
+    }
+}
+
+/// The shape, size, position and orientation of a site or tendon piece of world `w`.
+fn decor_shape(s: &Shared, w: usize, object: Object) -> (GeomType, DVec3, DVec3, DMat3) {
+    match object {
+        Object::Tendon(i) => {
+            let (pos, rot, size) = s.poses.tendon_segments[w][i].capsule();
+            (GeomType::Capsule, size, pos, rot)
+        }
+        Object::Site(k) | Object::Geom(k) | Object::Skin(k, _) => {
+            let at = w * s.scene.nsite() + k;
+            (s.scene.site_type[k], s.scene.site_size[k], s.poses.site_xpos[at], s.poses.site_xmat[at])
+        }
+    }
+}
+
 /// MuJoCo's bounding radius of a shape of `kind` and `size` about its centre (`mjv_rbound`;
 /// a mesh's is its farthest vertex).
 fn rbound(scene: &Scene, kind: GeomType, size: DVec3, dataid: i32) -> f64 {
@@ -1341,17 +1373,22 @@ fn camdist(s: &Shared, w: usize, object: Object, head: DVec3) -> f64 {
             let pos = s.poses.site_xpos[w * s.scene.nsite() + k];
             (pos - head).length() - rbound(s.scene, s.scene.site_type[k], s.scene.site_size[k], -1)
         }
+        Object::Tendon(_) => {
+            let (kind, size, pos, _) = decor_shape(s, w, object);
+            (pos - head).length() - rbound(s.scene, kind, size, -1)
+        }
         // Skins are drawn opaque, never sorted.
         Object::Skin(..) => 0.0,
     }
 }
 
-/// The order `mjv_updateScene` adds objects in (geoms, then sites), which breaks ties.
+/// The order `mjv_updateScene` adds objects in (geoms, sites, tendons), which breaks ties.
 fn order(s: &Shared, object: Object) -> usize {
     match object {
         Object::Geom(g) => g,
         Object::Site(k) => s.scene.ngeom() + k,
-        Object::Skin(k, _) => s.scene.ngeom() + s.scene.nsite() + k,
+        Object::Tendon(i) => s.scene.ngeom() + s.scene.nsite() + i,
+        Object::Skin(k, _) => usize::MAX / 2 + k,
     }
 }
 
@@ -1415,7 +1452,7 @@ fn mirror(
 
 /// The sites camera slot `options` draws in band `rows`: in its enabled groups, not of alpha
 /// 0, and (perspective cameras) with their bounding sphere inside the band's frustum.
-fn band_sites(
+fn band_decor(
     s: &Shared,
     w: usize,
     options: &CameraOptions,
@@ -1423,29 +1460,34 @@ fn band_sites(
     cam_pos: DVec3,
     cam_mat: &DMat3,
     (r0, r1): (usize, usize),
-) -> Vec<usize> {
+) -> Vec<Object> {
     let scene = s.scene;
-    if scene.nsite() == 0 {
-        return Vec::new();
-    }
+    let sites = (0..scene.nsite()).map(Object::Site);
+    let tendons = (0..s.poses.tendon_segments[w].len()).map(Object::Tendon);
+    let group = |object: Object| match object {
+        Object::Tendon(i) => scene.tendon_group[s.poses.tendon_segments[w][i].tendon],
+        Object::Site(k) | Object::Geom(k) | Object::Skin(k, _) => scene.site_group[k],
+    };
     let perspective = !matches!(model.projection, Projection::Orthographic { .. });
     // The band's four side planes, through the camera and its corner pixels' rays, inward.
     let corners = [(0, r0), (model.width - 1, r0), (model.width - 1, r1 - 1), (0, r1 - 1)]
         .map(|(c, r)| *cam_mat * model.pixel_ray(c, r).1);
     let planes: Vec<DVec3> = (0..4).map(|i| corners[i].cross(corners[(i + 1) % 4]).normalize_or_zero()).collect();
     let (footprint, _) = model.pixel_footprint();
-    (0..scene.nsite())
-        .filter(|&k| {
-            let group = scene.site_group[k].clamp(0, NGROUP as i32 - 1) as usize;
-            if !options.enabled_geom_groups[group] || site_alpha(s, w, k) == 0.0 {
+    sites
+        .chain(tendons)
+        .filter(|&object| {
+            let group = group(object).clamp(0, NGROUP as i32 - 1) as usize;
+            if !options.enabled_geom_groups[group] || object_alpha(s, w, object) == 0.0 {
                 return false;
             }
             if !perspective {
                 return true;
             }
-            let c = s.poses.site_xpos[w * scene.nsite() + k] - cam_pos;
+            let (kind, size, pos, _) = decor_shape(s, w, object);
+            let c = pos - cam_pos;
             // A pixel's worth of margin: the corner rays pass through pixel centres.
-            let r = rbound(scene, scene.site_type[k], scene.site_size[k], -1) + 2.0 * footprint * c.length();
+            let r = rbound(scene, kind, size, -1) + 2.0 * footprint * c.length();
             let inward = planes.iter().all(|p| p.dot(c) >= -r);
             let ahead = (*cam_mat * DVec3::NEG_Z).dot(c) >= -r;
             inward && ahead

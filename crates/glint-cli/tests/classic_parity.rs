@@ -416,18 +416,52 @@ fn cloth_and_solid_flexes_are_drawn_as_mujoco_draws_them() {
 }
 
 #[test]
+fn spatial_tendons_are_drawn_as_mujoco_draws_them() {
+    // A tendon through sites around a wrapping cylinder (thinner inside it), a taut one
+    // coloured by its material, and a slack string under gravity (a catenary).
+    let assets = r#"<material name="red" rgba="0.9 0.2 0.2 1"/>"#;
+    let body = r#"<site name="a" pos="-0.9 0 0.9"/><site name="b" pos="0.9 0 0.9"/>
+      <body name="wheel" pos="0 0 0.6"><geom name="drum" type="cylinder" size="0.15 0.2" euler="90 0 0"
+        rgba="0.3 0.3 0.3 1"/><site name="side" pos="0 0 0.35"/></body>
+      <site name="c" pos="-0.8 0.3 0.3"/><site name="d" pos="0.8 0.3 0.3"/>
+      <site name="e" pos="-0.7 -0.3 1.2"/><site name="f" pos="0.7 -0.3 1.2"/>"#;
+    let tendons = r#"<tendon>
+        <spatial name="belt" width="0.02" rgba="0.2 0.7 0.3 1"><site site="a"/><geom geom="drum" sidesite="side"/>
+          <site site="b"/></spatial>
+        <spatial name="taut" width="0.015" material="red"><site site="c"/><site site="d"/></spatial>
+        <spatial name="string" width="0.01" limited="true" range="0 1.8" rgba="0.9 0.8 0.2 1">
+          <site site="e"/><site site="f"/></spatial></tendon>"#;
+    let path = scene_with("tendons", assets, body, tendons);
+    let (ours, warnings) = compare("tendons", &path);
+    assert!(!warnings.iter().any(|w| matches!(w, Warning::Undrawn { .. })), "{warnings:?}");
+    let bare = glint(&scene_with("no-tendons", assets, body, "")).0;
+    let theirs = mujoco(&path);
+    let differs = |a: &[u8], b: &[u8]| {
+        (0..SIDE * SIDE).filter(|&p| at(a, (p % SIDE, p / SIDE)) != at(b, (p % SIDE, p / SIDE))).count()
+    };
+    let drawn = differs(&ours, &bare);
+    let missed = differs(&bare, &theirs);
+    assert!(drawn > 300, "the tendons change {drawn} pixels of glint's image");
+    let s = ssim(&ours, &theirs, SIDE, SIDE).unwrap();
+    assert!(s >= TENDON_SSIM, "SSIM {s:.4} (without tendons {missed} pixels differ from MuJoCo's)");
+}
+
+/// The tendon scene's bound (glint scores 0.994; without the tendons 0.828).
+const TENDON_SSIM: f64 = 0.97;
+
+#[test]
 fn what_the_cameras_cannot_draw_is_named_once() {
     let body = r#"<body name="a" pos="0 0 0.5"><freejoint/><geom type="sphere" size="0.1"/><site name="s1"/></body>
       <body name="b" pos="0.5 0 0.5"><freejoint/><geom type="sphere" size="0.1"/><site name="s2"/></body>"#;
     let cable =
         r#"<flexcomp name="cable" type="grid" count="6 1 1" spacing=".1 .1 .1" pos="0 0.5 0.3" radius=".01" dim="1"/>"#;
-    let tendon = r#"<tendon><spatial name="rope" width="0.01"><site site="s1"/><site site="s2"/></spatial></tendon>"#;
-    let path = scene_with("undrawn", "", &format!("{body}{cable}"), tendon);
+    let sensor = r#"<sensor><rangefinder name="range" site="s1"/></sensor>"#;
+    let path = scene_with("undrawn", "", &format!("{body}{cable}"), sensor);
     let (_, warnings) = glint(&path);
     let undrawn: Vec<_> = warnings.iter().filter(|w| matches!(w, Warning::Undrawn { .. })).collect();
     assert_eq!(undrawn.len(), 1, "{warnings:?}");
     let text = undrawn[0].to_string();
-    assert!(text.contains("1 spatial tendons (rope)"), "{text}");
+    assert!(text.contains("1 rangefinder rays (range)"), "{text}");
     assert!(text.contains("1 flexes (1-D or interpolated) (cable)"), "{text}");
     // A scene without any gives none.
     let (_, clean) = glint(&scene("drawn", "", r#"<geom type="sphere" size="0.2" pos="0 0 0.2"/>"#));

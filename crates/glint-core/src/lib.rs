@@ -34,7 +34,7 @@ pub use crate::{
     hfield::Hfield,
     isa::lane_isa,
     mesh::Mesh,
-    poses::{Poses, mat_from_mujoco},
+    poses::{Poses, TendonSegment, mat_from_mujoco},
     primitives::intersect_primitive,
     raycast::{
         Cast, CastOne, HitsMut, NGROUP, Origins, PreparedRays, RayBatch, RayCaster, RayFilter, RayHit, RayHits,

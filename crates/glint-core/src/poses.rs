@@ -31,6 +31,38 @@ pub struct Poses {
     pub site_xpos: Vec<DVec3>,
     /// Site orientations, shape `(nworld, nsite)`.
     pub site_xmat: Vec<DMat3>,
+    /// Per world, the straight pieces of the spatial tendons' paths as MuJoCo's renderer
+    /// draws them (their number varies with the wrapping), shape `(nworld,)`.
+    pub tendon_segments: Vec<Vec<TendonSegment>>,
+}
+
+/// One piece of a spatial tendon's drawn path: a capsule from `from` to `to` of radius
+/// `width` (MuJoCo's `mjv_connector`), coloured `rgba` (the tendon's, mixed toward the
+/// constraint colour as its limit engages, as `mjv_addGeoms` does).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TendonSegment {
+    /// The tendon's id.
+    pub tendon: usize,
+    /// Where the piece starts, world frame.
+    pub from: DVec3,
+    /// Where it ends, world frame.
+    pub to: DVec3,
+    /// Its radius, metres.
+    pub width: f64,
+    /// Its colour.
+    pub rgba: [f32; 4],
+}
+
+impl TendonSegment {
+    /// The capsule's centre, orientation (local z along the piece) and size in MuJoCo's geom
+    /// convention (radius, half-length).
+    pub fn capsule(&self) -> (DVec3, DMat3, DVec3) {
+        let along = self.to - self.from;
+        let z = along.normalize_or(DVec3::Z);
+        let x = z.any_orthonormal_vector();
+        let rot = DMat3::from_cols(x, z.cross(x), z);
+        ((self.from + self.to) / 2.0, rot, DVec3::new(self.width, along.length() / 2.0, 0.0))
+    }
 }
 
 /// Converts MuJoCo's row-major 3×3 `xmat` into a matrix whose columns are the local axes.
@@ -55,6 +87,7 @@ impl Poses {
             light_xdir: v(scene.nlight()),
             site_xpos: v(scene.nsite()),
             site_xmat: m(scene.nsite()),
+            tendon_segments: vec![Vec::new(); nworld],
         }
     }
 

@@ -142,6 +142,12 @@ pub struct Scene {
     /// Material id or `-1`, shape `(nsite,)`.
     pub site_matid: Vec<i32>,
 
+    /// Visibility group, shape `(ntendon,)` (the drawn pieces are per world, in
+    /// [`crate::Poses::tendon_segments`]).
+    pub tendon_group: Vec<i32>,
+    /// Material id or `-1`, shape `(ntendon,)`.
+    pub tendon_matid: Vec<i32>,
+
     /// Samples per pixel of MuJoCo's offscreen buffer (`visual/quality/offsamples`; 0: none):
     /// the cameras multisample edges where it is positive.
     pub offsamples: i32,
@@ -154,9 +160,8 @@ pub struct Scene {
     pub skin: Vec<Skin>,
 
     /// What MuJoCo's renderer draws by default and glint's cameras do not (1-D and
-    /// interpolated flexes, spatial tendons, rangefinder rays), one entry per kind, e.g.
-    /// `"1 spatial tendons (rope)"`; empty when
-    /// the cameras draw everything.
+    /// interpolated flexes, rangefinder rays), one entry per kind, e.g.
+    /// `"2 rangefinder rays (left, right)"`; empty when the cameras draw everything.
     pub undrawn: Vec<String>,
 }
 

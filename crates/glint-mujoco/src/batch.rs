@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use glam::{DMat3, DVec3};
-use glint_core::{Poses, mat_from_mujoco};
+use glint_core::{Poses, TendonSegment, mat_from_mujoco};
 use mujoco_rs::mujoco_c::mjtWarning;
 use mujoco_rs::prelude::{MjData, MjModel};
 use rayon::prelude::*;
@@ -40,6 +40,7 @@ struct WorldPoses<'a> {
     light_xdir: &'a mut [DVec3],
     site_xpos: &'a mut [DVec3],
     site_xmat: &'a mut [DMat3],
+    tendon_segments: &'a mut Vec<TendonSegment>,
 }
 
 /// Splits a `(nworld, n)` array into `nworld` rows (also when `n == 0`).
@@ -94,6 +95,7 @@ fn refresh(data: &MjData<Arc<MjModel>>, out: &mut WorldPoses) {
     copy_vec3(out.light_xdir, d.light_xdir);
     copy_vec3(out.site_xpos, d.site_xpos);
     copy_mat(out.site_xmat, d.site_xmat);
+    crate::tendons::tendon_segments(data.model().ffi(), d, out.tendon_segments);
 }
 
 impl WorldBatch {
@@ -172,7 +174,8 @@ impl WorldBatch {
             .zip(rows(&mut p.light_xdir, nworld))
             .zip(rows(&mut p.site_xpos, nworld))
             .zip(rows(&mut p.site_xmat, nworld))
-            .map(|(((((((((gp, gm), bp), bm), cp), cm), lp), ld), sp), sm)| WorldPoses {
+            .zip(p.tendon_segments.iter_mut())
+            .map(|((((((((((gp, gm), bp), bm), cp), cm), lp), ld), sp), sm), ts)| WorldPoses {
                 geom_xpos: gp,
                 geom_xmat: gm,
                 xpos: bp,
@@ -183,6 +186,7 @@ impl WorldBatch {
                 light_xdir: ld,
                 site_xpos: sp,
                 site_xmat: sm,
+                tendon_segments: ts,
             })
             .collect::<Vec<_>>();
         let mut items: Vec<Option<T>> = per_world.into_iter().map(Some).collect();
@@ -260,6 +264,7 @@ impl WorldBatch {
             light_xdir: row_of(&mut p.light_xdir, w, nworld),
             site_xpos: row_of(&mut p.site_xpos, w, nworld),
             site_xmat: row_of(&mut p.site_xmat, w, nworld),
+            tendon_segments: &mut p.tendon_segments[w],
         };
         refresh(&self.data[w], &mut out);
     }

@@ -38,6 +38,7 @@ mod physics;
 mod priority;
 mod reference;
 mod sensors;
+mod tendons;
 mod variants;
 
 pub use batch::WorldBatch;

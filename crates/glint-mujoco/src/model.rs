@@ -8,7 +8,7 @@ use std::sync::{Arc, Once};
 use glam::DVec3;
 use glint_core::{GeomType, Hfield, Mesh, Scene, Skin, SkinBone, Texture, TextureKind};
 use mujoco_rs::logging::set_log_handler;
-use mujoco_rs::mujoco_c::{mj_deleteModel, mj_loadXML, mjModel, mjtColorSpace, mjtSensor, mjtWrap};
+use mujoco_rs::mujoco_c::{mj_deleteModel, mj_loadXML, mjModel, mjtColorSpace, mjtSensor};
 use mujoco_rs::prelude::MjModel;
 use mujoco_rs::wrappers::mj_auxiliary::MjVfs;
 use mujoco_rs::wrappers::mj_logging::{MjLogMessage, MjtLogLevel};
@@ -567,6 +567,8 @@ pub(crate) fn extract_scene(m: &mjModel, assets: bool) -> Result<Scene, MujocoEr
         site_group: arr(m.site_group, nsite).to_vec(),
         site_rgba: (0..nsite as usize).map(|i| fixed::<4, f32>(arr(m.site_rgba, 4 * nsite), i)).collect(),
         site_matid: arr(m.site_matid, nsite).to_vec(),
+        tendon_group: arr(m.tendon_group, m.ntendon).to_vec(),
+        tendon_matid: arr(m.tendon_matid, m.ntendon).to_vec(),
         offsamples: m.vis.quality.offsamples,
         zfar: f64::from(m.vis.map.zfar) * m.stat.extent,
         skin: [extract_skins(m), extract_flexes(m)].concat(),
@@ -837,21 +839,8 @@ fn undrawn(m: &mjModel) -> Vec<String> {
         let more = if ids.len() > 3 { ", ..." } else { "" };
         Some(format!("{} {what} ({}{more})", ids.len(), shown.join(", ")))
     };
-    let drawn_group = |g: i32| (0..3).contains(&g.clamp(0, 5));
     let (dim, interp) = (arr(m.flex_dim, m.nflex), arr(m.flex_interp, m.nflex));
     let flexes = (0..m.nflex.max(0) as usize).filter(|&f| !drawn_flex(dim[f], interp[f])).collect();
-    // Spatial tendons (their path through sites and geoms) in groups 0-2 are drawn; fixed
-    // tendons (joint wraps) are not.
-    let (tadr, tnum, tgroup) =
-        (arr(m.tendon_adr, m.ntendon), arr(m.tendon_num, m.ntendon), arr(m.tendon_group, m.ntendon));
-    let wrap = arr(m.wrap_type, m.nwrap);
-    let tendons = (0..m.ntendon.max(0) as usize)
-        .filter(|&t| {
-            drawn_group(tgroup[t])
-                && (0..tnum[t] as usize)
-                    .any(|k| wrap.get(tadr[t] as usize + k).is_some_and(|&w| w == mjtWrap::mjWRAP_SITE as i32))
-        })
-        .collect();
     let rangefinders = arr(m.sensor_type, m.nsensor)
         .iter()
         .enumerate()
@@ -860,7 +849,6 @@ fn undrawn(m: &mjModel) -> Vec<String> {
         .collect();
     [
         listed("flexes (1-D or interpolated)", flexes, m.name_flexadr),
-        listed("spatial tendons", tendons, m.name_tendonadr),
         listed("rangefinder rays", rangefinders, m.name_sensoradr),
     ]
     .into_iter()

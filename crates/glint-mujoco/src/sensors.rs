@@ -125,7 +125,7 @@ pub struct Rangefinders {
 }
 
 /// Views `n` elements at `ptr` (an `mjModel` or `mjData` array) as a slice.
-fn arr<'a, T>(ptr: *const T, n: usize) -> &'a [T] {
+pub(crate) fn arr<'a, T>(ptr: *const T, n: usize) -> &'a [T] {
     if n == 0 || ptr.is_null() {
         return &[];
     }

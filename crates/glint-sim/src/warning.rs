@@ -117,7 +117,7 @@ pub enum Warning {
         actual: usize,
     },
     /// The scene has things MuJoCo's renderer draws with its default options that glint's
-    /// cameras do not (skins, flexes, spatial tendons, rangefinder rays): said
+    /// cameras do not (1-D and interpolated flexes, rangefinder rays): said
     /// once per scene, when its cameras are first set.
     Undrawn {
         /// One entry per kind, with a count and the first names.
