@@ -144,8 +144,9 @@ struct Traced {
     decor_of: Vec<Option<Object>>,
     /// The transparent surfaces in front.
     layers: Vec<Layer>,
-    /// How far colour sees (the scene's far clipping distance, along the optical axis).
-    far: f64,
+    /// Per ray, how far colour sees: the sky cylinder where a skybox is drawn (it hides what
+    /// lies beyond), else the scene's far clipping distance.
+    far: Vec<f64>,
 }
 
 impl Traced {
@@ -164,7 +165,7 @@ impl Traced {
 
     /// Whether ray `r`'s colour shows an object: drawn, and within the far clipping distance.
     fn shown(&self, r: usize) -> bool {
-        self.drawn(r) && self.dist[r] <= self.far
+        self.drawn(r) && self.dist[r] <= self.far[r]
     }
 
     /// The object ray `r` shows (meaningful where [`Traced::drawn`]).
@@ -436,7 +437,7 @@ impl Renderer {
             }
         }
         let decor_of = vec![None; n];
-        let far = if s.scene.zfar > 0.0 { s.scene.zfar } else { f64::INFINITY };
+        let far = (0..n).map(|r| self.far(s, view, origin(r), dirs[r])).collect();
         Ok(Traced { origins, dirs, dist, geomid, normal, seg_of, skin_of, decor_of, layers, far })
     }
 
@@ -471,8 +472,12 @@ impl Renderer {
         let (w, n) = (view.w, t.len());
         // OpenGL clips what lies beyond the far plane: the background shows there.
         let drawn: Vec<bool> = (0..n).map(|r| t.shown(r)).collect();
-        let far = t.far;
-        t.layers.retain(|l| l.dist <= far);
+        let haze = Haze::of(s, self.skybox.is_some(), view);
+        let hazed: Vec<Option<(f64, f32)>> =
+            (0..n).map(|r| haze.as_ref().and_then(|h| h.hit(t.origin(view.pos, r), t.dirs[r]))).collect();
+        // The haze writes depth: nothing transparent behind it is drawn.
+        let (far, layers) = (&t.far, &mut t.layers);
+        layers.retain(|l| l.dist <= far[l.ray] && hazed[l.ray].is_none_or(|(at, _)| l.dist <= at));
         let points: Vec<DVec3> = (0..n).map(|r| t.origin(view.pos, r) + t.dirs[r] * t.dist[r]).collect();
         let forward = view.mat * DVec3::NEG_Z;
         let lights = scene_lights(s, w, view.pos, forward);
@@ -506,6 +511,14 @@ impl Renderer {
             let reflected = self.reflection(s, view, g, &on_mirror, seen, &spread)?;
             for (&r, c) in on_mirror.iter().zip(reflected) {
                 color[r] += c;
+            }
+        }
+        if let Some(haze) = &haze {
+            for (r, c) in color.iter_mut().enumerate() {
+                let behind = if drawn[r] { t.dist[r] } else { t.far[r] };
+                if let Some((_, alpha)) = hazed[r].filter(|&(at, _)| at < behind) {
+                    *c = c.clamp(Vec3::ZERO, Vec3::ONE) * (1.0 - alpha) + haze.rgb * alpha;
+                }
             }
         }
         if !t.layers.is_empty() {
@@ -1024,6 +1037,24 @@ impl Renderer {
         sampler.sample_2d(st, tt, hit.spread / grazing * per_metre)
     }
 
+    /// How far colour sees along the ray from `origin` in `dir`: where a skybox is drawn, to
+    /// the sky cylinder `mjr_render` draws about the camera (radius and half-height 0.7 × the
+    /// far clipping distance, depth-tested, so it hides what lies beyond); else to the far
+    /// clipping distance.
+    fn far(&self, s: &Shared, view: &View, origin: DVec3, dir: DVec3) -> f64 {
+        let zfar = if s.scene.zfar > 0.0 { s.scene.zfar } else { f64::INFINITY };
+        if self.skybox.is_none() || !zfar.is_finite() {
+            return zfar;
+        }
+        let radius = SKY_SCALE * zfar;
+        let (o, d) = (origin - view.pos, dir.normalize_or_zero());
+        // Leaving the cylinder's side from inside: the larger root of |o + t d|_xy = radius.
+        let (a, b, c) = (d.x * d.x + d.y * d.y, o.x * d.x + o.y * d.y, o.x * o.x + o.y * o.y - radius * radius);
+        let side = if a > 0.0 { (-b + (b * b - a * c).max(0.0).sqrt()) / a } else { f64::INFINITY };
+        let cap = if d.z != 0.0 { (radius.copysign(d.z) - o.z) / d.z } else { f64::INFINITY };
+        (side.min(cap) / dir.length()).min(zfar)
+    }
+
     /// What a ray that hits nothing sees, through a pixel spanning `angle` radians: the skybox
     /// (MuJoCo maps it rotated 90° about X), else black.
     fn background(&self, dir: DVec3, angle: f64) -> Vec3 {
@@ -1031,6 +1062,97 @@ impl Renderer {
             Some(t) => self.samplers[t].sample_cube(DVec3::new(dir.x, dir.z, -dir.y), angle),
             None => Vec3::ZERO,
         }
+    }
+}
+
+/// The sky cylinder's radius as a share of the far clipping distance (`mjr_render`: "just
+/// below 1/sqrt(2)", so that its corners stay inside the frustum).
+const SKY_SCALE: f64 = 0.7;
+
+/// The haze `mjr_render` draws over the first infinite plane's horizon where a skybox is
+/// drawn: a truncated cone about the camera, from the plane (radius `(1 − haze)` × the sky's)
+/// up to the camera's height (the sky's radius), transparent at both ends and opaque in
+/// between, blended over what lies behind it (`haze` in `render_context.c`).
+struct Haze {
+    /// The camera's position, and the plane's normal.
+    eye: DVec3,
+    up: DVec3,
+    /// The camera's height above the plane, metres.
+    height: f64,
+    /// The cone's radius at the camera's height, and its growth per metre of height.
+    radius: f64,
+    slope: f64,
+    /// The share of the height where the haze is opaque.
+    opaque_at: f64,
+    rgb: Vec3,
+}
+
+impl Haze {
+    /// The haze of `view`, when it has one: a skybox, an infinite plane drawn, the camera above it.
+    fn of(s: &Shared, skybox: bool, view: &View) -> Option<Haze> {
+        let scene = s.scene;
+        if !skybox || scene.zfar <= 0.0 || scene.haze <= 0.0 {
+            return None;
+        }
+        let shapes = s.caster.shapes(view.w);
+        let (xpos, xmat) = s.poses.geoms(view.w);
+        let plane = (0..scene.ngeom()).find(|&g| {
+            let group = scene.geom_group[g].clamp(0, NGROUP as i32 - 1) as usize;
+            let size = shapes.geom_size[g];
+            shapes.geom_type[g] == GeomType::Plane
+                && size.x == 0.0
+                && size.y == 0.0
+                && view.options.enabled_geom_groups[group]
+        })?;
+        let up = xmat[plane].z_axis;
+        let height = (view.pos - xpos[plane]).dot(up);
+        if height < 0.0 {
+            return None;
+        }
+        let r = scene.haze;
+        let alpha = 1f64.atan2(r);
+        let beta = 0.75 * std::f64::consts::PI - alpha;
+        let opaque_at = 0.5f64.sqrt() * r * alpha.sin() / beta.sin();
+        let radius = SKY_SCALE * scene.zfar;
+        let [red, green, blue, _] = scene.haze_rgba;
+        Some(Haze {
+            eye: view.pos,
+            up,
+            height,
+            radius,
+            slope: if height > 0.0 { radius * r / height } else { 0.0 },
+            opaque_at,
+            rgb: Vec3::new(red, green, blue),
+        })
+    }
+
+    /// Where the ray from `origin` in `dir` leaves through the cone, and the haze's alpha there.
+    fn hit(&self, origin: DVec3, dir: DVec3) -> Option<(f64, f32)> {
+        if self.height <= 0.0 {
+            return None;
+        }
+        let o = origin - self.eye;
+        let (oz, dz) = (o.dot(self.up), dir.dot(self.up));
+        let (o_flat, d_flat) = (o - self.up * oz, dir - self.up * dz);
+        // |o_flat + t d_flat| = radius + slope (oz + t dz), for heights from −height to 0.
+        let reach = self.radius + self.slope * oz;
+        let a = d_flat.length_squared() - self.slope * self.slope * dz * dz;
+        let b = o_flat.dot(d_flat) - self.slope * dz * reach;
+        let c = o_flat.length_squared() - reach * reach;
+        let disc = b * b - a * c;
+        if disc < 0.0 || a == 0.0 {
+            return None;
+        }
+        let roots = [(-b - disc.sqrt()) / a, (-b + disc.sqrt()) / a];
+        roots.into_iter().filter(|&t| t > 0.0).find_map(|t| {
+            let z = oz + t * dz;
+            let h = 1.0 + z / self.height;
+            let on_cone = (0.0..=1.0).contains(&h) && reach + self.slope * t * dz >= 0.0;
+            on_cone.then(|| {
+                let alpha = if h < self.opaque_at { h / self.opaque_at } else { (1.0 - h) / (1.0 - self.opaque_at) };
+                (t, alpha as f32)
+            })
+        })
     }
 }
 

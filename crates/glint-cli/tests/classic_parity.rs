@@ -416,6 +416,36 @@ fn cloth_and_solid_flexes_are_drawn_as_mujoco_draws_them() {
 }
 
 #[test]
+fn the_horizon_of_an_infinite_floor_is_hazed_and_cut_by_the_sky_as_mujoco_draws_it() {
+    // A camera looking level over an infinite checker floor under a gradient skybox: the
+    // floor ends at the sky cylinder, and the haze band lies over the horizon.
+    let dir = std::env::temp_dir().join(format!("glint-classic-haze-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let xml = r#"<mujoco>
+  <statistic extent="2"/>
+  <asset>
+    <texture type="skybox" builtin="gradient" rgb1="0.3 0.5 0.7" rgb2="0 0 0" width="64" height="384"/>
+    <texture name="grid" type="2d" builtin="checker" rgb1="0.1 0.2 0.3" rgb2="0.2 0.3 0.4" width="64" height="64"/>
+    <material name="floor" texture="grid" texrepeat="1 1" texuniform="true"/>
+  </asset>
+  <worldbody>
+    <light pos="0 0 3" dir="0 0.3 -1" directional="true" castshadow="false"/>
+    <camera name="cam" pos="0 -2 0.8" xyaxes="1 0 0 0 0.1 1"/>
+    <geom type="plane" size="0 0 0.05" material="floor"/>
+    <geom type="sphere" size="0.3" pos="0 1 0.3" rgba="0.8 0.5 0.3 1"/>
+  </worldbody>
+</mujoco>"#;
+    let path = dir.join("scene.xml");
+    std::fs::write(&path, xml).unwrap();
+    let (ours, _) = compare("haze", &path);
+    let s = ssim(&ours, &mujoco(&path), SIDE, SIDE).unwrap();
+    assert!(s >= HAZE_SSIM, "SSIM {s:.4}");
+}
+
+/// The haze scene's bound (glint scores 0.998; without the haze and the sky's cut 0.912).
+const HAZE_SSIM: f64 = 0.98;
+
+#[test]
 fn spatial_tendons_are_drawn_as_mujoco_draws_them() {
     // A tendon through sites around a wrapping cylinder (thinner inside it), a taut one
     // coloured by its material, and a slack string under gravity (a catenary).

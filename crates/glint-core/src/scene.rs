@@ -154,6 +154,12 @@ pub struct Scene {
     /// How far MuJoCo's cameras see, metres (`visual/map/zfar` × the model's extent): colour
     /// shows nothing farther, as OpenGL clips it; 0 for no limit.
     pub zfar: f64,
+    /// The haze at the horizon of the first infinite plane, where a skybox is drawn: its
+    /// share of the sky cylinder's radius (`visual/map/haze`) and its colour
+    /// (`visual/rgba/haze`).
+    pub haze: f64,
+    /// See [`Scene::haze`].
+    pub haze_rgba: [f32; 4],
 
     /// Skins, then the flexes drawn as surfaces (drawn by the cameras; `mj_ray` and the lidar
     /// do not see them), shape `(nskin + drawn flexes,)`.

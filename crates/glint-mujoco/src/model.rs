@@ -571,6 +571,8 @@ pub(crate) fn extract_scene(m: &mjModel, assets: bool) -> Result<Scene, MujocoEr
         tendon_matid: arr(m.tendon_matid, m.ntendon).to_vec(),
         offsamples: m.vis.quality.offsamples,
         zfar: f64::from(m.vis.map.zfar) * m.stat.extent,
+        haze: f64::from(m.vis.map.haze),
+        haze_rgba: m.vis.rgba.haze,
         skin: [extract_skins(m), extract_flexes(m)].concat(),
         undrawn: undrawn(m),
     };
