@@ -988,6 +988,9 @@ impl Renderer {
                 }
             }
             TextureKind::TwoD => self.generated_2d((s, w, g, m), hit, sampler, (size, object, uniform)),
+            // MuJoCo binds the texture of a mesh with texture coordinates to the 2-D target;
+            // a cube map cannot be bound there, and the mesh is drawn untextured.
+            _ if has_texcoords(s, w, g) => Vec3::ONE,
             _ => {
                 let r = if uniform { object * size } else { object };
                 // The directions a pixel spans, seen from the object's centre.
@@ -1429,6 +1432,16 @@ fn skin_material(s: &Shared, k: usize) -> Option<usize> {
 /// Site `k`'s alpha in world `w` as MuJoCo's renderer draws it.
 fn site_alpha(s: &Shared, w: usize, k: usize) -> f32 {
     alpha_of(s.fields, w, s.scene.site_rgba[k], site_material(s, k))
+}
+
+/// Whether geom `g` of world `w` is a mesh with texture coordinates.
+fn has_texcoords(s: &Shared, w: usize, g: usize) -> bool {
+    let shapes = s.caster.shapes(w);
+    shapes.geom_type[g] == GeomType::Mesh
+        && usize::try_from(shapes.geom_dataid[g])
+            .ok()
+            .and_then(|d| s.scene.mesh_texcoord.get(d))
+            .is_some_and(|t| !t.is_empty())
 }
 
 /// Tendon `i`'s material, if it has one the model defines.

@@ -162,6 +162,38 @@ fn mesh_texture_coordinates_map_as_mujoco_maps_them() {
 }
 
 #[test]
+fn a_cube_texture_on_a_mesh_with_texture_coordinates_is_not_drawn() {
+    // MuJoCo binds such a mesh's texture to the 2-D target, where a cube map cannot go: with
+    // no other 2-D texture bound before it (none in the model), the mesh shows its
+    // material's colour (dm_control's model_with_assets.xml, cube.msh).
+    let scene = |tag: &str, texture: &str| {
+        let dir = std::env::temp_dir().join(format!("glint-classic-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let xml = format!(
+            r#"<mujoco>
+  <asset>
+    <texture name="blocks" type="cube" builtin="checker" rgb1="0.9 0.2 0.1" rgb2="0.1 0.3 0.9" width="32" height="32"/>
+    <material name="painted" {texture} rgba="0.8 0.8 0.6 1"/>
+    <mesh name="crate" {}/>
+  </asset>
+  <worldbody>
+    <light pos="0.5 -1 3" dir="-0.15 0.3 -1" castshadow="false"/>
+    <camera name="cam" pos="0 -2.4 1.6" xyaxes="1 0 0 0 0.55 0.835"/>
+    <geom type="plane" size="3 3 0.1" rgba="0.3 0.35 0.4 1"/>
+    <geom type="mesh" mesh="crate" material="painted" pos="0 0 0.4" euler="0 0 30"/>
+  </worldbody>
+</mujoco>"#,
+            cube_mesh(0.4, 1.0)
+        );
+        std::fs::write(dir.join("scene.xml"), xml).unwrap();
+        dir.join("scene.xml")
+    };
+    let (ours, _) = compare("cube-texcoords", &scene("cube-texcoords", r#"texture="blocks""#));
+    let plain = glint(&scene("cube-plain", "")).0;
+    assert_eq!(ours, plain, "the mesh is drawn in its material's colour alone");
+}
+
+#[test]
 fn srgb_textures_are_linearised() {
     let assets = r#"<texture name="tile" type="2d" builtin="checker" rgb1="0.8 0.6 0.3" rgb2="0.4 0.7 0.5" width="64" height="64" colorspace="sRGB"/>
                     <material name="tiled" texture="tile" texrepeat="2 2"/>"#;
