@@ -6,6 +6,8 @@ module is imported (`crates/glint-py/src/errors.rs`), never by name at raise tim
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -305,3 +307,37 @@ def test_a_nan_action_is_the_same_error_over_grpc_and_from_python(tmp_path, serv
     r = c.agent.Step(c.pb.agent.StepRequest(actions=[0.0, float("nan"), 0.0]), timeout=RPC_TIMEOUT_S)
     assert not r.success
     assert r.message == f"ActionError: {info.value}", r.message
+
+
+SDF_SCENE = """<mujoco>
+  <extension><plugin plugin="mujoco.sdf.torus"><instance name="torus">
+    <config key="radius1" value="0.35"/><config key="radius2" value="0.15"/></instance></plugin></extension>
+  <asset><mesh name="torus"><plugin instance="torus"/></mesh></asset>
+  <worldbody>
+    <geom type="plane" size="2 2 0.1"/>
+    <body pos="0 0 1"><freejoint/><geom name="donut" type="sdf" mesh="torus"><plugin instance="torus"/></geom></body>
+  </worldbody>
+</mujoco>"""
+
+
+def test_an_sdf_geom_is_refused_naming_the_geom(tmp_path):
+    """SDF geoms need MuJoCo's plugins, which the `mujoco` package registers when imported; a
+    model MuJoCo compiles with one is refused by name rather than cast wrongly. In a child
+    process without MUJOCO_GL, so that importing `mujoco` loads no OpenGL."""
+    if importlib.util.find_spec("mujoco") is None:
+        pytest.skip("the mujoco package is not installed")
+    path = tmp_path / "sdf.xml"
+    path.write_text(SDF_SCENE)
+    code = (
+        "import sys, mujoco, glint\n"
+        "m = mujoco.MjModel.from_xml_path(sys.argv[1])\n"
+        "assert m.geom_type[1] == mujoco.mjtGeom.mjGEOM_SDF\n"
+        "try:\n"
+        "    glint.Simulation.from_xml(sys.argv[1])\n"
+        "except glint.errors.SceneError as e:\n"
+        "    print('refused:', e)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "MUJOCO_GL"}
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "refused: geom 1 ('donut') is an SDF geom" in done.stdout, done.stdout

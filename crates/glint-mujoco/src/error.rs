@@ -26,7 +26,8 @@ pub enum MujocoError {
     },
     /// The model has a geom glint cannot cast rays against.
     #[error(
-        "geom {geom} ('{name}') has MuJoCo geom type {kind}, which glint cannot ray-cast (SDF and flex geoms are not supported); remove it or give it a primitive or mesh type"
+        "geom {geom} ('{name}') is {}, which glint cannot ray-cast (SDF geoms, shapes defined by a plugin, are not supported); remove it or give it a primitive or mesh type",
+        geom_kind_words(*kind)
     )]
     UnsupportedGeom {
         /// Geom id.
@@ -88,5 +89,14 @@ impl MujocoError {
             *source_name = name;
         }
         self
+    }
+}
+
+/// MuJoCo's geom type `kind` in words, for errors.
+fn geom_kind_words(kind: i32) -> String {
+    if kind == mujoco_rs::mujoco_c::mjtGeom::mjGEOM_SDF as i32 {
+        format!("an SDF geom (MuJoCo geom type {kind})")
+    } else {
+        format!("of MuJoCo geom type {kind}")
     }
 }
