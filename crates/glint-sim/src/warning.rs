@@ -123,6 +123,13 @@ pub enum Warning {
         /// One entry per kind, with a count and the first names.
         what: Vec<String>,
     },
+    /// The scene has skins or drawn flexes and lidars: the lidars do not see those surfaces
+    /// (as `mj_ray` does not), only the geoms beneath them. Said once, when the simulation is
+    /// built.
+    LidarBlindToSkins {
+        /// One entry per kind, with a count and the first names.
+        what: Vec<String>,
+    },
     /// An MJCF `<rangefinder>` glint does not compute (attached to a camera, delayed, sampled
     /// at an interval): it is left out of the simulation's rangefinders.
     RangefinderSkipped {
@@ -142,6 +149,12 @@ impl std::fmt::Display for Warning {
                 "the cameras do not draw {} of this scene, which MuJoCo's renderer draws: RGB, depth and \
                  segmentation show the scene without them (hide them in MuJoCo too, e.g. with geom groups 3-5, \
                  to compare like with like)",
+                what.join(", ")
+            ),
+            Warning::LidarBlindToSkins { what } => write!(
+                f,
+                "the lidars do not see {} of this scene: as MuJoCo's mj_ray, they see the geoms beneath them \
+                 (a skinned body's collision shapes, nothing for a cloth); the cameras do draw them",
                 what.join(", ")
             ),
             Warning::Light(warning) => write!(f, "light rig: {warning}"),

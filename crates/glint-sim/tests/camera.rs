@@ -487,3 +487,26 @@ fn render_where_renders_only_the_pairs_it_keeps_and_leaves_the_others() {
     assert!(only.0[..half * 3].iter().all(|&c| c == 7));
     assert!(all.1[..half].iter().any(|&d| d > 0.0), "the full render draws world 0");
 }
+
+#[test]
+fn lidars_say_once_that_they_do_not_see_skins_and_flexes() {
+    let xml = r#"<mujoco><worldbody>
+        <site name="lidar" pos="0 0 1"/>
+        <body name="holder" pos="1 0 0.5">
+          <flexcomp name="cloth" type="grid" count="4 4 1" spacing=".1 .1 .1" radius=".01" dim="2"/>
+        </body>
+        </worldbody></mujoco>"#;
+    let lidar = glint_lidar::LidarBinding { attach_site: Some("lidar".into()), ..Default::default() };
+    let mut sim = Simulation::from_xml(xml, vec![lidar], SimOptions::default()).unwrap();
+    let warnings: Vec<String> = sim
+        .take_warnings()
+        .iter()
+        .filter(|w| matches!(w, glint_sim::Warning::LidarBlindToSkins { .. }))
+        .map(|w| w.to_string())
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("1 flexes (cloth)"), "{}", warnings[0]);
+    // Without a lidar there is nothing to say.
+    let mut bare = Simulation::from_xml(xml, Vec::new(), SimOptions::default()).unwrap();
+    assert!(!bare.take_warnings().iter().any(|w| matches!(w, glint_sim::Warning::LidarBlindToSkins { .. })));
+}

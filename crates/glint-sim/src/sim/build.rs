@@ -161,6 +161,7 @@ impl Simulation {
             randomizer.apply(&mut worlds, w, episodes.seed(w))?;
         }
         let rays = RayCaster::new(&scene, worlds.poses());
+        let blind = (!bindings.is_empty()).then(|| skins_unseen_by_lidars(&scene)).flatten();
         let (mut lidars, lidar_warnings) = Lidars::new(&scene, bindings, nworld)?;
         lidars.set_return_params(params)?;
         for w in 0..nworld {
@@ -170,7 +171,8 @@ impl Simulation {
         let drive = Drive::new(&setup.controller, &model, nworld)?;
         let lidar_warnings = lidar_warnings.into_iter().map(|(sensor, warning)| Warning::Lidar { sensor, warning });
         let (rangefinders, rangefinder_warnings) = RangefinderSet::from_model(&model, nworld);
-        let warnings = moved.into_iter().chain(capped).chain(lidar_warnings).chain(rangefinder_warnings).collect();
+        let warnings =
+            moved.into_iter().chain(capped).chain(lidar_warnings).chain(blind).chain(rangefinder_warnings).collect();
         let fields = Fields::new(&scene, &worlds.physics(0)?);
         let world = WorldState {
             fields,
@@ -275,4 +277,19 @@ fn lit_model(manifest: &Manifest) -> Result<(Model, Vec<Warning>, Option<SceneSp
     let ignored = (!rig.lights.is_empty()).then_some(Warning::RigIgnored { lights: rig.lights.len() });
     let spec = if variants { Some(SceneSpec::from_xml_file(&manifest.scene)?) } else { None };
     Ok((model, ignored.into_iter().collect(), spec))
+}
+
+/// The warning that the lidars do not see the scene's skins and drawn flexes, if it has any.
+fn skins_unseen_by_lidars(scene: &glint_core::Scene) -> Option<Warning> {
+    let listed = |what: &str, names: Vec<&str>| {
+        (!names.is_empty()).then(|| {
+            let shown: Vec<&str> = names.iter().take(3).map(|n| if n.is_empty() { "unnamed" } else { n }).collect();
+            let more = if names.len() > 3 { ", ..." } else { "" };
+            format!("{} {what} ({}{more})", names.len(), shown.join(", "))
+        })
+    };
+    let names = |flex: bool| scene.skin.iter().filter(|s| s.flex.is_some() == flex).map(|s| s.name.as_str()).collect();
+    let what: Vec<String> =
+        [listed("skins", names(false)), listed("flexes", names(true))].into_iter().flatten().collect();
+    (!what.is_empty()).then_some(Warning::LidarBlindToSkins { what })
 }
