@@ -218,6 +218,23 @@ enum Object {
     Tendon(usize),
 }
 
+/// What the cameras draw in RGB alone, after the geoms: a site, or a piece of a spatial
+/// tendon (its index in the world's `tendon_segments`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Decor {
+    Site(usize),
+    Tendon(usize),
+}
+
+impl From<Decor> for Object {
+    fn from(decor: Decor) -> Object {
+        match decor {
+            Decor::Site(k) => Object::Site(k),
+            Decor::Tendon(i) => Object::Tendon(i),
+        }
+    }
+}
+
 /// A transparent surface in front of a pixel's opaque one.
 struct Layer {
     ray: usize,
@@ -443,8 +460,8 @@ impl Renderer {
 
     /// Adds `decor` (sites and tendons, drawn after the geoms: one wins where it meets a
     /// surface) to what `t`'s rays show.
-    fn add_decor(&self, s: &Shared, view: &View, decor: &[Object], t: &mut Traced) {
-        let shapes: Vec<_> = decor.iter().map(|&object| (object, decor_shape(s, view.w, object))).collect();
+    fn add_decor(&self, s: &Shared, view: &View, decor: &[Decor], t: &mut Traced) {
+        let shapes: Vec<_> = decor.iter().map(|&d| (Object::from(d), decor_shape(s, view.w, d))).collect();
         for r in 0..t.len() {
             let (o, d) = (t.origin(view.pos, r), t.dirs[r]);
             for &(object, (kind, size, pos, rot)) in &shapes {
@@ -540,7 +557,7 @@ impl Renderer {
         &self,
         s: &Shared,
         view: &View,
-        decor: &[Object],
+        decor: &[Decor],
         (pixel, traced, color): (&[usize], &Traced, &mut [Vec3]),
         (r0, r1): (usize, usize),
     ) -> Result<(), CameraError> {
@@ -964,13 +981,12 @@ impl Renderer {
         let object = DVec3::new(local.x / size.x, local.y / size.y, local.z / size.z);
         let uniform = scene.mat_texuniform[m];
         match sampler.kind() {
-            TextureKind::TwoD if s.caster.shapes(w).geom_type[g] == GeomType::Mesh => {
+            // A mesh without texture coordinates takes MuJoCo's generated ones, as any other
+            // shape does (below).
+            TextureKind::TwoD if has_texcoords(s, w, g) => {
                 let shapes = s.caster.shapes(w);
-                let mesh = usize::try_from(shapes.geom_dataid[g]).ok().and_then(|d| Some((d, scene.mesh.get(d)?)));
-                let Some((id, mesh)) = mesh.filter(|(d, _)| !scene.mesh_texcoord.get(*d).is_none_or(Vec::is_empty))
-                else {
-                    // A mesh without texture coordinates: MuJoCo's generated ones, as for any
-                    // other shape.
+                let id = shapes.geom_dataid[g] as usize;
+                let Some(mesh) = scene.mesh.get(id) else {
                     return self.generated_2d((s, w, g, m), hit, sampler, (size, object, uniform));
                 };
                 let repeat = s.fields.mat_texrepeat(w, m).map(|r| if r > 0.0 { f64::from(r) } else { 1.0 });
@@ -1108,8 +1124,9 @@ impl Haze {
                 && view.options.enabled_geom_groups[group]
         })?;
         let up = xmat[plane].z_axis;
+        // Below the plane MuJoCo draws no haze; on it, a cone of no height.
         let height = (view.pos - xpos[plane]).dot(up);
-        if height < 0.0 {
+        if height <= 0.0 {
             return None;
         }
         let r = scene.haze;
@@ -1123,7 +1140,7 @@ impl Haze {
             up,
             height,
             radius,
-            slope: if height > 0.0 { radius * r / height } else { 0.0 },
+            slope: radius * r / height,
             opaque_at,
             rgb: Vec3::new(red, green, blue),
         })
@@ -1131,9 +1148,6 @@ impl Haze {
 
     /// Where the ray from `origin` in `dir` leaves through the cone, and the haze's alpha there.
     fn hit(&self, origin: DVec3, dir: DVec3) -> Option<(f64, f32)> {
-        if self.height <= 0.0 {
-            return None;
-        }
         let o = origin - self.eye;
         let (oz, dz) = (o.dot(self.up), dir.dot(self.up));
         let (o_flat, d_flat) = (o - self.up * oz, dir - self.up * dz);
@@ -1463,13 +1477,13 @@ fn object_alpha(s: &Shared, w: usize, object: Object) -> f32 {
 }
 
 /// The shape, size, position and orientation of a site or tendon piece of world `w`.
-fn decor_shape(s: &Shared, w: usize, object: Object) -> (GeomType, DVec3, DVec3, DMat3) {
-    match object {
-        Object::Tendon(i) => {
+fn decor_shape(s: &Shared, w: usize, decor: Decor) -> (GeomType, DVec3, DVec3, DMat3) {
+    match decor {
+        Decor::Tendon(i) => {
             let (pos, rot, size) = s.poses.tendon_segments[w][i].capsule();
             (GeomType::Capsule, size, pos, rot)
         }
-        Object::Site(k) | Object::Geom(k) | Object::Skin(k, _) => {
+        Decor::Site(k) => {
             let at = w * s.scene.nsite() + k;
             (s.scene.site_type[k], s.scene.site_size[k], s.poses.site_xpos[at], s.poses.site_xmat[at])
         }
@@ -1508,8 +1522,8 @@ fn camdist(s: &Shared, w: usize, object: Object, head: DVec3) -> f64 {
             let pos = s.poses.site_xpos[w * s.scene.nsite() + k];
             (pos - head).length() - rbound(s.scene, s.scene.site_type[k], s.scene.site_size[k], -1)
         }
-        Object::Tendon(_) => {
-            let (kind, size, pos, _) = decor_shape(s, w, object);
+        Object::Tendon(i) => {
+            let (kind, size, pos, _) = decor_shape(s, w, Decor::Tendon(i));
             (pos - head).length() - rbound(s.scene, kind, size, -1)
         }
         // Skins are drawn opaque, never sorted.
@@ -1595,13 +1609,13 @@ fn band_decor(
     cam_pos: DVec3,
     cam_mat: &DMat3,
     (r0, r1): (usize, usize),
-) -> Vec<Object> {
+) -> Vec<Decor> {
     let scene = s.scene;
-    let sites = (0..scene.nsite()).map(Object::Site);
-    let tendons = (0..s.poses.tendon_segments[w].len()).map(Object::Tendon);
-    let group = |object: Object| match object {
-        Object::Tendon(i) => scene.tendon_group[s.poses.tendon_segments[w][i].tendon],
-        Object::Site(k) | Object::Geom(k) | Object::Skin(k, _) => scene.site_group[k],
+    let sites = (0..scene.nsite()).map(Decor::Site);
+    let tendons = (0..s.poses.tendon_segments[w].len()).map(Decor::Tendon);
+    let group = |decor: Decor| match decor {
+        Decor::Tendon(i) => scene.tendon_group[s.poses.tendon_segments[w][i].tendon],
+        Decor::Site(k) => scene.site_group[k],
     };
     let perspective = !matches!(model.projection, Projection::Orthographic { .. });
     // The band's four side planes, through the camera and its corner pixels' rays, inward.
@@ -1611,15 +1625,15 @@ fn band_decor(
     let (footprint, _) = model.pixel_footprint();
     sites
         .chain(tendons)
-        .filter(|&object| {
-            let group = group(object).clamp(0, NGROUP as i32 - 1) as usize;
-            if !options.enabled_geom_groups[group] || object_alpha(s, w, object) == 0.0 {
+        .filter(|&decor| {
+            let group = group(decor).clamp(0, NGROUP as i32 - 1) as usize;
+            if !options.enabled_geom_groups[group] || object_alpha(s, w, decor.into()) == 0.0 {
                 return false;
             }
             if !perspective {
                 return true;
             }
-            let (kind, size, pos, _) = decor_shape(s, w, object);
+            let (kind, size, pos, _) = decor_shape(s, w, decor);
             let c = pos - cam_pos;
             // A pixel's worth of margin: the corner rays pass through pixel centres.
             let r = rbound(scene, kind, size, -1) + 2.0 * footprint * c.length();

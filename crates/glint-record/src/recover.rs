@@ -199,8 +199,7 @@ pub fn recover_session(dir: &Path) -> Result<RecoveryReport, RecordError> {
 
 /// The sensor and episode of a lidar file named `lidar-<Name>-NNN.parquet.partial`.
 fn sensor_of<'a>(meta: &'a SessionMeta, name: &str) -> Option<(&'a SensorDescription, u32)> {
-    let stem = name.strip_prefix("lidar-")?.strip_suffix(".parquet.partial")?;
-    let (sensor, index) = stem.rsplit_once('-')?;
+    let (sensor, index) = crate::session::stem_parts(name.strip_suffix(".parquet.partial")?)?;
     let index: u32 = index.parse().ok()?;
     let sensor = meta.sensors.iter().find(|s| s.file_name == sensor)?;
     Some((sensor, index))

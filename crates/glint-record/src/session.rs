@@ -205,6 +205,12 @@ pub(crate) fn stem(index: u32, name: &str) -> PathBuf {
     Path::new("data").join(format!("chunk-{:03}", index / 1000)).join(format!("lidar-{name}-{index:03}"))
 }
 
+/// The sensor's file name and the episode digits of a lidar file's stem
+/// (`lidar-<Name>-NNN`, no extension), the inverse of [`stem`]'s file name.
+pub(crate) fn stem_parts(stem: &str) -> Option<(&str, &str)> {
+    stem.strip_prefix("lidar-")?.rsplit_once('-')
+}
+
 /// The lidar file of episode `index` of the sensor whose files are named `file_name`
 /// ([`SensorDescription::file_name`]), relative to the session folder:
 /// `data/chunk-NNN/lidar-<Name>-NNN.parquet`.

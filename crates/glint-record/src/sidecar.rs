@@ -413,9 +413,9 @@ fn check_lidar_files_are_listed(dir: &Path, meta: &SessionMeta) -> Result<(), St
         let Ok(files) = std::fs::read_dir(chunk.path()) else { continue };
         for file in files.flatten() {
             let name = file.file_name().to_string_lossy().into_owned();
-            let Some(rest) = name.strip_prefix("lidar-") else { continue };
-            let stem = rest.split('.').next().unwrap_or(rest);
-            let Some((sensor, _episode)) = stem.rsplit_once('-') else { continue };
+            // File names have no dots (`file_name`): the stem ends at the first.
+            let stem = name.split('.').next().unwrap_or(&name);
+            let Some((sensor, _episode)) = crate::session::stem_parts(stem) else { continue };
             if !meta.sensors.iter().any(|s| s.file_name == sensor) {
                 let listed: Vec<&str> = meta.sensors.iter().map(|s| s.file_name.as_str()).collect();
                 return Err(format!(
