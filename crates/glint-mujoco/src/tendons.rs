@@ -36,7 +36,10 @@ pub(crate) fn tendon_segments(m: &mjModel, d: &mjData, out: &mut Vec<TendonSegme
             continue;
         }
         let mut color = [rgba[4 * i], rgba[4 * i + 1], rgba[4 * i + 2], rgba[4 * i + 3]];
-        if let Some(length) = catenary_length(m, d, i) {
+        // mjv_isCatenary does not ask for a spatial tendon: for a fixed one it would hang a
+        // string between wrap points it does not have (stale memory). A path of two points
+        // is what a catenary hangs from.
+        if let Some(length) = catenary_length(m, d, i).filter(|_| wrapnum[i] == 2) {
             let x0 = point(wrapadr[i] as usize);
             let x1 = point(wrapadr[i] as usize + 1);
             let ncatenary = (m.vis.quality.numslices as usize + 1).min(100);
@@ -173,6 +176,19 @@ fn solve_catenary(v: f64, h: f64, length: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fixed_tendon_with_a_slack_limit_has_no_path_to_draw() {
+        // Two joints, limited from 0, no stiffness: mjv_isCatenary's conditions hold, but a
+        // fixed tendon has no wrap points to hang a string between.
+        let xml = r#"<mujoco><worldbody><body><joint name="a" axis="0 0 1"/><joint name="b" axis="0 1 0"/>
+            <geom size="0.1"/></body></worldbody>
+            <tendon><fixed limited="true" range="0 1"><joint joint="a" coef="1"/><joint joint="b" coef="1"/></fixed>
+            </tendon></mujoco>"#;
+        let model = crate::Model::from_xml_str(xml).unwrap();
+        let batch = crate::WorldBatch::new(&model, 1).unwrap();
+        assert!(batch.poses().tendon_segments[0].is_empty());
+    }
 
     #[test]
     fn a_taut_string_is_straight_and_a_slack_one_hangs_to_its_length() {
