@@ -4,7 +4,7 @@
 use glam::{DMat3, DVec3, Vec3};
 use glint_core::{
     Cast, CastOne, GeomType, HitsMut, NGROUP, Origins, Poses, PreparedRays, RayCaster, RayFilter, Scene, Shapes,
-    Texture, TextureKind, intersect_primitive,
+    SkinSurface, Texture, TextureKind, barycentric, intersect_primitive,
 };
 use glint_materials::{Continuation, MaterialTable};
 use rayon::prelude::*;
@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use crate::CameraError;
 use crate::camera::{CameraModel, CameraOptions, Layout, Projection};
 use crate::shade::{Light, MAX_LIGHTS, NO_LIGHT_AMBIENT, Surface};
-use crate::skins::{self, PosedSkin};
+use crate::skins;
 use crate::texture::Sampler;
 
 /// Rows of one camera image cast together (one parallel job).
@@ -204,7 +204,7 @@ struct Shared<'a> {
     /// mirrored in, if the slot draws one.
     mirrors: Vec<Vec<Option<usize>>>,
     /// Per world (empty for worlds not drawn), its skins posed for the frame.
-    skins: Vec<Vec<PosedSkin>>,
+    skins: Vec<Vec<SkinSurface>>,
 }
 
 /// What a pixel's ray shows once surfaces MuJoCo's renderer does not draw opaque are resolved.
@@ -340,10 +340,17 @@ impl Renderer {
                 if drawn[w] { layout.cameras.iter().map(|(_, o)| first(o)).collect() } else { Vec::new() }
             })
             .collect();
-        let skins = (0..nworld)
-            .into_par_iter()
-            .map(|w| if drawn[w] && !scene.skin.is_empty() { skins::pose(scene, poses, w) } else { Vec::new() })
-            .collect();
+        let skins =
+            (0..nworld)
+                .into_par_iter()
+                .map(|w| {
+                    if drawn[w] && !scene.skin.is_empty() {
+                        SkinSurface::pose_world(scene, poses, w)
+                    } else {
+                        Vec::new()
+                    }
+                })
+                .collect();
         let shared = Shared { scene, poses, caster, layout, prepared, lights, headlight, fields, ties, mirrors, skins };
         let jobs = jobs(layout, nworld, frames, wanted);
         jobs.into_par_iter().try_for_each(|job| self.band(&shared, job))
@@ -1023,7 +1030,7 @@ impl Renderer {
         let sampler = usize::try_from(s.fields.mat_texid(w, m)).ok().and_then(|t| self.samplers.get(t));
         let Some(sampler) = sampler.filter(|t| t.kind() == TextureKind::TwoD) else { return Vec3::ONE };
         let Some(posed) = s.skins[w].iter().find(|p| p.skin == k) else { return Vec3::ONE };
-        let Some(uv) = skins::uv(&skin.texcoord, &posed.mesh, face, hit.point) else { return Vec3::ONE };
+        let Some(uv) = skins::uv(&skin.texcoord, posed, face, hit.point) else { return Vec3::ONE };
         let repeat = s.fields.mat_texrepeat(w, m).map(|r| if r > 0.0 { f64::from(r) } else { 1.0 });
         let grazing = hit.normal.dot(hit.view).abs().max(0.02);
         // About one texture repeat across the skin's extent, for the mip level.
@@ -1356,7 +1363,7 @@ impl Corners {
 fn skin_corners(s: &Shared, w: usize, (k, face): (usize, usize), point: DVec3) -> Option<Corners> {
     let posed = s.skins[w].iter().find(|p| p.skin == k)?;
     let mesh = &posed.mesh;
-    let bary = skins::barycentric(mesh, face, point)?;
+    let bary = posed.barycentric(face, point)?;
     let f = mesh.face[face].map(|i| i as usize);
     let pos = f.map(|i| DVec3::from(mesh.vert[i].map(f64::from)));
     let normal = match posed.flat_face(face) {
@@ -1423,19 +1430,6 @@ fn face_at(mesh: &glint_core::Mesh, point: DVec3, dir: DVec3) -> Option<usize> {
     let d = dir / len;
     let back = 1e-6 * (1.0 + point.length());
     mesh.intersect_local(point - d * back, d, 4.0 * back).map(|(_, _, face)| face)
-}
-
-/// Barycentric coordinates of `point` on triangle `tri`.
-pub(crate) fn barycentric(tri: [DVec3; 3], point: DVec3) -> Option<[f64; 3]> {
-    let (e1, e2, p) = (tri[1] - tri[0], tri[2] - tri[0], point - tri[0]);
-    let cross = e1.cross(e2);
-    let area = cross.length_squared();
-    if area <= 0.0 {
-        return None;
-    }
-    let b1 = p.cross(e2).dot(cross) / area;
-    let b2 = e1.cross(p).dot(cross) / area;
-    Some([1.0 - b1 - b2, b1, b2])
 }
 
 /// Skin `k`'s material, if it has one the model defines.

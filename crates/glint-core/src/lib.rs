@@ -21,6 +21,7 @@ mod raycast;
 mod scene;
 mod shapes;
 mod skin;
+mod skin_surface;
 mod spelling;
 mod texture;
 mod values;
@@ -43,6 +44,7 @@ pub use crate::{
     scene::Scene,
     shapes::Shapes,
     skin::{PosedSkin, Skin, SkinBone},
+    skin_surface::{SkinHit, SkinSurface, barycentric, nearest_skin, skin_blocks},
     spelling::{Spelled, SpellingError},
     texture::{Texture, TextureKind},
     values::{Exact, readable, struct_fields},

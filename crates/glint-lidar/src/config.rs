@@ -544,6 +544,11 @@ pub struct LidarBinding {
     pub secondary_capture: SecondaryCapture,
     /// Where secondary rays are cast (stored for the recorder).
     pub secondary_scope: SecondaryScope,
+    /// Whether the beams meet the scene's skins and drawn flexes, as a real lidar meets a
+    /// dog's skin or a cloth: reported as geom `ngeom + skin`. Off by default, so that the
+    /// beams equal `mj_ray`, which sees neither. A skin bound to a body the sensor ignores
+    /// (its self-ignore mode) is ignored with it; its group must be in the group mask.
+    pub see_skins: bool,
 }
 
 impl LidarBinding {
@@ -579,6 +584,7 @@ impl Default for LidarBinding {
             video_proxy: false,
             secondary_capture: SecondaryCapture::Off,
             secondary_scope: SecondaryScope::FlaggedMaterials,
+            see_skins: false,
         }
     }
 }

@@ -352,6 +352,7 @@ raw_lidar! {
     video_proxy: bool,
     secondary_capture: String,
     secondary_scope: String,
+    see_skins: bool,
 }
 
 /// Reads the binding's keys here and hands every other key to [`ScanFields`]'s own reader,
@@ -810,6 +811,7 @@ impl RawLidar {
             video_proxy: self.video_proxy.unwrap_or(false),
             secondary_capture,
             secondary_scope,
+            see_skins: self.see_skins.unwrap_or(false),
         };
         binding.check_mount_offset().map_err(&lidar_err)?;
         Ok(binding)

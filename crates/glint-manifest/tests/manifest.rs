@@ -28,6 +28,7 @@ fn a_complete_manifest() {
         geom_group_mask = 7
         self_ignore = "whole-robot"
         secondary_capture = "both"
+        see_skins = true
 
         [[lidar]]
         attach_site = "front"
@@ -51,6 +52,7 @@ fn a_complete_manifest() {
     assert_eq!((a.scan.channels, a.scan.azimuth_bins, a.scan.min_range, a.scan.max_range), (64, 1024, 0.5, 60.0));
     assert_eq!((a.scan.geom_group_mask, a.scan.self_ignore), (7, SelfIgnore::WholeRobot));
     assert_eq!(a.secondary_capture, SecondaryCapture::Both);
+    assert!(a.see_skins && !b.see_skins, "skins are seen where asked for, and only there");
     assert_eq!(b.scan.pattern, ScanPattern::NonRepetitive(NonRepetitive::Mid360));
     assert_eq!((b.scan.channels, b.scan.azimuth_bins), (1, 5000));
 }
@@ -499,7 +501,7 @@ fn every_table_names_an_unknown_key_and_the_nearest_valid_one() {
     assert!(err.contains("line 4, [[lights]] 0: unknown field `intensty`, expected one of"), "{err}");
     // With nothing near, every key of the table, in the order the table's struct declares them.
     let err = parse("scene = \"a.xml\"\n[[lidar]]\nzzzzzz = 1\n").unwrap_err();
-    assert!(err.ends_with("in [[lidar]] 0; valid keys are name, attach_body, attach_site, mount_offset, preset, video_proxy, secondary_capture, secondary_scope, pattern, risley_spin_hz, risley_prism_hz, channels, azimuth_bins, points_per_cycle, rotation_hz, vfov_min_deg, vfov_max_deg, min_range, max_range, geom_group_mask, self_ignore"), "{err}");
+    assert!(err.ends_with("in [[lidar]] 0; valid keys are name, attach_body, attach_site, mount_offset, preset, video_proxy, secondary_capture, secondary_scope, see_skins, pattern, risley_spin_hz, risley_prism_hz, channels, azimuth_bins, points_per_cycle, rotation_hz, vfov_min_deg, vfov_max_deg, min_range, max_range, geom_group_mask, self_ignore"), "{err}");
     let err = parse("scene = \"a.xml\"\n[return_model]\nzzzzzz = 1\n").unwrap_err();
     assert!(err.ends_with("valid keys are preset, seed, max_range_at_ref, ref_reflectivity, range_exp, noise_sigma0, grazing_cos_cutoff, intensity_ref_range, detect_floor, near_range_r0, noise_slope_per_m, spec_slope_floor, spec_peak_max, retro_gain, retro_cos_exp, fold_max_slope, range_floor, min_return_separation, max_returns"), "{err}");
     // Tables a program gives are named where they would stand in a manifest.

@@ -524,6 +524,13 @@ impl Bake {
             let flags = if own(g).is_some() { OWN } else { 0 } | if is_static(g) { STATIC } else { 0 };
             geoms.push(GeomEntry { material, flags });
         }
+        // The skins after the geoms, as a lidar that sees them numbers them (`ngeom + skin`):
+        // each by its own material, or its colour. They move with their bodies: never static.
+        for skin in &scene.skin {
+            let own = usize::try_from(skin.matid).ok().and_then(|m| mat_nir.get(m)).copied();
+            let material = palette.index_of(own.unwrap_or_else(|| NirMaterial::from_albedo(skin.rgba)))?;
+            geoms.push(GeomEntry { material, flags: if own.is_some() { OWN } else { 0 } });
+        }
 
         let mut solids = Vec::new();
         for g in (0..n).filter(|&g| visual[g] && is_static(g)) {
@@ -637,10 +644,10 @@ impl Bake {
         self.settings.cell_size
     }
 
-    /// Whether this bake was made from `scene` as it stands: the same geom count and, where
-    /// the file holds one, the same [`scene_fingerprint`].
+    /// Whether this bake was made from `scene` as it stands: an entry for each geom and skin
+    /// and, where the file holds one, the same [`scene_fingerprint`].
     pub fn matches_scene(&self, scene: &Scene) -> bool {
-        self.geoms.len() == scene.ngeom() && self.scene.is_none_or(|f| f == scene_fingerprint(scene))
+        self.geoms.len() == scene.ngeom() + scene.skin.len() && self.scene.is_none_or(|f| f == scene_fingerprint(scene))
     }
 
     /// What this bake is, and whether it matches `scene` and is stale against it with the

@@ -249,9 +249,6 @@ impl Simulation {
         Simulation::wrap(py, sim)
     }
 
-    /// An MJCF scene (the XML text, or the path of an `.xml` file) over `nworld` worlds, with
-    /// `lidars`: one dict per sensor with the keys of a manifest's `[[lidar]]` table, e.g.
-    /// `{"attach_site": "lidar", "preset": "velodyne-vlp16"}`.
     /// The MJCF file at `path` (holding every asset) over `nworld` worlds on per-world
     /// assets: `variants` is a list of `{"name": ..., "edits": [...]}` with the edits of a
     /// manifest's `[[variants.variant]]` (`{"geom": "obj", "mesh": "mesh_b"}`, `{"body":
@@ -281,6 +278,9 @@ impl Simulation {
         Simulation::wrap(py, sim)
     }
 
+    /// An MJCF scene (the XML text, or the path of an `.xml` file) over `nworld` worlds, with
+    /// `lidars`: one dict per sensor with the keys of a manifest's `[[lidar]]` table, e.g.
+    /// `{"attach_site": "lidar", "preset": "velodyne-vlp16"}`.
     ///
     /// `runner_hz` is the lidar runner's rate, ticks per second, kept exactly or refused (a
     /// whole number of physics steps per tick); by default 100 where the timestep realises it,

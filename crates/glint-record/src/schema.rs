@@ -60,7 +60,7 @@ pub(crate) fn columns(capture: SecondaryCapture, non_repetitive: bool) -> Vec<Co
         col("bin", UInt16, "", bin),
         col("channel", UInt16, "", channel),
         col("range", Float32, "m", "Metres along the beam from the sensor origin; -1.0 on a miss"),
-        col("geom_id", Int32, "", "MuJoCo geom hit; -1 on a miss"),
+        col("geom_id", Int32, "", "MuJoCo geom hit (ngeom + k: skin k, seen by a lidar with see_skins); -1 on a miss"),
         col("hit", UInt8, "", "1 when geom_id >= 0 and range lies in [min_range, max_range), else 0"),
         col("normal_x", Float32, "", "Surface normal at the hit, sensor frame, x; 0 on a miss"),
         col("normal_y", Float32, "", "Surface normal at the hit, sensor frame, y; 0 on a miss"),

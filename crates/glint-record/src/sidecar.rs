@@ -124,6 +124,10 @@ pub struct SensorDescription {
     pub secondary_scope: SecondaryScope,
     /// Whether a video proxy was asked for.
     pub video_proxy: bool,
+    /// Whether the beams met the scene's skins and flexes (geom ids `ngeom + skin`); written
+    /// only when they did.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub see_skins: bool,
 }
 
 /// How to read `bin` and `channel`.
@@ -224,6 +228,7 @@ impl SensorDescription {
             secondary_capture: b.secondary_capture,
             secondary_scope: b.secondary_scope,
             video_proxy: b.video_proxy,
+            see_skins: b.see_skins,
         }
     }
 }

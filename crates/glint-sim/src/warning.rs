@@ -123,10 +123,12 @@ pub enum Warning {
         /// One entry per kind, with a count and the first names.
         what: Vec<String>,
     },
-    /// The scene has skins or drawn flexes and lidars: the lidars do not see those surfaces
-    /// (as `mj_ray` does not), only the geoms beneath them. Said once, when the simulation is
-    /// built.
+    /// The scene has skins or drawn flexes and lidars that do not opt in to see them
+    /// (`see_skins`): those see the geoms beneath, as `mj_ray` does. Said once, when the
+    /// simulation is built.
     LidarBlindToSkins {
+        /// The lidars that do not see them, by name.
+        lidars: Vec<String>,
         /// One entry per kind, with a count and the first names.
         what: Vec<String>,
     },
@@ -151,10 +153,12 @@ impl std::fmt::Display for Warning {
                  to compare like with like)",
                 what.join(", ")
             ),
-            Warning::LidarBlindToSkins { what } => write!(
+            Warning::LidarBlindToSkins { lidars, what } => write!(
                 f,
-                "the lidars do not see {} of this scene: as MuJoCo's mj_ray, they see the geoms beneath them \
-                 (a skinned body's collision shapes, nothing for a cloth); the cameras do draw them",
+                "lidar {} does not see {} of this scene: as MuJoCo's mj_ray, it sees the geoms beneath them \
+                 (a skinned body's collision shapes, nothing for a cloth), while the cameras draw them; set \
+                 see_skins = true in its [[lidar]] table (or dict) for it to see them",
+                lidars.join(", "),
                 what.join(", ")
             ),
             Warning::Light(warning) => write!(f, "light rig: {warning}"),

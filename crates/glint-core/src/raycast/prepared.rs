@@ -10,7 +10,7 @@ use super::hits::{HitsMut, RayHit};
 use super::query::Query;
 use crate::isa::with_isa;
 use crate::packet::{PACKET, Packet};
-use crate::{CoreError, Poses, Scene};
+use crate::{CoreError, Poses, Scene, SkinSurface, nearest_skin};
 
 impl RayCaster {
     /// Resolves `filter` once for callers that run their own parallel loop and cast small
@@ -22,8 +22,16 @@ impl RayCaster {
         filter: &RayFilter,
     ) -> Result<PreparedRays<'a>, CoreError> {
         self.check_poses(poses)?;
-        Ok(PreparedRays { caster: self, scene, poses, eligible: filter.eligible(scene) })
+        Ok(PreparedRays { caster: self, scene, poses, eligible: filter.eligible(scene), skins: None })
     }
+}
+
+/// The skins a [`PreparedRays`] meets besides the geoms.
+struct Skins<'a> {
+    /// Per world, its posed skins.
+    per_world: &'a [Vec<SkinSurface>],
+    /// Per skin of the scene, whether the rays meet it.
+    admitted: Vec<bool>,
 }
 
 /// A closest-hit query whose filter is resolved, from [`RayCaster::prepare`]. Each call
@@ -33,6 +41,7 @@ pub struct PreparedRays<'a> {
     scene: &'a Scene,
     poses: &'a Poses,
     eligible: Vec<bool>,
+    skins: Option<Skins<'a>>,
 }
 
 /// The rays of one [`PreparedRays::cast`], and what they pass through.
@@ -82,7 +91,17 @@ pub struct CastOne {
     pub skip_geom: i32,
 }
 
-impl PreparedRays<'_> {
+impl<'a> PreparedRays<'a> {
+    /// The same queries, meeting also the skins `per_world` (one list per world, from
+    /// [`SkinSurface::pose_world`]) that `admitted` admits (one entry per skin of the scene):
+    /// a nearer skin wins over the geom, reported as geom id `ngeom + skin` with its face's
+    /// normal. `mj_ray` sees no skin; a lidar that opts in does. A cast's `skip_geom` of
+    /// `ngeom + skin` passes through that skin.
+    pub fn with_skins(mut self, per_world: &'a [Vec<SkinSurface>], admitted: Vec<bool>) -> Self {
+        self.skins = Some(Skins { per_world, admitted });
+        self
+    }
+
     /// Casts the rays of `cast` into `out`, whose arrays are each as long as `cast.dirs`
     /// (and so is `cast.origins` when it gives one origin per ray). Rays go in packets in
     /// the order given, so neighbouring directions should be neighbours here. Fails, naming
@@ -136,7 +155,35 @@ impl PreparedRays<'_> {
                 i += run;
             }
         });
+        if let Some(skins) = &self.skins {
+            for r in 0..nray {
+                let origin = origins[if own { r } else { 0 }];
+                let hit = RayHit { dist: dist[r], geomid: geomid[r], normal: normal[r] };
+                let met = self.meet_skins(skins, world, skip_geom, (origin, dirs[r]), hit);
+                (dist[r], geomid[r], normal[r]) = (met.dist, met.geomid, met.normal);
+            }
+        }
         Ok(())
+    }
+
+    /// `hit`, or the skin the ray meets first if one is nearer.
+    fn meet_skins(
+        &self,
+        skins: &Skins,
+        world: usize,
+        skip_geom: i32,
+        (origin, dir): (DVec3, DVec3),
+        hit: RayHit,
+    ) -> RayHit {
+        let Some(posed) = skins.per_world.get(world) else { return hit };
+        let ngeom = self.scene.ngeom();
+        let skipped = usize::try_from(skip_geom).ok().and_then(|g| g.checked_sub(ngeom));
+        let admit = |p: &SkinSurface| skins.admitted.get(p.skin) == Some(&true) && Some(p.skin) != skipped;
+        let reach = if hit.geomid >= 0 { hit.dist } else { f64::INFINITY };
+        match nearest_skin(posed, admit, origin, dir, reach) {
+            Some(h) if h.t < reach => RayHit { dist: h.t, geomid: (ngeom + h.skin) as i32, normal: h.face_normal },
+            _ => hit,
+        }
     }
 
     /// One ray, as [`PreparedRays::cast`] would answer it: `None` on a miss or for a
@@ -150,7 +197,10 @@ impl PreparedRays<'_> {
             return None;
         }
         let q = self.query(&batch, world, skip_geom);
-        let hit = with_isa!(isa => self.caster.cast(isa, &q, 0, 0));
+        let mut hit = with_isa!(isa => self.caster.cast(isa, &q, 0, 0));
+        if let Some(skins) = &self.skins {
+            hit = self.meet_skins(skins, world, skip_geom, (origin, dir), hit);
+        }
         (hit.geomid >= 0).then_some(hit)
     }
 

@@ -415,3 +415,58 @@ fn shapes_naming_missing_meshes_or_bad_sizes_are_refused() {
     let e = caster.set_shapes(&scene, &poses, &[]).unwrap_err().to_string();
     assert!(e.contains("one per world"), "{e}");
 }
+
+/// The sphere scene with a square skin at height `z` across the z axis, bound to the world.
+fn sphere_under_skin(z: f32) -> (Scene, Poses) {
+    let (mut scene, poses) = sphere_scene();
+    let skin = crate::Skin {
+        name: "sheet".into(),
+        rgba: [1.0; 4],
+        matid: -1,
+        vert: vec![[-1.0, -1.0, z], [1.0, -1.0, z], [1.0, 1.0, z], [-1.0, 1.0, z]],
+        face: vec![[0, 1, 2], [0, 2, 3]],
+        bones: vec![crate::SkinBone {
+            body: 0,
+            bindpos: [0.0; 3],
+            bindquat: [1.0, 0.0, 0.0, 0.0],
+            vert: vec![0, 1, 2, 3],
+            weight: vec![1.0; 4],
+        }],
+        ..crate::Skin::default()
+    };
+    scene.skin.push(skin);
+    scene.validate().unwrap();
+    (scene, poses)
+}
+
+#[test]
+fn admitted_skins_are_met_before_the_geoms_behind_them() {
+    let (scene, poses) = sphere_under_skin(2.0);
+    let caster = RayCaster::new(&scene, &poses);
+    let skins = vec![crate::SkinSurface::pose_world(&scene, &poses, 0)];
+    let up = one(DVec3::ZERO, DVec3::Z);
+    let plain = caster.prepare(&scene, &poses, &RayFilter::default()).unwrap();
+    assert_eq!(plain.cast_one(up).map(|h| h.geomid), Some(0), "without skins the sphere is met");
+    let with = caster.prepare(&scene, &poses, &RayFilter::default()).unwrap().with_skins(&skins, vec![true]);
+    let hit = with.cast_one(up).unwrap();
+    assert_eq!((hit.geomid, hit.dist), (1, 2.0), "the skin is geom ngeom + 0");
+    assert_eq!(hit.normal, DVec3::Z);
+    // Packets answer as single rays do; a ray past the sheet's edge meets nothing.
+    let dirs = [DVec3::Z, DVec3::new(0.1, 0.0, 1.0), DVec3::new(0.0, 0.9, 1.0)];
+    let (mut dist, mut geomid, mut normal) = (vec![0.0; 3], vec![0; 3], vec![DVec3::ZERO; 3]);
+    with.cast(cast(Origins::Shared(DVec3::ZERO), &dirs), out(&mut dist, &mut geomid, &mut normal)).unwrap();
+    assert_eq!(geomid, [1, 1, -1]);
+    for (r, d) in dirs.iter().enumerate() {
+        let single = with.cast_one(one(DVec3::ZERO, *d)).map_or((-1.0, -1), |h| (h.dist, h.geomid));
+        assert_eq!(single, (dist[r], geomid[r]));
+    }
+    // Skipped (a continuation past it), or not admitted, it is not met.
+    assert_eq!(with.cast_one(CastOne { skip_geom: 1, ..up }).map(|h| h.geomid), Some(0));
+    let refused = caster.prepare(&scene, &poses, &RayFilter::default()).unwrap().with_skins(&skins, vec![false]);
+    assert_eq!(refused.cast_one(up).map(|h| h.geomid), Some(0));
+    // Behind the sphere, the sphere wins.
+    let (scene, poses) = sphere_under_skin(8.0);
+    let skins = vec![crate::SkinSurface::pose_world(&scene, &poses, 0)];
+    let behind = caster.prepare(&scene, &poses, &RayFilter::default()).unwrap().with_skins(&skins, vec![true]);
+    assert_eq!(behind.cast_one(up).map(|h| (h.geomid, h.dist)), Some((0, 4.0)));
+}

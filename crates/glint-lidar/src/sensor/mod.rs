@@ -4,7 +4,10 @@
 //! group (`return_pass`).
 
 use glam::{DMat3, DVec3};
-use glint_core::{Cast, CoreError, HitsMut, Origins, Poses, PreparedRays, RayCaster, RayFilter, Scene, nearest_name};
+use glint_core::{
+    Cast, CoreError, HitsMut, NGROUP, Origins, Poses, PreparedRays, RayCaster, RayFilter, Scene, SkinSurface,
+    nearest_name,
+};
 use rayon::prelude::*;
 
 use std::sync::Arc;
@@ -147,12 +150,13 @@ const FLAG_REFLECT: u8 = 2;
 
 /// What each geom's MuJoCo material says about secondary capture in the flagged scope, for
 /// a world whose geoms have materials `geom_matid` and alphas `geom_alpha` (the material's
-/// where there is one).
+/// where there is one), followed by the scene's skins (geom ids `ngeom + skin`).
 fn geom_flags(scene: &Scene, geom_matid: &[i32], geom_alpha: &[f32]) -> Vec<u8> {
-    (0..scene.ngeom())
-        .map(|g| {
-            let m = geom_matid[g];
-            let alpha = geom_alpha[g];
+    let (matid, alpha) = (with_skin_matids(scene, geom_matid), with_skin_alphas(scene, geom_alpha));
+    matid
+        .iter()
+        .zip(alpha)
+        .map(|(&m, alpha)| {
             let reflectance = usize::try_from(m).ok().and_then(|m| scene.mat_shading.get(m)).map_or(0.0, |s| s[3]);
             let mut flags = 0;
             if alpha < 1.0 {
@@ -168,12 +172,23 @@ fn geom_flags(scene: &Scene, geom_matid: &[i32], geom_alpha: &[f32]) -> Vec<u8> 
 
 /// Each geom's alpha as `mj_ray` reads it: its material's, or its own.
 fn scene_alpha(scene: &Scene) -> Vec<f32> {
-    (0..scene.ngeom())
-        .map(|g| match usize::try_from(scene.geom_matid[g]) {
-            Ok(m) => scene.mat_rgba[m][3],
-            Err(_) => scene.geom_rgba[g][3],
-        })
-        .collect()
+    (0..scene.ngeom()).map(|g| material_alpha(scene, scene.geom_matid[g], scene.geom_rgba[g])).collect()
+}
+
+/// The alpha of a surface with material `matid` and colour `rgba`: its material's, or its own.
+fn material_alpha(scene: &Scene, matid: i32, rgba: [f32; 4]) -> f32 {
+    usize::try_from(matid).ok().and_then(|m| scene.mat_rgba.get(m)).map_or(rgba[3], |c| c[3])
+}
+
+/// `geom_matid` with the skins' materials after it: the material of every surface a beam
+/// can report, by its geom id.
+fn with_skin_matids(scene: &Scene, geom_matid: &[i32]) -> Vec<i32> {
+    geom_matid.iter().copied().chain(scene.skin.iter().map(|s| s.matid)).collect()
+}
+
+/// `geom_alpha` with the skins' alphas after it.
+fn with_skin_alphas(scene: &Scene, geom_alpha: &[f32]) -> Vec<f32> {
+    geom_alpha.iter().copied().chain(scene.skin.iter().map(|s| material_alpha(scene, s.matid, s.rgba))).collect()
 }
 
 fn resolve(scene: &Scene, b: &LidarBinding) -> Result<(Option<usize>, usize), LidarError> {
@@ -295,6 +310,27 @@ impl Sensor {
         (filter, exclude)
     }
 
+    /// Per skin of the scene, whether this sensor's beams meet it: it opted in, the skin's
+    /// group is in its mask, and no bone binds the skin to a body its self-ignore mode
+    /// ignores (the robot's own skin is its robot).
+    fn admitted_skins(&self, scene: &Scene) -> Vec<bool> {
+        let (filter, exclude) = self.filter(scene);
+        let mask = self.binding.scan.effective_group_mask();
+        let ignored = |body: usize| {
+            body as i32 == exclude || (filter.exclude_tree > 0 && scene.body_rootid[body] == filter.exclude_tree)
+        };
+        scene
+            .skin
+            .iter()
+            .map(|skin| {
+                let group = skin.group.clamp(0, NGROUP as i32 - 1);
+                self.binding.see_skins
+                    && mask & (1 << group) != 0
+                    && !skin.bones.iter().any(|bone| bone.body != 0 && ignored(bone.body))
+            })
+            .collect()
+    }
+
     /// Pattern units per revolution: azimuth bins (spinning), or points per cycle (which
     /// non-repetitive patterns keep in `azimuth_bins`).
     fn units(&self) -> u64 {
@@ -413,7 +449,7 @@ impl Lidars {
             seeds: vec![0; nworld.max(1)],
             materials: None,
             geom_flags: vec![geom_flags(scene, &scene.geom_matid, &scene_alpha(scene))],
-            geom_class: vec![vec![None; scene.ngeom()]],
+            geom_class: vec![vec![None; scene.ngeom() + scene.skin.len()]],
             #[cfg(test)]
             one_by_one: false,
         };
@@ -586,7 +622,7 @@ impl Lidars {
     /// geometry behind a hedge or a window whose MuJoCo material looks opaque. A loaded material
     /// source (bake) answers instead, per hit.
     pub fn set_capture_materials(&mut self, scene: &Scene, table: &MaterialTable) {
-        self.geom_class = vec![table.geom_classes(&scene.mat_name, &scene.geom_matid)];
+        self.geom_class = vec![table.geom_classes(&scene.mat_name, &with_skin_matids(scene, &scene.geom_matid))];
         self.geom_flags = vec![geom_flags(scene, &scene.geom_matid, &scene_alpha(scene))];
     }
 
@@ -616,7 +652,7 @@ impl Lidars {
             self.geom_class = (0..self.nworld).map(|v| self.geom_class[v % self.geom_class.len()].clone()).collect();
             self.geom_flags = (0..self.nworld).map(|v| self.geom_flags[v % self.geom_flags.len()].clone()).collect();
         }
-        self.geom_class[w] = table.geom_classes(&scene.mat_name, geom_matid);
+        self.geom_class[w] = table.geom_classes(&scene.mat_name, &with_skin_matids(scene, geom_matid));
         self.geom_flags[w] = geom_flags(scene, geom_matid, geom_alpha);
         Ok(())
     }
@@ -760,10 +796,14 @@ impl Lidars {
             first_legs: &first_legs,
         });
         let one_by_one = self.one_by_one();
+        let seeing = self.sensors.iter().any(|s| s.binding.see_skins) && !scene.skin.is_empty();
+        let skins: Option<Vec<Vec<SkinSurface>>> = seeing
+            .then(|| (0..self.nworld).into_par_iter().map(|w| SkinSurface::pose_world(scene, poses, w)).collect());
         for (index, sensor) in self.sensors.iter_mut().enumerate() {
             let ctx = TickContext {
                 sensor: index,
                 model,
+                skins: skins.as_deref(),
                 geom_flags: &self.geom_flags,
                 geom_class: &self.geom_class,
                 one_by_one,
@@ -778,6 +818,8 @@ impl Lidars {
 struct TickContext<'a> {
     sensor: usize,
     model: Option<ReturnInputs<'a>>,
+    /// Per world, its posed skins, when a sensor sees them.
+    skins: Option<&'a [Vec<SkinSurface>]>,
     /// Per world (row `w % rows`), each geom's capture flags and authored class.
     geom_flags: &'a [Vec<u8>],
     geom_class: &'a [Vec<Option<Continuation>>],
@@ -850,7 +892,10 @@ fn tick_sensor(
     let slices: Vec<(u64, u64)> = (0..nworld).map(|w| sensor.advance(w, dt)).collect();
     let (filter, exclude) = sensor.filter(scene);
     let frames: Vec<(DVec3, DMat3)> = (0..nworld).map(|w| sensor.frame(poses, w)).collect();
-    let prepared = caster.prepare(scene, poses, &filter)?;
+    let mut prepared = caster.prepare(scene, poses, &filter)?;
+    if let (true, Some(skins)) = (sensor.binding.see_skins, ctx.skins) {
+        prepared = prepared.with_skins(skins, sensor.admitted_skins(scene));
+    }
     let mut scans = std::mem::take(&mut sensor.scans);
     let mut jobs = Vec::new();
     for (w, scan) in scans.iter_mut().enumerate() {

@@ -161,7 +161,7 @@ impl Simulation {
             randomizer.apply(&mut worlds, w, episodes.seed(w))?;
         }
         let rays = RayCaster::new(&scene, worlds.poses());
-        let blind = (!bindings.is_empty()).then(|| skins_unseen_by_lidars(&scene)).flatten();
+        let blind = skins_unseen_by_lidars(&scene, &bindings);
         let (mut lidars, lidar_warnings) = Lidars::new(&scene, bindings, nworld)?;
         lidars.set_return_params(params)?;
         for w in 0..nworld {
@@ -279,8 +279,18 @@ fn lit_model(manifest: &Manifest) -> Result<(Model, Vec<Warning>, Option<SceneSp
     Ok((model, ignored.into_iter().collect(), spec))
 }
 
-/// The warning that the lidars do not see the scene's skins and drawn flexes, if it has any.
-fn skins_unseen_by_lidars(scene: &glint_core::Scene) -> Option<Warning> {
+/// The warning that lidars of `bindings` do not see the scene's skins and drawn flexes, if it
+/// has any and a lidar has not opted in.
+fn skins_unseen_by_lidars(scene: &glint_core::Scene, bindings: &[LidarBinding]) -> Option<Warning> {
+    let lidars: Vec<String> = bindings
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| !b.see_skins)
+        .map(|(i, b)| if b.name.is_empty() { format!("#{i}") } else { format!("'{}'", b.name) })
+        .collect();
+    if lidars.is_empty() {
+        return None;
+    }
     let listed = |what: &str, names: Vec<&str>| {
         (!names.is_empty()).then(|| {
             let shown: Vec<&str> = names.iter().take(3).map(|n| if n.is_empty() { "unnamed" } else { n }).collect();
@@ -291,5 +301,5 @@ fn skins_unseen_by_lidars(scene: &glint_core::Scene) -> Option<Warning> {
     let names = |flex: bool| scene.skin.iter().filter(|s| s.flex.is_some() == flex).map(|s| s.name.as_str()).collect();
     let what: Vec<String> =
         [listed("skins", names(false)), listed("flexes", names(true))].into_iter().flatten().collect();
-    (!what.is_empty()).then_some(Warning::LidarBlindToSkins { what })
+    (!what.is_empty()).then_some(Warning::LidarBlindToSkins { lidars, what })
 }
