@@ -33,7 +33,7 @@ corpus: pydeps
 	@bash scripts/corpus.sh
 
 OSMESA_LIB := $(CURDIR)/.deps/osmesa/usr/lib/$(shell gcc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
-RENDER_ENV := MUJOCO_GL=osmesa GLINT_PYTHON=$(CURDIR)/.deps/venv/bin/python \
+RENDER_ENV := MUJOCO_GL=osmesa GLINT_PYTHON=$(CURDIR)/.deps/venv/bin/python GLINT_WARP_CACHE=$(CURDIR)/.deps/warp-cache \
 	LD_LIBRARY_PATH=$(CURDIR)/.deps/mujoco/lib:$(OSMESA_LIB)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}
 
 # QEMU's user-mode emulator (Debian's qemu-user-static, pinned) in .deps/qemu: the tests run

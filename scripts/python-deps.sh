@@ -6,13 +6,14 @@
 # protobuf its generated stubs need (they refuse to import below grpcio 1.82.1 and protobuf
 # 7.35, whatever its metadata says), grpcio-reflection, gymnasium and pytest; maturin, which
 # builds glint's Python module into it (scripts/python-module.sh), mujoco (MuJoCo's own Python
-# package, the reference the module's tests compare against) and mypy (its stubtest checks the
-# module's type stubs).
+# package, the reference the module's tests compare against), MuJoCo Warp with the Warp release
+# it was built against (`glint bench render` times its batch renderer on the CPU beside
+# MuJoCo's classic one) and mypy (its stubtest checks the module's type stubs).
 # Idempotent: does nothing when the pinned set is already installed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv="$root/.deps/venv"
-pins="plyfile==1.1.5 numpy==2.2.6 pyarrow==26.0.1 imageio-ffmpeg==0.6.0 luckyrobots==0.5.0 grpcio==1.85.1 grpcio-reflection==1.85.1 protobuf==7.36.2 gymnasium==1.2.2 pytest==8.4.2 maturin==1.16.0 mujoco==3.17.0 mypy==2.4.1"
+pins="plyfile==1.1.5 numpy==2.2.6 pyarrow==26.0.1 imageio-ffmpeg==0.6.0 luckyrobots==0.5.0 grpcio==1.85.1 grpcio-reflection==1.85.1 protobuf==7.36.2 gymnasium==1.2.2 pytest==8.4.2 maturin==1.16.0 mujoco==3.17.0 mujoco-warp==3.17.0 warp-lang==1.19.0 absl-py==2.5.1 etils==1.15.0 mypy==2.4.1"
 stamp="$venv/.glint-pins"
 
 if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$pins" ]; then

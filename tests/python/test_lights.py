@@ -170,18 +170,25 @@ def test_python_light_fields_follow_w_mod_rows(tmp_path):
 
 
 def test_bench_render_reports_well_formed_figures():
-    """`glint bench render` in its short mode: it runs both renderers and reports positive
-    rates and their ratios (the figures themselves are for `make bench`)."""
+    """`glint bench render` in its short mode: it runs glint, MuJoCo's classic renderer and
+    MuJoCo Warp's (pinned in .deps/venv, its kernels cached in .deps/warp-cache) and reports
+    positive rates and their ratios (the figures themselves are for `make bench`)."""
+    env = dict(os.environ, GLINT_WARP_CACHE=str(REPO / ".deps" / "warp-cache"))
     proc = subprocess.run(
         [str(GLINT_BIN), "bench", "render", str(REPO / "examples" / "lights" / "scene.xml"), "--shadows",
          "--frames", "2", "--res", "64", "--json", "--python", sys.executable],
         capture_output=True,
         text=True,
         timeout=RENDER_TIMEOUT_S,
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr
     r = json.loads(proc.stdout.strip().splitlines()[-1])
     assert r["camera"] == "view" and r["res"] == 64 and r["shadows"] is True
-    for key in ["glint_one_thread_fps", "glint_all_threads_fps", "mujoco_fps", "speedup_one_thread"]:
+    assert r["warp_unavailable"] is None, r["warp_unavailable"]
+    assert r["warp_version"].startswith("mujoco-warp 3.17.0"), r["warp_version"]
+    keys = ["glint_one_thread_fps", "glint_all_threads_fps", "mujoco_fps", "speedup_one_thread", "warp_fps"]
+    for key in keys + ["speedup_over_warp_one_thread"]:
         assert r[key] > 0, key
+    assert r["speedup_over_warp_one_thread"] == pytest.approx(r["glint_one_thread_fps"] / r["warp_fps"])
     assert r["glint_one_thread_mpix_s"] == pytest.approx(r["glint_one_thread_fps"] * 64 * 64 / 1e6)

@@ -1,5 +1,7 @@
-//! MuJoCo's own classic renderer (`mujoco.Renderer`, the `mujoco` Python package) in a child
-//! process: the reference `glint lights report` and `glint bench render` compare against.
+//! MuJoCo's own renderers in a child process: the classic renderer (`mujoco.Renderer`, the
+//! `mujoco` Python package), the reference `glint lights report` and `glint bench render`
+//! compare against, and MuJoCo Warp's batch renderer on the CPU, which `glint bench render`
+//! also times.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -8,6 +10,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, bail};
 
 const RENDER_SCRIPT: &str = include_str!("mujoco_render.py");
+const WARP_SCRIPT: &str = include_str!("warp_render.py");
 
 /// One image for MuJoCo to draw.
 pub struct ClassicJob {
@@ -78,4 +81,62 @@ pub fn render(python: &PathBuf, jobs: &[ClassicJob], one_thread: bool) -> Result
         .map(|a| a.iter().map(serde_json::Value::as_f64).collect())
         .unwrap_or_else(|| vec![None; jobs.len()]);
     Ok(ClassicReply { version: reply["mujoco"].as_str().unwrap_or("?").to_string(), seconds_per_frame })
+}
+
+/// What MuJoCo Warp is asked to time.
+pub struct WarpJob<'a> {
+    /// The MJCF file.
+    pub mjcf: &'a std::path::Path,
+    /// The MJCF camera.
+    pub camera: &'a str,
+    /// Width and height, pixels.
+    pub size: (usize, usize),
+    /// Worlds drawn per call.
+    pub worlds: u32,
+    /// Shadows on.
+    pub shadows: bool,
+    /// Frames timed after a warm-up.
+    pub frames: u32,
+}
+
+/// MuJoCo Warp's timing.
+pub struct WarpReply {
+    /// The `mujoco-warp` and `warp-lang` versions.
+    pub version: String,
+    /// Seconds per call (every world drawn once).
+    pub seconds_per_frame: f64,
+}
+
+/// Times MuJoCo Warp's renderer on Warp's CPU device; `Ok(Err(reason))` when the Python has
+/// no MuJoCo Warp to import (the bench then says so instead of a figure).
+pub fn warp_render(python: &PathBuf, job: &WarpJob) -> Result<std::result::Result<WarpReply, String>> {
+    let request = serde_json::json!({ "mjcf": job.mjcf, "camera": job.camera, "width": job.size.0,
+        "height": job.size.1, "worlds": job.worlds, "shadows": job.shadows, "frames": job.frames });
+    let mut cmd = Command::new(python);
+    cmd.arg("-c").arg(WARP_SCRIPT).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().with_context(|| format!("cannot start '{}'", python.display()))?;
+    let mut stdin = child.stdin.take().context("MuJoCo Warp's standard input")?;
+    stdin.write_all(request.to_string().as_bytes()).context("sending the render job")?;
+    drop(stdin);
+    let out = child.wait_with_output().context("waiting for MuJoCo Warp")?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message").to_string();
+    match out.status.code() {
+        Some(0) => {}
+        Some(3) => return Ok(Err(last)),
+        _ => bail!("MuJoCo Warp's renderer ('{}') failed: {last}", python.display()),
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let reply: serde_json::Value = stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .with_context(|| format!("MuJoCo Warp printed no timing: {stdout}"))?;
+    let seconds_per_frame = reply["seconds_per_frame"].as_f64().context("MuJoCo Warp reported no timing")?;
+    let version = format!(
+        "mujoco-warp {} (warp-lang {})",
+        reply["mujoco_warp"].as_str().unwrap_or("?"),
+        reply["warp"].as_str().unwrap_or("?")
+    );
+    Ok(Ok(WarpReply { version, seconds_per_frame }))
 }

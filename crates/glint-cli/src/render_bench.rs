@@ -65,6 +65,15 @@ struct Report {
     speedup_one_thread: f64,
     /// glint all threads / MuJoCo.
     speedup_all_threads: f64,
+    /// MuJoCo Warp's batch renderer on Warp's CPU device (one thread), the same worlds per
+    /// call: frames per second, or null with `warp_unavailable` saying why.
+    warp_fps: Option<f64>,
+    warp_mpix_s: Option<f64>,
+    warp_version: Option<String>,
+    /// glint one thread / MuJoCo Warp.
+    speedup_over_warp_one_thread: Option<f64>,
+    /// Why MuJoCo Warp was not measured.
+    warp_unavailable: Option<String>,
 }
 
 pub fn run(args: RenderBenchArgs) -> Result<()> {
@@ -158,6 +167,18 @@ fn measure(args: &RenderBenchArgs, sim: &mut Simulation, mjcf: &Path, out: &Path
     let reply = classic::render(&classic::python(args.python.clone()), &[job], true)?;
     let seconds = reply.seconds_per_frame.first().copied().flatten().context("MuJoCo's renderer reported no timing")?;
     let mujoco = 1.0 / seconds;
+    let warp_job = classic::WarpJob {
+        mjcf,
+        camera: &name,
+        size: (side, side),
+        worlds: args.worlds,
+        shadows: args.shadows,
+        frames: args.frames,
+    };
+    let (warp, warp_unavailable) = match classic::warp_render(&classic::python(args.python.clone()), &warp_job)? {
+        Ok(reply) => (Some((f64::from(args.worlds) / reply.seconds_per_frame, reply.version)), None),
+        Err(reason) => (None, Some(format!("{reason}; install mujoco-warp==3.17.0 (make pydeps pins it)"))),
+    };
     let mpix = |fps: f64| fps * (side * side) as f64 / 1e6;
     Ok(Report {
         scene: args.scene.clone(),
@@ -176,6 +197,11 @@ fn measure(args: &RenderBenchArgs, sim: &mut Simulation, mjcf: &Path, out: &Path
         mujoco_version: reply.version,
         speedup_one_thread: one / mujoco,
         speedup_all_threads: all / mujoco,
+        warp_fps: warp.as_ref().map(|w| w.0),
+        warp_mpix_s: warp.as_ref().map(|w| mpix(w.0)),
+        speedup_over_warp_one_thread: warp.as_ref().map(|w| one / w.0),
+        warp_version: warp.map(|w| w.1),
+        warp_unavailable,
     })
 }
 
@@ -203,9 +229,19 @@ fn print(r: &Report) {
         r.mujoco_fps,
         r.mujoco_mpix_s
     );
+    match (r.warp_fps, r.warp_mpix_s, &r.warp_version) {
+        (Some(fps), Some(mpix), Some(version)) => {
+            println!("{:<48} {:>12.1} {:>12.2}", "MuJoCo Warp batch renderer (CPU, 1 thread)", fps, mpix);
+            println!("  ({version})");
+        }
+        _ => println!("MuJoCo Warp not measured: {}", r.warp_unavailable.as_deref().unwrap_or("?")),
+    }
     println!(
         "speed-up over MuJoCo, 1 thread            {:.2}x   (target >= 10x at 256x256 with shadows)",
         r.speedup_one_thread
     );
     println!("speed-up over MuJoCo, {} threads           {:.2}x", r.threads, r.speedup_all_threads);
+    if let Some(x) = r.speedup_over_warp_one_thread {
+        println!("speed-up over MuJoCo Warp, 1 thread       {x:.2}x   (target >= 5x at 256x256 with shadows)");
+    }
 }
