@@ -127,3 +127,41 @@ def test_camera_rate_must_divide_the_runner(tmp_path):
     )
     assert proc.returncode == 1
     assert "not a whole fraction of the runner's 50 ticks" in proc.stderr and "16.6" in proc.stderr, proc.stderr
+
+
+def test_a_depth_sensor_model_is_recorded_at_its_scale_with_its_parameters(tmp_path):
+    """A `[[camera]]` with a depth-sensor preset: the recorded 16-bit codes are the measured
+    depth at the camera's `depth_scale` (0 invalid), the sidecar names the model and its
+    parameters, and the frames equal what the Python module renders for the same episode
+    and tick (the noise is keyed by them)."""
+    camera = ('[[camera]]\ncamera = "view"\nwidth = 96\nheight = 64\noutputs = ["depth"]\n'
+              'preset = "realsense-d435"\ndepth_scale = 0.0001\nrate_hz = 10.0\n')
+    manifest = tmp_path / "stereo.toml"
+    lidar = '[[lidar]]\nname = "top"\nattach_body = "link0"\nchannels = 4\nazimuth_bins = 90\n'
+    manifest.write_text(f'scene = "{SCENE}"\n[recorder]\nlidar_runner_hz = 50.0\n{lidar}{camera}')
+    out = tmp_path / "sessions"
+    proc = subprocess.run(
+        [str(GLINT_BIN), "run", str(manifest), "--seconds", "0.2", "--episodes", "1", "--out", str(out)],
+        capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+    )
+    assert proc.returncode == 0, proc.stderr
+    session = next(out.glob("session_*"))
+    meta = json.loads((session / "videos/chunk-000/observation.images.view/episode_000000.json").read_text())
+    assert meta["depth_png_scale"] == 0.0001
+    model = meta["depth_sensor"]
+    assert model["sensor_model"] == "active-stereo" and model["baseline"] == 0.05, model
+    first = read_png16(session / "depth/chunk-000/observation.depth.view/episode_000000/frame_000000.png")
+    sim = glint.Simulation.from_manifest(str(manifest))
+    sim.set_cameras([{"camera": "view", "width": 96, "height": 64, "outputs": ["depth"],
+                      "preset": "realsense-d435", "depth_scale": 0.0001}])
+    sim.step()  # one 20 ms tick, as the run's first frame
+    measured = sim.render()["view"]["depth"][0]
+    assert (measured == 0).any() and (measured > 0).any(), "holes and depth both"
+    # Codes saturate at 65 535 (6.5535 m at this scale).
+    codes = np.clip(np.round(measured.astype(np.float64) / 0.0001), 0, 65535).astype(np.uint16)
+    np.testing.assert_array_equal(first, codes)
+    # A bad field is refused with its name, the nearest preset is suggested.
+    with np.testing.assert_raises_regex(Exception, "realsense-d435"):
+        sim.set_cameras([{"camera": "view", "preset": "realsense-d453"}])
+    with np.testing.assert_raises_regex(Exception, "baseline = -0.05"):
+        sim.set_cameras([{"camera": "view", "preset": "realsense-d435", "baseline": -0.05}])

@@ -5,7 +5,7 @@
 use glam::DVec3;
 use glint_core::{NGROUP, Scene};
 
-use crate::CameraError;
+use crate::{CameraError, DepthSensor};
 
 /// The largest image side the renderer accepts.
 pub const MAX_SIDE: usize = 8192;
@@ -45,6 +45,8 @@ pub struct CameraOptions {
     pub enabled_geom_groups: [bool; NGROUP],
     /// Whether the camera renders at all.
     pub cam_active: bool,
+    /// How depth is measured: the clean depth by default, or a depth sensor's model.
+    pub depth_sensor: DepthSensor,
 }
 
 impl CameraOptions {
@@ -75,6 +77,7 @@ impl CameraOptions {
             use_shadows: true,
             enabled_geom_groups: [true, true, true, false, false, false],
             cam_active: true,
+            depth_sensor: DepthSensor::default(),
         }
     }
 }
@@ -214,6 +217,24 @@ pub struct Layout {
     pub pixels_per_world: usize,
 }
 
+/// A depth-sensor model needs a valid setting, the depth output and a pinhole camera.
+fn check_depth_sensor(model: &CameraModel, o: &CameraOptions) -> Result<(), CameraError> {
+    if !o.depth_sensor.is_active() {
+        return Ok(());
+    }
+    let refuse = |message: &str| Err(CameraError::Projection { camera: model.name.clone(), message: message.into() });
+    o.depth_sensor
+        .validate()
+        .map_err(|e| CameraError::Projection { camera: model.name.clone(), message: e.to_string() })?;
+    if !o.render_depth {
+        return refuse("has a depth sensor model but no depth output; add \"depth\" to its outputs");
+    }
+    if !matches!(model.projection, Projection::Perspective { .. }) {
+        return refuse("is orthographic, and a depth sensor triangulates through a pinhole; use a perspective camera");
+    }
+    Ok(())
+}
+
 impl Layout {
     /// The layout of every active camera of `options`.
     pub fn new(scene: &Scene, options: &[CameraOptions]) -> Result<Layout, CameraError> {
@@ -222,6 +243,7 @@ impl Layout {
         let mut pixels = 0;
         for o in options.iter().filter(|o| o.cam_active) {
             let model = CameraModel::new(scene, o)?;
+            check_depth_sensor(&model, o)?;
             if cameras.iter().any(|(m, _): &(CameraModel, CameraOptions)| m.camera == o.camera) {
                 return Err(CameraError::Projection {
                     camera: model.name,

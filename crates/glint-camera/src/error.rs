@@ -50,6 +50,9 @@ pub enum CameraError {
         /// The length needed.
         expected: usize,
     },
+    /// A depth-sensor setting out of range, or a model glint does not build yet.
+    #[error("depth sensor: {0}")]
+    DepthSensor(String),
     /// The ray core refused a query.
     #[error(transparent)]
     Rays(#[from] glint_core::CoreError),

@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 mod camera;
+mod depth_model;
 mod error;
 mod render;
 mod shade;
@@ -17,6 +18,7 @@ mod skins;
 mod texture;
 
 pub use camera::{CameraModel, CameraOptions, Layout, MAX_SIDE, Projection, camera_name, native_resolution};
+pub use depth_model::{DepthPreset, DepthSensor, SensorModel, frame_key, normal_draw, pixel_key};
 pub use error::CameraError;
 pub use render::{Frames, Headlight, Inputs, Renderer, WorldFields};
 pub use shade::{Light, MAX_LIGHTS, Surface};

@@ -14,6 +14,7 @@ use crate::camera::{CameraModel, CameraOptions, Layout, Projection};
 use crate::shade::{Light, MAX_LIGHTS, NO_LIGHT_AMBIENT, Surface};
 use crate::skins;
 use crate::texture::Sampler;
+use crate::{normal_draw, pixel_key};
 
 /// Rows of one camera image cast together (one parallel job).
 const BAND_ROWS: usize = 8;
@@ -61,6 +62,10 @@ pub struct Inputs<'a> {
     pub headlight: Headlight,
     /// Each world's geom and material colours, materials, textures and camera fields of view.
     pub fields: &'a dyn WorldFields,
+    /// Per world, the key of this frame's depth-sensor noise (its episode seed and frame
+    /// mixed): the same key gives the same measured depth. Read only for cameras with a
+    /// depth-sensor model; may be empty otherwise.
+    pub depth_noise: &'a [u64],
 }
 
 /// Each world's geom, material and camera fields, as the renderer reads them.
@@ -205,6 +210,8 @@ struct Shared<'a> {
     mirrors: Vec<Vec<Option<usize>>>,
     /// Per world (empty for worlds not drawn), its skins posed for the frame.
     skins: Vec<Vec<SkinSurface>>,
+    /// Per world, the key of the frame's depth-sensor noise.
+    depth_noise: &'a [u64],
 }
 
 /// What a pixel's ray shows once surfaces MuJoCo's renderer does not draw opaque are resolved.
@@ -316,7 +323,7 @@ impl Renderer {
         frames: Frames,
         wanted: &(dyn Fn(usize, usize) -> bool + Sync),
     ) -> Result<(), CameraError> {
-        let Inputs { scene, poses, caster, lights, headlight, fields } = input;
+        let Inputs { scene, poses, caster, lights, headlight, fields, depth_noise } = input;
         let nworld = poses.nworld;
         let pixels = nworld * layout.pixels_per_world;
         check(&frames.rgb, pixels * 3, "rgb")?;
@@ -351,7 +358,20 @@ impl Renderer {
                     }
                 })
                 .collect();
-        let shared = Shared { scene, poses, caster, layout, prepared, lights, headlight, fields, ties, mirrors, skins };
+        let shared = Shared {
+            scene,
+            poses,
+            caster,
+            layout,
+            prepared,
+            lights,
+            headlight,
+            fields,
+            ties,
+            mirrors,
+            skins,
+            depth_noise,
+        };
         let jobs = jobs(layout, nworld, frames, wanted);
         jobs.into_par_iter().try_for_each(|job| self.band(&shared, job))
     }
@@ -385,6 +405,11 @@ impl Renderer {
             if let Some(g) = seg.as_deref_mut() {
                 g[pixel[r]] = t.seg_of[r];
             }
+        }
+        if let Some(d) = depth
+            && options.depth_sensor.is_active()
+        {
+            measure_depth(s, &view, &pixel, t, d);
         }
         let Some(rgb) = job.rgb else { return Ok(()) };
         // Sites and tendons (RGB only): drawn after the geoms, so one wins where it meets a
@@ -1432,6 +1457,32 @@ fn face_at(mesh: &glint_core::Mesh, point: DVec3, dir: DVec3) -> Option<usize> {
     mesh.intersect_local(point - d * back, d, 4.0 * back).map(|(_, _, face)| face)
 }
 
+/// Replaces the clean depth of the band's pixels by what `view`'s depth sensor measures: the
+/// second viewpoint (the right imager or the projector, `baseline` along the camera's +x)
+/// must see each point, by a ray from it through the BVH, and noise keyed by the world's
+/// frame, the camera and the pixel perturbs the disparity.
+fn measure_depth(s: &Shared, view: &View, pixel: &[usize], t: &Traced, depth: &mut [f32]) {
+    let sensor = &view.options.depth_sensor;
+    let Projection::Perspective { f, .. } = view.model.projection else { return };
+    let second = view.pos + view.mat * DVec3::new(sensor.baseline, 0.0, 0.0);
+    let frame = s.depth_noise.get(view.w).copied().unwrap_or(0);
+    let prepared = &s.prepared[view.slot];
+    for (r, &p) in pixel.iter().enumerate() {
+        let z = f64::from(depth[p]);
+        if z <= 0.0 {
+            continue;
+        }
+        let point = t.origin(view.pos, r) + t.dirs[r] * z;
+        let toward = point - second;
+        let reach = toward.length();
+        let ray = CastOne { world: view.w, origin: second, dir: toward / reach, exclude_body: -1, skip_geom: -1 };
+        // The first surface from the second viewpoint is the point itself, or it is hidden.
+        let seen = prepared.cast_one(ray).is_none_or(|h| h.dist >= reach - 1e-4 * reach.max(1.0));
+        let noise = normal_draw(pixel_key(frame, view.model.camera, p));
+        depth[p] = sensor.measure(z, p % view.model.width, f[0], seen, noise);
+    }
+}
+
 /// Skin `k`'s material, if it has one the model defines.
 fn skin_material(s: &Shared, k: usize) -> Option<usize> {
     usize::try_from(s.scene.skin[k].matid).ok().filter(|&m| m < s.scene.mat_rgba.len())
@@ -1742,6 +1793,7 @@ mod tests {
             ties: vec![Vec::new()],
             mirrors: vec![Vec::new()],
             skins: vec![Vec::new()],
+            depth_noise: &[],
         };
         let spot = Light {
             light_type: 0,

@@ -2,7 +2,8 @@
 
 use std::path::Path;
 
-use glint_camera::MAX_SIDE;
+use glint_camera::{DepthPreset, DepthSensor, MAX_SIDE, SensorModel};
+use glint_core::Spelled;
 use serde::Deserialize;
 
 use crate::ManifestError;
@@ -31,6 +32,9 @@ pub struct CameraBinding {
     /// Frames per second of simulated time a recording takes (default 10; a whole fraction
     /// of the runner's ticks per second, checked when the simulation is built).
     pub rate_hz: f64,
+    /// How depth is measured: the clean depth (default), or a depth sensor's model from
+    /// `sensor_model` or `preset` and the fields that adjust it.
+    pub depth_sensor: DepthSensor,
 }
 
 #[derive(Deserialize, Default)]
@@ -44,6 +48,16 @@ pub(crate) struct RawCamera {
     use_shadows: Option<bool>,
     geom_groups: Option<Vec<i64>>,
     rate_hz: Option<f64>,
+    sensor_model: Option<String>,
+    preset: Option<String>,
+    depth_scale: Option<f64>,
+    min_range: Option<f64>,
+    max_range: Option<f64>,
+    baseline: Option<f64>,
+    subpixel_sigma: Option<f64>,
+    max_disparity: Option<f64>,
+    disparity_step: Option<f64>,
+    debug_channel: Option<i64>,
 }
 
 impl RawCamera {
@@ -61,9 +75,15 @@ impl RawCamera {
                 Some(n) => Err(bad(format!("{key} = {n} is out of range; use 1 to {MAX_SIDE} pixels"))),
             }
         };
+        let preset = match &self.preset {
+            Some(name) => Some(
+                DepthPreset::from_name(name).map_err(|e| bad(with_nearest(e.to_string(), name, DepthPreset::NAMES)))?,
+            ),
+            None => None,
+        };
         let resolution = match (side(self.width, "width")?, side(self.height, "height")?) {
             (Some(w), Some(h)) => Some((w, h)),
-            (None, None) => None,
+            (None, None) => preset.map(DepthPreset::resolution),
             _ => return Err(bad("give both width and height, or neither (the MJCF camera's resolution)".into())),
         };
         if let Some(outputs) = &self.outputs {
@@ -89,6 +109,7 @@ impl RawCamera {
             return Err(bad(format!("rate_hz = {rate_hz} is out of range; use (0, 1000] frames per second")));
         }
         let outputs = self.outputs.as_ref().map(|list| CAMERA_OUTPUTS.map(|o| list.iter().any(|x| x == o)));
+        let depth_sensor = self.depth_sensor(preset).map_err(bad)?;
         Ok(CameraBinding {
             camera,
             resolution,
@@ -97,6 +118,48 @@ impl RawCamera {
             use_shadows: self.use_shadows.unwrap_or(true),
             geom_groups,
             rate_hz,
+            depth_sensor,
         })
+    }
+
+    /// The depth sensor: the preset's, its model replaced by `sensor_model`, then the fields
+    /// given; checked (an error is the message for the table).
+    fn depth_sensor(&self, preset: Option<DepthPreset>) -> Result<DepthSensor, String> {
+        let mut sensor = preset.map_or_else(DepthSensor::default, DepthSensor::preset);
+        if let Some(name) = &self.sensor_model {
+            sensor.model =
+                SensorModel::from_name(name).map_err(|e| with_nearest(e.to_string(), name, SensorModel::NAMES))?;
+        }
+        let fields = [
+            (&mut sensor.depth_scale, self.depth_scale),
+            (&mut sensor.min_range, self.min_range),
+            (&mut sensor.max_range, self.max_range),
+            (&mut sensor.baseline, self.baseline),
+            (&mut sensor.subpixel_sigma, self.subpixel_sigma),
+            (&mut sensor.max_disparity, self.max_disparity),
+            (&mut sensor.disparity_step, self.disparity_step),
+        ];
+        for (field, value) in fields {
+            if let Some(v) = value {
+                *field = v;
+            }
+        }
+        if let Some(channel) = self.debug_channel.filter(|&c| c != 0) {
+            return Err(format!(
+                "debug_channel = {channel}: glint has no depth-sensor debug channels yet; leave it 0 (depth)"
+            ));
+        }
+        if sensor.is_active() {
+            sensor.validate().map_err(|e| e.to_string())?;
+        }
+        Ok(sensor)
+    }
+}
+
+/// `message` with the valid name nearest `name` appended, when one is near.
+fn with_nearest<T>(message: String, name: &str, names: &[(T, &str)]) -> String {
+    match glint_core::nearest_name(name, names.iter().map(|(_, n)| *n)) {
+        Some(near) => format!("{message}; did you mean '{near}'?"),
+        None => message,
     }
 }

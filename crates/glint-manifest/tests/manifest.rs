@@ -595,3 +595,29 @@ fn silent_acceptances_are_refused_naming_the_key_and_the_bound() {
     .unwrap();
     assert_eq!(m.lidar[0].mount_offset.x, 10000.0);
 }
+
+#[test]
+fn a_camera_takes_a_depth_sensor_preset_and_its_fields() {
+    use glint_camera::SensorModel;
+    let camera = |extra: &str| parse(&format!("scene = \"a.xml\"\n[[camera]]\ncamera = \"c\"\n{extra}\n"));
+    let m = camera("preset = \"realsense-d415\"\nbaseline = 0.06").unwrap();
+    let c = &m.cameras[0];
+    assert_eq!(c.resolution, Some((1280, 720)), "the preset's image size");
+    assert_eq!((c.depth_sensor.model, c.depth_sensor.baseline), (SensorModel::ActiveStereo, 0.06));
+    let m = camera("preset = \"kinect-v1\"\nwidth = 64\nheight = 48").unwrap();
+    assert_eq!(m.cameras[0].resolution, Some((64, 48)), "explicit sizes win");
+    assert_eq!(m.cameras[0].depth_sensor.model, SensorModel::StructuredLight);
+    let m = camera("sensor_model = \"active-stereo\"").unwrap();
+    assert_eq!(m.cameras[0].depth_sensor.baseline, 0.05);
+    assert!(!camera("").unwrap().cameras[0].depth_sensor.is_active(), "the clean depth by default");
+    let err = camera("preset = \"realsense-d4355\"").unwrap_err();
+    assert!(err.contains("[[camera]] 0") && err.contains("did you mean 'realsense-d435'?"), "{err}");
+    let err = camera("sensor_model = \"stereo\"").unwrap_err();
+    assert!(err.contains("unknown depth sensor model 'stereo'"), "{err}");
+    let err = camera("preset = \"realsense-d435\"\nsubpixel_sigma = -1.0").unwrap_err();
+    assert!(err.contains("subpixel_sigma = -1"), "{err}");
+    let err = camera("preset = \"azure-kinect-nfov\"").unwrap_err();
+    assert!(err.contains("'itof' is not built yet"), "{err}");
+    let err = camera("preset = \"realsense-d435\"\ndebug_channel = 3").unwrap_err();
+    assert!(err.contains("debug_channel = 3"), "{err}");
+}

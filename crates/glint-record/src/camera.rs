@@ -24,17 +24,32 @@ pub const DEPTH_PNG_SCALE: f64 = 0.001;
 /// Depth in metres as 16-bit codes of [`DEPTH_PNG_SCALE`] (millimetres): 0 where nothing is
 /// hit, 65 535 (65.535 m) at most.
 pub fn depth_codes(depth: &[f32]) -> Vec<u16> {
-    depth.iter().map(|&m| (f64::from(m) / DEPTH_PNG_SCALE).round().clamp(0.0, f64::from(u16::MAX)) as u16).collect()
+    depth_codes_scaled(depth, DEPTH_PNG_SCALE)
+}
+
+/// Depth in metres as 16-bit codes of `scale` metres each (`round(z / scale)`, clamped): 0
+/// where nothing is hit or the depth is invalid.
+pub fn depth_codes_scaled(depth: &[f32], scale: f64) -> Vec<u16> {
+    depth.iter().map(|&m| (f64::from(m) / scale).round().clamp(0.0, f64::from(u16::MAX)) as u16).collect()
 }
 
 /// Writes a `width` × `height` depth image (metres) as a 16-bit grey PNG of [`depth_codes`].
 pub fn write_depth_png(path: &Path, depth: &[f32], width: usize, height: usize) -> Result<(), RecordError> {
+    write_depth_png_scaled(path, depth, (width, height), DEPTH_PNG_SCALE)
+}
+
+/// [`write_depth_png`] in codes of `scale` metres.
+pub fn write_depth_png_scaled(
+    path: &Path,
+    depth: &[f32],
+    (width, height): (usize, usize),
+    scale: f64,
+) -> Result<(), RecordError> {
+    let codes = depth_codes_scaled(depth, scale);
     let img =
-        image::ImageBuffer::<image::Luma<u16>, Vec<u16>>::from_raw(width as u32, height as u32, depth_codes(depth))
-            .ok_or_else(|| RecordError::Image {
-                path: path.to_path_buf(),
-                reason: "the depth frame has the wrong size".into(),
-            })?;
+        image::ImageBuffer::<image::Luma<u16>, Vec<u16>>::from_raw(width as u32, height as u32, codes).ok_or_else(
+            || RecordError::Image { path: path.to_path_buf(), reason: "the depth frame has the wrong size".into() },
+        )?;
     crate::files::save_png(&img, path)
 }
 
@@ -56,6 +71,32 @@ pub struct CameraStreamInfo {
     pub rgb: bool,
     /// Whether depth is recorded.
     pub depth: bool,
+    /// Metres per 16-bit depth code (PNG grey level; 0 is invalid or nothing hit).
+    #[serde(rename = "depth_png_scale")]
+    pub depth_scale: f64,
+    /// The depth-sensor model that measured the depth, when one did (absent: the clean
+    /// depth, equal to `mj_ray`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub depth_sensor: Option<DepthModelInfo>,
+}
+
+/// The depth-sensor model of a recorded camera, by the `[[camera]]` keys.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DepthModelInfo {
+    /// `active-stereo` or `structured-light`.
+    pub sensor_model: String,
+    /// Second viewpoint's offset along the camera's +x, metres.
+    pub baseline: f64,
+    /// Disparity noise, pixels.
+    pub subpixel_sigma: f64,
+    /// Largest disparity, pixels.
+    pub max_disparity: f64,
+    /// Disparity rounding step, pixels (0: none).
+    pub disparity_step: f64,
+    /// Optical-axis depth range reported, metres.
+    pub min_range: f64,
+    /// See `min_range`.
+    pub max_range: f64,
 }
 
 /// One recorded frame's time and camera pose (world frame; MuJoCo's camera looks along −Z
@@ -154,7 +195,7 @@ impl CameraStream {
         }
         if let Some(d) = &self.depth_dir {
             let path = d.join(format!("frame_{:06}.png", pose.frame));
-            write_depth_png(&path, depth, self.info.width, self.info.height)?;
+            write_depth_png_scaled(&path, depth, (self.info.width, self.info.height), self.info.depth_scale)?;
         }
         self.frames.push(pose);
         Ok(())
@@ -186,13 +227,9 @@ impl CameraStream {
         struct Sidecar<'a> {
             #[serde(flatten)]
             info: &'a CameraStreamInfo,
-            depth_png_scale: f64,
             frames: &'a [FramePose],
         }
-        write_json(
-            &self.sidecar,
-            &Sidecar { info: &self.info, depth_png_scale: DEPTH_PNG_SCALE, frames: &self.frames },
-        )?;
+        write_json(&self.sidecar, &Sidecar { info: &self.info, frames: &self.frames })?;
         files.push(self.sidecar.clone());
         if let Some(d) = &self.depth_dir {
             files.push(d.clone());

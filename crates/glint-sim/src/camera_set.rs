@@ -66,6 +66,15 @@ pub(crate) struct RenderWorld<'a> {
     pub(crate) poses: &'a Poses,
     pub(crate) caster: &'a RayCaster,
     pub(crate) fields: &'a Fields,
+    /// Per world, the key of its depth-sensor noise for this frame
+    /// ([`depth_noise_keys`]).
+    pub(crate) depth_noise: &'a [u64],
+}
+
+/// Per world, the depth-sensor noise key of the frame after `ticks` ticks of the episode of
+/// seed `seeds[w]`: the same episode and tick measure the same depth.
+pub(crate) fn depth_noise_keys(seeds: &[u64], ticks: &[u64]) -> Vec<u64> {
+    seeds.iter().zip(ticks).map(|(&seed, &tick)| glint_camera::frame_key(seed, tick)).collect()
 }
 
 impl CameraSet {
@@ -132,6 +141,7 @@ fn render(
         lights: &lights,
         headlight,
         fields: world.fields,
+        depth_noise: world.depth_noise,
     };
     Ok(renderer.render_where(input, layout, frames, wanted)?)
 }
@@ -158,7 +168,14 @@ impl Sensor for CameraSet {
         if !demand.any() {
             return Ok(());
         }
-        let world = RenderWorld { scene: ctx.scene, poses: ctx.poses, caster: ctx.caster, fields: ctx.fields };
+        let keys = depth_noise_keys(ctx.episode_seeds, ctx.episode_ticks);
+        let world = RenderWorld {
+            scene: ctx.scene,
+            poses: ctx.poses,
+            caster: ctx.caster,
+            fields: ctx.fields,
+            depth_noise: &keys,
+        };
         let CameraFrames { layout, rgb, depth, seg, .. } = &mut self.frames;
         let buffers = Frames { rgb: Some(rgb), depth: Some(depth), seg: Some(seg) };
         render(&self.renderer, self.headlight, layout, &world, buffers, &|w, slot| demand.wants(slot, w))

@@ -471,6 +471,7 @@ fn render_where_renders_only_the_pairs_it_keeps_and_leaves_the_others() {
             lights: &lights,
             headlight,
             fields: &SceneFields(&scene),
+            depth_noise: &[],
         };
         let frames = Frames { rgb: Some(&mut rgb), depth: Some(&mut depth), seg: Some(&mut seg) };
         renderer.render_where(input, &layout, frames, wanted).unwrap();

@@ -99,6 +99,7 @@ impl Simulation {
             use_textures: binding.use_textures,
             use_shadows: binding.use_shadows,
             enabled_geom_groups: binding.geom_groups,
+            depth_sensor: binding.depth_sensor,
             ..mjcf
         })
     }
@@ -120,11 +121,16 @@ impl Simulation {
     /// caller's buffers (laid out as [`Simulation::camera_layout`] says).
     pub fn render_into(&mut self, frames: Frames) -> Result<(), SimError> {
         let cameras = self.sensors.cameras.as_ref().ok_or_else(no_cameras)?;
+        let nworld = self.nworld();
+        let seeds: Vec<u64> = (0..nworld).map(|w| self.episodes.seed(w)).collect();
+        let ticks: Vec<u64> = (0..nworld).map(|w| self.episodes.ticks(w)).collect();
+        let keys = crate::camera_set::depth_noise_keys(&seeds, &ticks);
         let world = RenderWorld {
             scene: &self.scene,
             poses: self.worlds.poses(),
             caster: &self.rays,
             fields: &self.world.fields,
+            depth_noise: &keys,
         };
         cameras.render(&world, frames, &|_, _| true)
     }

@@ -122,10 +122,26 @@ impl Simulation {
                     },
                     rgb: options.render_rgb,
                     depth: options.render_depth,
+                    depth_scale: options.depth_sensor.depth_scale,
+                    depth_sensor: options.depth_sensor.is_active().then(|| depth_model_info(&options.depth_sensor)),
                 },
                 slot,
                 every: cameras.every(slot),
             })
             .collect()
+    }
+}
+
+/// How a recording's sidecar describes camera depth measured by `sensor`.
+fn depth_model_info(sensor: &glint_camera::DepthSensor) -> glint_record::DepthModelInfo {
+    use glint_core::Spelled;
+    glint_record::DepthModelInfo {
+        sensor_model: sensor.model.name().into(),
+        baseline: sensor.baseline,
+        subpixel_sigma: sensor.subpixel_sigma,
+        max_disparity: sensor.max_disparity,
+        disparity_step: sensor.disparity_step,
+        min_range: sensor.min_range,
+        max_range: sensor.max_range,
     }
 }
