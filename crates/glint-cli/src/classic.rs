@@ -60,22 +60,13 @@ pub fn render(python: &PathBuf, jobs: &[ClassicJob], one_thread: bool) -> Result
     let fix = "MuJoCo's classic renderer is reached through the `mujoco` Python package (mujoco==3.17.0): pass \
                --python or set GLINT_PYTHON to a Python that has it; headless, it needs MUJOCO_GL=osmesa and \
                Mesa's libOSMesa on the library path (`make lights-report` and `make bench` set up both)";
-    let mut child = cmd.spawn().with_context(|| format!("cannot start '{}': {fix}", python.display()))?;
-    let mut stdin = child.stdin.take().context("the renderer's standard input")?;
-    stdin.write_all(serde_json::to_string(&request)?.as_bytes()).context("sending the render jobs")?;
-    drop(stdin);
-    let out = child.wait_with_output().context("waiting for the renderer")?;
+    let start = || format!("cannot start '{}': {fix}", python.display());
+    let out = run_script(cmd, &serde_json::to_string(&request)?, start, "the renderer")?;
     if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message");
+        let last = last_line(&out.stderr);
         bail!("MuJoCo's renderer ('{}') failed: {last}\n{fix}", python.display());
     }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let reply: serde_json::Value = stdout
-        .lines()
-        .rev()
-        .find_map(|l| serde_json::from_str(l).ok())
-        .with_context(|| format!("the renderer printed no version: {stdout}"))?;
+    let reply = json_reply(&out.stdout, "the renderer printed no version")?;
     let seconds_per_frame = reply["seconds_per_frame"]
         .as_array()
         .map(|a| a.iter().map(serde_json::Value::as_f64).collect())
@@ -114,24 +105,14 @@ pub fn warp_render(python: &PathBuf, job: &WarpJob) -> Result<std::result::Resul
         "height": job.size.1, "worlds": job.worlds, "shadows": job.shadows, "frames": job.frames });
     let mut cmd = Command::new(python);
     cmd.arg("-c").arg(WARP_SCRIPT).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().with_context(|| format!("cannot start '{}'", python.display()))?;
-    let mut stdin = child.stdin.take().context("MuJoCo Warp's standard input")?;
-    stdin.write_all(request.to_string().as_bytes()).context("sending the render job")?;
-    drop(stdin);
-    let out = child.wait_with_output().context("waiting for MuJoCo Warp")?;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message").to_string();
+    let out = run_script(cmd, &request.to_string(), || format!("cannot start '{}'", python.display()), "MuJoCo Warp")?;
+    let last = last_line(&out.stderr);
     match out.status.code() {
         Some(0) => {}
         Some(3) => return Ok(Err(last)),
         _ => bail!("MuJoCo Warp's renderer ('{}') failed: {last}", python.display()),
     }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let reply: serde_json::Value = stdout
-        .lines()
-        .rev()
-        .find_map(|l| serde_json::from_str(l).ok())
-        .with_context(|| format!("MuJoCo Warp printed no timing: {stdout}"))?;
+    let reply = json_reply(&out.stdout, "MuJoCo Warp printed no timing")?;
     let seconds_per_frame = reply["seconds_per_frame"].as_f64().context("MuJoCo Warp reported no timing")?;
     let version = format!(
         "mujoco-warp {} (warp-lang {})",
@@ -139,4 +120,31 @@ pub fn warp_render(python: &PathBuf, job: &WarpJob) -> Result<std::result::Resul
         reply["warp"].as_str().unwrap_or("?")
     );
     Ok(Ok(WarpReply { version, seconds_per_frame }))
+}
+
+/// Runs `cmd` (a Python script with its pipes set), hands it `request` on standard input and
+/// waits for it; `start` words the error when it cannot start, `who` the others.
+fn run_script(
+    mut cmd: Command,
+    request: &str,
+    start: impl FnOnce() -> String,
+    who: &str,
+) -> Result<std::process::Output> {
+    let mut child = cmd.spawn().with_context(start)?;
+    let mut stdin = child.stdin.take().with_context(|| format!("{who}'s standard input"))?;
+    stdin.write_all(request.as_bytes()).context("sending the render jobs")?;
+    drop(stdin);
+    child.wait_with_output().with_context(|| format!("waiting for {who}"))
+}
+
+/// The last non-empty line a script wrote (its error), or "no message".
+fn last_line(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message").to_string()
+}
+
+/// The last line of `stdout` that is a JSON value; `missing` words the error when none is.
+fn json_reply(stdout: &[u8], missing: &str) -> Result<serde_json::Value> {
+    let text = String::from_utf8_lossy(stdout);
+    text.lines().rev().find_map(|l| serde_json::from_str(l).ok()).with_context(|| format!("{missing}: {text}"))
 }
