@@ -1,12 +1,10 @@
-//! Depth-sensor models on a camera's clean depth (`spec/depth-sensors.md`): what a
-//! triangulating depth camera reports where the clean z-buffer has `z`. Built so far: active
-//! stereo (RealSense D4xx) and structured light (Kinect v1), each as a validity mask from the
-//! device's geometry (the second viewpoint must see the point: MinZ, the left band, occlusion)
-//! and noise on the disparity, the device's own variable. Not yet built: iToF, sparse dToF,
-//! the material failures read from the NIR channels, and the debug channels; asking for them
-//! is refused with a message that says so.
+//! Depth-sensor models on a camera's clean depth (`spec/depth-sensors.md`): what a real
+//! depth camera reports where the clean z-buffer has `z`. Each model is a validity mask from
+//! the device's geometry, noise in the device's own variable and material failures read from
+//! the NIR channels. This module holds the fields, the presets and the device arithmetic;
+//! `measure.rs` casts the rays that feed it.
 
-use glint_core::{Spelled, spelled};
+use glint_core::spelled;
 
 use crate::CameraError;
 
@@ -19,11 +17,11 @@ pub enum SensorModel {
     None,
     /// Active stereo (RealSense D4xx): a left imager and a right one `baseline` to its right.
     ActiveStereo,
-    /// Indirect time of flight (Azure Kinect): not built yet.
+    /// Indirect time of flight (Azure Kinect): phasors of the sub-pixel returns.
     IToF,
     /// Structured light (Kinect v1): the camera and a projector `baseline` to its right.
     StructuredLight,
-    /// Sparse multizone direct time of flight (VL53L5CX): not built yet.
+    /// Sparse multizone direct time of flight (VL53L5CX): a time histogram per zone.
     DToFSparse,
 }
 
@@ -35,20 +33,77 @@ spelled!(SensorModel, "depth sensor model", [
     DToFSparse => "dtof-sparse",
 ]);
 
+/// What a depth stream carries (LuckyEngine's `debug_channel`: its wire integer is the
+/// position here). Anything but `Depth` is an internal quantity of the model, not a depth map.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DebugChannel {
+    /// The measured depth, metres.
+    #[default]
+    Depth,
+    /// Return strength: NIR reflectivity × cos θ / r² plus glints and retroreflection.
+    Backscatter,
+    /// Cosine of the incidence angle at the first surface.
+    IncidenceCosine,
+    /// NIR reflectivity of the first surface.
+    NirReflectivity,
+    /// Depth of the first transparent surface (glass, water, foliage), metres; 0 where none.
+    TransparentDepth,
+    /// Metalness, as the first surface's F0.
+    Metalness,
+    /// Roughness, as the first surface's RMS specular slope (radians).
+    Roughness,
+    /// Share of the return lost behind transparent surfaces, 0 to 1.
+    TransmissionSuppression,
+    /// Continuation class of the first surface (0 opaque, 1 slab, 2 medium, 3 porous,
+    /// 4 specular; −1 nothing hit).
+    ContinuationClass,
+    /// 1 where the model reports a hole (occlusion from the second viewpoint among them),
+    /// 0 where it reports depth.
+    OcclusionMask,
+}
+
+spelled!(DebugChannel, "debug channel", [
+    Depth => "depth",
+    Backscatter => "backscatter",
+    IncidenceCosine => "incidence-cosine",
+    NirReflectivity => "nir-reflectivity",
+    TransparentDepth => "transparent-depth",
+    Metalness => "metalness",
+    Roughness => "roughness",
+    TransmissionSuppression => "transmission-suppression",
+    ContinuationClass => "continuation-class",
+    OcclusionMask => "occlusion-mask",
+]);
+
+/// Which of a dToF zone's targets its image reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TargetOrder {
+    /// The strongest peak (the VL53L5CX's default).
+    #[default]
+    Strongest,
+    /// The nearest peak.
+    Closest,
+}
+
+spelled!(TargetOrder, "target order", [
+    Strongest => "strongest",
+    Closest => "closest",
+]);
+
 /// A named device: the fields of [`DepthSensor`] it implies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DepthPreset {
-    /// Intel RealSense D435: 848 × 480, baseline 50 mm.
+    /// Intel RealSense D435: 848 × 480, 90° × 58°, baseline 50 mm.
     RealsenseD435,
-    /// Intel RealSense D415: 1280 × 720, baseline 55 mm.
+    /// Intel RealSense D415: 1280 × 720, 65° × 40°, baseline 55 mm.
     RealsenseD415,
-    /// Intel RealSense D455: 1280 × 720, baseline 95 mm.
+    /// Intel RealSense D455: 1280 × 720, 87° × 58°, baseline 95 mm.
     RealsenseD455,
-    /// Microsoft Kinect v1 (PrimeSense): 640 × 480, baseline 75 mm.
+    /// Microsoft Kinect v1 (PrimeSense): 640 × 480, 57° × 43°, baseline 75 mm.
     KinectV1,
-    /// Azure Kinect, narrow field of view, unbinned (iToF: not built yet).
+    /// Azure Kinect, narrow field of view, unbinned: 640 × 576, 75° × 65°, iToF.
     AzureKinectNfov,
-    /// ST VL53L5CX (sparse dToF: not built yet).
+    /// ST VL53L5CX: 8 × 8 zones over 45° × 45°, up to 4 m.
     Vl53l5cx,
 }
 
@@ -66,12 +121,19 @@ spelled!(DepthPreset, "depth sensor preset", [
 pub struct DepthSensor {
     /// The model.
     pub model: SensorModel,
+    /// What the stream carries.
+    pub debug_channel: DebugChannel,
+    /// Which dToF target a zone reports.
+    pub target_order: TargetOrder,
     /// Metres per code of the 16-bit depth (`round(z / depth_scale)`, 0 invalid).
     pub depth_scale: f64,
     /// Nearest reported optical-axis depth, metres (nearer: invalid).
     pub min_range: f64,
     /// Farthest reported optical-axis depth, metres (farther: invalid).
     pub max_range: f64,
+    /// Weakest return a device detects, in return strength (NIR reflectivity × cos θ / r²,
+    /// r in metres: a white matte wall head-on at 1 m is 1); 0: every return is detected.
+    pub detect_floor: f64,
     /// Distance from the camera to the second imager or the projector along the camera's
     /// +x (image right), metres.
     pub baseline: f64,
@@ -82,19 +144,50 @@ pub struct DepthSensor {
     pub max_disparity: f64,
     /// Step the disparity is rounded to, pixels (0: none).
     pub disparity_step: f64,
+    /// iToF: the modulation frequency, MHz (range wraps at c / 2f).
+    pub modulation_mhz: f64,
+    /// iToF: a second modulation frequency, MHz, to unwrap with (0: one frequency).
+    pub modulation2_mhz: f64,
+    /// iToF: range noise at return strength 1, metres (shot-limited: σ = range_noise / √A).
+    pub range_noise: f64,
+    /// Strongest return before the sensor saturates (that pixel or zone is invalid); 0:
+    /// never.
+    pub saturation: f64,
+    /// iToF: sub-pixel rays per side (n × n per pixel, summed as phasors).
+    pub subpixels: f64,
+    /// dToF: zones per side of the image (n × n).
+    pub zones: f64,
+    /// dToF: sub-rays per side of a zone.
+    pub zone_rays: f64,
+    /// dToF: histogram bin width, metres.
+    pub bin_width: f64,
+    /// dToF: ambient counts per histogram bin.
+    pub ambient_counts: f64,
 }
 
 impl Default for DepthSensor {
     fn default() -> Self {
         DepthSensor {
             model: SensorModel::None,
+            debug_channel: DebugChannel::Depth,
+            target_order: TargetOrder::Strongest,
             depth_scale: 0.001,
             min_range: 0.0,
             max_range: 1.0e4,
+            detect_floor: 0.0,
             baseline: 0.05,
             subpixel_sigma: 0.08,
             max_disparity: 126.0,
             disparity_step: 0.0,
+            modulation_mhz: 200.0,
+            modulation2_mhz: 0.0,
+            range_noise: 0.0017,
+            saturation: 0.0,
+            subpixels: 2.0,
+            zones: 8.0,
+            zone_rays: 8.0,
+            bin_width: 0.0375,
+            ambient_counts: 20.0,
         }
     }
 }
@@ -104,8 +197,82 @@ impl Default for DepthSensor {
 /// 75 mm: σ_d ≈ 0.062 px in all, of which rounding to 1/8 px gives 0.036 px).
 const KINECT_V1_SIGMA_PX: f64 = 0.050;
 
+/// The speed of light, metres per microsecond (ranges from MHz).
+const C_M_PER_US: f64 = 299.792_458;
+
+/// A calibration field: its name (the manifest's, the sidecar's, the wire's), the range it
+/// takes and where it lives in a [`DepthSensor`].
+struct Field {
+    name: &'static str,
+    range: (f64, f64),
+    /// Whether the low end is excluded.
+    open_low: bool,
+    units: &'static str,
+    get: fn(&DepthSensor) -> f64,
+    set: fn(&mut DepthSensor, f64),
+}
+
+macro_rules! fields {
+    ($($name:ident: $lo:expr, $hi:expr, $open:expr, $units:expr;)*) => {
+        const FIELDS: &[Field] = &[$(Field {
+            name: stringify!($name),
+            range: ($lo, $hi),
+            open_low: $open,
+            units: $units,
+            get: |s| s.$name,
+            set: |s, v| s.$name = v,
+        }),*];
+    };
+}
+
+fields! {
+    depth_scale: 0.0, 1.0, true, "metres per code";
+    min_range: 0.0, 1.0e4, false, "metres";
+    max_range: 0.0, 1.0e4, true, "metres";
+    detect_floor: 0.0, 1.0e3, false, "return strength";
+    baseline: 0.0, 10.0, true, "metres";
+    subpixel_sigma: 0.0, 10.0, false, "pixels";
+    max_disparity: 0.0, 1.0e4, true, "pixels";
+    disparity_step: 0.0, 1.0, false, "pixels";
+    modulation_mhz: 0.0, 1.0e4, true, "MHz";
+    modulation2_mhz: 0.0, 1.0e4, false, "MHz";
+    range_noise: 0.0, 1.0, false, "metres";
+    saturation: 0.0, 1.0e6, false, "return strength";
+    subpixels: 1.0, 4.0, false, "rays per side";
+    zones: 1.0, 64.0, false, "zones per side";
+    zone_rays: 1.0, 32.0, false, "rays per side";
+    bin_width: 0.0, 1.0, true, "metres";
+    ambient_counts: 0.0, 1.0e6, false, "counts per bin";
+}
+
+/// The fields that must be whole numbers.
+const WHOLE: [&str; 3] = ["subpixels", "zones", "zone_rays"];
+
 impl DepthSensor {
-    /// The device's fields; its image size is [`DepthPreset::resolution`].
+    /// The names of the calibration fields, as manifests, sidecars and the wire spell them.
+    pub fn field_names() -> impl Iterator<Item = &'static str> {
+        FIELDS.iter().map(|f| f.name)
+    }
+
+    /// Every calibration field by name, in [`DepthSensor::field_names`]' order.
+    pub fn fields(&self) -> Vec<(&'static str, f64)> {
+        FIELDS.iter().map(|f| (f.name, (f.get)(self))).collect()
+    }
+
+    /// Sets the calibration field `name`; an unknown name is an error naming the nearest.
+    /// Ranges are checked by [`DepthSensor::validate`].
+    pub fn set_field(&mut self, name: &str, value: f64) -> Result<(), CameraError> {
+        let field = FIELDS.iter().find(|f| f.name == name).ok_or_else(|| {
+            let near = glint_core::nearest_name(name, Self::field_names())
+                .map_or_else(String::new, |n| format!("; did you mean '{n}'?"));
+            CameraError::DepthSensor(format!("no depth-sensor field '{name}'{near}"))
+        })?;
+        (field.set)(self, value);
+        Ok(())
+    }
+
+    /// The device's fields; its image size is [`DepthPreset::resolution`] and its field of
+    /// view [`DepthPreset::fovy`].
     pub fn preset(preset: DepthPreset) -> DepthSensor {
         let stereo = |baseline, min_range, max_range| DepthSensor {
             model: SensorModel::ActiveStereo,
@@ -114,6 +281,8 @@ impl DepthSensor {
             max_disparity: 126.0,
             min_range,
             max_range,
+            // The projector's dots on a black matte panel (ρ 0.03) fade out near 2.5 m.
+            detect_floor: 0.005,
             ..DepthSensor::default()
         };
         match preset {
@@ -130,62 +299,73 @@ impl DepthSensor {
                 max_disparity: 1000.0,
                 min_range: 0.7,
                 max_range: 6.0,
+                detect_floor: 0.01,
                 ..DepthSensor::default()
             },
-            DepthPreset::AzureKinectNfov => {
-                DepthSensor { model: SensorModel::IToF, min_range: 0.5, max_range: 3.86, ..DepthSensor::default() }
-            }
-            DepthPreset::Vl53l5cx => {
-                DepthSensor { model: SensorModel::DToFSparse, min_range: 0.0, max_range: 4.0, ..DepthSensor::default() }
-            }
+            // A fine frequency for precision and a coarse one (8× the range noise) to unwrap
+            // to 6 m; the random error at the range's end (3.86 m) on a 15 % target is the
+            // datasheet's 17 mm (strength 0.01).
+            DepthPreset::AzureKinectNfov => DepthSensor {
+                model: SensorModel::IToF,
+                min_range: 0.5,
+                max_range: 3.86,
+                modulation_mhz: 200.0,
+                modulation2_mhz: 25.0,
+                range_noise: 0.0017,
+                detect_floor: 0.002,
+                subpixels: 2.0,
+                ..DepthSensor::default()
+            },
+            DepthPreset::Vl53l5cx => DepthSensor {
+                model: SensorModel::DToFSparse,
+                min_range: 0.02,
+                max_range: 4.0,
+                zones: 8.0,
+                zone_rays: 8.0,
+                bin_width: 0.0375,
+                ambient_counts: 20.0,
+                detect_floor: 0.005,
+                ..DepthSensor::default()
+            },
         }
     }
 
-    /// Checks every field's range and that the model is one glint builds.
+    /// Checks every field's range.
     pub fn validate(&self) -> Result<(), CameraError> {
-        let bad = |field: &'static str, value: f64, range: &'static str| {
-            Err(CameraError::DepthSensor(format!("{field} = {value} is out of range; use {range}")))
-        };
-        if matches!(self.model, SensorModel::IToF | SensorModel::DToFSparse) {
+        for f in FIELDS {
+            let v = (f.get)(self);
+            let (lo, hi) = f.range;
+            let above_low = if f.open_low { v > lo } else { v >= lo };
+            if !(v.is_finite() && above_low && v <= hi) {
+                let open = if f.open_low { "(" } else { "[" };
+                return Err(CameraError::DepthSensor(format!(
+                    "{} = {v} is out of range; use {open}{lo}, {hi}] {}",
+                    f.name, f.units
+                )));
+            }
+            if WHOLE.contains(&f.name) && v.fract() != 0.0 {
+                return Err(CameraError::DepthSensor(format!("{} = {v} must be a whole number", f.name)));
+            }
+        }
+        if self.max_range <= self.min_range {
             return Err(CameraError::DepthSensor(format!(
-                "sensor_model '{}' is not built yet: glint models active-stereo and structured-light depth so far",
-                self.model.name()
+                "max_range = {} is not above min_range = {}; widen the range",
+                self.max_range, self.min_range
             )));
-        }
-        if !(self.depth_scale.is_finite() && self.depth_scale > 0.0 && self.depth_scale <= 1.0) {
-            return bad("depth_scale", self.depth_scale, "(0, 1] metres per code");
-        }
-        if !(self.min_range.is_finite() && self.min_range >= 0.0) {
-            return bad("min_range", self.min_range, "0 or more metres");
-        }
-        if !(self.max_range.is_finite() && self.max_range > self.min_range) {
-            return bad("max_range", self.max_range, "finite metres above min_range");
-        }
-        if !(self.baseline.is_finite() && self.baseline > 0.0 && self.baseline <= 10.0) {
-            return bad("baseline", self.baseline, "(0, 10] metres");
-        }
-        if !(self.subpixel_sigma.is_finite() && (0.0..=10.0).contains(&self.subpixel_sigma)) {
-            return bad("subpixel_sigma", self.subpixel_sigma, "0 to 10 pixels");
-        }
-        if !(self.max_disparity.is_finite() && self.max_disparity > 0.0) {
-            return bad("max_disparity", self.max_disparity, "more than 0 pixels");
-        }
-        if !(self.disparity_step.is_finite() && (0.0..=1.0).contains(&self.disparity_step)) {
-            return bad("disparity_step", self.disparity_step, "0 to 1 pixel");
         }
         Ok(())
     }
 
-    /// Whether depth is measured rather than clean.
+    /// Whether depth is measured rather than clean (a model, or a debug channel).
     pub fn is_active(&self) -> bool {
-        self.model != SensorModel::None
+        self.model != SensorModel::None || self.debug_channel != DebugChannel::Depth
     }
 
-    /// The depth the device reports for a pixel whose clean depth is `z` (0: nothing hit),
-    /// at column `col`, with the camera's focal length `fx` in pixels, where `seen` says
-    /// whether the second viewpoint sees the point and `noise` is a standard normal draw for
-    /// this pixel and frame. 0 is invalid.
-    pub fn measure(&self, z: f64, col: usize, fx: f64, seen: bool, noise: f64) -> f32 {
+    /// The depth a triangulating device (active stereo, structured light) reports for a
+    /// pixel whose depth is `z` (0: nothing hit), at column `col`, with the camera's focal
+    /// length `fx` in pixels, where `seen` says whether the second viewpoint sees the point
+    /// and `noise` is a standard normal draw for this pixel and frame. 0 is invalid.
+    pub fn triangulate(&self, z: f64, col: usize, fx: f64, seen: bool, noise: f64) -> f32 {
         if z <= 0.0 || !seen {
             return 0.0;
         }
@@ -203,9 +383,79 @@ impl DepthSensor {
         if d <= 0.0 {
             return 0.0;
         }
-        let measured = fb / d;
-        if measured < self.min_range || measured > self.max_range { 0.0 } else { measured as f32 }
+        self.gate(fb / d)
     }
+
+    /// `z` where the range gate passes it, else 0 (invalid).
+    pub fn gate(&self, z: f64) -> f32 {
+        if z < self.min_range || z > self.max_range { 0.0 } else { z as f32 }
+    }
+
+    /// iToF: the range an iToF pixel reports for returns `(range, amplitude)` summed as
+    /// phasors, with standard normal draws `noise` (one per frequency); `None` where the
+    /// summed amplitude is below the detect floor or above saturation.
+    pub fn itof_range(&self, returns: &[(f64, f64)], noise: [f64; 2]) -> Option<f64> {
+        let phasor = |mhz: f64| {
+            let k = 4.0 * std::f64::consts::PI * mhz / C_M_PER_US;
+            returns.iter().fold((0.0, 0.0), |(re, im), &(r, a)| (re + a * (k * r).cos(), im + a * (k * r).sin()))
+        };
+        let (re, im) = phasor(self.modulation_mhz);
+        let amplitude = re.hypot(im);
+        if amplitude <= 0.0 || amplitude < self.detect_floor || (self.saturation > 0.0 && amplitude > self.saturation) {
+            return None;
+        }
+        // Phase noise falls as 1/√A; in range it scales with the wrap length (1/f).
+        let sigma = self.range_noise / amplitude.sqrt();
+        let wrapped = |(re, im): (f64, f64), mhz: f64, draw: f64| {
+            let wrap = C_M_PER_US / (2.0 * mhz);
+            let noise = sigma * self.modulation_mhz / mhz * draw;
+            (im.atan2(re).rem_euclid(std::f64::consts::TAU) / std::f64::consts::TAU * wrap + noise).rem_euclid(wrap)
+        };
+        let first = wrapped((re, im), self.modulation_mhz, noise[0]);
+        if self.modulation2_mhz <= 0.0 {
+            return Some(first);
+        }
+        let second = wrapped(phasor(self.modulation2_mhz), self.modulation2_mhz, noise[1]);
+        Some(unwrap_two(first, self.modulation_mhz, second, self.modulation2_mhz))
+    }
+
+    /// iToF: the farthest range one frequency (or the pair's common divisor) tells apart.
+    pub fn unambiguous_range(&self) -> f64 {
+        let mhz = if self.modulation2_mhz > 0.0 {
+            gcd_mhz(self.modulation_mhz, self.modulation2_mhz)
+        } else {
+            self.modulation_mhz
+        };
+        C_M_PER_US / (2.0 * mhz)
+    }
+}
+
+/// The range within the pair's unambiguous range whose wraps at both frequencies best agree
+/// with `r1` (wrapped at `f1`) and `r2` (at `f2`).
+fn unwrap_two(r1: f64, f1: f64, r2: f64, f2: f64) -> f64 {
+    let (w1, w2) = (C_M_PER_US / (2.0 * f1), C_M_PER_US / (2.0 * f2));
+    let reach = C_M_PER_US / (2.0 * gcd_mhz(f1, f2));
+    let mut best = (f64::INFINITY, r1);
+    let mut k = 0.0;
+    while k * w1 < reach {
+        let candidate = r1 + k * w1;
+        let miss = (candidate - r2).rem_euclid(w2);
+        let miss = miss.min(w2 - miss);
+        if miss < best.0 {
+            best = (miss, candidate);
+        }
+        k += 1.0;
+    }
+    best.1
+}
+
+/// The greatest common divisor of two frequencies, to 1 kHz.
+fn gcd_mhz(a: f64, b: f64) -> f64 {
+    let (mut x, mut y) = ((a * 1000.0).round() as u64, (b * 1000.0).round() as u64);
+    while y != 0 {
+        (x, y) = (y, x % y);
+    }
+    x.max(1) as f64 / 1000.0
 }
 
 impl DepthPreset {
@@ -219,6 +469,17 @@ impl DepthPreset {
             DepthPreset::Vl53l5cx => (8, 8),
         }
     }
+
+    /// The device's vertical field of view, degrees (datasheets).
+    pub fn fovy(self) -> f64 {
+        match self {
+            DepthPreset::RealsenseD435 | DepthPreset::RealsenseD455 => 58.0,
+            DepthPreset::RealsenseD415 => 40.0,
+            DepthPreset::KinectV1 => 43.0,
+            DepthPreset::AzureKinectNfov => 65.0,
+            DepthPreset::Vl53l5cx => 45.0,
+        }
+    }
 }
 
 /// A standard normal draw keyed by `key` (the frame's key mixed with the camera and the
@@ -230,6 +491,31 @@ pub fn normal_draw(key: u64) -> f64 {
     let u1 = ((a >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
     let u2 = (b >> 11) as f64 / (1u64 << 53) as f64;
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+/// A uniform draw in [0, 1) keyed by `key`.
+pub fn uniform_draw(key: u64) -> f64 {
+    (splitmix64(key) >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// A Poisson draw of mean `mean` keyed by `key` (a normal approximation above 30 counts).
+pub fn poisson_draw(mean: f64, key: u64) -> f64 {
+    if mean <= 0.0 {
+        return 0.0;
+    }
+    if mean > 30.0 {
+        return (mean + mean.sqrt() * normal_draw(key)).round().max(0.0);
+    }
+    // Knuth's product of uniforms.
+    let (limit, mut product, mut count, mut k) = ((-mean).exp(), 1.0, 0.0, key);
+    loop {
+        k = splitmix64(k);
+        product *= (k >> 11) as f64 / (1u64 << 53) as f64;
+        if product <= limit {
+            return count;
+        }
+        count += 1.0;
+    }
 }
 
 /// The key of a frame: world's episode seed and the frame's number in the episode (its tick).
@@ -252,12 +538,13 @@ fn splitmix64(x: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use glint_core::Spelled;
 
     /// Plane-fit RMS (here: the spread of one depth, a fronto-parallel wall) of `n` pixels.
     fn rms_at(sensor: &DepthSensor, z: f64, fx: f64) -> f64 {
         let n = 40_000;
         let got: Vec<f64> =
-            (0..n).map(|p| f64::from(sensor.measure(z, 400, fx, true, normal_draw(pixel_key(7, 0, p))))).collect();
+            (0..n).map(|p| f64::from(sensor.triangulate(z, 400, fx, true, normal_draw(pixel_key(7, 0, p))))).collect();
         assert!(got.iter().all(|&m| m > 0.0), "every pixel valid at {z} m");
         let mean = got.iter().sum::<f64>() / n as f64;
         (got.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / n as f64).sqrt()
@@ -292,7 +579,7 @@ mod tests {
             assert!((rms / law - 1.0).abs() < 0.15, "{z} m: RMS {rms} against {law}");
         }
         // Disparities come in 1/8-pixel steps.
-        let d = kinect.measure(2.0, 400, fx, true, 0.3);
+        let d = kinect.triangulate(2.0, 400, fx, true, 0.3);
         let disparity = fx * kinect.baseline / f64::from(d);
         assert!(((disparity * 8.0) - (disparity * 8.0).round()).abs() < 1e-3, "{disparity}");
     }
@@ -304,19 +591,19 @@ mod tests {
         let fb = fx * d435.baseline;
         // MinZ = f·B / max disparity.
         let min_z = fb / d435.max_disparity;
-        assert!(d435.measure(min_z * 0.99, 800, fx, true, 0.0) == 0.0);
-        assert!(d435.measure(min_z * 1.01, 800, fx, true, 0.0) > 0.0);
+        assert!(d435.triangulate(min_z * 0.99, 800, fx, true, 0.0) == 0.0);
+        assert!(d435.triangulate(min_z * 1.01, 800, fx, true, 0.0) > 0.0);
         // The left band is f·B/z pixels wide.
         let z = 1.0;
         let band = (fb / z).floor() as usize;
-        assert_eq!(d435.measure(z, band - 1, fx, true, 0.0), 0.0);
-        assert!(d435.measure(z, band + 1, fx, true, 0.0) > 0.0);
+        assert_eq!(d435.triangulate(z, band - 1, fx, true, 0.0), 0.0);
+        assert!(d435.triangulate(z, band + 1, fx, true, 0.0) > 0.0);
         // Unseen by the second viewpoint, nothing hit, or out of range: invalid.
-        assert_eq!(d435.measure(z, 400, fx, false, 0.0), 0.0);
-        assert_eq!(d435.measure(0.0, 400, fx, true, 0.0), 0.0);
-        assert_eq!(d435.measure(11.0, 400, fx, true, 0.0), 0.0);
+        assert_eq!(d435.triangulate(z, 400, fx, false, 0.0), 0.0);
+        assert_eq!(d435.triangulate(0.0, 400, fx, true, 0.0), 0.0);
+        assert_eq!(d435.triangulate(11.0, 400, fx, true, 0.0), 0.0);
         // Without noise the clean depth comes back.
-        assert!((d435.measure(z, 400, fx, true, 0.0) - 1.0).abs() < 1e-6);
+        assert!((d435.triangulate(z, 400, fx, true, 0.0) - 1.0).abs() < 1e-6);
     }
 
     #[test]
@@ -332,17 +619,77 @@ mod tests {
     }
 
     #[test]
-    fn unbuilt_models_and_bad_fields_are_refused() {
-        let err = DepthSensor::preset(DepthPreset::AzureKinectNfov).validate().unwrap_err().to_string();
-        assert!(err.contains("itof") && err.contains("not built yet"), "{err}");
+    fn bad_fields_are_refused_with_their_range() {
+        for preset in DepthPreset::all() {
+            DepthSensor::preset(preset).validate().unwrap();
+        }
         let err = DepthSensor { baseline: -0.05, ..DepthSensor::preset(DepthPreset::RealsenseD435) }
             .validate()
             .unwrap_err()
             .to_string();
-        assert!(err.contains("baseline = -0.05"), "{err}");
+        assert!(err.contains("baseline = -0.05") && err.contains("(0, 10] metres"), "{err}");
         let err = DepthSensor { depth_scale: 0.0, ..DepthSensor::default() }.validate().unwrap_err().to_string();
         assert!(err.contains("depth_scale"), "{err}");
+        let err = DepthSensor { subpixels: 2.5, ..DepthSensor::default() }.validate().unwrap_err().to_string();
+        assert!(err.contains("whole number"), "{err}");
+        let err = DepthSensor::default().set_field("basline", 1.0).unwrap_err().to_string();
+        assert!(err.contains("did you mean 'baseline'"), "{err}");
         assert_eq!(SensorModel::from_index(3).unwrap(), SensorModel::StructuredLight);
+        assert_eq!(DebugChannel::from_index(9).unwrap(), DebugChannel::OcclusionMask);
+        assert!(DebugChannel::from_index(10).is_err());
         assert!(DepthPreset::from_name("realsense-d453").is_err());
+    }
+
+    #[test]
+    fn the_field_list_round_trips() {
+        let kinect = DepthSensor::preset(DepthPreset::KinectV1);
+        let mut copy = DepthSensor { model: kinect.model, ..DepthSensor::default() };
+        for (name, value) in kinect.fields() {
+            copy.set_field(name, value).unwrap();
+        }
+        assert_eq!(copy, kinect);
+        assert_eq!(DepthSensor::field_names().count(), kinect.fields().len());
+    }
+
+    #[test]
+    fn itof_wraps_past_c_over_2f_and_two_frequencies_unwrap() {
+        let one =
+            DepthSensor { model: SensorModel::IToF, modulation_mhz: 100.0, range_noise: 0.0, ..DepthSensor::default() };
+        let wrap = one.unambiguous_range();
+        assert!((wrap - 1.498_962).abs() < 1e-5, "{wrap}");
+        let r = one.itof_range(&[(wrap + 0.3, 1.0)], [0.0; 2]).unwrap();
+        assert!((r - 0.3).abs() < 1e-9, "one frequency wraps: {r}");
+        let two = DepthSensor { modulation2_mhz: 90.0, ..one };
+        assert!((two.unambiguous_range() - 14.989_6).abs() < 1e-3);
+        for truth in [0.3, 1.7, 4.2, 9.9] {
+            let r = two.itof_range(&[(truth, 1.0)], [0.0; 2]).unwrap();
+            assert!((r - truth).abs() < 1e-6, "{truth}: {r}");
+        }
+        // Two returns mix: the phasor's range lies between them, nearer the stronger.
+        let mixed = two.itof_range(&[(1.0, 1.0), (1.2, 0.5)], [0.0; 2]).unwrap();
+        assert!(mixed > 1.0 && mixed < 1.1, "{mixed}");
+        let floor = DepthSensor { detect_floor: 0.5, ..two };
+        assert!(floor.itof_range(&[(1.0, 0.4)], [0.0; 2]).is_none());
+    }
+
+    #[test]
+    fn itof_noise_rises_by_root_two_when_reflectivity_halves() {
+        let azure = DepthSensor::preset(DepthPreset::AzureKinectNfov);
+        let spread = |amplitude: f64| {
+            let n = 20_000;
+            let got: Vec<f64> = (0..n)
+                .map(|p| {
+                    let draws = [normal_draw(pixel_key(1, 0, 2 * p)), normal_draw(pixel_key(1, 0, 2 * p + 1))];
+                    azure.itof_range(&[(2.0, amplitude)], draws).unwrap()
+                })
+                .collect();
+            let mean = got.iter().sum::<f64>() / n as f64;
+            (got.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / n as f64).sqrt()
+        };
+        let (bright, dark) = (spread(0.8 / 4.0), spread(0.4 / 4.0));
+        assert!((dark / bright - 2f64.sqrt()).abs() < 0.05, "{bright} {dark}");
+        // The datasheet's 17 mm at 3.86 m on a 15 % target (the fine frequency's noise).
+        let sigma = azure.range_noise / (0.15 / 3.86f64.powi(2)).sqrt();
+        assert!((sigma - 0.017).abs() < 0.0005, "{sigma}");
     }
 }

@@ -12,13 +12,17 @@
 mod camera;
 mod depth_model;
 mod error;
+mod light_path;
 mod render;
 mod shade;
 mod skins;
 mod texture;
 
 pub use camera::{CameraModel, CameraOptions, Layout, MAX_SIDE, Projection, camera_name, native_resolution};
-pub use depth_model::{DepthPreset, DepthSensor, SensorModel, frame_key, normal_draw, pixel_key};
+pub use depth_model::{
+    DebugChannel, DepthPreset, DepthSensor, SensorModel, TargetOrder, frame_key, normal_draw, pixel_key, poisson_draw,
+    uniform_draw,
+};
 pub use error::CameraError;
 pub use render::{Frames, Headlight, Inputs, Renderer, WorldFields};
 pub use shade::{Light, MAX_LIGHTS, Surface};

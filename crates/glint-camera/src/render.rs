@@ -6,7 +6,7 @@ use glint_core::{
     Cast, CastOne, GeomType, HitsMut, NGROUP, Origins, Poses, PreparedRays, RayCaster, RayFilter, Scene, Shapes,
     SkinSurface, Texture, TextureKind, barycentric, intersect_primitive,
 };
-use glint_materials::{Continuation, MaterialTable};
+use glint_materials::{Continuation, MaterialTable, NirMaterial};
 use rayon::prelude::*;
 
 use crate::CameraError;
@@ -14,7 +14,8 @@ use crate::camera::{CameraModel, CameraOptions, Layout, Projection};
 use crate::shade::{Light, MAX_LIGHTS, NO_LIGHT_AMBIENT, Surface};
 use crate::skins;
 use crate::texture::Sampler;
-use crate::{normal_draw, pixel_key};
+
+mod measure;
 
 /// Rows of one camera image cast together (one parallel job).
 const BAND_ROWS: usize = 8;
@@ -101,6 +102,9 @@ pub struct Renderer {
     skybox: Option<usize>,
     /// Per geom, whether depth sees through it (its NIR material passes light: glass, water).
     see_through: Vec<bool>,
+    /// Per geom, its NIR material (authored, else from its visible colour): what the
+    /// depth-sensor models read. Empty until [`Renderer::set_materials`].
+    nir: Vec<NirMaterial>,
 }
 
 /// How many see-through surfaces a depth ray passes before it reports what it meets.
@@ -255,7 +259,7 @@ impl Renderer {
     pub fn new(textures: &[Texture]) -> Renderer {
         let samplers: Vec<Sampler> = textures.iter().map(Sampler::new).collect();
         let skybox = samplers.iter().position(|s| s.kind() == TextureKind::Skybox);
-        Renderer { samplers, skybox, see_through: Vec::new() }
+        Renderer { samplers, skybox, see_through: Vec::new(), nir: Vec::new() }
     }
 
     /// Marks the geoms depth sees through (indexed by geom id; missing ids are opaque): the
@@ -273,6 +277,7 @@ impl Renderer {
         let classes = table.geom_classes(&scene.mat_name, &scene.geom_matid);
         self.see_through =
             classes.into_iter().map(|c| matches!(c, Some(Continuation::Slab | Continuation::Medium))).collect();
+        self.nir = (0..scene.ngeom()).map(|g| geom_nir(scene, table, g)).collect();
     }
 
     /// Whether geom `g` is see-through for depth.
@@ -409,7 +414,7 @@ impl Renderer {
         if let Some(d) = depth
             && options.depth_sensor.is_active()
         {
-            measure_depth(s, &view, &pixel, t, d);
+            self.measure_band(s, &view, (&pixel, job.rows.0), t, d)?;
         }
         let Some(rgb) = job.rgb else { return Ok(()) };
         // Sites and tendons (RGB only): drawn after the geoms, so one wins where it meets a
@@ -1457,30 +1462,18 @@ fn face_at(mesh: &glint_core::Mesh, point: DVec3, dir: DVec3) -> Option<usize> {
     mesh.intersect_local(point - d * back, d, 4.0 * back).map(|(_, _, face)| face)
 }
 
-/// Replaces the clean depth of the band's pixels by what `view`'s depth sensor measures: the
-/// second viewpoint (the right imager or the projector, `baseline` along the camera's +x)
-/// must see each point, by a ray from it through the BVH, and noise keyed by the world's
-/// frame, the camera and the pixel perturbs the disparity.
-fn measure_depth(s: &Shared, view: &View, pixel: &[usize], t: &Traced, depth: &mut [f32]) {
-    let sensor = &view.options.depth_sensor;
-    let Projection::Perspective { f, .. } = view.model.projection else { return };
-    let second = view.pos + view.mat * DVec3::new(sensor.baseline, 0.0, 0.0);
-    let frame = s.depth_noise.get(view.w).copied().unwrap_or(0);
-    let prepared = &s.prepared[view.slot];
-    for (r, &p) in pixel.iter().enumerate() {
-        let z = f64::from(depth[p]);
-        if z <= 0.0 {
-            continue;
-        }
-        let point = t.origin(view.pos, r) + t.dirs[r] * z;
-        let toward = point - second;
-        let reach = toward.length();
-        let ray = CastOne { world: view.w, origin: second, dir: toward / reach, exclude_body: -1, skip_geom: -1 };
-        // The first surface from the second viewpoint is the point itself, or it is hidden.
-        let seen = prepared.cast_one(ray).is_none_or(|h| h.dist >= reach - 1e-4 * reach.max(1.0));
-        let noise = normal_draw(pixel_key(frame, view.model.camera, p));
-        depth[p] = sensor.measure(z, p % view.model.width, f[0], seen, noise);
+/// Geom `g`'s NIR material: its MuJoCo material's authored one, else one from the colour
+/// MuJoCo draws it with.
+fn geom_nir(scene: &Scene, table: &MaterialTable, g: usize) -> NirMaterial {
+    let matid = usize::try_from(scene.geom_matid[g]).ok().filter(|&m| m < scene.mat_rgba.len());
+    if let Some(authored) = matid.and_then(|m| table.get(&scene.mat_name[m])) {
+        return *authored;
     }
+    let rgba = match matid {
+        Some(m) if scene.geom_rgba[g] == DEFAULT_RGBA => scene.mat_rgba[m],
+        _ => scene.geom_rgba[g],
+    };
+    NirMaterial::from_albedo(rgba)
 }
 
 /// Skin `k`'s material, if it has one the model defines.

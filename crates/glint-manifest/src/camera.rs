@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use glint_camera::{DepthPreset, DepthSensor, MAX_SIDE, SensorModel};
+use glint_camera::{DebugChannel, DepthPreset, DepthSensor, MAX_SIDE, SensorModel, TargetOrder};
 use glint_core::Spelled;
 use serde::Deserialize;
 
@@ -53,11 +53,22 @@ pub(crate) struct RawCamera {
     depth_scale: Option<f64>,
     min_range: Option<f64>,
     max_range: Option<f64>,
+    detect_floor: Option<f64>,
     baseline: Option<f64>,
     subpixel_sigma: Option<f64>,
     max_disparity: Option<f64>,
     disparity_step: Option<f64>,
-    debug_channel: Option<i64>,
+    modulation_mhz: Option<f64>,
+    modulation2_mhz: Option<f64>,
+    range_noise: Option<f64>,
+    saturation: Option<f64>,
+    subpixels: Option<f64>,
+    zones: Option<f64>,
+    zone_rays: Option<f64>,
+    bin_width: Option<f64>,
+    ambient_counts: Option<f64>,
+    target_order: Option<String>,
+    debug_channel: Option<toml::Value>,
 }
 
 impl RawCamera {
@@ -130,24 +141,48 @@ impl RawCamera {
             sensor.model =
                 SensorModel::from_name(name).map_err(|e| with_nearest(e.to_string(), name, SensorModel::NAMES))?;
         }
+        // DepthSensor's field list, by the same names (a test checks that each is here).
         let fields = [
-            (&mut sensor.depth_scale, self.depth_scale),
-            (&mut sensor.min_range, self.min_range),
-            (&mut sensor.max_range, self.max_range),
-            (&mut sensor.baseline, self.baseline),
-            (&mut sensor.subpixel_sigma, self.subpixel_sigma),
-            (&mut sensor.max_disparity, self.max_disparity),
-            (&mut sensor.disparity_step, self.disparity_step),
+            ("depth_scale", self.depth_scale),
+            ("min_range", self.min_range),
+            ("max_range", self.max_range),
+            ("detect_floor", self.detect_floor),
+            ("baseline", self.baseline),
+            ("subpixel_sigma", self.subpixel_sigma),
+            ("max_disparity", self.max_disparity),
+            ("disparity_step", self.disparity_step),
+            ("modulation_mhz", self.modulation_mhz),
+            ("modulation2_mhz", self.modulation2_mhz),
+            ("range_noise", self.range_noise),
+            ("saturation", self.saturation),
+            ("subpixels", self.subpixels),
+            ("zones", self.zones),
+            ("zone_rays", self.zone_rays),
+            ("bin_width", self.bin_width),
+            ("ambient_counts", self.ambient_counts),
         ];
-        for (field, value) in fields {
+        for (name, value) in fields {
             if let Some(v) = value {
-                *field = v;
+                sensor.set_field(name, v).map_err(|e| e.to_string())?;
             }
         }
-        if let Some(channel) = self.debug_channel.filter(|&c| c != 0) {
-            return Err(format!(
-                "debug_channel = {channel}: glint has no depth-sensor debug channels yet; leave it 0 (depth)"
-            ));
+        if let Some(name) = &self.target_order {
+            sensor.target_order =
+                TargetOrder::from_name(name).map_err(|e| with_nearest(e.to_string(), name, TargetOrder::NAMES))?;
+        }
+        if let Some(channel) = &self.debug_channel {
+            sensor.debug_channel = match channel {
+                toml::Value::Integer(i) => DebugChannel::from_index(*i).map_err(|e| e.to_string())?,
+                toml::Value::String(name) => {
+                    DebugChannel::from_name(name).map_err(|e| with_nearest(e.to_string(), name, DebugChannel::NAMES))?
+                }
+                other => {
+                    return Err(format!(
+                        "debug_channel = {other}: give its number (0 to 9) or its name ({})",
+                        DebugChannel::names()
+                    ));
+                }
+            };
         }
         if sensor.is_active() {
             sensor.validate().map_err(|e| e.to_string())?;

@@ -616,8 +616,30 @@ fn a_camera_takes_a_depth_sensor_preset_and_its_fields() {
     assert!(err.contains("unknown depth sensor model 'stereo'"), "{err}");
     let err = camera("preset = \"realsense-d435\"\nsubpixel_sigma = -1.0").unwrap_err();
     assert!(err.contains("subpixel_sigma = -1"), "{err}");
-    let err = camera("preset = \"azure-kinect-nfov\"").unwrap_err();
-    assert!(err.contains("'itof' is not built yet"), "{err}");
-    let err = camera("preset = \"realsense-d435\"\ndebug_channel = 3").unwrap_err();
-    assert!(err.contains("debug_channel = 3"), "{err}");
+    let m = camera("preset = \"vl53l5cx\"\ntarget_order = \"closest\"\ndebug_channel = 3").unwrap();
+    let d = m.cameras[0].depth_sensor;
+    assert_eq!((d.model, d.target_order), (SensorModel::DToFSparse, glint_camera::TargetOrder::Closest));
+    assert_eq!(d.debug_channel, glint_camera::DebugChannel::NirReflectivity);
+    let m = camera("sensor_model = \"itof\"\ndebug_channel = \"occlusion-mask\"").unwrap();
+    assert_eq!(m.cameras[0].depth_sensor.debug_channel, glint_camera::DebugChannel::OcclusionMask);
+    let err = camera("preset = \"realsense-d435\"\ndebug_channel = 12").unwrap_err();
+    assert!(err.contains("12") && err.contains("9 (occlusion-mask)"), "{err}");
+    let err = camera("preset = \"realsense-d435\"\nzones = 2.5").unwrap_err();
+    assert!(err.contains("zones = 2.5"), "{err}");
+}
+
+#[test]
+fn every_depth_sensor_field_is_a_camera_key() {
+    for name in glint_camera::DepthSensor::field_names() {
+        let value = glint_camera::DepthSensor::preset(glint_camera::DepthPreset::KinectV1)
+            .fields()
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .unwrap()
+            .1;
+        let text =
+            format!("scene = \"a.xml\"\n[[camera]]\ncamera = \"c\"\npreset = \"kinect-v1\"\n{name} = {value:?}\n");
+        let m = parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(m.cameras[0].depth_sensor, glint_camera::DepthSensor::preset(glint_camera::DepthPreset::KinectV1));
+    }
 }

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::RecordError;
 use crate::session::write_json;
@@ -81,22 +81,34 @@ pub struct CameraStreamInfo {
 }
 
 /// The depth-sensor model of a recorded camera, by the `[[camera]]` keys.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DepthModelInfo {
-    /// `active-stereo` or `structured-light`.
+    /// `none`, `active-stereo`, `itof`, `structured-light` or `dtof-sparse`.
     pub sensor_model: String,
-    /// Second viewpoint's offset along the camera's +x, metres.
-    pub baseline: f64,
-    /// Disparity noise, pixels.
-    pub subpixel_sigma: f64,
-    /// Largest disparity, pixels.
-    pub max_disparity: f64,
-    /// Disparity rounding step, pixels (0: none).
-    pub disparity_step: f64,
-    /// Optical-axis depth range reported, metres.
-    pub min_range: f64,
-    /// See `min_range`.
-    pub max_range: f64,
+    /// What the depth stream carries: `depth`, or a debug channel's name (then it is not a
+    /// depth map: its codes are the channel's value over `depth_png_scale`).
+    pub stream: String,
+    /// Which dToF target a zone reports (`strongest` or `closest`).
+    pub target_order: String,
+    /// Every calibration field by its `[[camera]]` key.
+    #[serde(flatten)]
+    pub fields: std::collections::BTreeMap<String, f64>,
+}
+
+impl DepthModelInfo {
+    /// Whether the depth stream is a depth map (not a debug channel).
+    pub fn is_depth_map(&self) -> bool {
+        self.stream == "depth"
+    }
+}
+
+/// A camera whose depth stream carries a debug channel, as `meta/info.json` lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DebugStream {
+    /// The camera's name.
+    pub camera: String,
+    /// The debug channel's name.
+    pub channel: String,
 }
 
 /// One recorded frame's time and camera pose (world frame; MuJoCo's camera looks along −Z

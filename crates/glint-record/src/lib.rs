@@ -103,8 +103,8 @@ pub struct RecordingGuide;
 
 pub use beams::{BeamTable, BeamsDone, CycleCounter, beam_path, cycles_recorded, read_beam_file};
 pub use camera::{
-    CameraStream, CameraStreamInfo, DEPTH_PNG_SCALE, DepthModelInfo, FramePose, camera_file_name, camera_video_file,
-    depth_codes, depth_codes_scaled, write_depth_png, write_depth_png_scaled,
+    CameraStream, CameraStreamInfo, DEPTH_PNG_SCALE, DebugStream, DepthModelInfo, FramePose, camera_file_name,
+    camera_video_file, depth_codes, depth_codes_scaled, write_depth_png, write_depth_png_scaled,
 };
 pub use draw::{MaterialRead, Point, range_image_by_png, range_image_png, top_down_png};
 pub use error::RecordError;

@@ -285,6 +285,7 @@ impl Session {
             mujoco_version: info.mujoco_version.clone(),
             sensors: sensors.clone(),
             manifest_text: info.manifest_text.clone(),
+            debug_streams: Vec::new(),
         };
         write_json(&dir.join("meta").join("info.json"), &meta)?;
         let log = dir.join("meta").join("episodes.jsonl");
@@ -305,6 +306,22 @@ impl Session {
     /// The session folder.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Lists in `meta/info.json` the cameras whose depth stream is a debug channel.
+    pub fn note_debug_streams(&mut self, streams: Vec<crate::DebugStream>) -> Result<(), RecordError> {
+        if streams.is_empty() {
+            return Ok(());
+        }
+        let path = self.dir.join("meta").join("info.json");
+        let text = std::fs::read_to_string(&path).map_err(|e| RecordError::io("read", &path, e))?;
+        let mut meta: SessionMeta = serde_json::from_str(&text).map_err(|e| RecordError::Io {
+            action: "decode",
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        meta.debug_streams = streams;
+        write_json(&path, &meta)
     }
 
     /// Writes an H.264 video proxy beside each sensor's files (`lidar-<Name>-NNN.mp4`) in the

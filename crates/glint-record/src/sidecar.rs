@@ -203,6 +203,9 @@ pub struct SessionMeta {
     pub sensors: Vec<SensorDescription>,
     /// The manifest as resolved (its full text).
     pub manifest_text: String,
+    /// The cameras whose depth stream is a debug channel, not a depth map (absent: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub debug_streams: Vec<crate::DebugStream>,
 }
 
 /// `name` sanitised for a file name (`[A-Za-z0-9_-]`, others become `_`), or `lidar<index>`

@@ -72,6 +72,12 @@ impl Recording {
         (video, cameras): (VideoSettings, Vec<RecordedCamera>),
     ) -> Result<Recording, SimError> {
         let mut session = Session::create(out, info)?;
+        let debug_streams = cameras
+            .iter()
+            .filter_map(|c| c.info.depth_sensor.as_ref().filter(|d| !d.is_depth_map()).map(|d| (c, d)))
+            .map(|(c, d)| glint_record::DebugStream { camera: c.info.camera.clone(), channel: d.stream.clone() })
+            .collect();
+        session.note_debug_streams(debug_streams)?;
         session.record_video(video);
         let warnings = session.take_warnings().into_iter().map(Warning::Recording).collect();
         Ok(Recording {

@@ -83,18 +83,20 @@ fn active_stereo_follows_the_law_and_the_geometry() {
 
 #[test]
 fn noise_is_keyed_by_frame_not_by_threads() {
-    let kinect = DepthSensor::preset(DepthPreset::KinectV1);
-    let in_pool = |threads: usize| {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-        pool.install(|| depth(&mut sim(), kinect))
-    };
-    let (one, two) = (in_pool(1), in_pool(2));
-    assert_eq!(one, two, "the same frame on one thread and on two");
-    let mut later = sim();
-    later.step(None).unwrap();
-    let next = depth(&mut later, kinect);
-    let differ = one.iter().zip(&next).filter(|(a, b)| a != b).count();
-    assert!(differ > 1000, "the next frame draws new noise ({differ} pixels differ)");
+    for preset in [DepthPreset::KinectV1, DepthPreset::AzureKinectNfov, DepthPreset::Vl53l5cx] {
+        let sensor = DepthSensor::preset(preset);
+        let in_pool = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| depth(&mut sim(), sensor))
+        };
+        let (one, two) = (in_pool(1), in_pool(2));
+        assert_eq!(one, two, "{preset:?}: the same frame on one thread and on two");
+        let mut later = sim();
+        later.step(None).unwrap();
+        let next = depth(&mut later, sensor);
+        let differ = one.iter().zip(&next).filter(|(a, b)| a != b).count();
+        assert!(differ > 1000, "{preset:?}: the next frame draws new noise ({differ} pixels differ)");
+    }
 }
 
 #[test]
@@ -108,8 +110,9 @@ fn bad_depth_sensors_are_refused_with_the_fix() {
     };
     let err = sim.set_cameras(vec![options(DepthSensor::preset(DepthPreset::RealsenseD435), false)]).unwrap_err();
     assert!(err.to_string().contains("no depth output"), "{err}");
-    let err = sim.set_cameras(vec![options(DepthSensor::preset(DepthPreset::Vl53l5cx), true)]).unwrap_err();
-    assert!(err.to_string().contains("not built yet"), "{err}");
+    let zones = DepthSensor { zones: 0.0, ..DepthSensor::preset(DepthPreset::Vl53l5cx) };
+    let err = sim.set_cameras(vec![options(zones, true)]).unwrap_err();
+    assert!(err.to_string().contains("zones = 0"), "{err}");
     let stereo = DepthSensor { baseline: 0.0, ..DepthSensor::preset(DepthPreset::RealsenseD435) };
     let err = sim.set_cameras(vec![options(stereo, true)]).unwrap_err();
     assert!(err.to_string().contains("baseline = 0"), "{err}");

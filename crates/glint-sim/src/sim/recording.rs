@@ -137,11 +137,8 @@ fn depth_model_info(sensor: &glint_camera::DepthSensor) -> glint_record::DepthMo
     use glint_core::Spelled;
     glint_record::DepthModelInfo {
         sensor_model: sensor.model.name().into(),
-        baseline: sensor.baseline,
-        subpixel_sigma: sensor.subpixel_sigma,
-        max_disparity: sensor.max_disparity,
-        disparity_step: sensor.disparity_step,
-        min_range: sensor.min_range,
-        max_range: sensor.max_range,
+        stream: sensor.debug_channel.name().into(),
+        target_order: sensor.target_order.name().into(),
+        fields: sensor.fields().into_iter().map(|(name, value)| (name.to_string(), value)).collect(),
     }
 }

@@ -1,0 +1,359 @@
+//! The depth-sensor models on a band of rendered pixels (`spec/depth-sensors.md`): each
+//! pixel's light is followed through the NIR materials ([`follow`]), and the camera's model
+//! turns the returns into what the device reports, or a debug channel replaces the depth.
+
+use std::collections::HashMap;
+
+use glam::DVec3;
+use glint_core::{CastOne, Spelled};
+use glint_materials::{Continuation, NirMaterial};
+
+use super::{Renderer, Shared, Traced, View, material};
+use crate::depth_model::{DebugChannel, SensorModel, TargetOrder, poisson_draw, uniform_draw};
+use crate::light_path::{Hit, Path, follow};
+use crate::{CameraError, DepthSensor, Projection, normal_draw, pixel_key};
+
+/// Salts that keep a pixel's draws for different purposes apart.
+const GAP_SALT: u64 = 0x6761_7073;
+const PHASE_SALT: u64 = 0x7068_6173;
+/// dToF: histogram counts per unit of return strength (≈: a white wall head-on at 1 m
+/// fills its peak with 10⁴ photons per frame).
+const PHOTON_GAIN: f64 = 1.0e4;
+/// dToF: a peak must stand this many standard deviations of the ambient above it.
+const PEAK_SIGMAS: f64 = 5.0;
+/// How far a surface a second viewpoint meets may lie before the point and still be it.
+const SAME_POINT: f64 = 1e-4;
+
+/// One pixel's ray: where it starts, its unit direction and its length per unit of depth
+/// along the optical axis.
+#[derive(Clone, Copy)]
+struct PixelRay {
+    origin: DVec3,
+    dir: DVec3,
+    per_depth: f64,
+}
+
+impl Renderer {
+    /// Replaces the clean depth of the band's pixels (`pixel`, image rows from `row0`) by
+    /// what `view`'s depth sensor reports, or by its debug channel.
+    pub(super) fn measure_band(
+        &self,
+        s: &Shared,
+        view: &View,
+        (pixel, row0): (&[usize], usize),
+        t: &Traced,
+        depth: &mut [f32],
+    ) -> Result<(), CameraError> {
+        let sensor = &view.options.depth_sensor;
+        let width = view.model.width;
+        let frame = s.depth_noise.get(view.w).copied().unwrap_or(0);
+        let key = |p: usize, salt: u64| pixel_key(frame ^ salt, view.model.camera, row0 * width + p);
+        let paths: Vec<Option<(PixelRay, Path)>> =
+            (0..t.len()).map(|r| self.center_path(s, view, t, r, uniform_draw(key(pixel[r], GAP_SALT)))).collect();
+        let mut zones = HashMap::new();
+        for (r, &p) in pixel.iter().enumerate() {
+            let measured = match sensor.model {
+                SensorModel::None => depth[p],
+                SensorModel::ActiveStereo | SensorModel::StructuredLight => match &paths[r] {
+                    Some((ray, path)) => {
+                        let draws = (normal_draw(key(p, 0)), uniform_draw(key(p, GAP_SALT)));
+                        self.triangulate(s, view, sensor, (ray, path), p % width, draws)
+                    }
+                    None => 0.0,
+                },
+                SensorModel::IToF => {
+                    let (col, row) = (p % width, row0 + p / width);
+                    self.itof(s, view, sensor, (col, row), [key(p, PHASE_SALT), key(p, PHASE_SALT + 1)])?
+                }
+                SensorModel::DToFSparse => {
+                    let zone = zone_of(sensor, view, p % width, row0 + p / width);
+                    match zones.get(&zone) {
+                        Some(&z) => z,
+                        None => {
+                            let z = self.dtof_zone(s, view, sensor, zone, frame)?;
+                            zones.insert(zone, z);
+                            z
+                        }
+                    }
+                }
+            };
+            depth[p] = match sensor.debug_channel {
+                DebugChannel::Depth => measured,
+                channel => debug_value(channel, paths[r].as_ref(), measured),
+            };
+        }
+        Ok(())
+    }
+
+    /// The light path of ray `r` of `t`, or none where the ray meets nothing.
+    fn center_path(&self, s: &Shared, view: &View, t: &Traced, r: usize, gap: f64) -> Option<(PixelRay, Path)> {
+        let per_depth = t.dirs[r].length();
+        let ray = PixelRay { origin: t.origin(view.pos, r), dir: t.dirs[r] / per_depth, per_depth };
+        let first = match t.skin_of[r] {
+            // A skin nearer than the geoms: its visible colour stands for its NIR material.
+            Some((k, _)) => (Hit { dist: t.dist[r] * per_depth, geom: -1, normal: t.normal[r] }, skin_material(s, k)),
+            // The surface colour shows is the first one unless transparent ones lie in front.
+            None if t.geomid[r] >= 0 && t.seg_of[r] == t.geomid[r] => {
+                let g = t.geomid[r];
+                (Hit { dist: t.dist[r] * per_depth, geom: g, normal: t.normal[r] }, self.nir(s, g))
+            }
+            None => {
+                let hit = cast(s, view, ray.origin, ray.dir, -1)?;
+                (hit, self.nir(s, hit.geom))
+            }
+        };
+        let path =
+            follow((ray.origin, ray.dir), first, &|g| self.nir(s, g), &|o, d, skip| cast(s, view, o, d, skip), gap);
+        Some((ray, path))
+    }
+
+    /// Active stereo or structured light: the matched surface's depth, where the device's
+    /// second viewpoint sees it, the projector's light comes back strongly enough and no
+    /// material defeats the matcher.
+    fn triangulate(
+        &self,
+        s: &Shared,
+        view: &View,
+        sensor: &DepthSensor,
+        (ray, path): (&PixelRay, &Path),
+        col: usize,
+        (noise, gap): (f64, f64),
+    ) -> f32 {
+        let Projection::Perspective { f, .. } = view.model.projection else { return 0.0 };
+        let Some(matched) = path.matched.map(|i| path.echoes[i]) else { return 0.0 };
+        let textured = matched.geom >= 0
+            && material(s, view.w, matched.geom as usize).is_some_and(|m| s.fields.mat_texid(view.w, m) >= 0);
+        let dark = matched.strength < sensor.detect_floor;
+        let fails = match sensor.model {
+            // Active stereo falls back on the surface's own texture where the dots fade; a
+            // glint on the matched surface blinds it.
+            SensorModel::ActiveStereo => (dark && !textured) || matched.glint,
+            // Structured light has only its dots: dark, glinting (a mirror head-on among
+            // them) and translucent surfaces are holes.
+            _ => {
+                let translucent = path
+                    .first
+                    .is_some_and(|f| matches!(f.material.continuation, Continuation::Slab | Continuation::Medium));
+                dark || translucent || path.echoes.iter().any(|e| e.glint && e.range <= matched.range)
+            }
+        };
+        if fails {
+            return 0.0;
+        }
+        let point = ray.origin + ray.dir * path.straight_range;
+        let second = view.pos + view.mat * DVec3::new(sensor.baseline, 0.0, 0.0);
+        let seen = self.sees(s, view, (second, point), gap);
+        sensor.triangulate(matched.range / ray.per_depth, col, f[0], seen, noise)
+    }
+
+    /// Whether a viewpoint at `from` sees `point`: the first surface toward it, past the
+    /// surfaces depth sees through, is the point itself. Foliage passes where the pixel's
+    /// own draw `gap` found a gap (the two views look through the same gaps).
+    fn sees(&self, s: &Shared, view: &View, (from, point): (DVec3, DVec3), gap: f64) -> bool {
+        let toward = point - from;
+        let reach = toward.length();
+        let dir = toward / reach;
+        let (mut at, mut skip) = (0.0, -1);
+        loop {
+            match cast(s, view, from + dir * at, dir, skip) {
+                Some(hit) if at + hit.dist < reach - SAME_POINT * reach.max(1.0) => {
+                    let m = self.nir(s, hit.geom);
+                    let through_gap = m.continuation == Continuation::Porous && gap < f64::from(m.transmission);
+                    if !self.passes(hit.geom) && !through_gap {
+                        return false;
+                    }
+                    (at, skip) = (at + hit.dist, hit.geom);
+                }
+                _ => return true,
+            }
+        }
+    }
+
+    /// iToF: the pixel's sub-pixel rays' returns summed as phasors.
+    fn itof(
+        &self,
+        s: &Shared,
+        view: &View,
+        sensor: &DepthSensor,
+        (col, row): (usize, usize),
+        keys: [u64; 2],
+    ) -> Result<f32, CameraError> {
+        let n = sensor.subpixels as usize;
+        let points = (0..n * n).map(|i| {
+            let (i, j) = (i % n, i / n);
+            (col as f64 + (i as f64 + 0.5) / n as f64, row as f64 + (j as f64 + 0.5) / n as f64)
+        });
+        let sub = self.trace_at(s, view, points)?;
+        let mut returns = Vec::new();
+        for r in 0..sub.len() {
+            // Sub-pixel paths share the pixel's foliage draw: a leaf is not half seen.
+            if let Some((_, path)) = self.center_path(s, view, &sub, r, 0.0) {
+                returns.extend(path.echoes.iter().map(|e| (e.range, e.strength / (n * n) as f64)));
+            }
+        }
+        let (_, center) = view.model.ray_at(col as f64 + 0.5, row as f64 + 0.5);
+        let per_depth = center.length();
+        let draws = keys.map(normal_draw);
+        Ok(sensor.itof_range(&returns, draws).map_or(0.0, |range| sensor.gate(range / per_depth)))
+    }
+
+    /// dToF: zone `zone`'s reported depth, from a histogram of its sub-rays' returns.
+    fn dtof_zone(
+        &self,
+        s: &Shared,
+        view: &View,
+        sensor: &DepthSensor,
+        zone: (usize, usize),
+        frame: u64,
+    ) -> Result<f32, CameraError> {
+        let (n, k) = (sensor.zones as usize, sensor.zone_rays as usize);
+        let (zw, zh) = (view.model.width as f64 / n as f64, view.model.height as f64 / n as f64);
+        let (u0, v0) = (zone.0 as f64 * zw, zone.1 as f64 * zh);
+        let points = (0..k * k)
+            .map(|i| (u0 + ((i % k) as f64 + 0.5) / k as f64 * zw, v0 + ((i / k) as f64 + 0.5) / k as f64 * zh));
+        let sub = self.trace_at(s, view, points)?;
+        let bins = (sensor.max_range * 1.5 / sensor.bin_width).ceil() as usize + 2;
+        let mut signal = vec![0.0; bins];
+        for r in 0..sub.len() {
+            if let Some((_, path)) = self.center_path(s, view, &sub, r, 0.0) {
+                for e in &path.echoes {
+                    deposit(&mut signal, e.range / sensor.bin_width, PHOTON_GAIN * e.strength / (k * k) as f64);
+                }
+            }
+        }
+        let zone_index = (zone.1 * n + zone.0) as u64;
+        let counts: Vec<f64> = signal
+            .iter()
+            .enumerate()
+            .map(|(b, &c)| {
+                let key = pixel_key(frame ^ zone_index.wrapping_mul(0x51_7cc1_b727_220a), view.model.camera, b);
+                poisson_draw(c + sensor.ambient_counts, key) - sensor.ambient_counts
+            })
+            .collect();
+        let (_, center) = view.model.ray_at(u0 + zw / 2.0, v0 + zh / 2.0);
+        Ok(pick_target(sensor, &counts).map_or(0.0, |range| sensor.gate(range / center.length())))
+    }
+
+    /// Geom `g`'s NIR material; without [`Renderer::set_materials`], the one its colour
+    /// implies.
+    fn nir(&self, s: &Shared, g: i32) -> NirMaterial {
+        let Ok(g) = usize::try_from(g) else { return NirMaterial::default() };
+        match self.nir.get(g) {
+            Some(m) => *m,
+            None => super::geom_nir(s.scene, &glint_materials::MaterialTable::default(), g),
+        }
+    }
+}
+
+/// The first surface from `origin` along unit `dir` in `view`'s world, passing geom `skip`.
+fn cast(s: &Shared, view: &View, origin: DVec3, dir: DVec3, skip: i32) -> Option<Hit> {
+    let ray = CastOne { world: view.w, origin, dir, exclude_body: -1, skip_geom: skip };
+    s.prepared[view.slot].cast_one(ray).map(|h| Hit { dist: h.dist, geom: h.geomid, normal: h.normal })
+}
+
+/// Skin `k`'s NIR material: its visible colour's.
+fn skin_material(s: &Shared, k: usize) -> NirMaterial {
+    NirMaterial::from_albedo(s.scene.skin[k].rgba)
+}
+
+/// The zone of pixel (`col`, `row`).
+fn zone_of(sensor: &DepthSensor, view: &View, col: usize, row: usize) -> (usize, usize) {
+    let n = sensor.zones as usize;
+    (col * n / view.model.width, row * n / view.model.height)
+}
+
+/// Adds `counts` at fractional bin `at`, split between the two nearest bin centres.
+fn deposit(histogram: &mut [f64], at: f64, counts: f64) {
+    let x = at - 0.5;
+    let (lo, frac) = (x.floor(), x - x.floor());
+    for (b, share) in [(lo, 1.0 - frac), (lo + 1.0, frac)] {
+        if let Some(bin) = usize::try_from(b as i64).ok().and_then(|b| histogram.get_mut(b)) {
+            *bin += counts * share;
+        }
+    }
+}
+
+/// The range of the target a zone reports from its ambient-subtracted `counts`: peaks that
+/// stand above the detect floor and the ambient's noise, the strongest or the closest.
+fn pick_target(sensor: &DepthSensor, counts: &[f64]) -> Option<f64> {
+    let threshold = (sensor.detect_floor * PHOTON_GAIN).max(PEAK_SIGMAS * sensor.ambient_counts.sqrt());
+    let peak = |b: usize| {
+        let left = if b > 0 { counts[b - 1] } else { f64::NEG_INFINITY };
+        let right = counts.get(b + 1).copied().unwrap_or(f64::NEG_INFINITY);
+        // The two bins a return splits between sum to its counts.
+        let height = counts[b] + left.max(right).max(0.0);
+        (counts[b] >= left && counts[b] > right && height >= threshold).then_some(height)
+    };
+    let peaks = (0..counts.len()).filter_map(|b| peak(b).map(|h| (b, h)));
+    let (b, height) = match sensor.target_order {
+        TargetOrder::Strongest => peaks.max_by(|a, b| a.1.total_cmp(&b.1))?,
+        TargetOrder::Closest => peaks.min_by_key(|p| p.0)?,
+    };
+    if sensor.saturation > 0.0 && height / PHOTON_GAIN > sensor.saturation {
+        return None;
+    }
+    // The centroid of the peak and its neighbours.
+    let span = b.saturating_sub(1)..(b + 2).min(counts.len());
+    let (mut sum, mut moment) = (0.0, 0.0);
+    for i in span {
+        let c = counts[i].max(0.0);
+        sum += c;
+        moment += c * (i as f64 + 0.5);
+    }
+    Some(moment / sum * sensor.bin_width)
+}
+
+/// Debug channel `channel` of a pixel whose centre path is `path`, where the model reported
+/// `measured` (0: a hole).
+fn debug_value(channel: DebugChannel, path: Option<&(PixelRay, Path)>, measured: f32) -> f32 {
+    if channel == DebugChannel::OcclusionMask {
+        return if measured > 0.0 { 0.0 } else { 1.0 };
+    }
+    let Some((ray, path)) = path else {
+        return if channel == DebugChannel::ContinuationClass { -1.0 } else { 0.0 };
+    };
+    let first = path.first.expect("a path that met a surface has a first one");
+    let m = first.material;
+    let value = match channel {
+        DebugChannel::Backscatter => path.echoes.iter().map(|e| e.strength).sum(),
+        DebugChannel::IncidenceCosine => first.cos,
+        DebugChannel::NirReflectivity => f64::from(m.reflectivity),
+        DebugChannel::TransparentDepth => path.transparent_range / ray.per_depth,
+        DebugChannel::Metalness => f64::from(m.f0),
+        DebugChannel::Roughness => m.slope(),
+        DebugChannel::TransmissionSuppression => path.suppression,
+        DebugChannel::ContinuationClass => m.continuation.index() as f64,
+        DebugChannel::Depth | DebugChannel::OcclusionMask => unreachable!("handled above"),
+    };
+    value as f32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_histogram_peak_comes_back_at_its_range() {
+        let sensor = DepthSensor { ambient_counts: 0.0, detect_floor: 0.001, ..DepthSensor::default() };
+        for range in [0.5, 1.234, 2.9] {
+            let mut h = vec![0.0; 200];
+            deposit(&mut h, range / sensor.bin_width, 1000.0);
+            let got = pick_target(&sensor, &h).unwrap();
+            assert!((got - range).abs() < 1e-9, "{range}: {got}");
+        }
+    }
+
+    #[test]
+    fn strongest_and_closest_pick_different_targets() {
+        let mut h = vec![0.0; 200];
+        deposit(&mut h, 1.0 / 0.0375, 300.0);
+        deposit(&mut h, 2.0 / 0.0375, 900.0);
+        let strongest = DepthSensor { ambient_counts: 0.0, detect_floor: 0.01, ..DepthSensor::default() };
+        let closest = DepthSensor { target_order: TargetOrder::Closest, ..strongest };
+        assert!((pick_target(&strongest, &h).unwrap() - 2.0).abs() < 1e-9);
+        assert!((pick_target(&closest, &h).unwrap() - 1.0).abs() < 1e-9);
+        // Below the floor, nothing.
+        let deaf = DepthSensor { detect_floor: 0.2, ..strongest };
+        assert!(pick_target(&deaf, &h).is_none());
+    }
+}
