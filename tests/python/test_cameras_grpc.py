@@ -70,3 +70,68 @@ def test_camera_requests_are_refused_while_recording_camera_bindings(tmp_path, s
     assert not r.success and "--record" in r.message, r.message
     after = c.agent.Step(c.pb.agent.StepRequest(actions=[0.0, 0.0, 0.0]), timeout=T)
     assert after.observation.frame_number == first.observation.frame_number + 1, "the refused step moved nothing"
+
+
+def test_set_camera_config_round_trips_and_steps_follow_the_model(serve, connect):
+    """SetCameraConfig with luckyrobots' own messages: GetCameraConfig then reports every
+    field as set, Step's depth frames come from the chosen model at its depth_scale, and
+    out-of-range values are refused with the field's name, changing nothing."""
+    from conftest import showroom_manifest
+
+    c = connect(serve(showroom_manifest()))
+    new = c.pb.camera.CameraConfig()
+    new.CopyFrom(c.get_camera_config("overview").config)
+    new.width, new.height = 96, 64
+    new.record_mask = False
+    new.sensor_model = 1  # active stereo
+    new.depth_scale = 0.0001
+    new.max_range, new.min_range = 6.0, 0.2
+    new.detect_floor = 0.004
+    new.baseline, new.subpixel_sigma = 0.06, 0.02
+    ack = c.set_camera_config("overview", new)
+    assert ack.ok, ack.message
+    got = c.get_camera_config("overview").config
+    assert got == new, (got, new)
+
+    def depth_frame():
+        request = c.pb.agent.GetCameraFrameRequest(name="overview", kind=c.pb.agent.CAMERA_STREAM_DEPTH)
+        r = c.agent.Step(c.pb.agent.StepRequest(actions=[0.0, 0.0, 0.0], camera_requests=[request]), timeout=T)
+        assert r.success, r.message
+        frame = r.camera_frames[0].frame
+        return frame, np.frombuffer(frame.data, "<u2").reshape(frame.height, frame.width)
+
+    frame, stereo = depth_frame()
+    assert (frame.width, frame.height) == (96, 64), "the configured size"
+    assert abs(frame.depth_scale - 0.0001) < 1e-9
+    # The right imager sees nothing left of f·B/z pixels: the first columns are holes.
+    clean_config = c.pb.camera.CameraConfig()
+    clean_config.CopyFrom(got)
+    clean_config.sensor_model = 0
+    assert c.set_camera_config("overview", clean_config).ok
+    _, clean = depth_frame()
+    # Stereo loses pixels the clean depth has (the left band, occlusion shadows, the range
+    # gate at 6 m) and measures the others within its noise (z²σ/(f·B): a few % at 4-6 m).
+    clean_m, stereo_m = clean * 0.0001, stereo * 0.0001
+    assert ((stereo == 0) & (clean > 0) & (clean_m < 6.0)).sum() > 20
+    both = (clean_m < 6.0) & (stereo > 0)
+    assert both.sum() > 500, both.sum()
+    assert np.median(np.abs(stereo_m[both] / clean_m[both] - 1.0)) < 0.03
+
+    for field, value, want in [
+        ("baseline", -0.05, "baseline = -0.05"),
+        ("depth_scale", 0.0, "depth_scale = 0"),
+        ("sensor_model", 7, "sensor_model"),
+        ("debug_channel", 12, "debug_channel"),
+    ]:
+        bad = c.pb.camera.CameraConfig()
+        bad.CopyFrom(clean_config)
+        setattr(bad, field, value)
+        ack = c.set_camera_config("overview", bad)
+        assert not ack.ok and want in ack.message and "nothing changed" in ack.message, ack.message
+        assert c.get_camera_config("overview").config == clean_config, f"{field}: nothing changed"
+    assert not c.set_camera_config("nowhere", clean_config).ok
+    debug = c.pb.camera.CameraConfig()
+    debug.CopyFrom(clean_config)
+    debug.debug_channel = 3
+    assert c.set_camera_config("overview", debug).ok
+    assert c.get_camera_config("overview").config.debug_channel == 3

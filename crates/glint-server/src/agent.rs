@@ -276,7 +276,7 @@ impl AgentService for Agents {
             .call(move |core| -> Result<(Stepped, Vec<NamedImageFrame>), Refusal> {
                 // Camera requests and the answer's size are checked before the step, so a
                 // refused one moves nothing and renders nothing.
-                let requests = camera::resolve(&core.sim, &r.camera_requests)?;
+                let requests = camera::resolve(&core.sim, &core.cameras, &r.camera_requests)?;
                 check_step(limit, world, layout, &requests)?;
                 let current = core.sim.controls(world).map_err(|e| e.to_string())?.to_vec();
                 let actions = compose_actions(&r.actions, &r.action_groups, &current)?;

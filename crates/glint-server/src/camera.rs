@@ -1,8 +1,12 @@
-//! Cameras over gRPC: `CameraService.ListCameras` and `GetCameraConfig`, and the frames that
-//! `AgentService.Step` answers its `camera_requests` with (RGBA bytes for colour, gray16le
-//! depth with `depth_scale` metres per code), as the `luckyrobots` client reads them.
+//! Cameras over gRPC: `CameraService.ListCameras`, `GetCameraConfig` and `SetCameraConfig`
+//! (size, flags and the depth-sensor model), and the frames that `AgentService.Step` answers
+//! its `camera_requests` with (RGBA bytes for colour, gray16le depth at the camera's
+//! `depth_scale` metres per code, measured by its model), as the `luckyrobots` client reads
+//! them.
 
-use glint_record::{DEPTH_PNG_SCALE, depth_codes};
+use glint_camera::{DebugChannel, DepthSensor, SensorModel};
+use glint_core::Spelled;
+use glint_record::depth_codes_scaled;
 use glint_sim::{CameraOptions, MAX_CAMERA_SIDE, Simulation, camera_name, native_resolution};
 use tonic::{Request, Response, Status};
 
@@ -10,14 +14,114 @@ use crate::engine::Engine;
 use crate::proto::camera_service_server::CameraService;
 use crate::proto::get_camera_config_request::Identifier as ConfigId;
 use crate::proto::get_camera_frame_request::Identifier as FrameId;
+use crate::proto::set_camera_config_request::Identifier as SetId;
 use crate::proto::{
-    CameraConfig, CameraConfigResponse, CameraInfo, CameraStreamKind, EntityId, GetCameraConfigRequest,
-    GetCameraFrameRequest, ImageFrame, ListCamerasRequest, ListCamerasResponse, NamedImageFrame,
+    CameraConfig, CameraConfigAck, CameraConfigResponse, CameraInfo, CameraStreamKind, EntityId,
+    GetCameraConfigRequest, GetCameraFrameRequest, ImageFrame, ListCamerasRequest, ListCamerasResponse,
+    NamedImageFrame, SetCameraConfigRequest,
 };
 use crate::size::{Limit, Size};
 
-/// Metres per uint16 depth code: millimetres, up to 65.535 m (the recordings' codes).
-pub const DEPTH_SCALE: f32 = DEPTH_PNG_SCALE as f32;
+/// One camera's configuration as clients set it with `SetCameraConfig`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServedCamera {
+    /// Frame size when a request asks for 0 × 0 (`None`: the MJCF camera's).
+    pub size: Option<(usize, usize)>,
+    /// Reported back as set (glint serve --record records the manifest's bindings).
+    pub record_mask: bool,
+    /// Reported back as set, as `record_mask`.
+    pub record_depth: bool,
+    /// Whether Step answers requests for the camera.
+    pub enabled: bool,
+    /// How depth frames are measured.
+    pub sensor: DepthSensor,
+}
+
+impl Default for ServedCamera {
+    fn default() -> Self {
+        ServedCamera {
+            size: None,
+            record_mask: true,
+            record_depth: true,
+            enabled: true,
+            sensor: DepthSensor::default(),
+        }
+    }
+}
+
+impl ServedCamera {
+    /// The configuration of camera `c` as `GetCameraConfig` reports it.
+    fn config(&self, sim: &Simulation, c: usize) -> CameraConfig {
+        let (width, height) = self.size.unwrap_or_else(|| native_resolution(sim.scene(), c));
+        let d = &self.sensor;
+        // The codes cannot say more than 65 535 steps.
+        let max_range = d.max_range.min(d.depth_scale * f64::from(u16::MAX));
+        CameraConfig {
+            width: width as u32,
+            height: height as u32,
+            record_mask: self.record_mask,
+            record_depth: self.record_depth,
+            enabled: self.enabled,
+            sensor_model: d.model.index() as u32,
+            depth_scale: d.depth_scale as f32,
+            max_range: max_range as f32,
+            min_range: d.min_range as f32,
+            detect_floor: d.detect_floor as f32,
+            baseline: d.baseline as f32,
+            subpixel_sigma: d.subpixel_sigma as f32,
+            debug_channel: d.debug_channel.index() as u32,
+        }
+    }
+
+    /// This camera with `config` applied, or what is wrong with it. A model newly chosen
+    /// starts from its defaults; the wire's fields then replace theirs.
+    fn with_config(&self, config: &CameraConfig) -> Result<ServedCamera, String> {
+        let model =
+            SensorModel::from_index(i64::from(config.sensor_model)).map_err(|e| format!("sensor_model: {e}"))?;
+        let debug_channel =
+            DebugChannel::from_index(i64::from(config.debug_channel)).map_err(|e| format!("debug_channel: {e}"))?;
+        let mut sensor =
+            if model == self.sensor.model { self.sensor } else { DepthSensor { model, ..DepthSensor::default() } };
+        sensor.debug_channel = debug_channel;
+        for (name, value) in [
+            ("depth_scale", config.depth_scale),
+            ("max_range", config.max_range),
+            ("min_range", config.min_range),
+            ("detect_floor", config.detect_floor),
+            ("baseline", config.baseline),
+            ("subpixel_sigma", config.subpixel_sigma),
+        ] {
+            sensor.set_field(name, f64::from(value)).map_err(|e| e.to_string())?;
+        }
+        sensor.validate().map_err(|e| e.to_string())?;
+        let size = match (config.width as usize, config.height as usize) {
+            (0, 0) => None,
+            (w, h) if (1..=MAX_CAMERA_SIDE).contains(&w) && (1..=MAX_CAMERA_SIDE).contains(&h) => Some((w, h)),
+            (w, h) => {
+                return Err(format!(
+                    "{w}x{h} is out of range: give both sides from 1 to {MAX_CAMERA_SIDE} pixels, or 0 and 0 for the \
+                     camera's own"
+                ));
+            }
+        };
+        Ok(ServedCamera {
+            size,
+            record_mask: config.record_mask,
+            record_depth: config.record_depth,
+            enabled: config.enabled,
+            sensor,
+        })
+    }
+}
+
+/// The camera a config request names, if the scene has it.
+fn find_camera(sim: &Simulation, name: Option<&str>, id: Option<u64>) -> Option<usize> {
+    match (name, id) {
+        (Some(name), _) => sim.camera_index(name).ok(),
+        (None, Some(id)) => Some(id as usize).filter(|&c| c < sim.scene().ncam()),
+        (None, None) => None,
+    }
+}
 
 /// Bytes an `ImageFrame`'s fields other than its pixels take at most.
 const FRAME_FIXED: usize = 64;
@@ -69,35 +173,64 @@ impl CameraService for Cameras {
         let response = self
             .engine
             .query(move |core| {
-                let cam = match &id {
-                    Some(ConfigId::Name(name)) => core.sim.camera_index(name).ok(),
-                    Some(ConfigId::Id(e)) => Some(e.id as usize).filter(|&c| c < core.sim.scene().ncam()),
-                    None => None,
+                let (name, id) = match &id {
+                    Some(ConfigId::Name(name)) => (Some(name.as_str()), None),
+                    Some(ConfigId::Id(e)) => (None, Some(e.id)),
+                    None => (None, None),
                 };
-                match cam {
+                match find_camera(&core.sim, name, id) {
                     None => CameraConfigResponse { found: false, config: None },
-                    Some(c) => {
-                        let (width, height) = native_resolution(core.sim.scene(), c);
-                        CameraConfigResponse {
-                            found: true,
-                            config: Some(CameraConfig {
-                                width: width as u32,
-                                height: height as u32,
-                                record_mask: true,
-                                record_depth: true,
-                                enabled: true,
-                                sensor_model: 0,
-                                depth_scale: DEPTH_SCALE,
-                                max_range: DEPTH_SCALE * f32::from(u16::MAX),
-                                ..CameraConfig::default()
-                            }),
-                        }
-                    }
+                    Some(c) => CameraConfigResponse { found: true, config: Some(core.cameras[c].config(&core.sim, c)) },
                 }
             })
             .await?;
         Ok(Response::new(response))
     }
+
+    async fn set_camera_config(
+        &self,
+        request: Request<SetCameraConfigRequest>,
+    ) -> Result<Response<CameraConfigAck>, Status> {
+        let request = request.into_inner();
+        let ack = self
+            .engine
+            .call(move |core| {
+                let (name, id) = match &request.identifier {
+                    Some(SetId::Name(name)) => (Some(name.as_str()), None),
+                    Some(SetId::Id(e)) => (None, Some(e.id)),
+                    None => return refused("the request names no camera: set its name or id".into()),
+                };
+                let Some(c) = find_camera(&core.sim, name, id) else {
+                    let which = name.map_or_else(|| format!("id {}", id.unwrap_or_default()), |n| format!("'{n}'"));
+                    return refused(format!(
+                        "camera {which} does not exist (the scene has {} cameras; ListCameras names them)",
+                        core.sim.scene().ncam()
+                    ));
+                };
+                let Some(config) = &request.config else {
+                    return refused(
+                        "the request carries no config: send a full CameraConfig (read one with \
+                                    GetCameraConfig, change it, send it back)"
+                            .into(),
+                    );
+                };
+                match core.cameras[c].with_config(config) {
+                    Ok(camera) => {
+                        core.cameras[c] = camera;
+                        let cam = camera_name(core.sim.scene(), c);
+                        CameraConfigAck { ok: true, message: format!("camera '{cam}' configured") }
+                    }
+                    Err(e) => refused(format!("camera '{}': {e}; nothing changed", camera_name(core.sim.scene(), c))),
+                }
+            })
+            .await?;
+        Ok(Response::new(ack))
+    }
+}
+
+/// A refused `SetCameraConfig`: not ok, with why.
+fn refused(message: String) -> CameraConfigAck {
+    CameraConfigAck { ok: false, message }
 }
 
 /// A `camera_requests` entry resolved against the scene.
@@ -108,11 +241,17 @@ pub struct FrameRequest {
     camera: usize,
     size: (usize, usize),
     depth: bool,
+    /// How its depth is measured (the camera's `SetCameraConfig`).
+    sensor: DepthSensor,
 }
 
-/// Resolves `requests` (by name or camera id; width and height 0 for the native size), or
-/// says which one cannot be answered.
-pub fn resolve(sim: &Simulation, requests: &[GetCameraFrameRequest]) -> Result<Vec<FrameRequest>, String> {
+/// Resolves `requests` (by name or camera id; width and height 0 for the camera's configured
+/// size) against the cameras as configured, or says which one cannot be answered.
+pub fn resolve(
+    sim: &Simulation,
+    cameras: &[ServedCamera],
+    requests: &[GetCameraFrameRequest],
+) -> Result<Vec<FrameRequest>, String> {
     if !requests.is_empty() && sim.cameras_locked() {
         return Err("camera_requests are refused while glint serve --record records the manifest's [[camera]] \
                     bindings (their frames are in the session); drop the requests, or serve without --record"
@@ -138,7 +277,13 @@ pub fn resolve(sim: &Simulation, requests: &[GetCameraFrameRequest]) -> Result<V
                 }
                 None => return Err(format!("camera_requests[{i}] names no camera: set its name or id")),
             };
-            let (nw, nh) = native_resolution(sim.scene(), camera);
+            let served = &cameras[camera];
+            if !served.enabled {
+                return Err(format!(
+                    "camera_requests[{i}]: camera '{name}' is disabled (SetCameraConfig enabled = false); enable it"
+                ));
+            }
+            let (nw, nh) = served.size.unwrap_or_else(|| native_resolution(sim.scene(), camera));
             let size = match (r.width as usize, r.height as usize) {
                 (0, 0) => (nw, nh),
                 (w, h) if (1..=MAX_CAMERA_SIDE).contains(&w) && (1..=MAX_CAMERA_SIDE).contains(&h) => (w, h),
@@ -151,7 +296,7 @@ pub fn resolve(sim: &Simulation, requests: &[GetCameraFrameRequest]) -> Result<V
                 }
             };
             let depth = r.kind == CameraStreamKind::CameraStreamDepth as i32;
-            Ok(FrameRequest { name, camera, size, depth })
+            Ok(FrameRequest { name, camera, size, depth, sensor: served.sensor })
         })
         .collect()
 }
@@ -219,6 +364,9 @@ pub fn frames(
         });
         options[slot].render_rgb |= !r.depth;
         options[slot].render_depth |= r.depth;
+        if r.depth {
+            options[slot].depth_sensor = r.sensor;
+        }
         slot_of.push(slot);
     }
     // The same camera at two sizes renders as two cameras: bind the extra sizes in later passes.
@@ -238,8 +386,10 @@ pub fn frames(
             let (rgb, depth, _, w, h) = rendered.image(world, k);
             for (i, r) in requests.iter().enumerate().filter(|(i, _)| slot_of[*i] == s) {
                 let frame = if r.depth {
-                    let data: Vec<u8> = depth_codes(depth).iter().flat_map(|c| c.to_le_bytes()).collect();
-                    image_frame(data, (w, h, 1), "gray16le", DEPTH_SCALE, frame_number, timestamp_ms)
+                    let scale = r.sensor.depth_scale;
+                    let codes = depth_codes_scaled(depth, scale);
+                    let data: Vec<u8> = codes.iter().flat_map(|c| c.to_le_bytes()).collect();
+                    image_frame(data, (w, h, 1), "gray16le", scale as f32, frame_number, timestamp_ms)
                 } else {
                     let data: Vec<u8> = rgb.chunks_exact(3).flat_map(|p| [p[0], p[1], p[2], 255]).collect();
                     image_frame(data, (w, h, 4), "rgba", 0.0, frame_number, timestamp_ms)

@@ -160,6 +160,8 @@ pub struct Core {
     pub sim: Simulation,
     /// Whether a client asked the lidars to fire every step.
     pub client_live: bool,
+    /// Per MJCF camera, its configuration as clients set it.
+    pub cameras: Vec<crate::camera::ServedCamera>,
     tick: u64,
     shared: Arc<Shared>,
     /// The snapshot before the current one, refilled by the next publish when unshared.
@@ -360,7 +362,9 @@ impl Core {
             publishes: AtomicU64::new(0),
             sensor_copies: AtomicU64::new(0),
         });
-        let mut core = Core { sim, client_live: false, tick: 0, shared, spare: None, stop: false, last_error: None };
+        let cameras = vec![crate::camera::ServedCamera::default(); sim.scene().ncam()];
+        let mut core =
+            Core { sim, client_live: false, cameras, tick: 0, shared, spare: None, stop: false, last_error: None };
         core.sync_live();
         core.publish();
         Ok((core, info))
