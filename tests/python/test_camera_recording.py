@@ -155,8 +155,10 @@ def test_a_depth_sensor_model_is_recorded_at_its_scale_with_its_parameters(tmp_p
     sim.set_cameras([{"camera": "view", "width": 96, "height": 64, "outputs": ["depth"],
                       "preset": "realsense-d435", "depth_scale": 0.0001}])
     sim.step()  # one 20 ms tick, as the run's first frame
-    measured = sim.render()["view"]["depth"][0]
+    rendered = sim.render()["view"]
+    measured = rendered["depth"][0]
     assert (measured == 0).any() and (measured > 0).any(), "holes and depth both"
+    np.testing.assert_array_equal(rendered["valid"][0], measured > 0)
     # Codes saturate at 65 535 (6.5535 m at this scale).
     codes = np.clip(np.round(measured.astype(np.float64) / 0.0001), 0, 65535).astype(np.uint16)
     np.testing.assert_array_equal(first, codes)

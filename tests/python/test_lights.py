@@ -192,3 +192,26 @@ def test_bench_render_reports_well_formed_figures():
         assert r[key] > 0, key
     assert r["speedup_over_warp_one_thread"] == pytest.approx(r["glint_one_thread_fps"] / r["warp_fps"])
     assert r["glint_one_thread_mpix_s"] == pytest.approx(r["glint_one_thread_fps"] * 64 * 64 / 1e6)
+
+
+def test_bench_render_depth_model_reports_each_model_against_clean_depth():
+    """`glint bench render --depth-model all` in its short mode: every depth-sensor model's
+    rate beside the clean depth's, from one run, and a clear error for an unknown model."""
+    scene = str(REPO / "examples" / "lights" / "scene.xml")
+    proc = subprocess.run(
+        [str(GLINT_BIN), "bench", "render", scene, "--depth-model", "all", "--depth-size", "64", "48",
+         "--frames", "2", "--json"],
+        capture_output=True, text=True, timeout=RENDER_TIMEOUT_S,
+    )
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert (r["width"], r["height"], r["camera"]) == (64, 48, "view")
+    assert [m["model"] for m in r["models"]] == ["active-stereo", "itof", "structured-light", "dtof-sparse"]
+    assert r["clean_fps"] > 0
+    for m in r["models"]:
+        assert m["fps"] > 0 and m["cost_vs_clean"] == pytest.approx(r["clean_fps"] / m["fps"])
+    bad = subprocess.run(
+        [str(GLINT_BIN), "bench", "render", scene, "--depth-model", "stereo"],
+        capture_output=True, text=True, timeout=RENDER_TIMEOUT_S,
+    )
+    assert bad.returncode != 0 and "active-stereo" in bad.stderr, bad.stderr

@@ -5,6 +5,7 @@
 //! `measure.rs` casts the rays that feed it.
 
 use glint_core::spelled;
+use glint_materials::ZIGGURAT;
 
 use crate::CameraError;
 
@@ -485,12 +486,37 @@ impl DepthPreset {
 /// A standard normal draw keyed by `key` (the frame's key mixed with the camera and the
 /// pixel): the same key gives the same draw on any thread.
 pub fn normal_draw(key: u64) -> f64 {
-    let a = splitmix64(key);
-    let b = splitmix64(a);
-    // Uniforms in (0, 1]: the logarithm stays finite.
-    let u1 = ((a >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
-    let u2 = (b >> 11) as f64 / (1u64 << 53) as f64;
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    // The ziggurat's common case from one 64-bit draw (about 99 %), else its full draw
+    // from the same keyed stream.
+    let bits = splitmix64(key);
+    let (x, stands) = ZIGGURAT.quick(bits);
+    if stands { x } else { ZIGGURAT.sample(&mut Keyed(bits)) }
+}
+
+/// A stream of 64-bit draws from a key (splitmix64), for the ziggurat's rare slow path.
+struct Keyed(u64);
+
+impl rand::RngCore for Keyed {
+    fn next_u32(&mut self) -> u32 {
+        self.next_u64() as u32
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.0 = splitmix64(self.0);
+        self.0
+    }
+
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        for chunk in dest.chunks_mut(8) {
+            let bytes = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+    }
+
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand::Error> {
+        self.fill_bytes(dest);
+        Ok(())
+    }
 }
 
 /// A uniform draw in [0, 1) keyed by `key`.
@@ -498,12 +524,12 @@ pub fn uniform_draw(key: u64) -> f64 {
     (splitmix64(key) >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// A Poisson draw of mean `mean` keyed by `key` (a normal approximation above 30 counts).
+/// A Poisson draw of mean `mean` keyed by `key` (a normal approximation from 10 counts up).
 pub fn poisson_draw(mean: f64, key: u64) -> f64 {
     if mean <= 0.0 {
         return 0.0;
     }
-    if mean > 30.0 {
+    if mean >= 10.0 {
         return (mean + mean.sqrt() * normal_draw(key)).round().max(0.0);
     }
     // Knuth's product of uniforms.

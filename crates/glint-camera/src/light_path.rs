@@ -8,7 +8,7 @@ use glam::DVec3;
 use glint_materials::{Continuation, NirMaterial};
 
 /// How many surfaces a path passes at most.
-const MAX_SURFACES: usize = 8;
+const MAX_SURFACES: usize = 4;
 /// A retroreflector's return relative to a white matte surface head-on (≈: sheeting returns
 /// about ten times more toward a co-located emitter than a Lambertian white).
 const RETRO_GAIN: f64 = 10.0;
@@ -20,7 +20,7 @@ const MIN_SLOPE: f64 = 0.05;
 const GLINT_MIN: f64 = 0.01;
 
 /// One surface the light returns from.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct Echo {
     /// Path length from the sensor, metres (folded paths included).
     pub range: f64,
@@ -31,6 +31,38 @@ pub(crate) struct Echo {
     pub geom: i32,
     /// Whether a specular glint outshines the diffuse return there.
     pub glint: bool,
+}
+
+/// A path's returns, held inline (a path is followed for every pixel of every frame).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Echoes {
+    items: [Echo; MAX_SURFACES],
+    len: usize,
+}
+
+impl Echoes {
+    fn push(&mut self, echo: Echo) {
+        if self.len < MAX_SURFACES {
+            self.items[self.len] = echo;
+            self.len += 1;
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, Echo> {
+        self.items[..self.len].iter()
+    }
+}
+
+impl std::ops::Index<usize> for Echoes {
+    type Output = Echo;
+
+    fn index(&self, i: usize) -> &Echo {
+        &self.items[..self.len][i]
+    }
 }
 
 /// The first surface met, as the debug channels report it.
@@ -44,7 +76,7 @@ pub(crate) struct FirstSurface {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Path {
     /// Every return, in the order met.
-    pub echoes: Vec<Echo>,
+    pub echoes: Echoes,
     /// The echo a triangulating device matches: the surface the path ends on, or the leaf a
     /// foliage draw kept it on.
     pub matched: Option<usize>,
@@ -71,10 +103,14 @@ pub(crate) struct Hit {
 pub(crate) fn surface_return(m: &NirMaterial, cos: f64) -> (f64, f64) {
     let (rho, retro, metal) = (f64::from(m.reflectivity), f64::from(m.retroreflective), f64::from(m.metalness));
     let diffuse = (1.0 - metal) * rho * ((1.0 - retro) * cos + retro * RETRO_GAIN);
-    let angle = cos.clamp(-1.0, 1.0).acos();
     let slope = m.slope().max(MIN_SLOPE);
-    let glint = f64::from(m.f0) * (-angle * angle / (2.0 * slope * slope)).exp();
-    (diffuse, glint)
+    // A Beckmann lobe of RMS slope σ about the normal: exp(−tan²θ / 2σ²), none past 6σ.
+    let cos2 = (cos * cos).max(1e-12);
+    let tan2 = (1.0 - cos2) / cos2;
+    if tan2 > 36.0 * slope * slope {
+        return (diffuse, 0.0);
+    }
+    (diffuse, f64::from(m.f0) * (-tan2 / (2.0 * slope * slope)).exp())
 }
 
 /// Follows the light from `origin` along unit `dir`, which first meets `first` (material

@@ -39,6 +39,38 @@ pub struct RenderBenchArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Time glint's depth with this depth-sensor model (`active-stereo`, `itof`,
+    /// `structured-light`, `dtof-sparse`, or `all`) against its clean depth, in one run,
+    /// instead of colour against MuJoCo. Each model with its default fields (iToF 2 × 2
+    /// sub-pixels, dToF 8 × 8 zones of 8 × 8 rays).
+    #[arg(long, value_name = "MODEL")]
+    depth_model: Option<String>,
+    /// Image size for `--depth-model`, pixels.
+    #[arg(long, num_args = 2, value_names = ["WIDTH", "HEIGHT"], default_values_t = [640, 480])]
+    depth_size: Vec<u32>,
+}
+
+/// The `--depth-model` report.
+#[derive(Serialize)]
+struct DepthReport {
+    scene: PathBuf,
+    camera: String,
+    width: u32,
+    height: u32,
+    frames: u32,
+    threads: usize,
+    /// Clean depth (no model): frames per second on every thread.
+    clean_fps: f64,
+    models: Vec<DepthModelTiming>,
+}
+
+/// One model's timing.
+#[derive(Serialize)]
+struct DepthModelTiming {
+    model: String,
+    fps: f64,
+    /// Its frame time over the clean depth's.
+    cost_vs_clean: f64,
 }
 
 /// The report.
@@ -77,6 +109,27 @@ struct Report {
 }
 
 pub fn run(args: RenderBenchArgs) -> Result<()> {
+    if let Some(model) = &args.depth_model {
+        let report = depth_bench(&args, model)?;
+        if args.json {
+            println!("{}", serde_json::to_string(&report)?);
+        } else {
+            println!(
+                "{} camera '{}' {}x{}, {} frames, {} threads: clean depth {:.1} fps",
+                report.scene.display(),
+                report.camera,
+                report.width,
+                report.height,
+                report.frames,
+                report.threads,
+                report.clean_fps
+            );
+            for m in &report.models {
+                println!("  {:<17} {:>8.1} fps  {:.2}x the clean depth's time", m.model, m.fps, m.cost_vs_clean);
+            }
+        }
+        return Ok(());
+    }
     let out = std::env::temp_dir().join(format!("glint-bench-render-{}", std::process::id()));
     std::fs::create_dir_all(&out).map_err(|e| write_error(&out, e))?;
     let result = bench(&args, &out);
@@ -244,4 +297,62 @@ fn print(r: &Report) {
     if let Some(x) = r.speedup_over_warp_one_thread {
         println!("speed-up over MuJoCo Warp, 1 thread       {x:.2}x   (target >= 5x at 256x256 with shadows)");
     }
+}
+
+/// `--depth-model`: glint's depth with each model asked against its clean depth, timed the
+/// same way in one run.
+fn depth_bench(args: &RenderBenchArgs, model: &str) -> Result<DepthReport> {
+    use glint_camera::{DepthSensor, SensorModel};
+    use glint_lidar::Spelled;
+    let models: Vec<SensorModel> = match model {
+        "all" => SensorModel::all().filter(|m| *m != SensorModel::None).collect(),
+        name => vec![SensorModel::from_name(name).map_err(|e| anyhow::anyhow!("--depth-model: {e}, or all"))?],
+    };
+    let options = SimOptions { nworld: args.worlds as usize, ..SimOptions::default() };
+    let is_manifest = args.scene.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
+    let mut sim = if is_manifest {
+        Simulation::from_manifest(&args.scene, options)?
+    } else {
+        Simulation::from_xml_file(&args.scene, Vec::new(), options)?
+    };
+    let camera = match &args.camera {
+        Some(name) => sim.camera_index(name)?,
+        None if sim.scene().ncam() > 0 => 0,
+        None => bail!("'{}' has no camera: add a <camera> to the MJCF or pass --camera", args.scene.display()),
+    };
+    let (width, height) = (args.depth_size[0], args.depth_size[1]);
+    let mut time = |sensor: DepthSensor| -> Result<f64> {
+        let options = CameraOptions {
+            resolution: Some((width as usize, height as usize)),
+            render_rgb: false,
+            render_seg: false,
+            depth_sensor: sensor,
+            ..CameraOptions::new(camera)
+        };
+        sim.set_cameras(vec![options])?;
+        let pixels = sim.camera_layout().map_or(0, |l| l.pixels_per_world) * sim.nworld();
+        let mut depth = vec![0f32; pixels];
+        sim.render_into(glint_sim::Frames { rgb: None, depth: Some(&mut depth), seg: None })?;
+        let t0 = Instant::now();
+        for _ in 0..args.frames {
+            sim.render_into(glint_sim::Frames { rgb: None, depth: Some(&mut depth), seg: None })?;
+        }
+        Ok(f64::from(args.frames) * f64::from(args.worlds) / t0.elapsed().as_secs_f64())
+    };
+    let clean_fps = time(DepthSensor::default())?;
+    let mut timings = Vec::new();
+    for m in models {
+        let fps = time(DepthSensor { model: m, ..DepthSensor::default() })?;
+        timings.push(DepthModelTiming { model: m.name().into(), fps, cost_vs_clean: clean_fps / fps });
+    }
+    Ok(DepthReport {
+        scene: args.scene.clone(),
+        camera: sim.scene().cam_name[camera].clone(),
+        width,
+        height,
+        frames: args.frames,
+        threads: rayon::current_num_threads(),
+        clean_fps,
+        models: timings,
+    })
 }

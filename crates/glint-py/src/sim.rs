@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use glam::DVec3;
+use glint_camera::{DebugChannel, SensorModel};
 use glint_core::{RayBatch, RayFilter};
 use glint_lidar::{BakeRequest, BakeStatus, ReturnParams, ReturnPreset, Spelled};
 use glint_record::EpisodeStatus;
@@ -592,6 +593,9 @@ impl Simulation {
     /// world. Returns a dict from camera name to a dict of its outputs: `rgb` `(nworld, H, W,
     /// 3)` uint8, `depth` `(nworld, H, W)` float32 metres along the optical axis (0: nothing
     /// hit), `seg` `(nworld, H, W)` int32 geom ids (−1: background; `ngeom + k`: skin `k`).
+    /// A camera with a depth-sensor model adds `valid` `(nworld, H, W)` bool: where the
+    /// device reports depth (its holes are 0 in `depth`). With a `debug_channel`, `depth`
+    /// holds the channel's values instead (no `valid`).
     fn render<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let frames = py.detach(|| self.sim.render()).py()?;
         let out = PyDict::new(py);
@@ -613,6 +617,12 @@ impl Simulation {
                 camera.set_item("rgb", a.into_pyarray(py))?;
             }
             if options.render_depth {
+                let sensor = options.depth_sensor;
+                if sensor.model != SensorModel::None && sensor.debug_channel == DebugChannel::Depth {
+                    let valid: Vec<bool> = depth.iter().map(|&m| m > 0.0).collect();
+                    let a = numpy::ndarray::Array3::from_shape_vec((nworld, h, w), valid).expect("nworld x h x w");
+                    camera.set_item("valid", a.into_pyarray(py))?;
+                }
                 let a = numpy::ndarray::Array3::from_shape_vec((nworld, h, w), depth).expect("nworld x h x w");
                 camera.set_item("depth", a.into_pyarray(py))?;
             }

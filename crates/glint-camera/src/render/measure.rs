@@ -5,12 +5,12 @@
 use std::collections::HashMap;
 
 use glam::DVec3;
-use glint_core::{CastOne, Spelled};
+use glint_core::{Cast, CastOne, HitsMut, Origins, Spelled};
 use glint_materials::{Continuation, NirMaterial};
 
 use super::{Renderer, Shared, Traced, View, material};
 use crate::depth_model::{DebugChannel, SensorModel, TargetOrder, poisson_draw, uniform_draw};
-use crate::light_path::{Hit, Path, follow};
+use crate::light_path::{Echo, Hit, Path, follow};
 use crate::{CameraError, DepthSensor, Projection, normal_draw, pixel_key};
 
 /// Salts that keep a pixel's draws for different purposes apart.
@@ -23,6 +23,9 @@ const PHOTON_GAIN: f64 = 1.0e4;
 const PEAK_SIGMAS: f64 = 5.0;
 /// How far a surface a second viewpoint meets may lie before the point and still be it.
 const SAME_POINT: f64 = 1e-4;
+
+/// A pixel's ray and where its light goes; `None` where the ray meets nothing.
+type PixelPath = Option<(PixelRay, Path)>;
 
 /// One pixel's ray: where it starts, its unit direction and its length per unit of depth
 /// along the optical axis.
@@ -48,38 +51,42 @@ impl Renderer {
         let width = view.model.width;
         let frame = s.depth_noise.get(view.w).copied().unwrap_or(0);
         let key = |p: usize, salt: u64| pixel_key(frame ^ salt, view.model.camera, row0 * width + p);
-        let paths: Vec<Option<(PixelRay, Path)>> =
-            (0..t.len()).map(|r| self.center_path(s, view, t, r, uniform_draw(key(pixel[r], GAP_SALT)))).collect();
-        let mut zones = HashMap::new();
-        for (r, &p) in pixel.iter().enumerate() {
-            let measured = match sensor.model {
-                SensorModel::None => depth[p],
-                SensorModel::ActiveStereo | SensorModel::StructuredLight => match &paths[r] {
-                    Some((ray, path)) => {
-                        let draws = (normal_draw(key(p, 0)), uniform_draw(key(p, GAP_SALT)));
-                        self.triangulate(s, view, sensor, (ray, path), p % width, draws)
-                    }
-                    None => 0.0,
-                },
-                SensorModel::IToF => {
-                    let (col, row) = (p % width, row0 + p / width);
-                    self.itof(s, view, sensor, (col, row), [key(p, PHASE_SALT), key(p, PHASE_SALT + 1)])?
-                }
-                SensorModel::DToFSparse => {
+        // The centre rays' paths: what triangulation matches and the debug channels read.
+        let triangulates = matches!(sensor.model, SensorModel::ActiveStereo | SensorModel::StructuredLight);
+        let paths: Vec<PixelPath> = if triangulates || sensor.debug_channel != DebugChannel::Depth {
+            (0..t.len()).map(|r| self.center_path(s, view, t, r, uniform_draw(key(pixel[r], GAP_SALT)))).collect()
+        } else {
+            Vec::new()
+        };
+        let measured: Vec<f32> = match sensor.model {
+            SensorModel::None => pixel.iter().map(|&p| depth[p]).collect(),
+            SensorModel::ActiveStereo | SensorModel::StructuredLight => {
+                let draws: Vec<(f64, f64)> =
+                    pixel.iter().map(|&p| (normal_draw(key(p, 0)), uniform_draw(key(p, GAP_SALT)))).collect();
+                self.triangulate_band(s, view, sensor, (pixel, &paths), &draws)?
+            }
+            SensorModel::IToF => {
+                let keys: Vec<[u64; 2]> = pixel.iter().map(|&p| [key(p, PHASE_SALT), key(p, PHASE_SALT + 1)]).collect();
+                self.itof_band(s, view, sensor, (pixel, row0), &keys)?
+            }
+            SensorModel::DToFSparse => {
+                let mut zones = HashMap::new();
+                let mut out = Vec::with_capacity(pixel.len());
+                for &p in pixel {
                     let zone = zone_of(sensor, view, p % width, row0 + p / width);
-                    match zones.get(&zone) {
+                    let z = match zones.get(&zone) {
                         Some(&z) => z,
-                        None => {
-                            let z = self.dtof_zone(s, view, sensor, zone, frame)?;
-                            zones.insert(zone, z);
-                            z
-                        }
-                    }
+                        None => *zones.entry(zone).or_insert(self.dtof_zone(s, view, sensor, zone, frame)?),
+                    };
+                    out.push(z);
                 }
-            };
+                out
+            }
+        };
+        for (r, &p) in pixel.iter().enumerate() {
             depth[p] = match sensor.debug_channel {
-                DebugChannel::Depth => measured,
-                channel => debug_value(channel, paths[r].as_ref(), measured),
+                DebugChannel::Depth => measured[r],
+                channel => debug_value(channel, paths.get(r).and_then(Option::as_ref), measured[r]),
             };
         }
         Ok(())
@@ -107,27 +114,72 @@ impl Renderer {
         Some((ray, path))
     }
 
-    /// Active stereo or structured light: the matched surface's depth, where the device's
-    /// second viewpoint sees it, the projector's light comes back strongly enough and no
-    /// material defeats the matcher.
-    fn triangulate(
+    /// Active stereo or structured light over a band: each pixel's matched surface's depth,
+    /// where the projector's light comes back strongly enough, no material defeats the
+    /// matcher and the device's second viewpoint sees the point (one packet cast from it
+    /// for the band; rays that meet glass or foliage first are followed one by one).
+    fn triangulate_band(
         &self,
         s: &Shared,
         view: &View,
         sensor: &DepthSensor,
-        (ray, path): (&PixelRay, &Path),
-        col: usize,
-        (noise, gap): (f64, f64),
-    ) -> f32 {
-        let Projection::Perspective { f, .. } = view.model.projection else { return 0.0 };
-        let Some(matched) = path.matched.map(|i| path.echoes[i]) else { return 0.0 };
-        let textured = matched.geom >= 0
-            && material(s, view.w, matched.geom as usize).is_some_and(|m| s.fields.mat_texid(view.w, m) >= 0);
+        (pixel, paths): (&[usize], &[PixelPath]),
+        draws: &[(f64, f64)],
+    ) -> Result<Vec<f32>, CameraError> {
+        let Projection::Perspective { f, .. } = view.model.projection else {
+            return Ok(vec![0.0; pixel.len()]);
+        };
+        let width = view.model.width;
+        let second = view.pos + view.mat * DVec3::new(sensor.baseline, 0.0, 0.0);
+        // Per pixel the matched depth and the point to see, where the materials allow one.
+        let candidates: Vec<Option<(f64, DVec3)>> = paths
+            .iter()
+            .map(|p| p.as_ref().and_then(|(ray, path)| self.match_point(s, view, sensor, ray, path)))
+            .collect();
+        let wanted: Vec<usize> = (0..pixel.len()).filter(|&r| candidates[r].is_some()).collect();
+        let dirs: Vec<DVec3> = wanted.iter().map(|&r| candidates[r].expect("wanted").1 - second).collect();
+        let n = dirs.len();
+        let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
+        let cast = Cast {
+            world: view.w,
+            origins: Origins::Shared(second),
+            dirs: &dirs,
+            exclude_body: -1,
+            skip_geom: -1,
+            trusted: true,
+        };
+        s.prepared[view.slot].cast(cast, HitsMut { dist: &mut dist, geomid: &mut geomid, normal: &mut normal })?;
+        let mut out = vec![0.0; pixel.len()];
+        for (i, &r) in wanted.iter().enumerate() {
+            let (z, point) = candidates[r].expect("wanted");
+            // Distances are in units of the ray to the point: 1 is the point itself.
+            let blocked = geomid[i] >= 0 && dist[i] < 1.0 - SAME_POINT;
+            let seen = !blocked || self.sees(s, view, (second, point), draws[r].1);
+            out[r] = sensor.triangulate(z, pixel[r] % width, f[0], seen, draws[r].0);
+        }
+        Ok(out)
+    }
+
+    /// The optical-axis depth a triangulating device matches on `path`, and the point its
+    /// second viewpoint must see; `None` where the materials leave nothing to match.
+    fn match_point(
+        &self,
+        s: &Shared,
+        view: &View,
+        sensor: &DepthSensor,
+        ray: &PixelRay,
+        path: &Path,
+    ) -> Option<(f64, DVec3)> {
+        let matched = path.echoes[path.matched?];
+        let textured = || {
+            matched.geom >= 0
+                && material(s, view.w, matched.geom as usize).is_some_and(|m| s.fields.mat_texid(view.w, m) >= 0)
+        };
         let dark = matched.strength < sensor.detect_floor;
         let fails = match sensor.model {
             // Active stereo falls back on the surface's own texture where the dots fade; a
             // glint on the matched surface blinds it.
-            SensorModel::ActiveStereo => (dark && !textured) || matched.glint,
+            SensorModel::ActiveStereo => (dark && !textured()) || matched.glint,
             // Structured light has only its dots: dark, glinting (a mirror head-on among
             // them) and translucent surfaces are holes.
             _ => {
@@ -137,13 +189,7 @@ impl Renderer {
                 dark || translucent || path.echoes.iter().any(|e| e.glint && e.range <= matched.range)
             }
         };
-        if fails {
-            return 0.0;
-        }
-        let point = ray.origin + ray.dir * path.straight_range;
-        let second = view.pos + view.mat * DVec3::new(sensor.baseline, 0.0, 0.0);
-        let seen = self.sees(s, view, (second, point), gap);
-        sensor.triangulate(matched.range / ray.per_depth, col, f[0], seen, noise)
+        (!fails).then(|| (matched.range / ray.per_depth, ray.origin + ray.dir * path.straight_range))
     }
 
     /// Whether a viewpoint at `from` sees `point`: the first surface toward it, past the
@@ -169,32 +215,43 @@ impl Renderer {
         }
     }
 
-    /// iToF: the pixel's sub-pixel rays' returns summed as phasors.
-    fn itof(
+    /// iToF over a band: each pixel's sub-pixel rays (cast together for the band) and their
+    /// returns summed as phasors.
+    fn itof_band(
         &self,
         s: &Shared,
         view: &View,
         sensor: &DepthSensor,
-        (col, row): (usize, usize),
-        keys: [u64; 2],
-    ) -> Result<f32, CameraError> {
-        let n = sensor.subpixels as usize;
-        let points = (0..n * n).map(|i| {
-            let (i, j) = (i % n, i / n);
-            (col as f64 + (i as f64 + 0.5) / n as f64, row as f64 + (j as f64 + 0.5) / n as f64)
+        (pixel, row0): (&[usize], usize),
+        keys: &[[u64; 2]],
+    ) -> Result<Vec<f32>, CameraError> {
+        let (n, width) = (sensor.subpixels as usize, view.model.width);
+        let per_pixel = n * n;
+        let at = |p: usize| ((p % width) as f64, (row0 + p / width) as f64);
+        let points = pixel.iter().flat_map(|&p| {
+            let (col, row) = at(p);
+            (0..per_pixel).map(move |i| {
+                let (i, j) = (i % n, i / n);
+                (col + (i as f64 + 0.5) / n as f64, row + (j as f64 + 0.5) / n as f64)
+            })
         });
         let sub = self.trace_at(s, view, points)?;
+        let mut out = Vec::with_capacity(pixel.len());
         let mut returns = Vec::new();
-        for r in 0..sub.len() {
-            // Sub-pixel paths share the pixel's foliage draw: a leaf is not half seen.
-            if let Some((_, path)) = self.center_path(s, view, &sub, r, 0.0) {
-                returns.extend(path.echoes.iter().map(|e| (e.range, e.strength / (n * n) as f64)));
+        for (r, &p) in pixel.iter().enumerate() {
+            returns.clear();
+            for k in r * per_pixel..(r + 1) * per_pixel {
+                // Sub-pixel paths share the pixel's foliage draw: a leaf is not half seen.
+                if let Some((_, path)) = self.center_path(s, view, &sub, k, 0.0) {
+                    returns.extend(path.echoes.iter().map(|e| (e.range, e.strength / per_pixel as f64)));
+                }
             }
+            let (col, row) = at(p);
+            let (_, center) = view.model.ray_at(col + 0.5, row + 0.5);
+            let measured = sensor.itof_range(&returns, keys[r].map(normal_draw));
+            out.push(measured.map_or(0.0, |range| sensor.gate(range / center.length())));
         }
-        let (_, center) = view.model.ray_at(col as f64 + 0.5, row as f64 + 0.5);
-        let per_depth = center.length();
-        let draws = keys.map(normal_draw);
-        Ok(sensor.itof_range(&returns, draws).map_or(0.0, |range| sensor.gate(range / per_depth)))
+        Ok(out)
     }
 
     /// dToF: zone `zone`'s reported depth, from a histogram of its sub-rays' returns.
@@ -212,14 +269,19 @@ impl Renderer {
         let points = (0..k * k)
             .map(|i| (u0 + ((i % k) as f64 + 0.5) / k as f64 * zw, v0 + ((i / k) as f64 + 0.5) / k as f64 * zh));
         let sub = self.trace_at(s, view, points)?;
-        let bins = (sensor.max_range * 1.5 / sensor.bin_width).ceil() as usize + 2;
-        let mut signal = vec![0.0; bins];
+        let mut echoes: Vec<Echo> = Vec::new();
         for r in 0..sub.len() {
             if let Some((_, path)) = self.center_path(s, view, &sub, r, 0.0) {
-                for e in &path.echoes {
-                    deposit(&mut signal, e.range / sensor.bin_width, PHOTON_GAIN * e.strength / (k * k) as f64);
-                }
+                echoes.extend(path.echoes.iter());
             }
+        }
+        // The histogram reaches the farthest return (past it, ambient counts alone stay
+        // under the peak threshold) or the range gate, whichever is nearer.
+        let farthest = echoes.iter().map(|e| e.range).fold(0.0, f64::max);
+        let bins = (farthest.min(sensor.max_range * 1.5) / sensor.bin_width).ceil() as usize + 3;
+        let mut signal = vec![0.0; bins];
+        for e in &echoes {
+            deposit(&mut signal, e.range / sensor.bin_width, PHOTON_GAIN * e.strength / (k * k) as f64);
         }
         let zone_index = (zone.1 * n + zone.0) as u64;
         let counts: Vec<f64> = signal
