@@ -117,3 +117,71 @@ fn bad_depth_sensors_are_refused_with_the_fix() {
     let err = sim.set_cameras(vec![options(stereo, true)]).unwrap_err();
     assert!(err.to_string().contains("baseline = 0"), "{err}");
 }
+
+/// The Redwood depth-noise kernel (Choi, Zhou, Koltun 2015, "Robust Reconstruction of Indoor
+/// Scenes", as Open3D's `DepthNoiseSimulator` and Habitat's `RedwoodDepthNoiseModel` run it),
+/// reimplemented from its published code: disparity `35.130 / z` plus N(0, 0.027778),
+/// rounded to 1/8, back to depth `35.130 · 8 / round(…·8)`. Its per-unit distortion grid and
+/// its 0.25-pixel lateral shifts are left out: this compares the axial noise law.
+fn redwood(z: f64, draw: f64) -> f64 {
+    let denom = ((35.130 / z + draw * 0.027778) * 8.0).round();
+    if denom <= 1e-5 { 0.0 } else { 35.130 * 8.0 / denom }
+}
+
+#[test]
+fn structured_light_matches_the_redwood_kernel_in_distribution() {
+    // A matte wall 1, 2 and 3 m in front of the camera, turned 15° so that its depth sweeps
+    // many 1/8-pixel disparity steps (both models quantise: on a wall square to the axis the
+    // error would depend on where its one depth falls between two steps), seen at Kinect
+    // v1's own resolution and field of view (640 × 480, 43°): both laws are in its pixels.
+    for wall in [1.0, 2.0, 3.0] {
+        let xml = format!(
+            r#"<mujoco><worldbody>
+              <geom type="box" pos="0 0 {}" euler="15 0 0" size="20 20 0.01"/>
+              <camera name="k" pos="0 0 0" fovy="43"/>
+            </worldbody></mujoco>"#,
+            -wall - 0.01
+        );
+        let mut sim = Simulation::from_xml(&xml, Vec::new(), SimOptions::default()).unwrap();
+        let kinect = DepthSensor::preset(DepthPreset::KinectV1);
+        let options = |sensor| CameraOptions {
+            resolution: Some(DepthPreset::KinectV1.resolution()),
+            render_rgb: false,
+            render_seg: false,
+            depth_sensor: sensor,
+            ..CameraOptions::new(0)
+        };
+        sim.set_cameras(vec![options(DepthSensor::default())]).unwrap();
+        let clean = sim.render().unwrap().depth;
+        sim.set_cameras(vec![options(kinect)]).unwrap();
+        let measured = sim.render().unwrap().depth;
+        // Errors against the clean depth: glint's model, and the Redwood kernel's on the same
+        // clean depth with its own draws.
+        let ours: Vec<f64> = clean.iter().zip(&measured).map(|(&c, &m)| f64::from(m) - f64::from(c)).collect();
+        let theirs: Vec<f64> = clean
+            .iter()
+            .enumerate()
+            .map(|(p, &c)| redwood(f64::from(c), glint_camera::normal_draw(0xbeef ^ p as u64)) - f64::from(c))
+            .collect();
+        // Holes outside the projector's left band (at most f·B/0.85 m ≈ 54 columns here),
+        // which an image-space kernel like Redwood's does not model.
+        let (width, band) = (DepthPreset::KinectV1.resolution().0, 60);
+        let holes = |e: &[f64], depth: &dyn Fn(usize) -> f64| {
+            let seen: Vec<usize> = (0..e.len()).filter(|&p| p % width >= band).collect();
+            seen.iter().filter(|&&p| depth(p) == 0.0).count() as f64 / seen.len() as f64
+        };
+        let ours_holes = holes(&ours, &|p| f64::from(measured[p]));
+        let theirs_holes = holes(&theirs, &|p| theirs[p] + f64::from(clean[p]));
+        let rms = |e: &[f64], keep: &dyn Fn(usize) -> bool| {
+            let kept: Vec<f64> = (0..e.len()).filter(|&p| keep(p)).map(|p| e[p]).collect();
+            (kept.iter().map(|x| x * x).sum::<f64>() / kept.len() as f64).sqrt()
+        };
+        let ours_rms = rms(&ours, &|p| measured[p] > 0.0);
+        let theirs_rms = rms(&theirs, &|_| true);
+        assert!(
+            (ours_rms / theirs_rms - 1.0).abs() < 0.15,
+            "{wall} m: glint's structured light RMS {ours_rms} against the Redwood kernel's {theirs_rms}"
+        );
+        assert!((ours_holes - theirs_holes).abs() < 0.05, "{wall} m: holes {ours_holes} against {theirs_holes}");
+    }
+}
