@@ -130,19 +130,22 @@ pub fn run(args: RenderArgs) -> Result<()> {
 enum Output {
     RgbPng,
     DepthPng,
+    DepthColourPng,
     DepthNpy,
     SegPng,
     SegNpy,
 }
 
 /// One camera's outputs in `out`, as its options ask: `NAME_rgb.png`, `NAME_depth.png`
-/// (16-bit millimetres), `NAME_depth.npy`, `NAME_seg.png` (a colour per geom) and
-/// `NAME_seg.npy`.
+/// (16-bit codes of the camera's `depth_scale`, millimetres by default),
+/// `NAME_depth_colour.png` (coloured, with a legend), `NAME_depth.npy`, `NAME_seg.png` (a
+/// colour per geom) and `NAME_seg.npy`.
 fn camera_files(out: &Path, name: &str, options: &CameraOptions) -> Vec<(Output, PathBuf)> {
     let stem = glint_record::camera_file_name(name);
     let wanted = [
         (options.render_rgb, Output::RgbPng, "rgb.png"),
         (options.render_depth, Output::DepthPng, "depth.png"),
+        (options.render_depth, Output::DepthColourPng, "depth_colour.png"),
         (options.render_depth, Output::DepthNpy, "depth.npy"),
         (options.render_seg, Output::SegPng, "seg.png"),
         (options.render_seg, Output::SegNpy, "seg.npy"),
@@ -157,7 +160,12 @@ fn write_camera(frames: &CameraFrames, world: usize, slot: usize, out: &Path) ->
     for (kind, p) in camera_files(out, &model.name, options) {
         match kind {
             Output::RgbPng => glint_record::write_rgb_png(&p, rgb, w, h)?,
-            Output::DepthPng => glint_record::write_depth_png(&p, depth, w, h)?,
+            Output::DepthPng => {
+                glint_record::write_depth_png_scaled(&p, depth, (w, h), options.depth_sensor.depth_scale)?
+            }
+            Output::DepthColourPng => {
+                glint_record::write_depth_colour_png(&p, depth, (w, h))?;
+            }
             Output::DepthNpy => {
                 write_npy(&p, "<f4", h, w, &depth.iter().flat_map(|d| d.to_le_bytes()).collect::<Vec<u8>>())?
             }

@@ -77,6 +77,7 @@
 
 mod beams;
 mod camera;
+mod depth_colour;
 mod draw;
 mod error;
 mod export;
@@ -106,6 +107,7 @@ pub use camera::{
     CameraStream, CameraStreamInfo, DEPTH_PNG_SCALE, DebugStream, DepthModelInfo, FramePose, camera_file_name,
     camera_video_file, depth_codes, depth_codes_scaled, write_depth_png, write_depth_png_scaled,
 };
+pub use depth_colour::write_depth_colour_png;
 pub use draw::{MaterialRead, Point, range_image_by_png, range_image_png, top_down_png};
 pub use error::RecordError;
 pub use export::{

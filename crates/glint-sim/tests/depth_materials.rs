@@ -1,6 +1,6 @@
 //! Depth-sensor models on the NIR materials (`spec/depth-sensors.md`, "Materials" and the
 //! iToF and dToF checks): a camera 1.2 m above a matte floor sees, 1 m away, a black panel
-//! (reflectivity under the detect floor), a clear glass pane, a mirror tilted 45° toward a
+//! (an absorber: reflectivity 0.002 and F0 0.004, its return under the detect floor), a clear glass pane, a mirror tilted 45° toward a
 //! wall, a mirror facing it, a hedge and a matte step. Each model's outcome on each target is
 //! checked, with the debug channels that show why.
 
@@ -37,6 +37,7 @@ const SCENE: &str = r#"<mujoco>
 const MATERIALS: &str = r#"
 [materials.black]
 reflectivity = 0.002
+f0 = 0.004
 [materials.glass]
 preset = "clear-float-glass"
 [materials.mirror]
