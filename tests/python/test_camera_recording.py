@@ -167,3 +167,29 @@ def test_a_depth_sensor_model_is_recorded_at_its_scale_with_its_parameters(tmp_p
         sim.set_cameras([{"camera": "view", "preset": "realsense-d453"}])
     with np.testing.assert_raises_regex(Exception, "baseline = -0.05"):
         sim.set_cameras([{"camera": "view", "preset": "realsense-d435", "baseline": -0.05}])
+
+
+def test_a_debug_channel_stream_is_marked_as_not_depth(tmp_path):
+    """A `[[camera]]` with a debug channel records the channel's values at `depth_scale`,
+    and both the camera sidecar and meta/info.json say the stream is not a depth map."""
+    camera = ('[[camera]]\ncamera = "view"\nwidth = 48\nheight = 32\noutputs = ["depth"]\n'
+              'preset = "kinect-v1"\ndebug_channel = 8\ndepth_scale = 1.0\nrate_hz = 10.0\n')
+    manifest = tmp_path / "debug.toml"
+    lidar = '[[lidar]]\nname = "top"\nattach_body = "link0"\nchannels = 4\nazimuth_bins = 90\n'
+    manifest.write_text(f'scene = "{SCENE}"\n[recorder]\nlidar_runner_hz = 50.0\n{lidar}{camera}')
+    out = tmp_path / "sessions"
+    proc = subprocess.run(
+        [str(GLINT_BIN), "run", str(manifest), "--seconds", "0.1", "--episodes", "1", "--out", str(out)],
+        capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+    )
+    assert proc.returncode == 0, proc.stderr
+    session = next(out.glob("session_*"))
+    info = json.loads((session / "meta/info.json").read_text())
+    assert info["debug_streams"] == [{"camera": "view", "channel": "continuation-class"}]
+    meta = json.loads((session / "videos/chunk-000/observation.images.view/episode_000000.json").read_text())
+    assert meta["depth_sensor"]["stream"] == "continuation-class"
+    assert meta["depth_sensor"]["sensor_model"] == "structured-light"
+    codes = read_png16(session / "depth/chunk-000/observation.depth.view/episode_000000/frame_000000.png")
+    # Continuation classes (0 opaque where something is hit) at 1 per code; nothing here is
+    # authored as glass or foliage, so every code is 0.
+    assert codes.shape == (32, 48) and set(np.unique(codes)) <= {0, 1, 2, 3, 4}

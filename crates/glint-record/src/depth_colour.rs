@@ -124,7 +124,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("d.png");
         let (w, h) = (128, 8);
-        let depth: Vec<f32> = (0..w * h).map(|p| if p % w == 0 { 0.0 } else { 1.0 + (p % w) as f32 / w as f32 }).collect();
+        let depth: Vec<f32> =
+            (0..w * h).map(|p| if p % w == 0 { 0.0 } else { 1.0 + (p % w) as f32 / w as f32 }).collect();
         let (near, far) = write_depth_colour_png(&path, &depth, (w, h)).unwrap();
         assert!((near - (1.0 + 1.0 / 128.0)).abs() < 1e-6 && (far - (1.0 + 127.0 / 128.0)).abs() < 1e-6);
         let img = image::open(&path).unwrap().to_rgb8();

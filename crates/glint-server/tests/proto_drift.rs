@@ -147,4 +147,12 @@ fn every_rpc_glint_serves_is_the_wheels() {
     };
     assert_eq!(lidar(&ours), lidar(&wheel));
     assert_eq!(lidar(&ours).len(), 14);
+    // CameraService: everything but StreamCamera (frames come with Step), SetCameraConfig
+    // among them with the wheel's request and ack.
+    let camera = &ours.services[".hazel.rpc.CameraService"];
+    let names: Vec<&str> = camera.method.iter().map(|m| m.name()).collect();
+    assert_eq!(names, ["ListCameras", "GetCameraConfig", "SetCameraConfig"]);
+    for message in [".hazel.rpc.SetCameraConfigRequest", ".hazel.rpc.CameraConfigAck", ".hazel.rpc.CameraConfig"] {
+        assert!(ours.messages.contains_key(message), "{message}");
+    }
 }
