@@ -47,6 +47,10 @@ pub struct CameraOptions {
     pub cam_active: bool,
     /// How depth is measured: the clean depth by default, or a depth sensor's model.
     pub depth_sensor: DepthSensor,
+    /// A vertical field of view, degrees, replacing the MJCF camera's (and its sensor
+    /// intrinsics, and a world's own `cam_fovy`): a depth-sensor preset's. `None`: the
+    /// MJCF camera's.
+    pub fovy: Option<f64>,
 }
 
 impl CameraOptions {
@@ -78,6 +82,7 @@ impl CameraOptions {
             enabled_geom_groups: [true, true, true, false, false, false],
             cam_active: true,
             depth_sensor: DepthSensor::default(),
+            fovy: None,
         }
     }
 }
@@ -129,8 +134,12 @@ impl CameraModel {
             return Err(CameraError::Resolution { camera: name, width, height, max: MAX_SIDE });
         }
         let bad = |message: String| CameraError::Projection { camera: name.clone(), message };
-        let fovy = scene.cam_fovy[cam];
-        let [sw, sh] = scene.cam_sensorsize[cam].map(f64::from);
+        let fovy = options.fovy.unwrap_or(scene.cam_fovy[cam]);
+        // A field of view given in the options replaces the sensor's intrinsics.
+        let [sw, sh] = match options.fovy {
+            Some(_) => [0.0, 0.0],
+            None => scene.cam_sensorsize[cam].map(f64::from),
+        };
         let fovy_based = !(sw > 0.0 && sh > 0.0) || scene.cam_projection[cam] == 1;
         let projection = if scene.cam_projection[cam] == 1 {
             if !(fovy.is_finite() && fovy > 0.0) {
@@ -138,7 +147,6 @@ impl CameraModel {
             }
             Projection::Orthographic { height: fovy }
         } else {
-            let [sw, sh] = scene.cam_sensorsize[cam].map(f64::from);
             let [fx, fy, px, py] = scene.cam_intrinsic[cam].map(f64::from);
             let (w, h) = (width as f64, height as f64);
             if sw > 0.0 && sh > 0.0 {

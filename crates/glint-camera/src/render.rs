@@ -386,7 +386,11 @@ impl Renderer {
     fn band(&self, s: &Shared, job: Job) -> Result<(), CameraError> {
         let (model, options) = &s.layout.cameras[job.slot];
         let w = job.world;
-        let model = model.with_fovy(s.fields.cam_fovy(w, model.camera));
+        // A world's own field of view, unless the options fix one (a depth preset's).
+        let model = match options.fovy {
+            Some(_) => model.clone(),
+            None => model.with_fovy(s.fields.cam_fovy(w, model.camera)),
+        };
         let cam = w * s.scene.ncam() + model.camera;
         let view =
             View { slot: job.slot, w, model: &model, options, pos: s.poses.cam_xpos[cam], mat: s.poses.cam_xmat[cam] };

@@ -35,6 +35,9 @@ pub struct CameraBinding {
     /// How depth is measured: the clean depth (default), or a depth sensor's model from
     /// `sensor_model` or `preset` and the fields that adjust it.
     pub depth_sensor: DepthSensor,
+    /// Vertical field of view, degrees, replacing the MJCF camera's: `fovy`, else the
+    /// preset's; `None`: the MJCF camera's.
+    pub fovy: Option<f64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -48,6 +51,7 @@ pub(crate) struct RawCamera {
     use_shadows: Option<bool>,
     geom_groups: Option<Vec<i64>>,
     rate_hz: Option<f64>,
+    fovy: Option<f64>,
     sensor_model: Option<String>,
     preset: Option<String>,
     depth_scale: Option<f64>,
@@ -121,6 +125,10 @@ impl RawCamera {
         }
         let outputs = self.outputs.as_ref().map(|list| CAMERA_OUTPUTS.map(|o| list.iter().any(|x| x == o)));
         let depth_sensor = self.depth_sensor(preset).map_err(bad)?;
+        let fovy = self.fovy.or(preset.map(DepthPreset::fovy));
+        if let Some(f) = fovy.filter(|f| !(f.is_finite() && *f > 0.0 && *f < 180.0)) {
+            return Err(bad(format!("fovy = {f} is out of range; use (0, 180) degrees")));
+        }
         Ok(CameraBinding {
             camera,
             resolution,
@@ -130,6 +138,7 @@ impl RawCamera {
             geom_groups,
             rate_hz,
             depth_sensor,
+            fovy,
         })
     }
 

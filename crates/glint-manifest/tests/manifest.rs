@@ -603,6 +603,11 @@ fn a_camera_takes_a_depth_sensor_preset_and_its_fields() {
     let m = camera("preset = \"realsense-d415\"\nbaseline = 0.06").unwrap();
     let c = &m.cameras[0];
     assert_eq!(c.resolution, Some((1280, 720)), "the preset's image size");
+    assert_eq!(c.fovy, Some(40.0), "the preset's field of view");
+    assert_eq!(camera("preset = \"realsense-d415\"\nfovy = 50.0").unwrap().cameras[0].fovy, Some(50.0));
+    assert_eq!(camera("").unwrap().cameras[0].fovy, None, "the MJCF camera's");
+    let err = camera("fovy = 190.0").unwrap_err();
+    assert!(err.contains("fovy = 190"), "{err}");
     assert_eq!((c.depth_sensor.model, c.depth_sensor.baseline), (SensorModel::ActiveStereo, 0.06));
     let m = camera("preset = \"kinect-v1\"\nwidth = 64\nheight = 48").unwrap();
     assert_eq!(m.cameras[0].resolution, Some((64, 48)), "explicit sizes win");

@@ -185,3 +185,17 @@ fn structured_light_matches_the_redwood_kernel_in_distribution() {
         assert!((ours_holes - theirs_holes).abs() < 0.05, "{wall} m: holes {ours_holes} against {theirs_holes}");
     }
 }
+
+#[test]
+fn a_field_of_view_in_the_options_replaces_the_mjcf_cameras() {
+    let mut sim = sim();
+    let options = CameraOptions { resolution: Some((W, H)), fovy: Some(43.0), ..CameraOptions::new(0) };
+    sim.set_cameras(vec![options]).unwrap();
+    let layout = sim.camera_layout().unwrap();
+    let glint_camera::Projection::Perspective { f, .. } = layout.cameras[0].0.projection else { panic!() };
+    let want = (H as f64 / 2.0) / 21.5f64.to_radians().tan();
+    assert!((f[1] - want).abs() < 1e-9, "{f:?} against {want}");
+    // It renders: the floor fills the narrower view.
+    let depth = sim.render().unwrap().depth;
+    assert!(depth.iter().all(|&z| z > 0.0));
+}

@@ -100,6 +100,7 @@ impl Simulation {
             use_shadows: binding.use_shadows,
             enabled_geom_groups: binding.geom_groups,
             depth_sensor: binding.depth_sensor,
+            fovy: binding.fovy,
             ..mjcf
         })
     }
