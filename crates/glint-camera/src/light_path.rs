@@ -117,6 +117,13 @@ pub(crate) fn surface_return(m: &NirMaterial, cos: f64) -> (f64, f64) {
     (diffuse, f64::from(m.f0) * (-tan2 / s2).exp() / (4.0 * s2 * cos.powi(5)))
 }
 
+/// The return of an opaque surface of material `m` (geom `geom`) met at incidence cosine
+/// `cos`, `range` metres from the sensor, the light not dimmed on the way.
+pub(crate) fn opaque_echo(m: &NirMaterial, cos: f64, range: f64, geom: i32) -> Echo {
+    let (diffuse, glint) = surface_return(m, cos);
+    Echo { range, strength: (diffuse + glint) / (range * range), geom, glint: glint > diffuse + GLINT_MIN }
+}
+
 /// Follows the light from `origin` along unit `dir`, which first meets `first` (material
 /// `first_material`); `material` gives a geom's NIR material and `cast` the next surface from
 /// a point (passing through one geom). `gap` is a uniform draw in [0, 1) for this pixel and

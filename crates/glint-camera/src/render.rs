@@ -8,6 +8,7 @@ use glint_core::{
 };
 use glint_materials::{Continuation, MaterialTable, NirMaterial};
 use rayon::prelude::*;
+use std::sync::OnceLock;
 
 use crate::CameraError;
 use crate::camera::{CameraModel, CameraOptions, Layout, Projection};
@@ -216,6 +217,9 @@ struct Shared<'a> {
     skins: Vec<Vec<SkinSurface>>,
     /// Per world, the key of the frame's depth-sensor noise.
     depth_noise: &'a [u64],
+    /// Per world and camera slot, a dToF camera's zone depths, each computed by the first
+    /// band that needs it (empty for other cameras).
+    zone_depths: Vec<Vec<Vec<OnceLock<f32>>>>,
 }
 
 /// What a pixel's ray shows once surfaces MuJoCo's renderer does not draw opaque are resolved.
@@ -363,6 +367,9 @@ impl Renderer {
                     }
                 })
                 .collect();
+        let zone_depths = (0..nworld)
+            .map(|_| layout.cameras.iter().map(|(_, o)| measure::zone_cells(&o.depth_sensor)).collect())
+            .collect();
         let shared = Shared {
             scene,
             poses,
@@ -376,6 +383,7 @@ impl Renderer {
             mirrors,
             skins,
             depth_noise,
+            zone_depths,
         };
         let jobs = jobs(layout, nworld, frames, wanted);
         jobs.into_par_iter().try_for_each(|job| self.band(&shared, job))
@@ -1791,6 +1799,7 @@ mod tests {
             mirrors: vec![Vec::new()],
             skins: vec![Vec::new()],
             depth_noise: &[],
+            zone_depths: Vec::new(),
         };
         let spot = Light {
             light_type: 0,

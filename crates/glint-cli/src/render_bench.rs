@@ -321,7 +321,8 @@ fn depth_bench(args: &RenderBenchArgs, model: &str) -> Result<DepthReport> {
         None => bail!("'{}' has no camera: add a <camera> to the MJCF or pass --camera", args.scene.display()),
     };
     let (width, height) = (args.depth_size[0], args.depth_size[1]);
-    let mut time = |sensor: DepthSensor| -> Result<f64> {
+    // Seconds for `frames` frames with `sensor`.
+    let mut time = |sensor: DepthSensor, frames: u32| -> Result<f64> {
         let options = CameraOptions {
             resolution: Some((width as usize, height as usize)),
             render_rgb: false,
@@ -334,17 +335,28 @@ fn depth_bench(args: &RenderBenchArgs, model: &str) -> Result<DepthReport> {
         let mut depth = vec![0f32; pixels];
         sim.render_into(glint_sim::Frames { rgb: None, depth: Some(&mut depth), seg: None })?;
         let t0 = Instant::now();
-        for _ in 0..args.frames {
+        for _ in 0..frames {
             sim.render_into(glint_sim::Frames { rgb: None, depth: Some(&mut depth), seg: None })?;
         }
-        Ok(f64::from(args.frames) * f64::from(args.worlds) / t0.elapsed().as_secs_f64())
+        Ok(t0.elapsed().as_secs_f64())
     };
-    let clean_fps = time(DepthSensor::default())?;
-    let mut timings = Vec::new();
-    for m in models {
-        let fps = time(DepthSensor { model: m, ..DepthSensor::default() })?;
-        timings.push(DepthModelTiming { model: m.name().into(), fps, cost_vs_clean: clean_fps / fps });
+    // Each model is timed in rounds alternating with the clean depth, so that the machine's
+    // drift (clock, neighbours) falls on both sides of its ratio alike.
+    const ROUNDS: u32 = 4;
+    let per_round = args.frames.div_ceil(ROUNDS);
+    let rate = |frames: u32, seconds: f64| f64::from(frames) * f64::from(args.worlds) / seconds;
+    let (mut clean_total, mut timings) = (0.0, Vec::new());
+    for m in &models {
+        let (mut clean, mut model) = (0.0, 0.0);
+        for _ in 0..ROUNDS {
+            clean += time(DepthSensor::default(), per_round)?;
+            model += time(DepthSensor { model: *m, ..DepthSensor::default() }, per_round)?;
+        }
+        clean_total += clean;
+        let fps = rate(per_round * ROUNDS, model);
+        timings.push(DepthModelTiming { model: m.name().into(), fps, cost_vs_clean: model / clean });
     }
+    let clean_fps = rate(per_round * ROUNDS * models.len() as u32, clean_total);
     Ok(DepthReport {
         scene: args.scene.clone(),
         camera: sim.scene().cam_name[camera].clone(),

@@ -2,15 +2,13 @@
 //! pixel's light is followed through the NIR materials ([`follow`]), and the camera's model
 //! turns the returns into what the device reports, or a debug channel replaces the depth.
 
-use std::collections::HashMap;
-
 use glam::DVec3;
 use glint_core::{Cast, CastOne, HitsMut, Origins, Spelled};
 use glint_materials::{Continuation, NirMaterial};
 
 use super::{Renderer, Shared, Traced, View, material};
 use crate::depth_model::{DebugChannel, SensorModel, TargetOrder, poisson_draw, uniform_draw};
-use crate::light_path::{Echo, Hit, Path, follow};
+use crate::light_path::{Echo, Hit, Path, follow, opaque_echo};
 use crate::{CameraError, DepthSensor, Projection, normal_draw, pixel_key};
 
 /// Salts that keep a pixel's draws for different purposes apart.
@@ -51,9 +49,8 @@ impl Renderer {
         let width = view.model.width;
         let frame = s.depth_noise.get(view.w).copied().unwrap_or(0);
         let key = |p: usize, salt: u64| pixel_key(frame ^ salt, view.model.camera, row0 * width + p);
-        // The centre rays' paths: what triangulation matches and the debug channels read.
-        let triangulates = matches!(sensor.model, SensorModel::ActiveStereo | SensorModel::StructuredLight);
-        let paths: Vec<PixelPath> = if triangulates || sensor.debug_channel != DebugChannel::Depth {
+        // The centre rays' paths, which the debug channels read.
+        let paths: Vec<PixelPath> = if sensor.debug_channel != DebugChannel::Depth {
             (0..t.len()).map(|r| self.center_path(s, view, t, r, uniform_draw(key(pixel[r], GAP_SALT)))).collect()
         } else {
             Vec::new()
@@ -61,22 +58,31 @@ impl Renderer {
         let measured: Vec<f32> = match sensor.model {
             SensorModel::None => pixel.iter().map(|&p| depth[p]).collect(),
             SensorModel::ActiveStereo | SensorModel::StructuredLight => {
-                let draws: Vec<(f64, f64)> =
-                    pixel.iter().map(|&p| (normal_draw(key(p, 0)), uniform_draw(key(p, GAP_SALT)))).collect();
-                self.triangulate_band(s, view, sensor, (pixel, &paths), &draws)?
+                let draws = Draws {
+                    noise: &|r| normal_draw(key(pixel[r], 0)),
+                    gap: &|r| uniform_draw(key(pixel[r], GAP_SALT)),
+                };
+                self.triangulate_band(s, view, sensor, (pixel, t, &paths), &draws)?
             }
             SensorModel::IToF => {
                 let keys: Vec<[u64; 2]> = pixel.iter().map(|&p| [key(p, PHASE_SALT), key(p, PHASE_SALT + 1)]).collect();
                 self.itof_band(s, view, sensor, (pixel, row0), &keys)?
             }
             SensorModel::DToFSparse => {
-                let mut zones = HashMap::new();
+                let cells = &s.zone_depths[view.w][view.slot];
+                let n = sensor.zones as usize;
                 let mut out = Vec::with_capacity(pixel.len());
                 for &p in pixel {
                     let zone = zone_of(sensor, view, p % width, row0 + p / width);
-                    let z = match zones.get(&zone) {
+                    let cell = &cells[zone.1 * n + zone.0];
+                    let z = match cell.get() {
                         Some(&z) => z,
-                        None => *zones.entry(zone).or_insert(self.dtof_zone(s, view, sensor, zone, frame)?),
+                        None => {
+                            // Two bands may both compute a zone: the same draws, the same depth.
+                            let z = self.dtof_zone(s, view, sensor, zone, frame)?;
+                            let _ = cell.set(z);
+                            z
+                        }
                     };
                     out.push(z);
                 }
@@ -123,8 +129,8 @@ impl Renderer {
         s: &Shared,
         view: &View,
         sensor: &DepthSensor,
-        (pixel, paths): (&[usize], &[PixelPath]),
-        draws: &[(f64, f64)],
+        (pixel, t, paths): (&[usize], &Traced, &[PixelPath]),
+        draws: &Draws,
     ) -> Result<Vec<f32>, CameraError> {
         let Projection::Perspective { f, .. } = view.model.projection else {
             return Ok(vec![0.0; pixel.len()]);
@@ -132,9 +138,18 @@ impl Renderer {
         let width = view.model.width;
         let second = view.pos + view.mat * DVec3::new(sensor.baseline, 0.0, 0.0);
         // Per pixel the matched depth and the point to see, where the materials allow one.
-        let candidates: Vec<Option<(f64, DVec3)>> = paths
-            .iter()
-            .map(|p| p.as_ref().and_then(|(ray, path)| self.match_point(s, view, sensor, ray, path)))
+        // Paths already followed (for a debug channel) are read; else an opaque first surface
+        // is judged on the spot and only the others are followed.
+        let candidates: Vec<Option<(f64, DVec3)>> = (0..pixel.len())
+            .map(|r| match paths.get(r) {
+                Some(p) => p.as_ref().and_then(|(ray, path)| self.match_point(s, view, sensor, ray, path)),
+                None => match self.opaque_first(s, view, t, r) {
+                    Some((ray, echo)) => self.verdict(s, view, sensor, &ray, Matched::opaque(echo)),
+                    None => self
+                        .center_path(s, view, t, r, (draws.gap)(r))
+                        .and_then(|(ray, path)| self.match_point(s, view, sensor, &ray, &path)),
+                },
+            })
             .collect();
         let wanted: Vec<usize> = (0..pixel.len()).filter(|&r| candidates[r].is_some()).collect();
         let dirs: Vec<DVec3> = wanted.iter().map(|&r| candidates[r].expect("wanted").1 - second).collect();
@@ -154,8 +169,8 @@ impl Renderer {
             let (z, point) = candidates[r].expect("wanted");
             // Distances are in units of the ray to the point: 1 is the point itself.
             let blocked = geomid[i] >= 0 && dist[i] < 1.0 - SAME_POINT;
-            let seen = !blocked || self.sees(s, view, (second, point), draws[r].1);
-            out[r] = sensor.triangulate(z, pixel[r] % width, f[0], seen, draws[r].0);
+            let seen = !blocked || self.sees(s, view, (second, point), (draws.gap)(r));
+            out[r] = sensor.triangulate(z, pixel[r] % width, f[0], seen, (draws.noise)(r));
         }
         Ok(out)
     }
@@ -170,26 +185,60 @@ impl Renderer {
         ray: &PixelRay,
         path: &Path,
     ) -> Option<(f64, DVec3)> {
-        let matched = path.echoes[path.matched?];
-        let textured = || {
-            matched.geom >= 0
-                && material(s, view.w, matched.geom as usize).is_some_and(|m| s.fields.mat_texid(view.w, m) >= 0)
+        let echo = path.echoes[path.matched?];
+        let matched = Matched {
+            echo,
+            translucent_first: path
+                .first
+                .is_some_and(|f| matches!(f.material.continuation, Continuation::Slab | Continuation::Medium)),
+            glint_up_to: path.echoes.iter().any(|e| e.glint && e.range <= echo.range),
+            straight_range: path.straight_range,
         };
-        let dark = matched.strength < sensor.detect_floor;
+        self.verdict(s, view, sensor, ray, matched)
+    }
+
+    /// [`Renderer::match_point`]'s judgement of a matched surface.
+    fn verdict(
+        &self,
+        s: &Shared,
+        view: &View,
+        sensor: &DepthSensor,
+        ray: &PixelRay,
+        m: Matched,
+    ) -> Option<(f64, DVec3)> {
+        let echo = m.echo;
+        let textured = || {
+            echo.geom >= 0
+                && material(s, view.w, echo.geom as usize).is_some_and(|m| s.fields.mat_texid(view.w, m) >= 0)
+        };
+        let dark = echo.strength < sensor.detect_floor;
         let fails = match sensor.model {
             // Active stereo falls back on the surface's own texture where the dots fade; a
             // glint on the matched surface blinds it.
-            SensorModel::ActiveStereo => (dark && !textured()) || matched.glint,
+            SensorModel::ActiveStereo => (dark && !textured()) || echo.glint,
             // Structured light has only its dots: dark, glinting (a mirror head-on among
             // them) and translucent surfaces are holes.
-            _ => {
-                let translucent = path
-                    .first
-                    .is_some_and(|f| matches!(f.material.continuation, Continuation::Slab | Continuation::Medium));
-                dark || translucent || path.echoes.iter().any(|e| e.glint && e.range <= matched.range)
-            }
+            _ => dark || m.translucent_first || m.glint_up_to,
         };
-        (!fails).then(|| (matched.range / ray.per_depth, ray.origin + ray.dir * path.straight_range))
+        (!fails).then(|| (echo.range / ray.per_depth, ray.origin + ray.dir * m.straight_range))
+    }
+
+    /// Ray `r`'s first surface when it is an opaque geom with nothing drawn in front: its
+    /// return judged without following a path (the common case).
+    fn opaque_first(&self, s: &Shared, view: &View, t: &Traced, r: usize) -> Option<(PixelRay, Echo)> {
+        let g = t.geomid[r];
+        if g < 0 || t.skin_of[r].is_some() || t.seg_of[r] != g {
+            return None;
+        }
+        let m = self.nir(s, g);
+        if m.continuation != Continuation::Opaque {
+            return None;
+        }
+        let per_depth = t.dirs[r].length();
+        let ray = PixelRay { origin: t.origin(view.pos, r), dir: t.dirs[r] / per_depth, per_depth };
+        let range = t.dist[r] * per_depth;
+        let cos = t.normal[r].normalize_or_zero().dot(ray.dir).abs();
+        Some((ray, opaque_echo(&m, cos, range, g)))
     }
 
     /// Whether a viewpoint at `from` sees `point`: the first surface toward it, past the
@@ -235,23 +284,81 @@ impl Renderer {
                 (col + (i as f64 + 0.5) / n as f64, row + (j as f64 + 0.5) / n as f64)
             })
         });
-        let sub = self.trace_at(s, view, points)?;
+        // The sub-pixel rays' returns in pixel order (rays are visited in order), each
+        // carrying its share of the pixel; `ends[r]` closes pixel r's.
+        let (mut returns, mut ends) = (Vec::with_capacity(pixel.len() * per_pixel), vec![0; pixel.len()]);
+        self.sub_echoes(s, view, points.collect(), &mut |k, e| {
+            returns.push((e.range, e.strength / per_pixel as f64));
+            ends[k / per_pixel] = returns.len();
+        })?;
         let mut out = Vec::with_capacity(pixel.len());
-        let mut returns = Vec::new();
+        let mut start = 0;
         for (r, &p) in pixel.iter().enumerate() {
-            returns.clear();
-            for k in r * per_pixel..(r + 1) * per_pixel {
-                // Sub-pixel paths share the pixel's foliage draw: a leaf is not half seen.
-                if let Some((_, path)) = self.center_path(s, view, &sub, k, 0.0) {
-                    returns.extend(path.echoes.iter().map(|e| (e.range, e.strength / per_pixel as f64)));
-                }
-            }
+            let end = ends[r].max(start);
+            let mine = &returns[start..end];
+            start = end;
             let (col, row) = at(p);
             let (_, center) = view.model.ray_at(col + 0.5, row + 0.5);
-            let measured = sensor.itof_range(&returns, keys[r].map(normal_draw));
+            let measured = sensor.itof_range(mine, keys[r].map(normal_draw));
             out.push(measured.map_or(0.0, |range| sensor.gate(range / center.length())));
         }
         Ok(out)
+    }
+
+    /// Visits the returns of rays through image points `points` (sub-pixel and zone rays,
+    /// cast in one packet) as `(ray index, echo)`. Their foliage draws are 0: a leaf met is
+    /// kept (leaf and gap both return to a time-of-flight sensor). A world with skins
+    /// traces them as colour does, so the skins are met.
+    fn sub_echoes(
+        &self,
+        s: &Shared,
+        view: &View,
+        points: Vec<(f64, f64)>,
+        visit: &mut dyn FnMut(usize, &Echo),
+    ) -> Result<(), CameraError> {
+        if !s.skins[view.w].is_empty() {
+            let sub = self.trace_at(s, view, points.into_iter())?;
+            for r in 0..sub.len() {
+                if let Some((_, path)) = self.center_path(s, view, &sub, r, 0.0) {
+                    path.echoes.iter().for_each(|e| visit(r, e));
+                }
+            }
+            return Ok(());
+        }
+        let (mut origins, mut dirs) = (Vec::with_capacity(points.len()), Vec::with_capacity(points.len()));
+        for (u, v) in points {
+            let (o, d) = view.model.ray_at(u, v);
+            origins.push(view.pos + view.mat * o);
+            dirs.push(view.mat * d);
+        }
+        let n = dirs.len();
+        let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
+        let packet = Cast {
+            world: view.w,
+            origins: Origins::Each(&origins),
+            dirs: &dirs,
+            exclude_body: -1,
+            skip_geom: -1,
+            trusted: true,
+        };
+        s.prepared[view.slot].cast(packet, HitsMut { dist: &mut dist, geomid: &mut geomid, normal: &mut normal })?;
+        for k in 0..n {
+            let g = geomid[k];
+            if g < 0 {
+                continue;
+            }
+            let per_depth = dirs[k].length();
+            let (dir, m) = (dirs[k] / per_depth, self.nir(s, g));
+            if m.continuation == Continuation::Opaque {
+                let cos = normal[k].normalize_or_zero().dot(dir).abs();
+                visit(k, &opaque_echo(&m, cos, dist[k] * per_depth, g));
+                continue;
+            }
+            let first = Hit { dist: dist[k] * per_depth, geom: g, normal: normal[k] };
+            let (nir, cast) = (|g| self.nir(s, g), |o, d, skip| cast(s, view, o, d, skip));
+            follow((origins[k], dir), (first, m), &nir, &cast, 0.0).echoes.iter().for_each(|e| visit(k, e));
+        }
+        Ok(())
     }
 
     /// dToF: zone `zone`'s reported depth, from a histogram of its sub-rays' returns.
@@ -268,13 +375,8 @@ impl Renderer {
         let (u0, v0) = (zone.0 as f64 * zw, zone.1 as f64 * zh);
         let points = (0..k * k)
             .map(|i| (u0 + ((i % k) as f64 + 0.5) / k as f64 * zw, v0 + ((i / k) as f64 + 0.5) / k as f64 * zh));
-        let sub = self.trace_at(s, view, points)?;
         let mut echoes: Vec<Echo> = Vec::new();
-        for r in 0..sub.len() {
-            if let Some((_, path)) = self.center_path(s, view, &sub, r, 0.0) {
-                echoes.extend(path.echoes.iter());
-            }
-        }
+        self.sub_echoes(s, view, points.collect(), &mut |_, e| echoes.push(*e))?;
         // The histogram reaches the farthest return (past it, ambient counts alone stay
         // under the peak threshold) or the range gate, whichever is nearer.
         let farthest = echoes.iter().map(|e| e.range).fold(0.0, f64::max);
@@ -307,6 +409,31 @@ impl Renderer {
     }
 }
 
+/// A band's keyed draws by ray index, drawn only where needed: the disparity noise (standard
+/// normal) and the foliage gap draw (uniform).
+struct Draws<'a> {
+    noise: &'a dyn Fn(usize) -> f64,
+    gap: &'a dyn Fn(usize) -> f64,
+}
+
+/// A matched surface and what a triangulating device judges it by.
+struct Matched {
+    echo: Echo,
+    /// Whether the first surface is glass or water.
+    translucent_first: bool,
+    /// Whether any surface up to the matched one glints.
+    glint_up_to: bool,
+    /// Where the path leaves the pixel's straight ray.
+    straight_range: f64,
+}
+
+impl Matched {
+    /// An opaque first surface: the path's only one.
+    fn opaque(echo: Echo) -> Matched {
+        Matched { echo, translucent_first: false, glint_up_to: echo.glint, straight_range: echo.range }
+    }
+}
+
 /// The first surface from `origin` along unit `dir` in `view`'s world, passing geom `skip`.
 fn cast(s: &Shared, view: &View, origin: DVec3, dir: DVec3, skip: i32) -> Option<Hit> {
     let ray = CastOne { world: view.w, origin, dir, exclude_body: -1, skip_geom: skip };
@@ -316,6 +443,15 @@ fn cast(s: &Shared, view: &View, origin: DVec3, dir: DVec3, skip: i32) -> Option
 /// Skin `k`'s NIR material: its visible colour's.
 fn skin_material(s: &Shared, k: usize) -> NirMaterial {
     NirMaterial::from_albedo(s.scene.skin[k].rgba)
+}
+
+/// A dToF camera's empty zone cells (none for other models).
+pub(super) fn zone_cells(sensor: &DepthSensor) -> Vec<std::sync::OnceLock<f32>> {
+    if sensor.model != SensorModel::DToFSparse {
+        return Vec::new();
+    }
+    let n = sensor.zones as usize;
+    (0..n * n).map(|_| std::sync::OnceLock::new()).collect()
 }
 
 /// The zone of pixel (`col`, `row`).
