@@ -129,6 +129,21 @@ def test_camera_rate_must_divide_the_runner(tmp_path):
     assert "not a whole fraction of the runner's 50 ticks" in proc.stderr and "16.6" in proc.stderr, proc.stderr
 
 
+def record_depth_camera(tmp_path, camera: str, seconds: float):
+    """Records one episode of the arm scene with a small lidar and `camera` (a `[[camera]]`
+    table); returns the manifest and the session folder."""
+    manifest = tmp_path / "camera.toml"
+    lidar = '[[lidar]]\nname = "top"\nattach_body = "link0"\nchannels = 4\nazimuth_bins = 90\n'
+    manifest.write_text(f'scene = "{SCENE}"\n[recorder]\nlidar_runner_hz = 50.0\n{lidar}{camera}')
+    out = tmp_path / "sessions"
+    proc = subprocess.run(
+        [str(GLINT_BIN), "run", str(manifest), "--seconds", str(seconds), "--episodes", "1", "--out", str(out)],
+        capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return manifest, next(out.glob("session_*"))
+
+
 def test_a_depth_sensor_model_is_recorded_at_its_scale_with_its_parameters(tmp_path):
     """A `[[camera]]` with a depth-sensor preset: the recorded 16-bit codes are the measured
     depth at the camera's `depth_scale` (0 invalid), the sidecar names the model and its
@@ -136,16 +151,7 @@ def test_a_depth_sensor_model_is_recorded_at_its_scale_with_its_parameters(tmp_p
     and tick (the noise is keyed by them)."""
     camera = ('[[camera]]\ncamera = "view"\nwidth = 96\nheight = 64\noutputs = ["depth"]\n'
               'preset = "realsense-d435"\ndepth_scale = 0.0001\nrate_hz = 10.0\n')
-    manifest = tmp_path / "stereo.toml"
-    lidar = '[[lidar]]\nname = "top"\nattach_body = "link0"\nchannels = 4\nazimuth_bins = 90\n'
-    manifest.write_text(f'scene = "{SCENE}"\n[recorder]\nlidar_runner_hz = 50.0\n{lidar}{camera}')
-    out = tmp_path / "sessions"
-    proc = subprocess.run(
-        [str(GLINT_BIN), "run", str(manifest), "--seconds", "0.2", "--episodes", "1", "--out", str(out)],
-        capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
-    )
-    assert proc.returncode == 0, proc.stderr
-    session = next(out.glob("session_*"))
+    manifest, session = record_depth_camera(tmp_path, camera, seconds=0.2)
     meta = json.loads((session / "videos/chunk-000/observation.images.view/episode_000000.json").read_text())
     assert meta["depth_png_scale"] == 0.0001
     model = meta["depth_sensor"]
@@ -174,16 +180,7 @@ def test_a_debug_channel_stream_is_marked_as_not_depth(tmp_path):
     and both the camera sidecar and meta/info.json say the stream is not a depth map."""
     camera = ('[[camera]]\ncamera = "view"\nwidth = 48\nheight = 32\noutputs = ["depth"]\n'
               'preset = "kinect-v1"\ndebug_channel = 8\ndepth_scale = 1.0\nrate_hz = 10.0\n')
-    manifest = tmp_path / "debug.toml"
-    lidar = '[[lidar]]\nname = "top"\nattach_body = "link0"\nchannels = 4\nazimuth_bins = 90\n'
-    manifest.write_text(f'scene = "{SCENE}"\n[recorder]\nlidar_runner_hz = 50.0\n{lidar}{camera}')
-    out = tmp_path / "sessions"
-    proc = subprocess.run(
-        [str(GLINT_BIN), "run", str(manifest), "--seconds", "0.1", "--episodes", "1", "--out", str(out)],
-        capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
-    )
-    assert proc.returncode == 0, proc.stderr
-    session = next(out.glob("session_*"))
+    _, session = record_depth_camera(tmp_path, camera, seconds=0.1)
     info = json.loads((session / "meta/info.json").read_text())
     assert info["debug_streams"] == [{"camera": "view", "channel": "continuation-class"}]
     meta = json.loads((session / "videos/chunk-000/observation.images.view/episode_000000.json").read_text())
