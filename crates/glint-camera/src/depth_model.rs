@@ -331,6 +331,19 @@ impl DepthSensor {
         }
     }
 
+    /// The fields of `model`'s representative device (D435, Azure Kinect NFOV, Kinect v1,
+    /// VL53L5CX), for a model chosen without a preset: the defaults alone would leave an iToF
+    /// with one frequency that wraps at 0.75 m. `None` is the clean depth.
+    pub fn for_model(model: SensorModel) -> DepthSensor {
+        match model {
+            SensorModel::None => DepthSensor::default(),
+            SensorModel::ActiveStereo => DepthSensor::preset(DepthPreset::RealsenseD435),
+            SensorModel::IToF => DepthSensor::preset(DepthPreset::AzureKinectNfov),
+            SensorModel::StructuredLight => DepthSensor::preset(DepthPreset::KinectV1),
+            SensorModel::DToFSparse => DepthSensor::preset(DepthPreset::Vl53l5cx),
+        }
+    }
+
     /// Checks every field's range.
     pub fn validate(&self) -> Result<(), CameraError> {
         for f in FIELDS {

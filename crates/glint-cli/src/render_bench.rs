@@ -41,8 +41,9 @@ pub struct RenderBenchArgs {
     json: bool,
     /// Time glint's depth with this depth-sensor model (`active-stereo`, `itof`,
     /// `structured-light`, `dtof-sparse`, or `all`) against its clean depth, in one run,
-    /// instead of colour against MuJoCo. Each model with its default fields (iToF 2 × 2
-    /// sub-pixels, dToF 8 × 8 zones of 8 × 8 rays).
+    /// instead of colour against MuJoCo. Each model with its representative device's fields
+    /// (D435, Azure Kinect NFOV with 2 × 2 sub-pixels, Kinect v1, VL53L5CX: 8 × 8 zones of
+    /// 8 × 8 rays) at the bench's image size.
     #[arg(long, value_name = "MODEL")]
     depth_model: Option<String>,
     /// Image size for `--depth-model`, pixels.
@@ -350,7 +351,7 @@ fn depth_bench(args: &RenderBenchArgs, model: &str) -> Result<DepthReport> {
         let (mut clean, mut model) = (0.0, 0.0);
         for _ in 0..ROUNDS {
             clean += time(DepthSensor::default(), per_round)?;
-            model += time(DepthSensor { model: *m, ..DepthSensor::default() }, per_round)?;
+            model += time(DepthSensor::for_model(*m), per_round)?;
         }
         clean_total += clean;
         let fps = rate(per_round * ROUNDS, model);

@@ -145,10 +145,20 @@ impl RawCamera {
     /// The depth sensor: the preset's, its model replaced by `sensor_model`, then the fields
     /// given; checked (an error is the message for the table).
     fn depth_sensor(&self, preset: Option<DepthPreset>) -> Result<DepthSensor, String> {
-        let mut sensor = preset.map_or_else(DepthSensor::default, DepthSensor::preset);
-        if let Some(name) = &self.sensor_model {
-            sensor.model =
-                SensorModel::from_name(name).map_err(|e| with_nearest(e.to_string(), name, SensorModel::NAMES))?;
+        let model = match &self.sensor_model {
+            Some(name) => {
+                Some(SensorModel::from_name(name).map_err(|e| with_nearest(e.to_string(), name, SensorModel::NAMES))?)
+            }
+            None => None,
+        };
+        // A preset's fields (its model replaced by `sensor_model`), else the model's own device.
+        let mut sensor = match (preset, model) {
+            (Some(p), _) => DepthSensor::preset(p),
+            (None, Some(m)) => DepthSensor::for_model(m),
+            (None, None) => DepthSensor::default(),
+        };
+        if let Some(m) = model {
+            sensor.model = m;
         }
         // DepthSensor's field list, by the same names (a test checks that each is here).
         let fields = [

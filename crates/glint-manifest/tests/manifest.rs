@@ -598,7 +598,7 @@ fn silent_acceptances_are_refused_naming_the_key_and_the_bound() {
 
 #[test]
 fn a_camera_takes_a_depth_sensor_preset_and_its_fields() {
-    use glint_camera::SensorModel;
+    use glint_camera::{DepthSensor, SensorModel};
     let camera = |extra: &str| parse(&format!("scene = \"a.xml\"\n[[camera]]\ncamera = \"c\"\n{extra}\n"));
     let m = camera("preset = \"realsense-d415\"\nbaseline = 0.06").unwrap();
     let c = &m.cameras[0];
@@ -614,6 +614,10 @@ fn a_camera_takes_a_depth_sensor_preset_and_its_fields() {
     assert_eq!(m.cameras[0].depth_sensor.model, SensorModel::StructuredLight);
     let m = camera("sensor_model = \"active-stereo\"").unwrap();
     assert_eq!(m.cameras[0].depth_sensor.baseline, 0.05);
+    // A model alone takes its device's fields: an iToF unwraps with two frequencies.
+    let m = camera("sensor_model = \"itof\"").unwrap();
+    assert_eq!(m.cameras[0].depth_sensor, DepthSensor::preset(glint_camera::DepthPreset::AzureKinectNfov));
+    assert_eq!(m.cameras[0].resolution, None, "but not its image size");
     assert!(!camera("").unwrap().cameras[0].depth_sensor.is_active(), "the clean depth by default");
     let err = camera("preset = \"realsense-d4355\"").unwrap_err();
     assert!(err.contains("[[camera]] 0") && err.contains("did you mean 'realsense-d435'?"), "{err}");

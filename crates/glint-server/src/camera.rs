@@ -74,14 +74,13 @@ impl ServedCamera {
     }
 
     /// This camera with `config` applied, or what is wrong with it. A model newly chosen
-    /// starts from its defaults; the wire's fields then replace theirs.
+    /// starts from its representative device's fields; the wire's fields then replace theirs.
     fn with_config(&self, config: &CameraConfig) -> Result<ServedCamera, String> {
         let model =
             SensorModel::from_index(i64::from(config.sensor_model)).map_err(|e| format!("sensor_model: {e}"))?;
         let debug_channel =
             DebugChannel::from_index(i64::from(config.debug_channel)).map_err(|e| format!("debug_channel: {e}"))?;
-        let mut sensor =
-            if model == self.sensor.model { self.sensor } else { DepthSensor { model, ..DepthSensor::default() } };
+        let mut sensor = if model == self.sensor.model { self.sensor } else { DepthSensor::for_model(model) };
         sensor.debug_channel = debug_channel;
         for (name, value) in [
             ("depth_scale", config.depth_scale),
