@@ -333,9 +333,12 @@ impl Renderer {
         }
         let n = dirs.len();
         let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
+        // A pinhole's rays share its centre (the core's faster packets); an orthographic
+        // camera's start apart.
+        let pinhole = matches!(view.model.projection, Projection::Perspective { .. });
         let packet = Cast {
             world: view.w,
-            origins: Origins::Each(&origins),
+            origins: if pinhole { Origins::Shared(view.pos) } else { Origins::Each(&origins) },
             dirs: &dirs,
             exclude_body: -1,
             skip_geom: -1,
