@@ -101,10 +101,9 @@ pub struct Frames<'a> {
 pub struct Renderer {
     samplers: Vec<Sampler>,
     skybox: Option<usize>,
-    /// Per geom, whether depth sees through it (its NIR material passes light: glass, water).
-    see_through: Vec<bool>,
     /// Per geom, its NIR material (authored, else from its visible colour): what the
-    /// depth-sensor models read. Empty until [`Renderer::set_materials`].
+    /// depth-sensor models read, and what depth sees through (glass, water). Empty until
+    /// [`Renderer::set_materials`]: every geom opaque to depth.
     nir: Vec<NirMaterial>,
 }
 
@@ -263,30 +262,24 @@ impl Renderer {
     pub fn new(textures: &[Texture]) -> Renderer {
         let samplers: Vec<Sampler> = textures.iter().map(Sampler::new).collect();
         let skybox = samplers.iter().position(|s| s.kind() == TextureKind::Skybox);
-        Renderer { samplers, skybox, see_through: Vec::new(), nir: Vec::new() }
+        Renderer { samplers, skybox, nir: Vec::new() }
     }
 
-    /// Marks the geoms depth sees through (indexed by geom id; missing ids are opaque): the
-    /// geoms whose NIR material passes the depth camera's light, as it does the lidar's.
-    /// Colour and segmentation still show the surface itself.
-    pub fn set_see_through(&mut self, see_through: Vec<bool>) {
-        self.see_through = see_through;
-    }
-
-    /// [`Renderer::set_see_through`] from the scene's near-infrared materials: depth sees
-    /// through the geoms whose material is authored as glass (`continuation = "slab"`) or
-    /// water (`"medium"`), which pass a depth camera's light as they pass the lidar's
-    /// (straight on, unrefracted).
+    /// Takes each geom's near-infrared material from the scene's NIR authoring (its
+    /// visible colour's where none is authored). Depth then sees through the geoms whose
+    /// material is authored as glass (`continuation = "slab"`) or water (`"medium"`), which
+    /// pass a depth camera's light as they pass the lidar's (straight on, unrefracted);
+    /// colour and segmentation still show the surface itself.
     pub fn set_materials(&mut self, scene: &glint_core::Scene, table: &MaterialTable) {
-        let classes = table.geom_classes(&scene.mat_name, &scene.geom_matid);
-        self.see_through =
-            classes.into_iter().map(|c| matches!(c, Some(Continuation::Slab | Continuation::Medium))).collect();
         self.nir = (0..scene.ngeom()).map(|g| geom_nir(scene, table, g)).collect();
     }
 
     /// Whether geom `g` is see-through for depth.
     fn passes(&self, g: i32) -> bool {
-        usize::try_from(g).ok().and_then(|g| self.see_through.get(g)).copied().unwrap_or(false)
+        usize::try_from(g)
+            .ok()
+            .and_then(|g| self.nir.get(g))
+            .is_some_and(|m| matches!(m.continuation, Continuation::Slab | Continuation::Medium))
     }
 
     /// The depth (in units of `dir`) of the first surface that is not see-through along the
@@ -697,12 +690,7 @@ impl Renderer {
         points: impl Iterator<Item = (f64, f64)>,
     ) -> Result<Traced, CameraError> {
         let ortho = matches!(view.model.projection, Projection::Orthographic { .. });
-        let (mut origins, mut dirs) = (Vec::new(), Vec::new());
-        for (u, v) in points {
-            let (o, d) = view.model.ray_at(u, v);
-            origins.push(view.pos + view.mat * o);
-            dirs.push(view.mat * d);
-        }
+        let (origins, dirs) = view_rays(view, points);
         self.trace(s, view, ortho.then_some(origins), dirs, (-1, true))
     }
 
@@ -1324,6 +1312,18 @@ fn band_rays(
         }
     }
     (pixel, origins, dirs)
+}
+
+/// The world-frame origins and directions of `view`'s rays through image points `points`
+/// (pixels from the top left corner), in units of optical-axis depth.
+fn view_rays(view: &View, points: impl Iterator<Item = (f64, f64)>) -> (Vec<DVec3>, Vec<DVec3>) {
+    let (mut origins, mut dirs) = (Vec::new(), Vec::new());
+    for (u, v) in points {
+        let (o, d) = view.model.ray_at(u, v);
+        origins.push(view.pos + view.mat * o);
+        dirs.push(view.mat * d);
+    }
+    (origins, dirs)
 }
 
 /// World `w`'s lights as the classic renderer takes them: the headlight first, then the

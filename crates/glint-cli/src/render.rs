@@ -68,14 +68,19 @@ fn side(s: &str) -> Result<usize, String> {
     }
 }
 
+/// The simulation of `scene`: a manifest (`.toml`) or an MJCF file.
+pub(crate) fn load_scene(scene: &Path, options: SimOptions) -> Result<Simulation> {
+    let is_manifest = scene.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
+    Ok(if is_manifest {
+        Simulation::from_manifest(scene, options)?
+    } else {
+        Simulation::from_xml_file(scene, Vec::new(), options)?
+    })
+}
+
 pub fn run(args: RenderArgs) -> Result<()> {
     let options = SimOptions { nworld: args.worlds as usize, runner_hz: args.runner_hz, ..SimOptions::default() };
-    let is_manifest = args.scene.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
-    let mut sim = if is_manifest {
-        Simulation::from_manifest(&args.scene, options)?
-    } else {
-        Simulation::from_xml_file(&args.scene, Vec::new(), options)?
-    };
+    let mut sim = load_scene(&args.scene, options)?;
     print_warnings(&mut sim);
     if args.world >= sim.nworld() {
         bail!(

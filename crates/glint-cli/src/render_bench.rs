@@ -175,12 +175,17 @@ fn bench(args: &RenderBenchArgs, out: &Path) -> Result<Report> {
     result
 }
 
-fn measure(args: &RenderBenchArgs, sim: &mut Simulation, mjcf: &Path, out: &Path) -> Result<Report> {
-    let camera = match &args.camera {
-        Some(name) => sim.camera_index(name)?,
-        None if sim.scene().ncam() > 0 => 0,
+/// The camera `--camera` names, else the scene's first.
+fn bench_camera(args: &RenderBenchArgs, sim: &Simulation) -> Result<usize> {
+    match &args.camera {
+        Some(name) => Ok(sim.camera_index(name)?),
+        None if sim.scene().ncam() > 0 => Ok(0),
         None => bail!("'{}' has no camera: add a <camera> to the MJCF or pass --camera", args.scene.display()),
-    };
+    }
+}
+
+fn measure(args: &RenderBenchArgs, sim: &mut Simulation, mjcf: &Path, out: &Path) -> Result<Report> {
+    let camera = bench_camera(args, sim)?;
     let name = sim.scene().cam_name[camera].clone();
     if name.is_empty() {
         bail!("camera {camera} has no name, and MuJoCo's renderer is given the camera by name: name it in the MJCF");
@@ -310,17 +315,8 @@ fn depth_bench(args: &RenderBenchArgs, model: &str) -> Result<DepthReport> {
         name => vec![SensorModel::from_name(name).map_err(|e| anyhow::anyhow!("--depth-model: {e}, or all"))?],
     };
     let options = SimOptions { nworld: args.worlds as usize, ..SimOptions::default() };
-    let is_manifest = args.scene.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
-    let mut sim = if is_manifest {
-        Simulation::from_manifest(&args.scene, options)?
-    } else {
-        Simulation::from_xml_file(&args.scene, Vec::new(), options)?
-    };
-    let camera = match &args.camera {
-        Some(name) => sim.camera_index(name)?,
-        None if sim.scene().ncam() > 0 => 0,
-        None => bail!("'{}' has no camera: add a <camera> to the MJCF or pass --camera", args.scene.display()),
-    };
+    let mut sim = crate::render::load_scene(&args.scene, options)?;
+    let camera = bench_camera(args, &sim)?;
     let (width, height) = (args.depth_size[0], args.depth_size[1]);
     // Seconds for `frames` frames with `sensor`.
     let mut time = |sensor: DepthSensor, frames: u32| -> Result<f64> {

@@ -5,8 +5,12 @@
 //! checked, with the debug channels that show why.
 
 use glam::DVec3;
-use glint_camera::{CameraOptions, DebugChannel, DepthPreset, DepthSensor, SensorModel, TargetOrder};
+use glint_camera::{DebugChannel, DepthPreset, DepthSensor, SensorModel, TargetOrder};
 use glint_sim::{SimOptions, Simulation};
+
+#[path = "support/depth_camera.rs"]
+mod depth_camera;
+use depth_camera::depth;
 
 const W: usize = 320;
 const H: usize = 240;
@@ -71,18 +75,6 @@ fn sim_in(name: &str, scene: &str, materials: &str) -> Simulation {
     let manifest = dir.join("scene.toml");
     std::fs::write(&manifest, format!("scene = \"scene.xml\"\n{materials}")).unwrap();
     Simulation::from_manifest(&manifest, SimOptions::default()).unwrap()
-}
-
-fn depth(sim: &mut Simulation, sensor: DepthSensor, (w, h): (usize, usize)) -> Vec<f32> {
-    let options = CameraOptions {
-        resolution: Some((w, h)),
-        render_rgb: false,
-        render_seg: false,
-        depth_sensor: sensor,
-        ..CameraOptions::new(0)
-    };
-    sim.set_cameras(vec![options]).unwrap();
-    sim.render().unwrap().depth
 }
 
 fn values(image: &[f32], pixels: &[usize]) -> Vec<f32> {

@@ -7,6 +7,9 @@
 use glint_camera::{CameraOptions, DepthPreset, DepthSensor, SensorModel};
 use glint_sim::{SimOptions, Simulation};
 
+#[path = "support/depth_camera.rs"]
+mod depth_camera;
+
 const W: usize = 320;
 const H: usize = 240;
 /// Vertical field of view, degrees: fy = fx = 120 / tan(30°) pixels.
@@ -27,15 +30,7 @@ fn focal() -> f64 {
 }
 
 fn depth(sim: &mut Simulation, sensor: DepthSensor) -> Vec<f32> {
-    let options = CameraOptions {
-        resolution: Some((W, H)),
-        render_rgb: false,
-        render_seg: false,
-        depth_sensor: sensor,
-        ..CameraOptions::new(0)
-    };
-    sim.set_cameras(vec![options]).unwrap();
-    sim.render().unwrap().depth
+    depth_camera::depth(sim, sensor, (W, H))
 }
 
 fn sim() -> Simulation {

@@ -6,7 +6,7 @@ use glam::DVec3;
 use glint_core::{Cast, CastOne, HitsMut, Origins, Spelled};
 use glint_materials::{Continuation, NirMaterial};
 
-use super::{Renderer, Shared, Traced, View, material};
+use super::{Renderer, Shared, Traced, View, material, view_rays};
 use crate::depth_model::{DebugChannel, SensorModel, TargetOrder, poisson_draw, uniform_draw};
 use crate::light_path::{Echo, Hit, Path, follow, opaque_echo};
 use crate::{CameraError, DepthSensor, Projection, normal_draw, pixel_key};
@@ -32,6 +32,14 @@ struct PixelRay {
     origin: DVec3,
     dir: DVec3,
     per_depth: f64,
+}
+
+impl PixelRay {
+    /// Ray `r` of `t`, cast from `view`.
+    fn of(view: &View, t: &Traced, r: usize) -> PixelRay {
+        let per_depth = t.dirs[r].length();
+        PixelRay { origin: t.origin(view.pos, r), dir: t.dirs[r] / per_depth, per_depth }
+    }
 }
 
 impl Renderer {
@@ -100,15 +108,16 @@ impl Renderer {
 
     /// The light path of ray `r` of `t`, or none where the ray meets nothing.
     fn center_path(&self, s: &Shared, view: &View, t: &Traced, r: usize, gap: f64) -> Option<(PixelRay, Path)> {
-        let per_depth = t.dirs[r].length();
-        let ray = PixelRay { origin: t.origin(view.pos, r), dir: t.dirs[r] / per_depth, per_depth };
+        let ray = PixelRay::of(view, t, r);
         let first = match t.skin_of[r] {
             // A skin nearer than the geoms: its visible colour stands for its NIR material.
-            Some((k, _)) => (Hit { dist: t.dist[r] * per_depth, geom: -1, normal: t.normal[r] }, skin_material(s, k)),
+            Some((k, _)) => {
+                (Hit { dist: t.dist[r] * ray.per_depth, geom: -1, normal: t.normal[r] }, skin_material(s, k))
+            }
             // The surface colour shows is the first one unless transparent ones lie in front.
             None if t.geomid[r] >= 0 && t.seg_of[r] == t.geomid[r] => {
                 let g = t.geomid[r];
-                (Hit { dist: t.dist[r] * per_depth, geom: g, normal: t.normal[r] }, self.nir(s, g))
+                (Hit { dist: t.dist[r] * ray.per_depth, geom: g, normal: t.normal[r] }, self.nir(s, g))
             }
             None => {
                 let hit = cast(s, view, ray.origin, ray.dir, -1)?;
@@ -234,9 +243,8 @@ impl Renderer {
         if m.continuation != Continuation::Opaque {
             return None;
         }
-        let per_depth = t.dirs[r].length();
-        let ray = PixelRay { origin: t.origin(view.pos, r), dir: t.dirs[r] / per_depth, per_depth };
-        let range = t.dist[r] * per_depth;
+        let ray = PixelRay::of(view, t, r);
+        let range = t.dist[r] * ray.per_depth;
         let cos = t.normal[r].normalize_or_zero().dot(ray.dir).abs();
         Some((ray, opaque_echo(&m, cos, range, g)))
     }
@@ -325,12 +333,7 @@ impl Renderer {
             }
             return Ok(());
         }
-        let (mut origins, mut dirs) = (Vec::with_capacity(points.len()), Vec::with_capacity(points.len()));
-        for (u, v) in points {
-            let (o, d) = view.model.ray_at(u, v);
-            origins.push(view.pos + view.mat * o);
-            dirs.push(view.mat * d);
-        }
+        let (origins, dirs) = view_rays(view, points.into_iter());
         let n = dirs.len();
         let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
         // A pinhole's rays share its centre (the core's faster packets); an orthographic
