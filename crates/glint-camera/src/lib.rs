@@ -24,5 +24,5 @@ pub use depth_model::{
     uniform_draw,
 };
 pub use error::CameraError;
-pub use render::{Frames, Headlight, Inputs, Renderer, WorldFields};
-pub use shade::{Light, MAX_LIGHTS, Surface};
+pub use render::{Frames, Headlight, Inputs, Renderer, SceneFields, WorldFields};
+pub use shade::{Light, LightPlacement, MAX_LIGHTS, Surface};

@@ -86,6 +86,30 @@ pub trait WorldFields: Sync {
     fn cam_fovy(&self, w: usize, c: usize) -> f64;
 }
 
+/// Every world reads the scene's own fields: a scene rendered as MuJoCo compiled it.
+pub struct SceneFields<'a>(pub &'a Scene);
+
+impl WorldFields for SceneFields<'_> {
+    fn geom_rgba(&self, _w: usize, g: usize) -> [f32; 4] {
+        self.0.geom_rgba[g]
+    }
+    fn geom_matid(&self, _w: usize, g: usize) -> i32 {
+        self.0.geom_matid[g]
+    }
+    fn mat_rgba(&self, _w: usize, m: usize) -> [f32; 4] {
+        self.0.mat_rgba[m]
+    }
+    fn mat_texid(&self, _w: usize, m: usize) -> i32 {
+        self.0.mat_texid[m]
+    }
+    fn mat_texrepeat(&self, _w: usize, m: usize) -> [f32; 2] {
+        self.0.mat_texrepeat[m]
+    }
+    fn cam_fovy(&self, _w: usize, c: usize) -> f64 {
+        self.0.cam_fovy[c]
+    }
+}
+
 /// The caller's output buffers, each `nworld × pixels_per_world` long (× 3 bytes for RGB),
 /// laid out as [`Layout`] says; an output not asked for may be `None`.
 pub struct Frames<'a> {

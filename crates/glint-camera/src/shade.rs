@@ -35,6 +35,58 @@ pub struct Light {
     pub castshadow: bool,
 }
 
+/// What a world may set of a light besides the scene's values.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LightPlacement {
+    /// MuJoCo's `mjtLightType`.
+    pub light_type: i32,
+    /// Position, world frame.
+    pub pos: DVec3,
+    /// Unit direction, world frame.
+    pub dir: DVec3,
+    /// Diffuse colour.
+    pub diffuse: [f32; 3],
+    /// Whether it casts shadows.
+    pub castshadow: bool,
+}
+
+impl Light {
+    /// Light `i` of `scene` placed as `at` says, its other values the scene's.
+    pub fn of_scene(scene: &glint_core::Scene, i: usize, at: LightPlacement) -> Light {
+        Light {
+            light_type: at.light_type,
+            pos: at.pos,
+            dir: at.dir,
+            ambient: Vec3::from_array(scene.light_ambient[i]),
+            diffuse: Vec3::from_array(at.diffuse),
+            specular: Vec3::from_array(scene.light_specular[i]),
+            attenuation: scene.light_attenuation[i],
+            cutoff: scene.light_spot[i][0],
+            exponent: scene.light_spot[i][1],
+            castshadow: at.castshadow,
+        }
+    }
+
+    /// Every active light of `scene` in world `w`, where `poses` put it, as the model
+    /// compiled it.
+    pub fn scene_lights(scene: &glint_core::Scene, poses: &glint_core::Poses, w: usize) -> Vec<Light> {
+        let n = scene.nlight();
+        (0..n)
+            .filter(|&i| scene.light_active[i])
+            .map(|i| {
+                let at = LightPlacement {
+                    light_type: scene.light_type[i],
+                    pos: poses.light_xpos[w * n + i],
+                    dir: poses.light_xdir[w * n + i],
+                    diffuse: scene.light_diffuse[i],
+                    castshadow: scene.light_castshadow[i],
+                };
+                Light::of_scene(scene, i, at)
+            })
+            .collect()
+    }
+}
+
 /// What a surface is made of, from its geom and material.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Surface {

@@ -35,6 +35,29 @@ pub enum CoreError {
         /// The origin's z component.
         z: f64,
     },
+    /// The model has a geom glint cannot cast rays against.
+    #[error(
+        "geom {geom} ('{name}') is {}, which glint cannot ray-cast (SDF geoms, shapes defined by a plugin, are not supported); remove it or give it a primitive or mesh type",
+        geom_kind_words(*kind)
+    )]
+    UnsupportedGeom {
+        /// Geom id.
+        geom: usize,
+        /// Geom name.
+        name: String,
+        /// MuJoCo's `mjtGeom` value.
+        kind: i32,
+    },
+    /// A model array glint reads is missing or unreadable.
+    #[error(
+        "the model's `{field}` cannot be read: {reason}; glint reads mjModel's arrays by name (mujoco 3.x and 4.x have them all)"
+    )]
+    MissingArray {
+        /// `mjModel`'s name for it.
+        field: &'static str,
+        /// Why.
+        reason: String,
+    },
     /// An array had a shape that does not fit the query.
     #[error("{field} has {len} entries, but {expected}")]
     Shape {
@@ -63,4 +86,10 @@ pub enum CoreError {
         /// What is wrong with it.
         reason: String,
     },
+}
+
+/// MuJoCo's geom type `kind` in words, for errors.
+fn geom_kind_words(kind: i32) -> String {
+    // mjGEOM_SDF
+    if kind == 8 { format!("an SDF geom (MuJoCo geom type {kind})") } else { format!("of MuJoCo geom type {kind}") }
 }

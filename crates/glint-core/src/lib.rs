@@ -9,11 +9,13 @@
 mod bvh;
 mod did_you_mean;
 mod error;
+mod extract;
 mod geom;
 mod hfield;
 mod isa;
 mod lanes;
 mod mesh;
+mod model_arrays;
 mod packet;
 mod poses;
 mod primitives;
@@ -31,10 +33,12 @@ pub use crate::{
     bvh::{Aabb, Bvh},
     did_you_mean::nearest_name,
     error::CoreError,
+    extract::textures_from_arrays,
     geom::GeomType,
     hfield::Hfield,
     isa::lane_isa,
     mesh::Mesh,
+    model_arrays::{ArraySource, ArraySpec, Element, MODEL_ARRAYS, ModelArrays, ModelCounts, Visual},
     poses::{Poses, TendonSegment, mat_from_mujoco},
     primitives::intersect_primitive,
     raycast::{

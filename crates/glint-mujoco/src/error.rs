@@ -24,19 +24,6 @@ pub enum MujocoError {
         /// MuJoCo's error text (names the element, attribute and line where it can).
         message: String,
     },
-    /// The model has a geom glint cannot cast rays against.
-    #[error(
-        "geom {geom} ('{name}') is {}, which glint cannot ray-cast (SDF geoms, shapes defined by a plugin, are not supported); remove it or give it a primitive or mesh type",
-        geom_kind_words(*kind)
-    )]
-    UnsupportedGeom {
-        /// Geom id.
-        geom: usize,
-        /// Geom name.
-        name: String,
-        /// MuJoCo's `mjtGeom` value.
-        kind: i32,
-    },
     /// A texture the renderer needs cannot be decoded.
     #[error(
         "texture {texture} ('{name}') cannot be loaded: {reason}; check its file (PNG or MuJoCo's custom format) or remove it from the material"
@@ -89,14 +76,5 @@ impl MujocoError {
             *source_name = name;
         }
         self
-    }
-}
-
-/// MuJoCo's geom type `kind` in words, for errors.
-fn geom_kind_words(kind: i32) -> String {
-    if kind == mujoco_rs::mujoco_c::mjtGeom::mjGEOM_SDF as i32 {
-        format!("an SDF geom (MuJoCo geom type {kind})")
-    } else {
-        format!("of MuJoCo geom type {kind}")
     }
 }

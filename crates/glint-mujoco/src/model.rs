@@ -5,10 +5,9 @@ use std::os::raw::c_char;
 use std::path::Path;
 use std::sync::{Arc, Once};
 
-use glam::DVec3;
-use glint_core::{GeomType, Hfield, Mesh, Scene, Skin, SkinBone, Texture, TextureKind};
+use glint_core::{ModelArrays, ModelCounts, Scene, Texture, TextureKind, Visual};
 use mujoco_rs::logging::set_log_handler;
-use mujoco_rs::mujoco_c::{mj_deleteModel, mj_loadXML, mjModel, mjtColorSpace, mjtSensor};
+use mujoco_rs::mujoco_c::{mj_deleteModel, mj_loadXML, mjModel};
 use mujoco_rs::prelude::MjModel;
 use mujoco_rs::wrappers::mj_auxiliary::MjVfs;
 use mujoco_rs::wrappers::mj_logging::{MjLogMessage, MjtLogLevel};
@@ -299,14 +298,6 @@ fn names(m: &mjModel, adr: *const i32, n: i64) -> Vec<String> {
     (0..n.max(0) as usize).map(|i| name(m, adr, i)).collect()
 }
 
-fn vec3(v: &[f64], i: usize) -> DVec3 {
-    DVec3::new(v[3 * i], v[3 * i + 1], v[3 * i + 2])
-}
-
-fn fixed<const N: usize, T: Copy + Default>(v: &[T], i: usize) -> [T; N] {
-    std::array::from_fn(|k| v[N * i + k])
-}
-
 /// The largest magnitude of a compiled length (a position or a size, metres) or joint
 /// coordinate: MuJoCo's `mjMAXVAL`, past which MuJoCo itself calls a simulation unstable.
 const MAX_MODEL_VALUE: f64 = mujoco_rs::mujoco_c::mjMAXVAL;
@@ -458,418 +449,39 @@ fn check_mesh_vertices(m: &mjModel) -> Result<(), MujocoError> {
     Ok(())
 }
 
+/// Fills [`ModelArrays`] from `mjModel`'s pointers: one line per array, in
+/// `glint_core::for_model_arrays!`'s list, so the types are checked against `mjModel`'s.
+macro_rules! arrays_of_mj {
+    (counts: $($count:ident),* ; arrays: $($field:ident : $ty:ty [$n:ident * $w:literal]),* $(,)?) => {
+        fn model_arrays(m: &mjModel) -> ModelArrays<'_> {
+            let counts = ModelCounts { $($count: m.$count.max(0) as usize,)* };
+            let bytes = |ptr: *const c_char, n: i64| -> &[u8] {
+                let chars = arr(ptr, n);
+                // SAFETY: c_char and u8 have the same size and alignment; every bit pattern is a u8.
+                unsafe { std::slice::from_raw_parts(chars.as_ptr().cast::<u8>(), chars.len()) }
+            };
+            ModelArrays {
+                counts,
+                visual: Visual {
+                    offsamples: m.vis.quality.offsamples,
+                    zfar: m.vis.map.zfar,
+                    extent: m.stat.extent,
+                    haze: m.vis.map.haze,
+                    haze_rgba: m.vis.rgba.haze,
+                },
+                names: bytes(m.names, m.nnames).into(),
+                paths: bytes(m.paths, m.npaths).into(),
+                $($field: arr::<$ty>(m.$field, (counts.$n * $w) as i64).into(),)*
+            }
+        }
+    };
+}
+glint_core::for_model_arrays!(arrays_of_mj);
+
 /// The scene of `m`; with `assets` false its meshes and height fields are left empty (a
 /// variant's, which shares the base model's). Fails first on a field the ray core or physics
 /// reads that is not finite ([`check_compiled`]).
 pub(crate) fn extract_scene(m: &mjModel, assets: bool) -> Result<Scene, MujocoError> {
     check_compiled(m)?;
-    let (ngeom, nbody) = (m.ngeom, m.nbody);
-    let geom_name = names(m, m.name_geomadr, ngeom);
-    let raw_type = arr(m.geom_type, ngeom);
-    let mut geom_type = Vec::with_capacity(ngeom as usize);
-    for (g, &t) in raw_type.iter().enumerate() {
-        let kind = GeomType::from_mujoco(t).ok_or_else(|| MujocoError::UnsupportedGeom {
-            geom: g,
-            name: geom_name[g].clone(),
-            kind: t,
-        })?;
-        geom_type.push(kind);
-    }
-    let size = arr(m.geom_size, 3 * ngeom);
-    let rgba = arr(m.geom_rgba, 4 * ngeom);
-    let nmat = m.nmat;
-    let mat_rgba = arr(m.mat_rgba, 4 * nmat);
-    let (emission, specular, shininess, reflectance) = (
-        arr(m.mat_emission, nmat),
-        arr(m.mat_specular, nmat),
-        arr(m.mat_shininess, nmat),
-        arr(m.mat_reflectance, nmat),
-    );
-    // mat_texid is (nmat, mjNTEXROLE); role 1 is the RGB (base colour) texture.
-    let ntexrole = 10;
-    let mat_texid_all = arr(m.mat_texid, ntexrole * nmat);
-    let ntex = m.ntex;
-    let (tex_w, tex_h) = (arr(m.tex_width, ntex), arr(m.tex_height, ntex));
-    let nlight = m.nlight;
-    let ncam = m.ncam;
-    let nsite = m.nsite;
-    let mut site_type = Vec::with_capacity(nsite as usize);
-    for (s, &t) in arr(m.site_type, nsite).iter().enumerate() {
-        // MuJoCo compiles sites only as spheres, capsules, ellipsoids, cylinders and boxes.
-        let kind = GeomType::from_mujoco(t).ok_or_else(|| MujocoError::UnsupportedGeom {
-            geom: s,
-            name: format!("site {}", name(m, m.name_siteadr, s)),
-            kind: t,
-        })?;
-        site_type.push(kind);
-    }
-    let (texcoord, facetexcoord) = if assets { extract_texcoords(m) } else { (Vec::new(), Vec::new()) };
-    let cutoff = arr(m.light_cutoff, nlight);
-    let exponent = arr(m.light_exponent, nlight);
-
-    let scene = Scene {
-        geom_type,
-        geom_size: (0..ngeom as usize).map(|g| vec3(size, g)).collect(),
-        geom_group: arr(m.geom_group, ngeom).to_vec(),
-        geom_bodyid: arr(m.geom_bodyid, ngeom).to_vec(),
-        geom_contype: arr(m.geom_contype, ngeom).to_vec(),
-        geom_conaffinity: arr(m.geom_conaffinity, ngeom).to_vec(),
-        geom_dataid: arr(m.geom_dataid, ngeom).to_vec(),
-        geom_matid: arr(m.geom_matid, ngeom).to_vec(),
-        geom_rgba: (0..ngeom as usize).map(|g| fixed::<4, f32>(rgba, g)).collect(),
-        geom_name,
-        body_parentid: arr(m.body_parentid, nbody).to_vec(),
-        body_rootid: arr(m.body_rootid, nbody).to_vec(),
-        body_weldid: arr(m.body_weldid, nbody).to_vec(),
-        body_name: names(m, m.name_bodyadr, nbody),
-        mesh: if assets { extract_meshes(m)? } else { Vec::new() },
-        hfield: if assets { extract_hfields(m)? } else { Vec::new() },
-        mesh_texcoord: texcoord,
-        mesh_facetexcoord: facetexcoord,
-        mesh_facenormal: extract_facenormals(m),
-        mat_rgba: (0..nmat as usize).map(|i| fixed::<4, f32>(mat_rgba, i)).collect(),
-        mat_texid: (0..nmat as usize).map(|i| mat_texid_all[ntexrole as usize * i + 1]).collect(),
-        mat_texrepeat: (0..nmat as usize).map(|i| fixed::<2, f32>(arr(m.mat_texrepeat, 2 * nmat), i)).collect(),
-        mat_texuniform: arr(m.mat_texuniform, nmat).to_vec(),
-        mat_shading: (0..nmat as usize).map(|i| [emission[i], specular[i], shininess[i], reflectance[i]]).collect(),
-        mat_name: names(m, m.name_matadr, nmat),
-        tex_type: arr(m.tex_type, ntex).to_vec(),
-        tex_size: (0..ntex as usize).map(|i| [tex_w[i], tex_h[i]]).collect(),
-        tex_file: (0..ntex as usize).map(|i| path_at(m, arr(m.tex_pathadr, ntex)[i])).collect(),
-        tex_name: names(m, m.name_texadr, ntex),
-        tex_srgb: arr(m.tex_colorspace, ntex).iter().map(|&c| c == mjtColorSpace::mjCOLORSPACE_SRGB as i32).collect(),
-        light_bodyid: arr(m.light_bodyid, nlight).to_vec(),
-        light_type: arr(m.light_type, nlight).to_vec(),
-        light_castshadow: arr(m.light_castshadow, nlight).to_vec(),
-        light_active: arr(m.light_active, nlight).to_vec(),
-        light_diffuse: (0..nlight as usize).map(|i| fixed::<3, f32>(arr(m.light_diffuse, 3 * nlight), i)).collect(),
-        light_ambient: (0..nlight as usize).map(|i| fixed::<3, f32>(arr(m.light_ambient, 3 * nlight), i)).collect(),
-        light_specular: (0..nlight as usize).map(|i| fixed::<3, f32>(arr(m.light_specular, 3 * nlight), i)).collect(),
-        light_attenuation: (0..nlight as usize)
-            .map(|i| fixed::<3, f32>(arr(m.light_attenuation, 3 * nlight), i))
-            .collect(),
-        light_spot: (0..nlight as usize).map(|i| [cutoff[i], exponent[i]]).collect(),
-        light_name: names(m, m.name_lightadr, nlight),
-        light_pos: (0..nlight as usize).map(|i| vec3(arr(m.light_pos, 3 * nlight), i)).collect(),
-        light_dir: (0..nlight as usize).map(|i| vec3(arr(m.light_dir, 3 * nlight), i)).collect(),
-        cam_bodyid: arr(m.cam_bodyid, ncam).to_vec(),
-        cam_fovy: arr(m.cam_fovy, ncam).to_vec(),
-        cam_resolution: (0..ncam as usize).map(|i| fixed::<2, i32>(arr(m.cam_resolution, 2 * ncam), i)).collect(),
-        cam_projection: arr(m.cam_projection, ncam).to_vec(),
-        cam_output: arr(m.cam_output, ncam).to_vec(),
-        cam_sensorsize: (0..ncam as usize).map(|i| fixed::<2, f32>(arr(m.cam_sensorsize, 2 * ncam), i)).collect(),
-        cam_intrinsic: (0..ncam as usize).map(|i| fixed::<4, f32>(arr(m.cam_intrinsic, 4 * ncam), i)).collect(),
-        cam_name: names(m, m.name_camadr, ncam),
-        site_bodyid: arr(m.site_bodyid, m.nsite).to_vec(),
-        site_name: names(m, m.name_siteadr, m.nsite),
-        site_type,
-        site_size: (0..nsite as usize).map(|i| vec3(arr(m.site_size, 3 * nsite), i)).collect(),
-        site_group: arr(m.site_group, nsite).to_vec(),
-        site_rgba: (0..nsite as usize).map(|i| fixed::<4, f32>(arr(m.site_rgba, 4 * nsite), i)).collect(),
-        site_matid: arr(m.site_matid, nsite).to_vec(),
-        tendon_group: arr(m.tendon_group, m.ntendon).to_vec(),
-        tendon_matid: arr(m.tendon_matid, m.ntendon).to_vec(),
-        offsamples: m.vis.quality.offsamples,
-        zfar: f64::from(m.vis.map.zfar) * m.stat.extent,
-        haze: f64::from(m.vis.map.haze),
-        haze_rgba: m.vis.rgba.haze,
-        skin: [extract_skins(m), extract_flexes(m)].concat(),
-        undrawn: undrawn(m),
-    };
-    Ok(scene)
-}
-
-fn path_at(m: &mjModel, adr: i32) -> String {
-    let paths = arr(m.paths as *const c_char, m.npaths);
-    if adr < 0 || adr as usize >= paths.len() {
-        return String::new();
-    }
-    // SAFETY: MuJoCo stores paths NUL-terminated inside `paths`.
-    unsafe { CStr::from_ptr(paths.as_ptr().add(adr as usize)) }.to_string_lossy().into_owned()
-}
-
-fn extract_meshes(m: &mjModel) -> Result<Vec<Mesh>, MujocoError> {
-    let nmesh = m.nmesh;
-    let (vertadr, vertnum) = (arr(m.mesh_vertadr, nmesh), arr(m.mesh_vertnum, nmesh));
-    let (faceadr, facenum) = (arr(m.mesh_faceadr, nmesh), arr(m.mesh_facenum, nmesh));
-    let (normaladr, normalnum) = (arr(m.mesh_normaladr, nmesh), arr(m.mesh_normalnum, nmesh));
-    let vert = arr(m.mesh_vert, 3 * m.nmeshvert);
-    let face = arr(m.mesh_face, 3 * m.nmeshface);
-    let normal = arr(m.mesh_normal, 3 * m.nmeshnormal);
-    let mesh_names = names(m, m.name_meshadr, nmesh);
-    (0..nmesh as usize)
-        .map(|i| {
-            let v = (0..vertnum[i] as usize).map(|k| fixed::<3, f32>(vert, vertadr[i] as usize + k)).collect();
-            let f = (0..facenum[i] as usize)
-                .map(|k| fixed::<3, i32>(face, faceadr[i] as usize + k).map(|x| x as u32))
-                .collect();
-            let n = (0..normalnum[i] as usize).map(|k| fixed::<3, f32>(normal, normaladr[i] as usize + k)).collect();
-            Ok(Mesh::new(mesh_names[i].clone(), v, f, n)?)
-        })
-        .collect()
-}
-
-/// Per mesh, each face's indices into its own normals (empty where one is out of range).
-fn extract_facenormals(m: &mjModel) -> Vec<Vec<[u32; 3]>> {
-    let nmesh = m.nmesh;
-    let (faceadr, facenum) = (arr(m.mesh_faceadr, nmesh), arr(m.mesh_facenum, nmesh));
-    let num = arr(m.mesh_normalnum, nmesh);
-    let facenormal = arr(m.mesh_facenormal, 3 * m.nmeshface);
-    (0..nmesh as usize)
-        .map(|i| {
-            let faces: Vec<[u32; 3]> = (0..facenum[i].max(0) as usize)
-                .map(|k| fixed::<3, i32>(facenormal, faceadr[i] as usize + k).map(|x| x.max(0) as u32))
-                .collect();
-            if faces.iter().flatten().any(|&x| x as i32 >= num[i]) { Vec::new() } else { faces }
-        })
-        .collect()
-}
-
-/// Per mesh, its texture coordinates and each face's indices into them (both empty for a
-/// mesh without texture coordinates).
-#[allow(clippy::type_complexity)]
-fn extract_texcoords(m: &mjModel) -> (Vec<Vec<[f32; 2]>>, Vec<Vec<[u32; 3]>>) {
-    let nmesh = m.nmesh;
-    let (adr, num) = (arr(m.mesh_texcoordadr, nmesh), arr(m.mesh_texcoordnum, nmesh));
-    let (faceadr, facenum) = (arr(m.mesh_faceadr, nmesh), arr(m.mesh_facenum, nmesh));
-    let uv = arr(m.mesh_texcoord, 2 * m.nmeshtexcoord);
-    let facetex = arr(m.mesh_facetexcoord, 3 * m.nmeshface);
-    (0..nmesh as usize)
-        .map(|i| {
-            if adr[i] < 0 || num[i] <= 0 {
-                return (Vec::new(), Vec::new());
-            }
-            let coords = (0..num[i] as usize).map(|k| fixed::<2, f32>(uv, adr[i] as usize + k)).collect();
-            // Indices past the mesh's own coordinates are dropped with the whole mapping (the
-            // renderer then maps the mesh as it maps one without).
-            let faces: Vec<[u32; 3]> = (0..facenum[i] as usize)
-                .map(|k| fixed::<3, i32>(facetex, faceadr[i] as usize + k).map(|x| x.max(0) as u32))
-                .collect();
-            if faces.iter().flatten().any(|&x| x as i32 >= num[i]) {
-                return (Vec::new(), Vec::new());
-            }
-            (coords, faces)
-        })
-        .unzip()
-}
-
-/// Every skin: its bind-pose surface and the bones that move it.
-fn extract_skins(m: &mjModel) -> Vec<Skin> {
-    let n = m.nskin;
-    let (vertadr, vertnum, texadr) = (arr(m.skin_vertadr, n), arr(m.skin_vertnum, n), arr(m.skin_texcoordadr, n));
-    let (faceadr, facenum) = (arr(m.skin_faceadr, n), arr(m.skin_facenum, n));
-    let (boneadr, bonenum) = (arr(m.skin_boneadr, n), arr(m.skin_bonenum, n));
-    let (vert, texcoord) = (arr(m.skin_vert, 3 * m.nskinvert), arr(m.skin_texcoord, 2 * m.nskintexvert));
-    let face = arr(m.skin_face, 3 * m.nskinface);
-    let (bvadr, bvnum) = (arr(m.skin_bonevertadr, m.nskinbone), arr(m.skin_bonevertnum, m.nskinbone));
-    let (bindpos, bindquat) = (arr(m.skin_bonebindpos, 3 * m.nskinbone), arr(m.skin_bonebindquat, 4 * m.nskinbone));
-    let bodyid = arr(m.skin_bonebodyid, m.nskinbone);
-    let (bvid, bvweight) = (arr(m.skin_bonevertid, m.nskinbonevert), arr(m.skin_bonevertweight, m.nskinbonevert));
-    let (rgba, matid, group, inflate) =
-        (arr(m.skin_rgba, 4 * n), arr(m.skin_matid, n), arr(m.skin_group, n), arr(m.skin_inflate, n));
-    let names = names(m, m.name_skinadr, n);
-    (0..n as usize)
-        .map(|i| {
-            let (v0, nv) = (vertadr[i] as usize, vertnum[i].max(0) as usize);
-            let bones = (boneadr[i] as usize..(boneadr[i] + bonenum[i].max(0)) as usize)
-                .map(|b| {
-                    let verts = bvadr[b] as usize..(bvadr[b] + bvnum[b].max(0)) as usize;
-                    SkinBone {
-                        body: bodyid[b].max(0) as usize,
-                        bindpos: fixed::<3, f32>(bindpos, b),
-                        bindquat: fixed::<4, f32>(bindquat, b),
-                        vert: bvid[verts.clone()].iter().map(|&v| v.max(0) as u32).collect(),
-                        weight: bvweight[verts].to_vec(),
-                    }
-                })
-                .collect();
-            Skin {
-                name: names[i].clone(),
-                rgba: fixed::<4, f32>(rgba, i),
-                matid: matid[i],
-                group: group[i],
-                inflate: inflate[i],
-                vert: (v0..v0 + nv).map(|k| fixed::<3, f32>(vert, k)).collect(),
-                texcoord: match usize::try_from(texadr[i]) {
-                    Ok(t) => (t..t + nv).map(|k| fixed::<2, f32>(texcoord, k)).collect(),
-                    Err(_) => Vec::new(),
-                },
-                face: (faceadr[i] as usize..(faceadr[i] + facenum[i].max(0)) as usize)
-                    .map(|f| fixed::<3, i32>(face, f).map(|x| x.max(0) as u32))
-                    .collect(),
-                bones,
-                flex: None,
-                sides: 0,
-                flat: false,
-            }
-        })
-        .collect()
-}
-
-/// The flexes MuJoCo's renderer draws as surfaces with its default options (`mjVIS_FLEXSKIN`
-/// on), each as a [`Skin`] whose vertices ride their bodies rigidly, as `mj_flex` places
-/// them: a 2-D flex (cloth) as two layers `radius` either side of its elements, each facing
-/// out; a 3-D flex as its shell, `radius` out. Built as `mjv_updateActiveFlex` builds them,
-/// less the thin side strips that close a cloth's border. Interpolated flexes and 1-D flexes
-/// (cables, drawn as edge cylinders) are not drawn: see [`undrawn`].
-fn extract_flexes(m: &mjModel) -> Vec<Skin> {
-    let n = m.nflex;
-    let (dim, interp, vertadr, vertnum) =
-        (arr(m.flex_dim, n), arr(m.flex_interp, n), arr(m.flex_vertadr, n), arr(m.flex_vertnum, n));
-    let (elemnum, elemdataadr) = (arr(m.flex_elemnum, n), arr(m.flex_elemdataadr, n));
-    let (shellnum, shelldataadr) = (arr(m.flex_shellnum, n), arr(m.flex_shelldataadr, n));
-    let (elem, elemtex, shell) = (
-        arr(m.flex_elem, m.nflexelemdata),
-        arr(m.flex_elemtexcoord, m.nflexelemdata),
-        arr(m.flex_shell, m.nflexshelldata),
-    );
-    let (vert, vertbody, centered) =
-        (arr(m.flex_vert, 3 * m.nflexvert), arr(m.flex_vertbodyid, m.nflexvert), arr(m.flex_centered, n));
-    let (texadr, texcoord) = (arr(m.flex_texcoordadr, n), arr(m.flex_texcoord, 2 * m.nflextexcoord));
-    let (radius, rgba, matid, group) =
-        (arr(m.flex_radius, n), arr(m.flex_rgba, 4 * n), arr(m.flex_matid, n), arr(m.flex_group, n));
-    let flatskin = arr(m.flex_flatskin, n);
-    let names = names(m, m.name_flexadr, n);
-    (0..n.max(0) as usize)
-        .filter(|&f| drawn_flex(dim[f], interp[f]))
-        .map(|f| {
-            let (v0, nv) = (vertadr[f] as usize, vertnum[f].max(0) as usize);
-            let d = dim[f] as usize;
-            let corners = |data: &[i32], adr: i32, k: usize, width: usize| -> Vec<u32> {
-                (0..width).map(|c| data[adr as usize + k * width + c].max(0) as u32).collect()
-            };
-            let elements: Vec<Vec<u32>> =
-                (0..elemnum[f].max(0) as usize).map(|e| corners(elem, elemdataadr[f], e, d + 1)).collect();
-            // Two layers for a cloth (the second a copy of the vertices, its faces turned over),
-            // the shell for a solid.
-            let mut sides = 0;
-            let (layers, face): (usize, Vec<[u32; 3]>) = if d == 2 {
-                let top = elements.iter().map(|e| [e[0], e[1], e[2]]);
-                let bottom = elements.iter().map(|e| [e[0], e[2], e[1]].map(|v| v + nv as u32));
-                // The border's strips (`makeSide`): per border edge (a, b), the triangles
-                // (a top, b bottom, b top) and (b bottom, a top, a bottom).
-                let below = |v: u32| v + nv as u32;
-                let border = (0..shellnum[f].max(0) as usize).map(|s| corners(shell, shelldataadr[f], s, d));
-                let strips: Vec<[u32; 3]> =
-                    border.flat_map(|e| [[e[0], below(e[1]), e[1]], [below(e[1]), e[0], below(e[0])]]).collect();
-                sides = strips.len();
-                (2, top.chain(bottom).chain(strips).collect())
-            } else {
-                let shells = (0..shellnum[f].max(0) as usize).map(|s| corners(shell, shelldataadr[f], s, d));
-                (1, shells.map(|s| [s[0], s[1], s[2]]).collect())
-            };
-            let local: Vec<[f32; 3]> = (v0..v0 + nv)
-                .map(|i| if centered[f] { [0.0; 3] } else { fixed::<3, f64>(vert, i).map(|x| x as f32) })
-                .collect();
-            let mut by_body: std::collections::BTreeMap<usize, Vec<u32>> = Default::default();
-            for layer in 0..layers {
-                for k in 0..nv {
-                    by_body.entry(vertbody[v0 + k].max(0) as usize).or_default().push((layer * nv + k) as u32);
-                }
-            }
-            let bones = by_body
-                .into_iter()
-                .map(|(body, vert)| SkinBone {
-                    body,
-                    bindpos: [0.0; 3],
-                    bindquat: [1.0, 0.0, 0.0, 0.0],
-                    weight: vec![1.0; vert.len()],
-                    vert,
-                })
-                .collect();
-            // Per vertex, the texture coordinates its elements give it (a 3-D flex's shell
-            // reads them by vertex, as `copyTex` does).
-            let texcoord = match usize::try_from(texadr[f]) {
-                Ok(t) => {
-                    let mut uv = vec![[0.0f32; 2]; nv];
-                    if d == 2 {
-                        for (e, corners) in elements.iter().enumerate() {
-                            let tex = corners_of(elemtex, elemdataadr[f], e, d + 1);
-                            for (&v, &tc) in corners.iter().zip(&tex) {
-                                uv[v as usize] = fixed::<2, f32>(texcoord, t + tc);
-                            }
-                        }
-                    } else {
-                        (0..nv).for_each(|k| uv[k] = fixed::<2, f32>(texcoord, t + k));
-                    }
-                    (0..layers).flat_map(|_| uv.iter().copied()).collect()
-                }
-                Err(_) => Vec::new(),
-            };
-            Skin {
-                name: names[f].clone(),
-                rgba: fixed::<4, f32>(rgba, f),
-                matid: matid[f],
-                group: group[f],
-                inflate: radius[f] as f32,
-                vert: (0..layers).flat_map(|_| local.iter().copied()).collect(),
-                texcoord,
-                face,
-                bones,
-                flex: Some(f),
-                sides,
-                flat: flatskin[f],
-            }
-        })
-        .collect()
-}
-
-/// The `k`-th entry of `width` indices at `adr` in `data`, as indices.
-fn corners_of(data: &[i32], adr: i32, k: usize, width: usize) -> Vec<usize> {
-    (0..width).map(|c| data[adr as usize + k * width + c].max(0) as usize).collect()
-}
-
-/// Whether glint draws a flex of dimension `dim` and interpolation `interp` (see
-/// [`extract_flexes`]).
-fn drawn_flex(dim: i32, interp: i32) -> bool {
-    matches!(dim, 2 | 3) && interp == 0
-}
-
-/// What MuJoCo's renderer draws with its default options and glint's cameras do not, one
-/// entry per kind with the first few names.
-fn undrawn(m: &mjModel) -> Vec<String> {
-    let listed = |what: &str, ids: Vec<usize>, adr: *const i32| -> Option<String> {
-        if ids.is_empty() {
-            return None;
-        }
-        let mut shown: Vec<String> = ids.iter().take(3).map(|&i| name(m, adr, i)).collect();
-        shown.iter_mut().zip(&ids).for_each(|(n, i)| {
-            if n.is_empty() {
-                *n = format!("#{i}");
-            }
-        });
-        let more = if ids.len() > 3 { ", ..." } else { "" };
-        Some(format!("{} {what} ({}{more})", ids.len(), shown.join(", ")))
-    };
-    let (dim, interp) = (arr(m.flex_dim, m.nflex), arr(m.flex_interp, m.nflex));
-    let flexes = (0..m.nflex.max(0) as usize).filter(|&f| !drawn_flex(dim[f], interp[f])).collect();
-    let rangefinders = arr(m.sensor_type, m.nsensor)
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| **t == mjtSensor::mjSENS_RANGEFINDER as i32)
-        .map(|(i, _)| i)
-        .collect();
-    [
-        listed("flexes (1-D or interpolated)", flexes, m.name_flexadr),
-        listed("rangefinder rays", rangefinders, m.name_sensoradr),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
-}
-
-fn extract_hfields(m: &mjModel) -> Result<Vec<Hfield>, MujocoError> {
-    let n = m.nhfield;
-    let (nrow, ncol, adr) = (arr(m.hfield_nrow, n), arr(m.hfield_ncol, n), arr(m.hfield_adr, n));
-    let size = arr(m.hfield_size, 4 * n);
-    let data = arr(m.hfield_data, m.nhfielddata);
-    let hf_names = names(m, m.name_hfieldadr, n);
-    (0..n as usize)
-        .map(|i| {
-            let (r, c) = (nrow[i] as usize, ncol[i] as usize);
-            let start = adr[i] as usize;
-            let d = data[start..start + r * c].to_vec();
-            Ok(Hfield::new(hf_names[i].clone(), r, c, fixed::<4, f64>(size, i), d)?)
-        })
-        .collect()
+    Ok(Scene::from_arrays(&model_arrays(m), assets)?)
 }

@@ -3,6 +3,8 @@
 //! order, a strided view) would come back scrambled rather than refused. The arrays glint
 //! reads (`actions`, `pnt`, `vec`, field values) are anything numpy reads as float64.
 
+use glam::DVec3;
+use glint_core::NGROUP;
 use numpy::{PyArray2, PyReadonlyArrayDyn, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -76,7 +78,7 @@ fn describe(value: &Bound<'_, PyAny>) -> PyResult<String> {
 }
 
 /// `shape` as Python writes a tuple: `(2, 5760)`, `(5760,)`, `()`.
-fn tuple(shape: &[usize]) -> String {
+pub(crate) fn tuple(shape: &[usize]) -> String {
     match shape {
         [one] => format!("({one},)"),
         _ => format!("({})", shape.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")),
@@ -106,4 +108,64 @@ pub(crate) fn float64_input<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyRes
 pub(crate) fn rows<'a>(view: &'a mut numpy::PyReadwriteArray2<'_, f32>) -> PyResult<&'a mut [f32]> {
     // `as_slice_mut` takes Fortran order as readily as C order; `out_array` has ruled it out.
     view.as_slice_mut().map_err(|e| raise(Class::ShapeError, format!("out is not contiguous ({e})")))
+}
+
+/// The rays of a `rays()` call, with `mj_multiRay`'s arguments: `pnt` one origin `(3,)`, one
+/// per ray `(nray, 3)` or one per world and ray `(nworld, nray, 3)`; `vec` `(nray, 3)` (or
+/// `nray × 3` flat, as `mj_multiRay` takes it) or `(nworld, nray, 3)`; `geomgroup` six flags.
+pub(crate) struct RayQuery {
+    /// Rays per world.
+    pub(crate) nray: usize,
+    /// Origins, as given (1, `nray` or `nworld × nray`).
+    pub(crate) pnt: Vec<DVec3>,
+    /// Directions, as given (`nray` or `nworld × nray`).
+    pub(crate) vec: Vec<DVec3>,
+    /// Which geom groups the rays meet (`None`: all).
+    pub(crate) geomgroup: Option<[bool; NGROUP]>,
+}
+
+impl RayQuery {
+    /// Reads and checks the arguments for `nworld` worlds.
+    pub(crate) fn read(
+        pnt: &Bound<'_, PyAny>,
+        vec: &Bound<'_, PyAny>,
+        geomgroup: Option<Vec<u8>>,
+        nworld: usize,
+    ) -> PyResult<RayQuery> {
+        let (pnt, vec) = (float64_input(pnt, "pnt")?, float64_input(vec, "vec")?);
+        let vshape = vec.shape().to_vec();
+        let nray = match vshape.as_slice() {
+            [n, 3] => *n,
+            [flat] if flat % 3 == 0 => flat / 3,
+            [w, n, 3] if *w == nworld => *n,
+            _ => {
+                return Err(raise(
+                    Class::ShapeError,
+                    format!("vec has shape {vshape:?}: give (nray, 3) or (nworld, nray, 3) with nworld = {nworld}"),
+                ));
+            }
+        };
+        let pshape = pnt.shape().to_vec();
+        let pnt_ok = matches!(pshape.as_slice(), [3]) || pshape == [nray, 3] || pshape == [nworld, nray, 3];
+        if !pnt_ok {
+            return Err(raise(
+                Class::ShapeError,
+                format!("pnt has shape {pshape:?}: give (3,), (nray, 3) or (nworld, nray, 3) with nray = {nray}"),
+            ));
+        }
+        let points = |a: &PyReadonlyArrayDyn<'_, f64>| -> Vec<DVec3> {
+            a.as_array().iter().copied().collect::<Vec<_>>().chunks_exact(3).map(DVec3::from_slice).collect()
+        };
+        let geomgroup = match geomgroup {
+            None => None,
+            Some(g) if g.len() == NGROUP => Some(std::array::from_fn(|i| g[i] != 0)),
+            Some(g) => {
+                return Err(raise(
+                    Class::ShapeError,
+                    format!("geomgroup has {} entries: give {NGROUP} (one per geom group)", g.len()),
+                ));
+            }
+        };
+        Ok(RayQuery { nray, pnt: points(&pnt), vec: points(&vec), geomgroup })
+    }
 }

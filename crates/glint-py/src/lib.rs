@@ -10,6 +10,7 @@ mod bench;
 mod convert;
 mod errors;
 mod lidar;
+mod own;
 mod sim;
 
 use pyo3::prelude::*;
@@ -25,9 +26,26 @@ fn _glint(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<sim::Recording>()?;
     m.add_class::<lidar::Lidar>()?;
     m.add_class::<lidar::Scan>()?;
+    m.add_class::<own::OwnScene>()?;
+    m.add_class::<own::lidar::OwnLidar>()?;
+    m.add_class::<own::render::OwnRenderer>()?;
+    m.add_function(wrap_pyfunction!(own::model_arrays, m)?)?;
     m.add_class::<bench::VectorLoop>()?;
     m.add_function(wrap_pyfunction!(bench::bench_vector_loop, m)?)?;
-    let all = ["Simulation", "Fields", "StepReport", "Recording", "Lidar", "Scan", "VectorLoop", "bench_vector_loop"];
+    let all = [
+        "Simulation",
+        "Fields",
+        "StepReport",
+        "Recording",
+        "SimulationLidar",
+        "Scan",
+        "OwnScene",
+        "OwnLidar",
+        "OwnRenderer",
+        "model_arrays",
+        "VectorLoop",
+        "bench_vector_loop",
+    ];
     m.add("__all__", all)?;
     Ok(())
 }

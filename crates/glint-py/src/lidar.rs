@@ -11,7 +11,7 @@ use crate::errors::{Class, IntoPy, from_sim, raise};
 use crate::sim::Simulation;
 
 /// One lidar sensor (`sim.lidars[i]`, binding order).
-#[pyclass(module = "glint._glint", unsendable)]
+#[pyclass(module = "glint._glint", name = "SimulationLidar", unsendable)]
 pub struct Lidar {
     pub(crate) sim: Py<Simulation>,
     /// Its index (0-based, binding order).
@@ -32,6 +32,9 @@ pub struct Scan {
     pub intensity: Option<Py<PyArray2<f32>>>,
     /// Calibrated reflectivity per beam.
     pub reflectivity: Option<Py<PyArray2<f32>>>,
+    /// The geom each beam met (`-1`: none), int32; scans of a `glint.Lidar` on your own model
+    /// have it.
+    pub geomid: Option<Py<PyArray2<i32>>>,
 }
 
 #[pymethods]
@@ -101,6 +104,7 @@ impl Lidar {
             secondary: sec.map(Bound::unbind),
             intensity: int.map(Bound::unbind),
             reflectivity: refl.map(Bound::unbind),
+            geomid: None,
         })
     }
 

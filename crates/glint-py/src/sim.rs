@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use glam::DVec3;
 use glint_camera::{DebugChannel, SensorModel};
 use glint_core::{RayBatch, RayFilter};
 use glint_lidar::{BakeRequest, BakeStatus, ReturnParams, ReturnPreset, Spelled};
@@ -14,7 +13,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::arrays::{checked_out, float64_input, out_array, rows};
+use crate::arrays::{RayQuery, checked_out, float64_input, out_array, rows};
 use crate::convert::{Seed, from_serde, params_dict, params_from, toml_table};
 use crate::errors::{Class, IntoPy, from_sim, raise};
 use crate::lidar::Lidar;
@@ -514,40 +513,7 @@ impl Simulation {
         bodyexclude: i32,
     ) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<i32>>, Bound<'py, PyArray3<f64>>)> {
         let nworld = self.sim.nworld();
-        let (pnt, vec) = (float64_input(&pnt, "pnt")?, float64_input(&vec, "vec")?);
-        let vshape = vec.shape().to_vec();
-        let nray = match vshape.as_slice() {
-            [n, 3] => *n,
-            [w, n, 3] if *w == nworld => *n,
-            _ => {
-                return Err(raise(
-                    Class::ShapeError,
-                    format!("vec has shape {vshape:?}: give (nray, 3) or (nworld, nray, 3) with nworld = {nworld}"),
-                ));
-            }
-        };
-        let pshape = pnt.shape().to_vec();
-        let points = |a: &PyReadonlyArrayDyn<'py, f64>| -> Vec<DVec3> {
-            a.as_array().iter().copied().collect::<Vec<_>>().chunks_exact(3).map(DVec3::from_slice).collect()
-        };
-        let pnt_ok = matches!(pshape.as_slice(), [3]) || pshape == [nray, 3] || pshape == [nworld, nray, 3];
-        if !pnt_ok {
-            return Err(raise(
-                Class::ShapeError,
-                format!("pnt has shape {pshape:?}: give (3,), (nray, 3) or (nworld, nray, 3) with nray = {nray}"),
-            ));
-        }
-        let (pnt, vec) = (points(&pnt), points(&vec));
-        let geomgroup = match geomgroup {
-            None => None,
-            Some(g) if g.len() == 6 => Some(std::array::from_fn(|i| g[i] != 0)),
-            Some(g) => {
-                return Err(raise(
-                    Class::ShapeError,
-                    format!("geomgroup has {} entries: give 6 (one per geom group)", g.len()),
-                ));
-            }
-        };
+        let RayQuery { nray, pnt, vec, geomgroup } = RayQuery::read(&pnt, &vec, geomgroup, nworld)?;
         let filter = RayFilter { geomgroup, flg_static, exclude_tree: -1 };
         let exclude = [bodyexclude];
         let batch = RayBatch { nray, pnt: &pnt, vec: &vec, bodyexclude: &exclude };

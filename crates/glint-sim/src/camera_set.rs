@@ -4,7 +4,7 @@
 //! renders only the (world, camera) pairs asked for, into buffers it keeps.
 
 use glam::Vec3;
-use glint_camera::{Frames, Headlight, Inputs, Layout, Light, Renderer};
+use glint_camera::{Frames, Headlight, Inputs, Layout, Light, LightPlacement, Renderer};
 use glint_core::{Poses, RayCaster, Scene};
 
 use crate::SimError;
@@ -213,17 +213,15 @@ fn world_lights(world: &RenderWorld, w: usize) -> Vec<Light> {
     (0..scene.nlight())
         .map(|i| (i, world.fields.light(scene, world.poses, w, i)))
         .filter(|(_, state)| state.active)
-        .map(|(i, state)| Light {
-            light_type: state.light_type,
-            pos: state.xpos,
-            dir: state.xdir,
-            ambient: Vec3::from_array(scene.light_ambient[i]),
-            diffuse: Vec3::from_array(state.diffuse),
-            specular: Vec3::from_array(scene.light_specular[i]),
-            attenuation: scene.light_attenuation[i],
-            cutoff: scene.light_spot[i][0],
-            exponent: scene.light_spot[i][1],
-            castshadow: state.castshadow,
+        .map(|(i, state)| {
+            let at = LightPlacement {
+                light_type: state.light_type,
+                pos: state.xpos,
+                dir: state.xdir,
+                diffuse: state.diffuse,
+                castshadow: state.castshadow,
+            };
+            Light::of_scene(scene, i, at)
         })
         .collect()
 }

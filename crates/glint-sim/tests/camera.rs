@@ -421,30 +421,6 @@ fn a_world_with_its_own_fovy_renders_its_own_rays() {
     assert!(err.contains("0 to 180 degrees"), "{err}");
 }
 
-/// Every world reads the scene's own render fields.
-struct SceneFields<'a>(&'a glint_core::Scene);
-
-impl glint_camera::WorldFields for SceneFields<'_> {
-    fn geom_rgba(&self, _w: usize, g: usize) -> [f32; 4] {
-        self.0.geom_rgba[g]
-    }
-    fn geom_matid(&self, _w: usize, g: usize) -> i32 {
-        self.0.geom_matid[g]
-    }
-    fn mat_rgba(&self, _w: usize, m: usize) -> [f32; 4] {
-        self.0.mat_rgba[m]
-    }
-    fn mat_texid(&self, _w: usize, m: usize) -> i32 {
-        self.0.mat_texid[m]
-    }
-    fn mat_texrepeat(&self, _w: usize, m: usize) -> [f32; 2] {
-        self.0.mat_texrepeat[m]
-    }
-    fn cam_fovy(&self, _w: usize, c: usize) -> f64 {
-        self.0.cam_fovy[c]
-    }
-}
-
 #[test]
 fn render_where_renders_only_the_pairs_it_keeps_and_leaves_the_others() {
     use glint_camera::{Frames, Headlight, Inputs, Layout, Renderer};
@@ -470,7 +446,7 @@ fn render_where_renders_only_the_pairs_it_keeps_and_leaves_the_others() {
             caster: &caster,
             lights: &lights,
             headlight,
-            fields: &SceneFields(&scene),
+            fields: &glint_camera::SceneFields(&scene),
             depth_noise: &[],
         };
         let frames = Frames { rgb: Some(&mut rgb), depth: Some(&mut depth), seg: Some(&mut seg) };

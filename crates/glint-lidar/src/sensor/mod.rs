@@ -673,30 +673,43 @@ impl Lidars {
     /// the current cycle of world `world`, radians, sensor frame. Both buffers must hold the
     /// beam count.
     pub fn beam_angles(&self, index: usize, world: usize, az: &mut [f32], el: &mut [f32]) -> Result<usize, LidarError> {
-        self.check_world(world)?;
-        let sensor = self.sensor(index)?;
-        let c = &sensor.binding.scan;
-        let beams = c.beam_count();
+        let dirs = self.beam_directions(index, world)?;
+        let beams = dirs.len();
         for (what, len) in [("the azimuth buffer", az.len()), ("the elevation buffer", el.len())] {
             if len != beams {
                 return Err(LidarError::BufferLength { what, len, sensor: index, beams });
             }
         }
+        for (k, d) in dirs.into_iter().enumerate() {
+            let (a, e) = angles(d);
+            (az[k], el[k]) = (a as f32, e as f32);
+        }
+        Ok(beams)
+    }
+
+    /// The unit direction of every beam of sensor `index` for the current cycle of world
+    /// `world`, sensor frame, in beam order: the directions its casts use.
+    pub fn beam_directions(&self, index: usize, world: usize) -> Result<Vec<DVec3>, LidarError> {
+        self.check_world(world)?;
+        let sensor = self.sensor(index)?;
+        let c = &sensor.binding.scan;
         let units = sensor.units().max(1);
         let cycle = match c.pattern {
             ScanPattern::Spinning => 0,
             _ if c.rotation_hz <= 0.0 => 0,
             _ => sensor.clocks[world].emitted.saturating_sub(1) / units,
         };
-        for k in 0..beams {
-            let d = match c.pattern {
+        Ok((0..c.beam_count())
+            .map(|k| match c.pattern {
                 ScanPattern::Spinning => sensor.spinning[k],
                 _ => beam_direction(c, cycle, k),
-            };
-            let (a, e) = angles(d);
-            (az[k], el[k]) = (a as f32, e as f32);
-        }
-        Ok(beams)
+            })
+            .collect())
+    }
+
+    /// Worlds the sensors are bound for.
+    pub fn nworld(&self) -> usize {
+        self.nworld
     }
 
     /// Origin and orientation (columns: the sensor's axes) of sensor `index` in world

@@ -6,6 +6,13 @@
     >>> report = sim.step()                     # every world, one lidar tick; GIL released
     >>> ranges = sim.lidars[0].scan().ranges    # (nworld, beams) float32, -1 = no return
 
+On your own MuJoCo program (your ``mujoco.MjModel`` and ``MjData``, stepped by you):
+
+    >>> lidar = glint.Lidar(model, site="lidar", preset="ouster-os1-64")
+    >>> ranges = lidar.scan(data).ranges        # (1, beams) float32
+    >>> renderer = glint.Renderer(model, 480, 640); renderer.update_scene(data); rgb = renderer.render()
+    >>> dist, geomid = glint.rays(model, data, pnt, vec)   # as mujoco.mj_multiRay
+
 Arrays are numpy arrays: hand them to torch or JAX without a copy through DLPack
 (``torch.from_dlpack(ranges)``, ``jax.dlpack.from_dlpack(ranges)``). Gymnasium environments
 are in :mod:`glint.gym`.
@@ -67,9 +74,23 @@ def _import_extension():
 _glint = _import_extension()
 Simulation = _glint.Simulation
 Fields = _glint.Fields
-Lidar = _glint.Lidar
+SimulationLidar = _glint.SimulationLidar
 Scan = _glint.Scan
 StepReport = _glint.StepReport
 Recording = _glint.Recording
 
-__all__ = ["Simulation", "Fields", "Lidar", "Scan", "StepReport", "Recording", "MUJOCO_VERSION", *errors.__all__]
+from glint.own import Lidar, Renderer, rays  # noqa: E402 - needs the extension loaded
+
+__all__ = [
+    "Simulation",
+    "Fields",
+    "SimulationLidar",
+    "Lidar",
+    "Renderer",
+    "rays",
+    "Scan",
+    "StepReport",
+    "Recording",
+    "MUJOCO_VERSION",
+    *errors.__all__,
+]

@@ -5,13 +5,26 @@ from __future__ import annotations
 
 import os
 from types import TracebackType
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, final
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Simulation", "Fields", "StepReport", "Recording", "Lidar", "Scan", "VectorLoop", "bench_vector_loop"]
+__all__ = [
+    "Simulation",
+    "Fields",
+    "StepReport",
+    "Recording",
+    "SimulationLidar",
+    "Scan",
+    "OwnScene",
+    "OwnLidar",
+    "OwnRenderer",
+    "model_arrays",
+    "VectorLoop",
+    "bench_vector_loop",
+]
 
 @final
 class Fields:
@@ -56,7 +69,7 @@ class Simulation:
     @property
     def ctrlrange(self) -> npt.NDArray[np.float64]: ...
     @property
-    def lidars(self) -> list[Lidar]: ...
+    def lidars(self) -> list[SimulationLidar]: ...
     @property
     def time(self) -> npt.NDArray[np.float64]: ...
     @property
@@ -164,7 +177,7 @@ class Recording:
     ) -> bool: ...
 
 @final
-class Lidar:
+class SimulationLidar:
     """One lidar sensor (`sim.lidars[i]`, binding order)."""
 
     @property
@@ -201,6 +214,90 @@ class Scan:
     def intensity(self) -> npt.NDArray[np.float32] | None: ...
     @property
     def reflectivity(self) -> npt.NDArray[np.float32] | None: ...
+    @property
+    def geomid(self) -> npt.NDArray[np.int32] | None: ...
+
+@final
+class OwnScene:
+    """A user's model as glint's scene (built once), refitted from each data's frames."""
+
+    def __new__(cls, model: Any) -> OwnScene: ...
+    @property
+    def ngeom(self) -> int: ...
+    def rays(
+        self,
+        data: Any,
+        pnt: npt.ArrayLike,
+        vec: npt.ArrayLike,
+        geomgroup: Sequence[int] | None = None,
+        flg_static: bool = True,
+        bodyexclude: int = -1,
+        cutoff: float | None = None,
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int32]]: ...
+    def rays_batch(
+        self,
+        geom_xpos: npt.ArrayLike,
+        geom_xmat: npt.ArrayLike,
+        pnt: npt.ArrayLike,
+        vec: npt.ArrayLike,
+        geomgroup: Sequence[int] | None = None,
+        flg_static: bool = True,
+        bodyexclude: int = -1,
+        cutoff: float | None = None,
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int32]]: ...
+
+@final
+class OwnLidar:
+    """A lidar on a site or body of a user's model."""
+
+    def __new__(
+        cls,
+        scene: OwnScene,
+        site: str | None = None,
+        body: str | None = None,
+        preset: str | None = None,
+        config: dict[str, Any] | None = None,
+        mount_offset: tuple[float, float, float] = (0.0, 0.0, 0.0),
+        name: str | None = None,
+    ) -> OwnLidar: ...
+    def scan(self, data: Any) -> Scan: ...
+    def scan_batch(
+        self,
+        geom_xpos: npt.ArrayLike,
+        geom_xmat: npt.ArrayLike,
+        site_xpos: npt.ArrayLike | None = None,
+        site_xmat: npt.ArrayLike | None = None,
+        xpos: npt.ArrayLike | None = None,
+        xmat: npt.ArrayLike | None = None,
+    ) -> Scan: ...
+    @property
+    def beam_count(self) -> int: ...
+    @property
+    def config(self) -> dict[str, Any]: ...
+    def rays(self, world: int = 0) -> tuple[list[float], npt.NDArray[np.float64], int, list[int]]: ...
+
+@final
+class OwnRenderer:
+    """Draws a user's model as `mujoco.Renderer` does."""
+
+    def __new__(cls, scene: OwnScene, height: int = 240, width: int = 320) -> OwnRenderer: ...
+    @property
+    def width(self) -> int: ...
+    @property
+    def height(self) -> int: ...
+    def enable_depth_rendering(self) -> None: ...
+    def disable_depth_rendering(self) -> None: ...
+    def enable_segmentation_rendering(self) -> None: ...
+    def disable_segmentation_rendering(self) -> None: ...
+    def update_scene(self, data: Any, camera: Any = None) -> None: ...
+    def update_scene_batch(self, camera: Any = None, **frames: npt.ArrayLike) -> None: ...
+    def render(self) -> npt.NDArray[Any]: ...
+    def pixel_rays(self, world: int = 0) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> OwnRenderer: ...
+    def __exit__(self, _a: Any, _b: Any, _c: Any) -> None: ...
+
+def model_arrays() -> list[tuple[str, str, str, int]]: ...
 
 @final
 class VectorLoop:

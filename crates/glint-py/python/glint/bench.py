@@ -1,5 +1,6 @@
 """Benchmarks of glint's Python module: ``python -m glint.bench gym [--manifest M] [--steps N]
-[--envs 16] [--repeats R] [--json]``.
+[--envs 16] [--repeats R] [--json]`` and ``python -m glint.bench byo [--mjcf F] [--json]``
+(glint's sensors on your own model and data: :mod:`glint._bench_own`).
 
 ``gym`` times environment steps per second (worlds × steps / wall seconds) of
 :class:`glint.gym.VectorEnv` against a reference environment written with the ``mujoco``
@@ -229,16 +230,39 @@ def main(argv: Optional[list[str]] = None) -> int:
     gym.add_argument("--repeats", type=int, default=5, help="timed runs; the median is reported (default 5)")
     gym.add_argument("--warmup", type=int, default=10, help="warm-up steps, compared between the two (default 10)")
     gym.add_argument("--json", action="store_true", help="print one JSON object")
+    byo = sub.add_parser(
+        "byo",
+        help="glint.Lidar / glint.Renderer / glint.rays on your model against mj_multiRay, MuJoCo-LiDAR, mujoco.Renderer",
+        description="glint's sensors on a mujoco model and data against mujoco's own calls, one thread each.",
+    )
+    byo.add_argument("--mjcf", default=None, help="MJCF file (default: examples/showroom/showroom.xml)")
+    byo.add_argument("--site", default="lidar", help="the lidar's site (default lidar)")
+    byo.add_argument("--preset", default="ouster-os1-64", help="scan preset (default ouster-os1-64)")
+    byo.add_argument("--camera", default=None, help="camera name (default: the model's first, else the free camera)")
+    byo.add_argument("--width", type=int, default=640)
+    byo.add_argument("--height", type=int, default=480)
+    byo.add_argument("--repeats", type=int, default=7, help="timed calls each; the median is reported (default 7)")
+    byo.add_argument("--threads", type=int, default=1, help="glint's threads (default 1, as MuJoCo's calls)")
+    byo.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     try:
-        report = bench_gym(args.manifest, steps=args.steps, envs=args.envs, repeats=args.repeats, warmup=args.warmup)
+        if args.command == "byo":
+            # Before glint's first parallel call, which sizes its thread pool.
+            os.environ["RAYON_NUM_THREADS"] = str(args.threads)
+            from glint._bench_own import bench_byo, print_report
+
+            report = bench_byo(args.mjcf, args.site, args.preset, args.camera, args.width, args.height, args.repeats)
+            printer = print_report
+        else:
+            report = bench_gym(args.manifest, steps=args.steps, envs=args.envs, repeats=args.repeats, warmup=args.warmup)
+            printer = _print_report
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(report))
     else:
-        _print_report(report)
+        printer(report)
     return 0
 
 
