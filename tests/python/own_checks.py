@@ -119,7 +119,10 @@ def check_camera(model, data, camera, width: int = 64, height: int = 48) -> dict
     """glint.Renderer's depth and segmentation against mj_ray along each pixel's ray, on the
     pixels whose geom is opaque (transparent geoms write no depth, as in MuJoCo). Where two
     surfaces coincide (a pool's water level with its rim), MuJoCo's renderer shows the one
-    drawn later and mj_ray the first in model order: such a pixel is counted apart."""
+    drawn later and mj_ray the first in model order: such a pixel is counted apart. So are the
+    pixels of what only the renderer draws (skins and cloth, which mj_ray does not see) and of
+    geoms only mj_ray sees (alpha 0 but a visible material: MuJoCo's renderer draws the geom's
+    own colour, mj_ray reads the material's)."""
     renderer = glint.Renderer(model, height=height, width=width)
     renderer.update_scene(data, camera=camera)
     renderer.enable_depth_rendering()
@@ -129,11 +132,14 @@ def check_camera(model, data, camera, width: int = 64, height: int = 48) -> dict
     origins, dirs, axis = renderer.pixel_rays()
     far = float(model.vis.map.zfar * model.stat.extent)
     groups = [1, 1, 1, 0, 0, 0]
-    seg_mismatch = coincident = depth_checked = 0
+    seg_mismatch = coincident = apart = depth_checked = 0
     worst = 0.0
     for r in range(height):
         for c in range(width):
             t, g = mj_ray(model, data, origins[r, c], dirs[r, c], groups)
+            if seg[r, c, 1] in (9, 11) or (g >= 0 and model.geom_rgba[g, 3] == 0):
+                apart += 1
+                continue
             want = (g, 5) if g >= 0 else (-1, -1)
             if tuple(seg[r, c]) != want:
                 same_depth = g >= 0 and abs(float(depth[r, c]) - t * float(dirs[r, c] @ axis)) <= 1e-6 * t
@@ -150,6 +156,7 @@ def check_camera(model, data, camera, width: int = 64, height: int = 48) -> dict
         "pixels": width * height,
         "seg_mismatch": int(seg_mismatch),
         "coincident": int(coincident),
+        "skins_or_invisible": int(apart),
         "depth_checked": depth_checked,
         "max_rel": worst,
     }
