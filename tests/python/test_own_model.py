@@ -211,3 +211,38 @@ def test_bench_byo_runs_and_reports_well_formed_figures():
         assert figures["glint_s"] > 0 and figures["reference_s"] > 0 and np.isfinite(figures["speedup"]), (key, figures)
     assert np.isfinite(r["overhead"]["rays_over_simulation"]) and np.isfinite(r["overhead"]["scan_over_simulation"])
     assert r["agreement"]["geom_mismatch"] == 0
+
+
+def test_the_return_model_runs_on_your_own_model():
+    import tomllib
+
+    manifest = tomllib.loads((ROOT / "examples/showroom/showroom.toml").read_text())
+    model = mujoco.MjModel.from_xml_path(str(ROOT / "examples/showroom/showroom.xml"))
+    data = _data(model)
+    clean = glint.Lidar(model, site="lidar", preset="ouster-os1-64").scan(data)
+    measured = [
+        glint.Lidar(model, site="lidar", preset="ouster-os1-64", materials=manifest["materials"], seed=seed).scan(
+            data, material=True
+        )
+        for seed in (7, 7, 8)
+    ]
+    first = measured[0]
+    for channel in ("ranges", "secondary", "intensity", "reflectivity"):
+        assert getattr(first, channel).shape == clean.ranges.shape, channel
+    np.testing.assert_array_equal(first.ranges, measured[1].ranges)  # same seed, same noise
+    assert not np.array_equal(first.ranges, measured[2].ranges)  # another seed, other noise
+    hit = (clean.ranges > 0) & (first.ranges > 0)
+    assert hit.mean() > 0.5
+    assert 0 < np.median(np.abs(first.ranges[hit] - clean.ranges[hit])) < 0.05  # noise of centimetres
+    glass = [i for i in range(model.ngeom) if model.geom_matid[i] >= 0
+             and mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_MATERIAL, model.geom_matid[i]) == "storefront_glass"]
+    through = np.isin(clean.geomid, glass) & (first.ranges > 0)
+    assert through.any() and (first.ranges[through] > clean.ranges[through] + 0.05).mean() > 0.5  # seen through
+    assert (first.intensity[hit] >= 0).all()
+
+    with pytest.raises(glint.BakeError, match="materials="):
+        glint.Lidar(model, site="lidar").scan(data, material=True)
+    with pytest.raises(glint.ManifestError, match="did you mean `pool_water`"):
+        glint.Lidar(model, site="lidar", materials={"pool_watr": {"preset": "still-water"}})
+    with pytest.raises(glint.ManifestError, match="preset"):
+        glint.Lidar(model, site="lidar", materials={"pool_water": {"preset": "lava"}})

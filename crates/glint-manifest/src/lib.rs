@@ -538,29 +538,55 @@ impl Manifest {
     /// `[materials.NAME]` must name a material the MJCF defines, or the error names it and the
     /// nearest material the MJCF does define.
     pub fn material_table(&self, scene: &Scene) -> Result<MaterialTable, ManifestError> {
-        let mut table = MaterialTable::default();
-        for (name, material) in &self.materials {
-            if !scene.mat_name.iter().any(|n| n == name) {
-                let hint = match nearest_name(name, scene.mat_name.iter().map(String::as_str)) {
-                    Some(n) => format!("; did you mean `{n}`?"),
-                    None if scene.mat_name.is_empty() => "; it defines no materials".into(),
-                    None => format!("; it defines {}", scene.mat_name.join(", ")),
-                };
-                return Err(ManifestError::UnknownMaterial {
-                    path: self.path.clone(),
-                    name: name.clone(),
-                    scene: self.scene.clone(),
-                    hint,
-                });
-            }
-            table.set(name, *material).map_err(|source| ManifestError::Section {
-                path: self.path.clone(),
-                table: format!("[materials.{name}]"),
-                error: Box::new(source.into()),
-            })?;
-        }
-        Ok(table)
+        authored_table(&self.materials, scene, &self.path, &self.scene)
     }
+}
+
+/// The NIR authoring of `table` (the keys of a manifest's `[materials]`: one table per MJCF
+/// material name) for `scene`, checked as a manifest's is: errors name `source`, and
+/// `scene_name` for a material the scene does not define.
+pub fn material_table(
+    table: &toml::Table,
+    scene: &Scene,
+    source: &Path,
+    scene_name: &Path,
+) -> Result<MaterialTable, ManifestError> {
+    let raw: BTreeMap<String, RawMaterial> = located::from_table(table, ("materials", None), source)?;
+    let materials =
+        raw.iter().map(|(name, m)| Ok((name.clone(), m.material(source, name)?))).collect::<Result<Vec<_>, _>>()?;
+    authored_table(&materials, scene, source, scene_name)
+}
+
+/// `materials` as the table of `scene`: each must name a material the MJCF defines, or the
+/// error names it and the nearest material the MJCF does define.
+fn authored_table(
+    materials: &[(String, NirMaterial)],
+    scene: &Scene,
+    path: &Path,
+    scene_path: &Path,
+) -> Result<MaterialTable, ManifestError> {
+    let mut table = MaterialTable::default();
+    for (name, material) in materials {
+        if !scene.mat_name.iter().any(|n| n == name) {
+            let hint = match nearest_name(name, scene.mat_name.iter().map(String::as_str)) {
+                Some(n) => format!("; did you mean `{n}`?"),
+                None if scene.mat_name.is_empty() => "; it defines no materials".into(),
+                None => format!("; it defines {}", scene.mat_name.join(", ")),
+            };
+            return Err(ManifestError::UnknownMaterial {
+                path: path.to_path_buf(),
+                name: name.clone(),
+                scene: scene_path.to_path_buf(),
+                hint,
+            });
+        }
+        table.set(name, *material).map_err(|source| ManifestError::Section {
+            path: path.to_path_buf(),
+            table: format!("[materials.{name}]"),
+            error: Box::new(source.into()),
+        })?;
+    }
+    Ok(table)
 }
 
 /// The rig of `[[lights]]` or of the file `lights_file` names (relative to the manifest).

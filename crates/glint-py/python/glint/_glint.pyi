@@ -259,8 +259,10 @@ class OwnLidar:
         config: dict[str, Any] | None = None,
         mount_offset: tuple[float, float, float] = (0.0, 0.0, 0.0),
         name: str | None = None,
+        materials: dict[str, Any] | None = None,
+        seed: int = 0,
     ) -> OwnLidar: ...
-    def scan(self, data: Any) -> Scan: ...
+    def scan(self, data: Any, material: bool = False) -> Scan: ...
     def scan_batch(
         self,
         geom_xpos: npt.ArrayLike,
@@ -269,6 +271,7 @@ class OwnLidar:
         site_xmat: npt.ArrayLike | None = None,
         xpos: npt.ArrayLike | None = None,
         xmat: npt.ArrayLike | None = None,
+        material: bool = False,
     ) -> Scan: ...
     @property
     def beam_count(self) -> int: ...

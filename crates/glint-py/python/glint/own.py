@@ -78,6 +78,12 @@ class Lidar:
     ``"unitree-l1"``); ``config`` a dict of ``[[lidar]]`` keys applied after it (``channels``,
     ``azimuth_bins``, ``vfov_min_deg``, ``max_range``, ``geom_group_mask``, ``self_ignore``,
     ...). The beams pass through the body the lidar sits on (``self_ignore = "mount-body"``).
+
+    ``materials`` turns on the return model (the seed's: noise, dropout, glass, water, mirrors,
+    retroreflectors, second echoes): a dict of the manifest's ``[materials]`` tables keyed by
+    your MJCF material names, e.g. ``{"window": {"preset": "clear-float-glass"}}``; geoms without one take
+    a material from their colour. The materials are baked from the first data scanned;
+    ``scan(data, material=True)`` then reports the measurement, its noise keyed by ``seed``.
     """
 
     def __init__(
@@ -90,30 +96,26 @@ class Lidar:
         materials: Optional[dict] = None,
         mount_offset: Sequence[float] = (0.0, 0.0, 0.0),
         name: Optional[str] = None,
+        seed: int = 0,
     ):
-        if materials is not None:
-            raise NotImplementedError(
-                "glint.Lidar(materials=...) is not available yet: the return model on your own model needs a "
-                "material bake, which only a glint Simulation builds today (glint.Simulation.from_xml with "
-                "[materials.*]); glint.Lidar gives exact ranges"
-            )
         self.model = model
         self._lidar = _glint.OwnLidar(
-            scene_of(model), site, body, preset, config, tuple(float(x) for x in mount_offset), name
+            scene_of(model), site, body, preset, config, tuple(float(x) for x in mount_offset), name, materials, seed
         )
 
-    def scan(self, data) -> "_glint.Scan":
+    def scan(self, data, material: bool = False) -> "_glint.Scan":
         """One whole cycle from the frames of ``data`` (after ``mj_forward`` or ``mj_step``):
         ``Scan.ranges`` ``(1, beam_count)`` float32 metres (``-1``: no return) and
-        ``Scan.geomid`` the geom each beam met."""
-        return self._lidar.scan(data)
+        ``Scan.geomid`` the geom each beam met; with ``material`` (and ``materials=``) the
+        return model's ranges, ``secondary``, ``intensity`` and ``reflectivity``."""
+        return self._lidar.scan(data, material)
 
-    def scan_batch(self, geom_xpos, geom_xmat, site_xpos=None, site_xmat=None, xpos=None, xmat=None):
+    def scan_batch(self, geom_xpos, geom_xmat, site_xpos=None, site_xmat=None, xpos=None, xmat=None, material=False):
         """One cycle in each world of a batch: ``geom_xpos`` ``(nworld, ngeom, 3)``,
         ``geom_xmat`` ``(nworld, ngeom, 9)`` and the attach point's frames (``site_xpos``,
         ``site_xmat`` for a lidar on a site; ``xpos``, ``xmat`` on a body). ``ranges`` is
         ``(nworld, beam_count)``."""
-        return self._lidar.scan_batch(geom_xpos, geom_xmat, site_xpos, site_xmat, xpos, xmat)
+        return self._lidar.scan_batch(geom_xpos, geom_xmat, site_xpos, site_xmat, xpos, xmat, material)
 
     @property
     def beam_count(self) -> int:
