@@ -139,6 +139,14 @@ def test_rgb_matches_mujoco_renderer_on_the_lighting_scene(tmp_path):
     assert ssim(ours, reference) >= 0.95
 
 
+SDF_TORUS = """<mujoco>
+  <extension><plugin plugin="mujoco.sdf.torus"><instance name="torus">
+    <config key="radius1" value="0.35"/><config key="radius2" value="0.15"/></instance></plugin></extension>
+  <asset><mesh name="torus"><plugin instance="torus"/></mesh></asset>
+  <worldbody><geom type="sdf" name="donut" mesh="torus"><plugin instance="torus"/></geom></worldbody>
+</mujoco>"""
+
+
 class _Proxy:
     """A model whose named arrays are replaced (as a newer or foreign model might give them)."""
 
@@ -177,10 +185,11 @@ def test_bad_input_gets_one_clear_error_each():
         renderer.update_scene(data, camera="front")
     with pytest.raises(glint.SettingError, match="camera 7 does not exist"):
         renderer.update_scene(data, camera=7)
-    # A geom type glint cannot cast (SDF, 8) is named; so is an array the model lacks.
-    sdf = _Proxy(model, geom_type=np.where(np.arange(model.ngeom) == 2, 8, model.geom_type).astype(np.int32))
-    with pytest.raises(glint.SceneError, match=r"geom 2 .* an SDF geom"):
-        glint.rays(sdf, data, np.zeros(3), np.ones((1, 3)))
+    # A geom type glint cannot cast (an SDF shape from MuJoCo's plugin) is named.
+    sdf = mujoco.MjModel.from_xml_string(SDF_TORUS)
+    with pytest.raises(glint.SceneError, match=r"geom 0 \('donut'\) is an SDF geom"):
+        glint.Lidar(sdf, body="world")
+    # An array of the wrong length (a model from elsewhere) is named.
     short = _Proxy(model, mesh_vert=model.mesh_vert[:-1])
     with pytest.raises(glint.SceneError, match=r"mesh_vert has .* nmeshvert × 3"):
         glint.rays(short, data, np.zeros(3), np.ones((1, 3)))

@@ -1,6 +1,6 @@
 //! `glint.Lidar`: one lidar sensor of a simulation, its live scans as `(nworld, beams)` arrays.
 
-use glint_lidar::{ScanFields, SecondaryCapture, SecondaryScope, Spelled};
+use glint_lidar::{ScanConfig, ScanFields, SecondaryCapture, SecondaryScope, Spelled};
 use numpy::{PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -137,24 +137,12 @@ impl Lidar {
     #[getter]
     fn get_config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let sim = self.sim.bind(py).borrow();
-        let config = sim.sim.lidar(self.index).py()?.config();
-        let json =
-            serde_json::to_value(ScanFields::of(&config)).map_err(|e| raise(Class::LidarError, e.to_string()))?;
-        let json = match json {
-            serde_json::Value::Object(map) => {
-                serde_json::Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).collect())
-            }
-            other => other,
-        };
-        from_json(py, &json)
+        config_dict(py, &sim.sim.lidar(self.index).py()?.config())
     }
 
     #[setter]
     fn set_config(&self, py: Python<'_>, fields: Bound<'_, PyDict>) -> PyResult<()> {
-        let table = toml_table(&fields, "config")?;
-        let fields: ScanFields = toml::Value::Table(table)
-            .try_into()
-            .map_err(|e: toml::de::Error| raise(Class::LidarError, e.to_string()))?;
+        let fields = scan_fields(&fields)?;
         let mut sim = self.sim.bind(py).borrow_mut();
         let mut config = sim.sim.lidar(self.index).py()?.config();
         fields.apply(&mut config).map_err(from_sim)?;
@@ -198,4 +186,23 @@ fn warn_if_idle(sim: &mut Simulation, py: Python<'_>) -> PyResult<()> {
                 (sim.record())";
     py.import("warnings")?.getattr("warn")?.call1((text, category, 2))?;
     Ok(())
+}
+
+/// A scan configuration as a dict of the manifest's `[[lidar]]` keys (the keys it has).
+pub(crate) fn config_dict<'py>(py: Python<'py>, config: &ScanConfig) -> PyResult<Bound<'py, PyAny>> {
+    let json = serde_json::to_value(ScanFields::of(config)).map_err(|e| raise(Class::LidarError, e.to_string()))?;
+    let json = match json {
+        serde_json::Value::Object(map) => {
+            serde_json::Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).collect())
+        }
+        other => other,
+    };
+    from_json(py, &json)
+}
+
+/// The `[[lidar]]` keys of `fields`, a dict (`config=`), to apply to a configuration.
+pub(crate) fn scan_fields(fields: &Bound<'_, PyDict>) -> PyResult<ScanFields> {
+    toml::Value::Table(toml_table(fields, "config")?)
+        .try_into()
+        .map_err(|e: toml::de::Error| raise(Class::LidarError, format!("config: {e}")))
 }

@@ -53,6 +53,17 @@ def _default_mjcf() -> str:
     return os.path.join(os.path.dirname(os.path.dirname(_default_manifest())), "showroom", "showroom.xml")
 
 
+def _with_site(mujoco, model, mjcf: str, site: str):
+    """`model`, or, when it has no site `site` (a robot model of someone else's), the model
+    with one added on the world body half an extent above its centre (through `mjSpec`)."""
+    if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, site) >= 0:
+        return model
+    spec = mujoco.MjSpec.from_file(mjcf)
+    above = np.asarray(model.stat.center) + [0.0, 0.0, 0.5 * float(model.stat.extent)]
+    spec.worldbody.add_site(name=site, pos=above)
+    return spec.compile()
+
+
 def bench_byo(
     mjcf: Optional[str] = None,
     site: str = "lidar",
@@ -69,7 +80,7 @@ def bench_byo(
     import glint
 
     mjcf = mjcf or _default_mjcf()
-    model = mujoco.MjModel.from_xml_path(mjcf)
+    model = _with_site(mujoco, mujoco.MjModel.from_xml_path(mjcf), mjcf, site)
     data = mujoco.MjData(model)
     mujoco.mj_forward(model, data)
     lidar = glint.Lidar(model, site=site, preset=preset)

@@ -8,8 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use glint_lidar::{
-    Bake, BakeSettings, LidarBinding, Lidars, MaterialLookup, MaterialTable, ScanConfig, ScanFields, ScanPreset,
-    Spelled,
+    Bake, BakeSettings, LidarBinding, Lidars, MaterialLookup, MaterialTable, ScanConfig, ScanPreset, Spelled,
 };
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray2};
@@ -20,7 +19,7 @@ use super::OwnScene;
 use super::model::{Frame, FrameSource};
 use crate::convert::toml_table;
 use crate::errors::{Class, from_sim, raise};
-use crate::lidar::Scan;
+use crate::lidar::{Scan, config_dict, scan_fields};
 
 /// One lidar on a user's model (`glint.Lidar` in Python).
 #[pyclass(module = "glint._glint")]
@@ -46,10 +45,7 @@ fn scan_config(preset: Option<&str>, config: Option<&Bound<'_, PyDict>>) -> PyRe
         ScanPreset::from_name(name).map_err(|e| lidar_error(e.into()))?.apply(&mut scan);
     }
     if let Some(config) = config {
-        let fields: ScanFields = toml::Value::Table(toml_table(config, "config")?)
-            .try_into()
-            .map_err(|e: toml::de::Error| raise(Class::LidarError, format!("config: {e}")))?;
-        fields.apply(&mut scan).map_err(lidar_error)?;
+        scan_fields(config)?.apply(&mut scan).map_err(lidar_error)?;
     }
     Ok(scan)
 }
@@ -261,16 +257,7 @@ impl OwnLidar {
     /// The scan configuration as a dict of `[[lidar]]` keys.
     #[getter]
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let config = self.lidars.config(0).map_err(lidar_error)?;
-        let json =
-            serde_json::to_value(ScanFields::of(&config)).map_err(|e| raise(Class::LidarError, e.to_string()))?;
-        let json = match json {
-            serde_json::Value::Object(map) => {
-                serde_json::Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).collect())
-            }
-            other => other,
-        };
-        crate::convert::from_json(py, &json)
+        config_dict(py, &self.lidars.config(0).map_err(lidar_error)?)
     }
 
     /// The rays the last scan cast in world `world`: origin `(3,)` and unit directions
