@@ -170,6 +170,10 @@ def test_bad_input_gets_one_clear_error_each():
     with pytest.raises(TypeError, match="vec must be numbers"):
         glint.rays(model, data, np.zeros(3), np.array([["a", "b", "c"]]))
     lidar = glint.Lidar(model, site="lidar")
+    diverged = np.array(data.geom_xpos)
+    diverged[3, 1] = np.nan
+    with pytest.raises(glint.ShapeError, match=r"geom_xpos\[3\] of world 0 holds NaN"):
+        lidar.scan_batch(diverged[None], data.geom_xmat[None], data.site_xpos[None], data.site_xmat[None])
     with pytest.raises(glint.ShapeError, match=r"site_xpos and site_xmat"):
         lidar.scan_batch(data.geom_xpos[None], data.geom_xmat[None])
     with pytest.raises(glint.ShapeError, match="geom_xmat has shape"):

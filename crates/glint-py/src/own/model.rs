@@ -262,6 +262,21 @@ pub(crate) fn rows_of<'py>(
     }
 }
 
+/// An error naming the first entry of `rows` (`n` rows of `width` per world) that is not a
+/// finite number: a frame there would place its object nowhere, and it would vanish.
+fn check_finite(rows: &PyReadonlyArrayDyn<'_, f64>, name: &str, n: usize, width: usize) -> PyResult<()> {
+    let Some((k, v)) = rows.as_array().iter().copied().enumerate().find(|(_, v)| !v.is_finite()) else {
+        return Ok(());
+    };
+    let (world, row) = (k / (n * width).max(1), k % (n * width).max(1) / width);
+    Err(raise(
+        Class::ShapeError,
+        format!(
+            "{name}[{row}] of world {world} holds {v}, not a finite number: did the simulation diverge (mj_step warns of it)?"
+        ),
+    ))
+}
+
 /// Copies `rows` (`n_in` per world, `width` numbers each) into `out` (`n_out` per world) as
 /// `convert` makes them.
 fn fill<T>(
@@ -332,6 +347,8 @@ pub(crate) fn read_poses(
         let mat_width = if frame == Frame::Light { 3 } else { 9 };
         let (pos, k) = rows_of(&pos, pos_name, n, 3, nworld)?;
         let (mat, _) = rows_of(&mat, mat_name, n, mat_width, Some(k))?;
+        check_finite(&pos, pos_name, n, 3)?;
+        check_finite(&mat, mat_name, n, mat_width)?;
         if nworld.is_none() {
             nworld = Some(k);
             if poses.nworld != k {
