@@ -48,9 +48,16 @@ def _race(ours: Callable[[], object], theirs: Callable[[], object], repeats: int
 
 
 def _default_mjcf() -> str:
+    """The checkout's showroom (beside this module, or under the working directory)."""
     from glint.bench import _default_manifest
 
-    return os.path.join(os.path.dirname(os.path.dirname(_default_manifest())), "showroom", "showroom.xml")
+    showroom = os.path.join(os.path.dirname(os.path.dirname(_default_manifest())), "showroom", "showroom.xml")
+    if not os.path.isfile(showroom):
+        raise ValueError(
+            f"no --mjcf given, and the showroom of a glint checkout is not here ({showroom}): pass --mjcf YOUR.xml "
+            "(a model without the lidar's site gets one above its centre)"
+        )
+    return showroom
 
 
 def _with_site(mujoco, model, mjcf: str, site: str):
