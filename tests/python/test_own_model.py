@@ -89,6 +89,27 @@ def test_batches_equal_one_world_at_a_time():
         np.testing.assert_array_equal(geomid[k], one[1])
 
 
+def test_scene_option_geomgroup_is_drawn_and_other_options_are_named():
+    model = mujoco.MjModel.from_xml_string(own_checks.random_scene(2))
+    data = _data(model)
+    renderer = glint.Renderer(model, 24, 32)
+    renderer.enable_segmentation_rendering()
+    renderer.update_scene(data)
+    default = renderer.render()
+    option = mujoco.MjvOption()
+    renderer.update_scene(data, scene_option=option)
+    np.testing.assert_array_equal(renderer.render(), default)
+    option.geomgroup[:] = [1, 0, 0, 0, 0, 0]
+    renderer.update_scene(data, scene_option=option)
+    only0 = renderer.render()
+    drawn = set(only0[..., 0].ravel()) - {-1}
+    assert drawn and all(model.geom_group[g] == 0 for g in drawn)
+    assert set(default[..., 0].ravel()) - {-1} != drawn
+    option.frame = mujoco.mjtFrame.mjFRAME_BODY
+    with pytest.warns(glint.GlintWarning, match="frame differ"):
+        renderer.update_scene(data, scene_option=option)
+
+
 def test_cameras_by_id_name_free_and_mjvcamera():
     model = mujoco.MjModel.from_xml_path(str(ROOT / "examples/lights/scene.xml"))
     data = _data(model)

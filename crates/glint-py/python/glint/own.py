@@ -136,6 +136,35 @@ class Lidar:
         return repr(self._lidar)
 
 
+# MjvOption's settings glint.Renderer does not draw, checked against MuJoCo's defaults.
+_UNDRAWN_OPTIONS = ("label", "frame", "flags", "sitegroup", "jointgroup", "tendongroup", "actuatorgroup", "skingroup",
+                    "flexgroup", "bvh_depth", "flex_layer")
+
+
+def _geomgroup(scene_option) -> Optional[list]:
+    """``scene_option.geomgroup`` as six flags (``None`` without an option), warning once per
+    setting of the option that glint does not draw."""
+    if scene_option is None:
+        return None
+    default = type(scene_option)()
+    changed = [
+        name for name in _UNDRAWN_OPTIONS
+        if hasattr(default, name) and not np.array_equal(np.asarray(getattr(scene_option, name)), np.asarray(getattr(default, name)))
+    ]
+    if changed:
+        import warnings
+
+        from glint.errors import GlintWarning
+
+        warnings.warn(
+            f"glint.Renderer draws only scene_option.geomgroup; {', '.join(changed)} differ from MuJoCo's defaults and "
+            "are not drawn",
+            GlintWarning,
+            stacklevel=3,
+        )
+    return [bool(g) for g in np.asarray(scene_option.geomgroup).ravel()]
+
+
 class Renderer:
     """Draws your model as ``mujoco.Renderer`` does, with glint's ray tracer (MuJoCo's classic
     shading, shadows, textures; no OpenGL):
@@ -161,17 +190,16 @@ class Renderer:
 
     def update_scene(self, data, camera=-1, scene_option=None) -> None:
         """The frames of ``data`` and the camera: an id, a name, ``-1`` (MuJoCo's default free
-        camera) or a ``mujoco.MjvCamera`` (free or fixed). ``scene_option`` is not read: glint
-        draws MuJoCo's default groups (0, 1, 2)."""
-        if scene_option is not None:
-            raise NotImplementedError("glint.Renderer draws MuJoCo's default scene options; pass scene_option=None")
-        self._renderer.update_scene(data, camera)
-
-    def update_scene_batch(self, camera=-1, **frames) -> None:
+        camera) or a ``mujoco.MjvCamera`` (free or fixed). Of ``scene_option`` (a
+        ``mujoco.MjvOption``) glint reads ``geomgroup``, the geom groups drawn; any other
+        setting that differs from MuJoCo's default (frames, contact points, ...) is not drawn,
+        and a ``GlintWarning`` says which."""
+        self._renderer.update_scene(data, camera, _geomgroup(scene_option))
+    def update_scene_batch(self, camera=-1, scene_option=None, **frames) -> None:
         """A batch of worlds: ``mjData``'s frame arrays by name with a leading world axis
         (``geom_xpos``, ``geom_xmat`` at least; ``cam_xpos``/``cam_xmat`` for a model camera,
         ``light_xpos``/``light_xdir``, ``xpos``/``xmat``, ``site_xpos``/``site_xmat``)."""
-        self._renderer.update_scene_batch(camera, **frames)
+        self._renderer.update_scene_batch(camera, _geomgroup(scene_option), **frames)
 
     def render(self, *, out: Optional[np.ndarray] = None) -> np.ndarray:
         """The image: RGB ``(h, w, 3)`` uint8, or depth ``(h, w)`` float32, or segmentation

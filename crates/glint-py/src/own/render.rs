@@ -38,8 +38,10 @@ pub struct OwnRenderer {
     camera: usize,
     /// Where the free camera stands, when it is drawn.
     free: FreeCamera,
-    /// The layout of the camera and mode last drawn.
-    layout: Option<(usize, Mode, Layout)>,
+    /// Which geom groups are drawn (`MjvOption.geomgroup`; MuJoCo's default 0, 1 and 2).
+    groups: [bool; 6],
+    /// The layout of the camera, mode and groups last drawn.
+    layout: Option<(usize, Mode, [bool; 6], Layout)>,
     /// Whether the last update was a batch (its images keep the world axis).
     batched: bool,
 }
@@ -103,6 +105,21 @@ impl OwnRenderer {
         }
     }
 
+    /// Draws the geom groups `geomgroup` flags (`None`: MuJoCo's default).
+    fn set_groups(&mut self, geomgroup: Option<Vec<bool>>) -> PyResult<()> {
+        self.groups = match geomgroup {
+            None => CameraOptions::new(0).enabled_geom_groups,
+            Some(g) if g.len() == 6 => std::array::from_fn(|i| g[i]),
+            Some(g) => {
+                return Err(raise(
+                    Class::ShapeError,
+                    format!("geomgroup has {} entries: give 6 (one per geom group)", g.len()),
+                ));
+            }
+        };
+        Ok(())
+    }
+
     /// Takes `source`'s frames and the camera; places the free camera in every world.
     fn update(&mut self, py: Python<'_>, source: &FrameSource, camera: Option<Bound<'_, PyAny>>) -> PyResult<()> {
         let scene = self.scene.clone_ref(py);
@@ -121,7 +138,8 @@ impl OwnRenderer {
     }
 
     fn layout(&mut self, scene: &OwnScene) -> PyResult<&Layout> {
-        let fresh = matches!(&self.layout, Some((c, m, _)) if *c == self.camera && *m == self.mode);
+        let fresh =
+            matches!(&self.layout, Some((c, m, g, _)) if *c == self.camera && *m == self.mode && *g == self.groups);
         if !fresh {
             let options = CameraOptions {
                 resolution: Some((self.width, self.height)),
@@ -129,13 +147,14 @@ impl OwnRenderer {
                 render_depth: self.mode == Mode::Depth,
                 render_seg: self.mode == Mode::Segmentation,
                 fovy: (self.camera == scene.model.free_camera_id()).then_some(self.free.fovy),
+                enabled_geom_groups: self.groups,
                 ..CameraOptions::new(self.camera)
             };
             let layout =
                 Layout::new(&scene.model.scene, &[options]).map_err(|e| raise(Class::SettingError, e.to_string()))?;
-            self.layout = Some((self.camera, self.mode, layout));
+            self.layout = Some((self.camera, self.mode, self.groups, layout));
         }
-        Ok(&self.layout.as_ref().expect("set above").2)
+        Ok(&self.layout.as_ref().expect("set above").3)
     }
 }
 
@@ -156,7 +175,18 @@ impl OwnRenderer {
             let s = scene.borrow(py);
             (Renderer::new(&s.model.textures), s.model.free_camera_id(), s.model.free_camera)
         };
-        Ok(OwnRenderer { scene, renderer, width, height, mode: Mode::Rgb, camera, free, layout: None, batched: false })
+        Ok(OwnRenderer {
+            scene,
+            renderer,
+            width,
+            height,
+            mode: Mode::Rgb,
+            camera,
+            free,
+            groups: CameraOptions::new(0).enabled_geom_groups,
+            layout: None,
+            batched: false,
+        })
     }
 
     /// Image width, pixels.
@@ -197,14 +227,17 @@ impl OwnRenderer {
 
     /// Takes the frames of `data` (a `mujoco.MjData` after `mj_forward` or `mj_step`) and the
     /// camera to draw from: an id, a name, `-1` or `None` for MuJoCo's default free camera,
-    /// or a `mujoco.MjvCamera` (free or fixed).
-    #[pyo3(signature = (data, camera = None))]
+    /// or a `mujoco.MjvCamera` (free or fixed). `geomgroup`: six flags, the geom groups drawn
+    /// (`MjvOption.geomgroup`; `None`: MuJoCo's default, groups 0 to 2).
+    #[pyo3(signature = (data, camera = None, geomgroup = None))]
     fn update_scene(
         &mut self,
         py: Python<'_>,
         data: Bound<'_, PyAny>,
         camera: Option<Bound<'_, PyAny>>,
+        geomgroup: Option<Vec<bool>>,
     ) -> PyResult<()> {
+        self.set_groups(geomgroup)?;
         self.update(py, &FrameSource::Data(&data), camera)
     }
 
@@ -212,13 +245,16 @@ impl OwnRenderer {
     /// each `(nworld, n, 3)` or `(nworld, n, 9)` (`geom_xpos` and `geom_xmat` at least; add
     /// `cam_xpos`/`cam_xmat` for a model camera, `light_xpos`/`light_xdir` for moving lights,
     /// `xpos`/`xmat` for skins, `site_xpos`/`site_xmat` for sites).
-    #[pyo3(signature = (camera = None, **frames))]
+    /// `geomgroup` as in `update_scene`.
+    #[pyo3(signature = (camera = None, geomgroup = None, **frames))]
     fn update_scene_batch(
         &mut self,
         py: Python<'_>,
         camera: Option<Bound<'_, PyAny>>,
+        geomgroup: Option<Vec<bool>>,
         frames: Option<Bound<'_, PyDict>>,
     ) -> PyResult<()> {
+        self.set_groups(geomgroup)?;
         let frames = frames.unwrap_or_else(|| PyDict::new(py));
         let known: Vec<&str> = FRAMES.iter().flat_map(|f| [f.names().0, f.names().1]).collect();
         for key in frames.keys() {
@@ -242,7 +278,7 @@ impl OwnRenderer {
         let scene = scene.borrow(py);
         let (w, h, mode) = (self.width, self.height, self.mode);
         self.layout(&scene)?;
-        let layout = &self.layout.as_ref().expect("made above").2;
+        let layout = &self.layout.as_ref().expect("made above").3;
         let nworld = scene.poses.nworld;
         let pixels = nworld * w * h;
         let (mut rgb, mut depth, mut seg) = (Vec::new(), Vec::new(), Vec::new());
