@@ -58,3 +58,14 @@ def test_vector_env(tmp_path):
     assert "30 steps x 16 worlds" in out
     rate = float(re.search(r"(\d+) environment steps/s", out).group(1))
     assert rate > 0
+
+
+def test_own_mujoco_loop(tmp_path):
+    out = run_example("own_mujoco_loop.py", "--steps", "40", "--out", str(tmp_path / "loop"), cwd=tmp_path)
+    scans, beams, returns = map(int, re.search(r"(\d+) scans of (\d+) beams; last: (\d+) returns", out).groups())
+    assert scans == 4 and beams == 65536 and returns > 30000
+    assert re.search(r"image 320x240, mean [1-9]", out)
+    hits = int(re.search(r"fan: (\d+) of 36 rays hit", out).group(1))
+    assert hits == 36  # the closed showroom's walls all around
+    cloud = np.load(tmp_path / "loop" / "cloud.npy")
+    assert cloud.shape == (returns, 3)
