@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use glam::DVec3;
+use glint_interop::{McapBench, bench_mcap};
 use glint_lidar::ScanPreset;
 use glint_sim::bench::{
     self, LidarBench, Pattern, RangefinderBench, RaysBench, RaysReport, RecordBench, ReturnsBench, VariantsBench,
@@ -45,6 +46,28 @@ pub enum BenchCommand {
     /// BVH caster and with MuJoCo's own `mj_sensorPos` in the same process: both times, their
     /// ratio, and glint's values against MuJoCo's `sensordata` on every step of a run.
     Rangefinder(RangefinderArgs),
+    /// Records a manifest's scene, then times `glint export --format mcap` of the session
+    /// and reports it against the simulated time it holds (how many times real time).
+    Mcap(McapArgs),
+}
+
+/// Arguments of `glint bench mcap`.
+#[derive(Args)]
+pub struct McapArgs {
+    /// Scene manifest (TOML).
+    manifest: PathBuf,
+    /// Simulated seconds recorded.
+    #[arg(long, default_value_t = 10.0, value_parser = bench_seconds)]
+    seconds: f64,
+    /// Exports timed (the median is reported), after one warm-up export.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    repeats: u32,
+    /// Where the session and the exports go (removed afterwards).
+    #[arg(long, default_value = "out/bench-mcap")]
+    out: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `glint bench rangefinder`.
@@ -290,6 +313,15 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             })
         }
         BenchCommand::Render(a) => crate::render_bench::run(a),
+        BenchCommand::Mcap(a) => {
+            let options = McapBench { manifest: a.manifest, seconds: a.seconds, repeats: a.repeats, out: a.out };
+            print(&bench_mcap(&options)?, a.json, |r| {
+                println!("{}: {} simulated s recorded", r.manifest, r.seconds);
+                println!("MCAP: {} messages, {} points, {:.1} MB", r.messages, r.points, r.bytes as f64 / 1e6);
+                println!("glint export --format mcap   {:.3} s", r.export_s);
+                println!("against real time            {:.1}x (target >= 5)", r.real_time_factor);
+            })
+        }
         BenchCommand::Rangefinder(a) => {
             let options = RangefinderBench {
                 scene: a.scene,

@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
-use clap::Args;
+use clap::{Args, ValueEnum};
+use glint_interop::{CloudSplit, McapOptions, PointLayout, export_mcap};
 use glint_lidar::{ReturnPreset, Spelled};
 use glint_record::{BakeRecord, ExportSettings, Provenance, export_variant, read_session_meta};
 use glint_sim::{SimOptions, Simulation};
@@ -16,10 +17,31 @@ use glint_sim::{SimOptions, Simulation};
 pub struct ExportArgs {
     /// Recorded session folder (`session_<date>_<time>/`, as `glint run` makes).
     session: PathBuf,
+    /// What to write: `variant` (the return model under a bake, into a variant folder; needs
+    /// --bake) or `mcap` (ROS 2 messages in one MCAP file per episode, for Foxglove, Rerun and
+    /// `ros2 bag play`).
+    #[arg(long, value_enum, default_value_t = Format::Variant)]
+    format: Format,
     /// Material bake to use: `MaterialBakes/<NAME>.lvxb` beside the session's manifest (made by
-    /// `glint bake`).
+    /// `glint bake`). Needed by `--format variant`.
     #[arg(long, value_name = "NAME")]
-    bake: String,
+    bake: Option<String>,
+    /// `--format mcap`: an exported variant (its folder name under SESSION/variants/, or its
+    /// path) whose measured echoes, intensity and calibrated reflectivity the clouds carry.
+    #[arg(long, value_name = "NAME")]
+    variant: Option<String>,
+    /// `--format mcap`: every lidar's point layout, `ouster`, `velodyne`, `livox` or `glint`
+    /// (default: that of the ROS 2 driver of the unit its scan preset copies; glint's own for
+    /// other patterns).
+    #[arg(long, value_name = "L", value_parser = parse_layout)]
+    layout: Option<PointLayout>,
+    /// `--format mcap`: one point cloud per revolution (as the drivers publish) or per lidar
+    /// tick.
+    #[arg(long, value_enum, default_value_t = Split::Revolution)]
+    split: Split,
+    /// `--format mcap`: only this episode (repeatable; default: every episode).
+    #[arg(long, value_name = "N")]
+    episode: Vec<u32>,
     /// Return model preset: generic, unitree-l1, livox-mid360 or ouster-os1 (default: the
     /// manifest's `[return_model]`).
     #[arg(long, value_name = "P")]
@@ -45,12 +67,45 @@ pub struct ExportArgs {
     manifest: Option<PathBuf>,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Variant,
+    Mcap,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Split {
+    Revolution,
+    Tick,
+}
+
+fn parse_layout(s: &str) -> Result<PointLayout, String> {
+    s.parse()
+}
+
 /// `path` made absolute where it exists, as text.
 fn absolute(path: &Path) -> String {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string()
 }
 
 pub fn run(args: ExportArgs) -> Result<()> {
+    if args.format == Format::Mcap {
+        return run_mcap(&args);
+    }
+    let mcap_only = [
+        ("--variant", args.variant.is_some()),
+        ("--layout", args.layout.is_some()),
+        ("--episode", !args.episode.is_empty()),
+    ];
+    if let Some((flag, _)) = mcap_only.iter().find(|(_, given)| *given) {
+        bail!("{flag} belongs to `--format mcap`; a variant export re-processes every episode");
+    }
+    let Some(bake) = args.bake.clone() else {
+        bail!(
+            "a variant export needs a material bake: pass --bake NAME (made by `glint bake MANIFEST`), or \
+             --format mcap to write the session as ROS 2 messages"
+        );
+    };
     let meta = read_session_meta(&args.session)?;
     // Held to the end: a session being recorded or salvaged is refused before any work.
     let _reading = glint_record::SessionLock::shared(&args.session, "export")?;
@@ -80,10 +135,10 @@ pub fn run(args: ExportArgs) -> Result<()> {
         );
     }
 
-    let saved = sim.open_bake(Some(&args.bake))?;
+    let saved = sim.open_bake(Some(&bake))?;
     let (status, path) = (saved.status, &saved.path);
     if status.stale {
-        let rebuild = if args.bake == sim.bake_name() { String::new() } else { format!(" --name {}", args.bake) };
+        let rebuild = if bake == sim.bake_name() { String::new() } else { format!(" --name {}", bake) };
         // A bake of another scene describes other geoms; a stale one, this scene's old materials.
         let why = if status.matches_scene {
             "is stale: the scene's NIR materials (or the bake format) changed since it was baked"
@@ -94,12 +149,12 @@ pub fn run(args: ExportArgs) -> Result<()> {
             bail!(
                 "the bake '{}' ('{}') {why}. Rebuild it with `glint bake {}{rebuild}`, or pass --allow-stale to export \
                  with it anyway (augmentation.json then records stale: true)",
-                args.bake,
+                bake,
                 path.display(),
                 manifest_path.display(),
             );
         }
-        eprintln!("warning: the bake '{}' {why}; exporting anyway (--allow-stale)", args.bake);
+        eprintln!("warning: the bake '{}' {why}; exporting anyway (--allow-stale)", bake);
     }
 
     // Named after the preset the parameters are, or `manifest` for a tuned `[return_model]`.
@@ -113,10 +168,8 @@ pub fn run(args: ExportArgs) -> Result<()> {
     };
     let seed = args.seed;
     let seeds = seed.map_or_else(|| "recorded-seeds".to_string(), |n| format!("seed{n}"));
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| args.session.join("variants").join(format!("{}-{preset}-{seeds}", args.bake)));
+    let out =
+        args.out.clone().unwrap_or_else(|| args.session.join("variants").join(format!("{}-{preset}-{seeds}", bake)));
     if out.exists() {
         bail!(
             "'{}' already exists: a variant is never overwritten (choose another --seed, --return-preset or --out, \
@@ -129,7 +182,7 @@ pub fn run(args: ExportArgs) -> Result<()> {
     let provenance = Provenance {
         manifest: absolute(&manifest_path),
         return_preset: preset,
-        bake: BakeRecord { name: args.bake.clone(), path: absolute(path), material_fingerprint: fingerprint, status },
+        bake: BakeRecord { name: bake.clone(), path: absolute(path), material_fingerprint: fingerprint, status },
     };
     let settings = ExportSettings { params, seed, materials: &*saved.bake, skip_damaged: args.skip_damaged };
     let aug = export_variant(&args.session, &out, &settings, provenance).map_err(|e| match e {
@@ -167,11 +220,74 @@ pub fn run(args: ExportArgs) -> Result<()> {
     println!(
         "variant: {} (bake '{}' {}, return preset {}, {})",
         out.display(),
-        args.bake,
+        bake,
         if status.stale { "STALE" } else { "up to date" },
         aug.return_preset,
         seed.map_or_else(|| "each episode's recorded seed".to_string(), |n| format!("episode seeds from run seed {n}"))
     );
     println!("provenance: {}", out.join(glint_record::AUGMENTATION_FILE).display());
+    Ok(())
+}
+
+/// `glint export --format mcap`: one MCAP file per episode under `--out` (default
+/// `SESSION/mcap/`, or `SESSION/mcap/<variant>/` for a variant).
+fn run_mcap(args: &ExportArgs) -> Result<()> {
+    if args.bake.is_some() {
+        bail!(
+            "--bake belongs to a variant export: export the variant first (`glint export {} --bake NAME`), then \
+             write it as MCAP with --format mcap --variant <its folder>",
+            args.session.display()
+        );
+    }
+    read_session_meta(&args.session)?;
+    let _reading = glint_record::SessionLock::shared(&args.session, "export")?;
+    let variant = args.variant.as_ref().map(|v| {
+        let dir = PathBuf::from(v);
+        if dir.is_dir() { dir } else { args.session.join("variants").join(v) }
+    });
+    if let Some(v) = &variant
+        && !v.join(glint_record::AUGMENTATION_FILE).is_file()
+    {
+        bail!(
+            "'{}' is not an exported variant (it has no {}): make one with `glint export {} --bake NAME`",
+            v.display(),
+            glint_record::AUGMENTATION_FILE,
+            args.session.display()
+        );
+    }
+    let out = args.out.clone().unwrap_or_else(|| {
+        let base = args.session.join("mcap");
+        match &variant {
+            Some(v) => base.join(v.file_name().unwrap_or_default()),
+            None => base,
+        }
+    });
+    let options = McapOptions {
+        layout: args.layout,
+        split: match args.split {
+            Split::Revolution => CloudSplit::Revolution,
+            Split::Tick => CloudSplit::Tick,
+        },
+        variant,
+        episodes: (!args.episode.is_empty()).then(|| args.episode.clone()),
+    };
+    let files = export_mcap(&args.session, &out, &options)
+        .map_err(|e| anyhow::Error::from(e).context(format!("cannot export '{}' as MCAP", args.session.display())))?;
+    for f in &files {
+        println!(
+            "episode {}: {} messages, {} point clouds, {} points: {}",
+            f.episode,
+            f.messages,
+            f.clouds,
+            f.points,
+            f.path.display()
+        );
+        for w in &f.warnings {
+            eprintln!("warning: episode {}: {w}", f.episode);
+        }
+    }
+    if files.is_empty() {
+        eprintln!("warning: the session lists no finished episode: nothing written");
+    }
     Ok(())
 }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
+use glint_interop::{CloudSplit, LiveMcap};
 use glint_sim::{RecordingOptions, RunObserver, RunOutcome, SimOptions, Simulation, StepReport, Warning};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
@@ -36,8 +37,12 @@ pub struct RunArgs {
     #[arg(long)]
     out: Option<PathBuf>,
     /// Run everything but write nothing (to measure the recorder's cost).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "mcap")]
     no_record: bool,
+    /// Also write each episode as ROS 2 messages in an MCAP file while it runs
+    /// (`SESSION/mcap/episode_NNNNNN.mcap`; the topics of `glint export --format mcap`).
+    #[arg(long)]
+    mcap: bool,
 }
 
 fn positive_seconds(s: &str) -> Result<f64, String> {
@@ -60,8 +65,14 @@ pub fn run(args: RunArgs) -> Result<()> {
     sim.set_lidar_live(true);
     let stop = Stop::install()?;
     if !args.no_record {
-        sim.arm_recording(&RecordingOptions { out: args.out.clone(), episodes: args.episodes })?;
+        let session = sim.arm_recording(&RecordingOptions { out: args.out.clone(), episodes: args.episodes })?;
         print_warnings(&mut sim);
+        if args.mcap {
+            let (lidars, cameras) = (sim.recorded_lidars().to_vec(), sim.recorded_cameras());
+            let live =
+                LiveMcap::new(&session.join("mcap"), &lidars, cameras, sim.nworld(), (None, CloudSplit::Revolution));
+            sim.add_output(Box::new(live));
+        }
     }
     let mut progress = Progress::new(args.episodes, sim.episode_ticks().unwrap_or(0), stop.clone());
     let outcome = sim.run(args.episodes, &mut progress)?;

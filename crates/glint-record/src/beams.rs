@@ -166,7 +166,7 @@ impl BeamTable {
 /// Reads a whole beam table.
 pub fn read_beam_file(path: &Path) -> Result<BeamTable, RecordError> {
     let mut t = BeamTable::default();
-    for batch in open_table(path, &BEAM_COLUMNS, "beam table")? {
+    for batch in open_table(path, &BEAM_COLUMNS, "beam table")?.0 {
         let b = batch.map_err(|e| RecordError::parquet(path, e))?;
         t.cycle.extend(values::<UInt32Type>(path, b.column(0).as_ref())?);
         t.index.extend(values::<UInt32Type>(path, b.column(1).as_ref())?);
@@ -198,6 +198,12 @@ impl CycleCounter {
         }
         self.last = Some(k);
         self.wraps % self.cycles
+    }
+
+    /// How many times the beam index wrapped before the last row: its revolution (or
+    /// pattern cycle) counted from the file's first, not folded into the table.
+    pub fn revolution(&self) -> u64 {
+        self.wraps
     }
 }
 

@@ -54,7 +54,7 @@ pub fn write_depth_png_scaled(
 }
 
 /// What a camera stream records and how.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CameraStreamInfo {
     /// The MJCF camera's name (its files' `<Cam>`, sanitised).
     pub camera: String,
@@ -76,7 +76,7 @@ pub struct CameraStreamInfo {
     pub depth_scale: f64,
     /// The depth-sensor model that measured the depth, when one did (absent: the clean
     /// depth, equal to `mj_ray`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub depth_sensor: Option<DepthModelInfo>,
 }
 
@@ -113,7 +113,7 @@ pub struct DebugStream {
 
 /// One recorded frame's time and camera pose (world frame; MuJoCo's camera looks along −Z
 /// with +Y up).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FramePose {
     /// Frame index in the episode.
     pub frame: u64,
@@ -123,6 +123,31 @@ pub struct FramePose {
     pub pos: [f64; 3],
     /// Camera orientation, quaternion (w, x, y, z).
     pub quat: [f64; 4],
+}
+
+/// A camera stream's sidecar read back (`videos/…/episode_NNNNNN.json`).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct CameraSidecar {
+    /// What the stream records.
+    #[serde(flatten)]
+    pub info: CameraStreamInfo,
+    /// Every frame's time and pose.
+    pub frames: Vec<FramePose>,
+}
+
+/// Reads a camera stream's sidecar.
+pub fn read_camera_sidecar(path: &Path) -> Result<CameraSidecar, RecordError> {
+    let text = std::fs::read_to_string(path).map_err(|e| RecordError::io("read", path, e))?;
+    serde_json::from_str(&text).map_err(|e| RecordError::Json {
+        path: path.to_path_buf(),
+        what: "camera sidecar",
+        reason: e.to_string(),
+    })
+}
+
+/// The depth frame `frame` of a stream, in its episode's depth folder `dir`.
+pub fn depth_frame_file(dir: &Path, frame: u64) -> PathBuf {
+    dir.join(format!("frame_{frame:06}.png"))
 }
 
 /// One camera's stream in one episode.
@@ -146,6 +171,15 @@ pub fn camera_video_file(index: u32, name: &str) -> PathBuf {
         .join(format!("chunk-{:03}", index / 1000))
         .join(format!("observation.images.{}", camera_file_name(name)))
         .join(format!("episode_{index:06}.mp4"))
+}
+
+/// The folder of camera `name`'s depth frames of episode `index`, relative to the session
+/// folder.
+pub fn camera_depth_dir(index: u32, name: &str) -> PathBuf {
+    Path::new("depth")
+        .join(format!("chunk-{:03}", index / 1000))
+        .join(format!("observation.depth.{}", camera_file_name(name)))
+        .join(format!("episode_{index:06}"))
 }
 
 impl CameraStream {
@@ -175,11 +209,7 @@ impl CameraStream {
             None
         };
         let depth_dir = if info.depth {
-            let d = dir
-                .join("depth")
-                .join(format!("chunk-{:03}", index / 1000))
-                .join(format!("observation.depth.{}", camera_file_name(&info.camera)))
-                .join(format!("episode_{index:06}"));
+            let d = dir.join(camera_depth_dir(index, &info.camera));
             std::fs::create_dir_all(&d).map_err(|e| RecordError::io("create", &d, e))?;
             Some(d)
         } else {
@@ -206,7 +236,7 @@ impl CameraStream {
             }
         }
         if let Some(d) = &self.depth_dir {
-            let path = d.join(format!("frame_{:06}.png", pose.frame));
+            let path = depth_frame_file(d, pose.frame);
             write_depth_png_scaled(&path, depth, (self.info.width, self.info.height), self.info.depth_scale)?;
         }
         self.frames.push(pose);

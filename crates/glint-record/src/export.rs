@@ -654,22 +654,64 @@ impl VariantTable {
 
 /// Reads a whole variant file (the columns `augmentation.json` describes).
 pub fn read_variant_file(path: &Path) -> Result<VariantTable, RecordError> {
-    use arrow_array::types::{Float32Type, Float64Type, Int32Type, UInt16Type};
-    let batches = open_table(path, &VARIANT_COLUMNS, "variant file")?;
     let mut t = VariantTable::default();
-    for batch in batches {
-        let b = batch.map_err(|e| RecordError::parquet(path, e))?;
-        let c = |i: usize| b.column(i).as_ref();
-        t.timestamp.extend(values::<Float64Type>(path, c(0))?);
-        t.bin.extend(values::<UInt16Type>(path, c(1))?);
-        t.channel.extend(values::<UInt16Type>(path, c(2))?);
-        t.range.extend(values::<Float32Type>(path, c(3))?);
-        t.intensity.extend(values::<Float32Type>(path, c(4))?);
-        t.reflectivity_calibrated.extend(values::<Float32Type>(path, c(5))?);
-        t.secondary_range.extend(values::<Float32Type>(path, c(6))?);
-        t.geom_id.extend(values::<Int32Type>(path, c(7))?);
+    for part in VariantReader::open(path)? {
+        let part = part?;
+        t.timestamp.extend(part.timestamp);
+        t.bin.extend(part.bin);
+        t.channel.extend(part.channel);
+        t.range.extend(part.range);
+        t.intensity.extend(part.intensity);
+        t.reflectivity_calibrated.extend(part.reflectivity_calibrated);
+        t.secondary_range.extend(part.secondary_range);
+        t.geom_id.extend(part.geom_id);
     }
     Ok(t)
+}
+
+/// Reads a variant file in batches of at most 262 144 rows.
+pub(crate) struct VariantReader {
+    path: PathBuf,
+    batches: parquet::arrow::arrow_reader::ParquetRecordBatchReader,
+    rows: u64,
+}
+
+impl VariantReader {
+    /// Opens `path`, which must hold the variant columns.
+    pub(crate) fn open(path: &Path) -> Result<VariantReader, RecordError> {
+        let (batches, rows) = open_table(path, &VARIANT_COLUMNS, "variant file")?;
+        Ok(VariantReader { path: path.to_path_buf(), batches, rows })
+    }
+
+    /// Rows in the file (from its footer).
+    pub(crate) fn rows(&self) -> u64 {
+        self.rows
+    }
+}
+
+impl Iterator for VariantReader {
+    type Item = Result<VariantTable, RecordError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        use arrow_array::types::{Float32Type, Float64Type, Int32Type, UInt16Type};
+        let batch = self.batches.next()?;
+        let path = &self.path;
+        let read = || -> Result<VariantTable, RecordError> {
+            let b = batch.map_err(|e| RecordError::parquet(path, e))?;
+            let c = |i: usize| b.column(i).as_ref();
+            Ok(VariantTable {
+                timestamp: values::<Float64Type>(path, c(0))?,
+                bin: values::<UInt16Type>(path, c(1))?,
+                channel: values::<UInt16Type>(path, c(2))?,
+                range: values::<Float32Type>(path, c(3))?,
+                intensity: values::<Float32Type>(path, c(4))?,
+                reflectivity_calibrated: values::<Float32Type>(path, c(5))?,
+                secondary_range: values::<Float32Type>(path, c(6))?,
+                geom_id: values::<Int32Type>(path, c(7))?,
+            })
+        };
+        Some(read())
+    }
 }
 
 /// Checks the variant file at `path` against the SHA-256 its variant folder's

@@ -104,8 +104,9 @@ pub struct RecordingGuide;
 
 pub use beams::{BeamTable, BeamsDone, CycleCounter, beam_path, cycles_recorded, read_beam_file};
 pub use camera::{
-    CameraStream, CameraStreamInfo, DEPTH_PNG_SCALE, DebugStream, DepthModelInfo, FramePose, camera_file_name,
-    camera_video_file, depth_codes, depth_codes_scaled, write_depth_png, write_depth_png_scaled,
+    CameraSidecar, CameraStream, CameraStreamInfo, DEPTH_PNG_SCALE, DebugStream, DepthModelInfo, FramePose,
+    camera_depth_dir, camera_file_name, camera_video_file, depth_codes, depth_codes_scaled, depth_frame_file,
+    read_camera_sidecar, write_depth_png, write_depth_png_scaled,
 };
 pub use depth_colour::write_depth_colour_png;
 pub use draw::{MaterialRead, Point, range_image_by_png, range_image_png, top_down_png};
@@ -116,8 +117,10 @@ pub use export::{
 };
 pub use files::{OutputFile, Overwrite, check_output, file_sha256, write_rgb_png};
 pub use lock::{SessionLock, SessionUser, session_user};
-pub use points::{PointCloud, PointFormat, PointFrame, recorded_points, write_points};
-pub use poses::{PoseTable, read_pose_file};
+pub use points::{
+    BeamRow, PointCloud, PointFormat, PointFrame, RowReturn, beam_vector, recorded_points, walk_returns, write_points,
+};
+pub use poses::{PoseTable, pose_path, read_pose_file};
 pub use rangefinders::{
     RangefinderSidecar, RangefinderTable, rangefinder_file, read_rangefinder_file, read_rangefinder_sidecar,
 };
@@ -127,8 +130,8 @@ pub use schema::ROW_GROUP_ROWS;
 pub use session::{Episode, EpisodeStatus, EpisodeSummary, SensorSummary, Session, SessionInfo, lidar_file};
 pub use sidecar::{
     ColumnDescription, PatternDescription, PoseFile, SensorDescription, SessionMeta, Sidecar, read_session_meta,
-    read_sidecar,
+    read_sidecar, sensor_file_name,
 };
-pub use verify::{EpisodeRecord, FileCheck, FileProblem, SessionReport, check_session};
-pub use video::{RecordWarning, VideoSettings};
+pub use verify::{EpisodeRecord, FileCheck, FileProblem, SessionReport, check_session, read_episode_records};
+pub use video::{RecordWarning, VideoSettings, find_ffmpeg};
 pub use writer::{MAX_BUFFERED_ROWS, TickData};

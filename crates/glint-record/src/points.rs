@@ -10,10 +10,11 @@ use glam::{DQuat, DVec3};
 
 use crate::RecordError;
 use crate::beams::{CycleCounter, beam_path, read_beam_file};
-use crate::export::read_variant_file;
 use crate::export::verify_variant_file;
+use crate::export::{VariantReader, VariantTable};
 use crate::poses::{pose_path, read_pose_file};
-use crate::reader::read_lidar_file;
+use crate::reader::LidarReader;
+use crate::sidecar::Sidecar;
 use crate::verify::verified_sidecar;
 
 /// Which frame points are given in.
@@ -58,11 +59,76 @@ impl PointCloud {
     }
 }
 
+/// One row of a lidar file, as [`walk_returns`] hands it over.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BeamRow {
+    /// Seconds since the episode start (the tick's).
+    pub timestamp: f64,
+    /// Revolution (or pattern cycle) of the row, counted from the file's first: the times
+    /// the beam index wrapped before it.
+    pub revolution: u64,
+    /// Beam index `bin * channels + channel`.
+    pub beam: u32,
+    /// Azimuth bin, or the high part of the emission index.
+    pub bin: u16,
+    /// Vertical channel, or the low part of the emission index.
+    pub channel: u16,
+}
+
+/// The unit vector of a beam table's azimuth and elevation (sensor frame): the direction
+/// every reader of a recording places its points along.
+pub fn beam_vector(azimuth: f32, elevation: f32) -> DVec3 {
+    let (az, el) = (azimuth as f64, elevation as f64);
+    DVec3::new(el.cos() * az.cos(), el.cos() * az.sin(), el.sin())
+}
+
+/// One return of a row: its clean hit, or an exported variant's echo.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RowReturn {
+    /// Position in the frame asked for, metres.
+    pub xyz: DVec3,
+    /// Range along the beam, metres (the measured one for a variant).
+    pub range: f32,
+    /// Intensity of a variant's primary echo (`-1` for a second echo and a clean recording).
+    pub intensity: f32,
+    /// Calibrated reflectivity of a variant's primary echo (`-1` where there is none).
+    pub reflectivity: f32,
+    /// Geom hit (`-1` for a second echo).
+    pub geom_id: i32,
+    /// 0 for the primary echo, 1 for a variant's second echo.
+    pub echo: u8,
+}
+
 /// The points of the lidar file `lidar` (clean hits), or with `variant` the measured echoes
 /// of that variant file of it (primary and second echoes), in `frame`.
 /// Every file read is checked against the SHA-256 its sidecar (or the variant's
 /// `augmentation.json`) records first: a damaged file is refused, never read as other points.
 pub fn recorded_points(lidar: &Path, variant: Option<&Path>, frame: PointFrame) -> Result<PointCloud, RecordError> {
+    let mut cloud = PointCloud::default();
+    walk_returns(lidar, variant, frame, |row, returns| {
+        for r in returns {
+            cloud.xyz.push(r.xyz.to_array());
+            cloud.timestamp.push(row.timestamp);
+            cloud.range.push(r.range);
+            cloud.intensity.push(r.intensity);
+            cloud.bin.push(row.bin);
+            cloud.channel.push(row.channel);
+            cloud.geom_id.push(r.geom_id);
+            cloud.echo.push(r.echo);
+        }
+    })?;
+    Ok(cloud)
+}
+
+/// Walks every row of the lidar file `lidar` in order, handing `visit` the row and its
+/// returns (none, one clean hit, or with `variant` the variant's primary and second echoes) in
+/// `frame`; returns the file's sidecar. The files are checked as [`recorded_points`] says.
+pub fn walk_returns(
+    lidar: &Path,
+    variant: Option<&Path>,
+    frame: PointFrame,
+    mut visit: impl FnMut(&BeamRow, &[RowReturn]),
+) -> Result<Sidecar, RecordError> {
     let sidecar = verified_sidecar(lidar)?;
     if let Some(v) = variant {
         verify_variant_file(v)?;
@@ -75,62 +141,94 @@ pub fn recorded_points(lidar: &Path, variant: Option<&Path>, frame: PointFrame) 
         )));
     };
     let beams = read_beam_file(&beam_path(lidar))?;
-    let rows = read_lidar_file(lidar)?;
     let poses = read_pose_file(&pose_path(lidar))?;
-    let echoes = variant.map(read_variant_file).transpose()?;
+    // Both files are streamed a batch at a time: memory stays flat for long episodes.
+    let mut rows = LidarReader::open(lidar)?;
+    let mut echoes = variant.map(VariantReader::open).transpose()?;
     if let Some(v) = &echoes
-        && v.len() != rows.len()
+        && v.rows() != rows.rows()
     {
         return Err(RecordError::Setting(format!(
             "the variant file has {} rows and its source '{}' {}: they are not the same recording",
-            v.len(),
+            v.rows(),
             lidar.display(),
-            rows.len()
+            rows.rows()
         )));
     }
     let per_cycle = config.beam_count();
     let mut cycles = CycleCounter::new(entry.cycles);
-    let mut cloud = PointCloud::default();
+    // A table of one cycle (a spinning unit) gives each beam one direction: computed once.
+    let fixed: Vec<Option<DVec3>> = if entry.cycles == 1 {
+        (0..per_cycle as u32).map(|k| beams.angles(0, k, per_cycle).map(|(az, el)| beam_vector(az, el))).collect()
+    } else {
+        Vec::new()
+    };
     let mut tick = 0;
-    for r in 0..rows.len() {
-        let k = config.beam_index(rows.bin[r], rows.channel[r]);
-        let cycle = cycles.next(k);
-        let t = rows.timestamp[r];
-        while tick + 1 < poses.len() && poses.timestamp[tick] < t {
-            tick += 1;
+    let mut returns = Vec::with_capacity(2);
+    let mut echo_part = VariantTable::default();
+    let mut echo_at = 0;
+    let mut first_row = 0;
+    for part in rows.by_ref() {
+        let part = part?;
+        for i in 0..part.len() {
+            let r = first_row + i;
+            let k = config.beam_index(part.bin[i], part.channel[i]);
+            let cycle = cycles.next(k);
+            let t = part.timestamp[i];
+            while tick + 1 < poses.len() && poses.timestamp[tick] < t {
+                tick += 1;
+            }
+            let dir = match fixed.get(k as usize) {
+                Some(&known) => known,
+                None => beams.angles(cycle, k, per_cycle).map(|(az, el)| beam_vector(az, el)),
+            }
+            .ok_or_else(|| {
+                RecordError::Setting(format!(
+                    "row {r} of '{}' is beam {k} of cycle {cycle}, which its beam table does not list",
+                    lidar.display()
+                ))
+            })?;
+            let (origin, rotation) = match frame {
+                PointFrame::World => (poses.position[tick], poses.rotation[tick]),
+                PointFrame::Sensor => (DVec3::ZERO, DQuat::IDENTITY),
+            };
+            // (range, intensity, reflectivity, geom, echo) of the row's returns: its clean hit,
+            // or the variant's primary and second echoes.
+            let candidates = match &mut echoes {
+                None => [(part.hit[i] == 1).then_some((part.range[i], -1.0, -1.0, part.geom_id[i], 0)), None],
+                Some(reader) => {
+                    if echo_at == echo_part.len() {
+                        echo_part = reader.next().unwrap_or_else(|| {
+                            Err(RecordError::Setting(format!("the variant file of '{}' ends early", lidar.display())))
+                        })?;
+                        echo_at = 0;
+                    }
+                    let (v, j) = (&echo_part, echo_at);
+                    echo_at += 1;
+                    [
+                        (v.range[j], v.intensity[j], v.reflectivity_calibrated[j], v.geom_id[j], 0),
+                        (v.secondary_range[j], -1.0, -1.0, -1, 1),
+                    ]
+                    .map(|e| (e.0 >= 0.0).then_some(e))
+                }
+            };
+            returns.clear();
+            for (range, intensity, reflectivity, geom_id, echo) in candidates.into_iter().flatten() {
+                let xyz = origin + rotation * (dir * range as f64);
+                returns.push(RowReturn { xyz, range, intensity, reflectivity, geom_id, echo });
+            }
+            let row = BeamRow {
+                timestamp: t,
+                revolution: cycles.revolution(),
+                beam: k,
+                bin: part.bin[i],
+                channel: part.channel[i],
+            };
+            visit(&row, &returns);
         }
-        let (az, el) = beams.angles(cycle, k, per_cycle).ok_or_else(|| {
-            RecordError::Setting(format!(
-                "row {r} of '{}' is beam {k} of cycle {cycle}, which its beam table does not list",
-                lidar.display()
-            ))
-        })?;
-        let (az, el) = (az as f64, el as f64);
-        let dir = DVec3::new(el.cos() * az.cos(), el.cos() * az.sin(), el.sin());
-        let (origin, rotation) = match frame {
-            PointFrame::World => (poses.position[tick], poses.rotation[tick]),
-            PointFrame::Sensor => (DVec3::ZERO, DQuat::IDENTITY),
-        };
-        // (range, intensity, geom, echo) of the row's returns: its clean hit, or the variant's
-        // primary and second echoes.
-        let returns = match &echoes {
-            None => [(rows.hit[r] == 1).then_some((rows.range[r], -1.0, rows.geom_id[r], 0)), None],
-            Some(v) => [(v.range[r], v.intensity[r], v.geom_id[r], 0), (v.secondary_range[r], -1.0, -1, 1)]
-                .map(|e| (e.0 >= 0.0).then_some(e)),
-        };
-        for (range, intensity, geom, echo) in returns.into_iter().flatten() {
-            let p = origin + rotation * (dir * range as f64);
-            cloud.xyz.push(p.to_array());
-            cloud.timestamp.push(t);
-            cloud.range.push(range);
-            cloud.intensity.push(intensity);
-            cloud.bin.push(rows.bin[r]);
-            cloud.channel.push(rows.channel[r]);
-            cloud.geom_id.push(geom);
-            cloud.echo.push(echo);
-        }
+        first_row += part.len();
     }
-    Ok(cloud)
+    Ok(sidecar)
 }
 
 /// Point-cloud file formats.

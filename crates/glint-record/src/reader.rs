@@ -218,12 +218,13 @@ pub(crate) fn recorded_episode_seed(path: &Path) -> Option<u64> {
 }
 
 /// Opens the Parquet file at `path`, which must hold exactly the columns of `table` (a
-/// [`crate::schema::ColumnTable`], named `what` in the error), for reading batch by batch.
+/// [`crate::schema::ColumnTable`], named `what` in the error), for reading batch by batch;
+/// with its row count.
 pub(crate) fn open_table(
     path: &Path,
     table: &crate::schema::ColumnTable,
     what: &str,
-) -> Result<ParquetRecordBatchReader, RecordError> {
+) -> Result<(ParquetRecordBatchReader, u64), RecordError> {
     let file = File::open(path).map_err(|e| RecordError::io("open", path, e))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| RecordError::parquet(path, e))?;
     let same = builder
@@ -237,5 +238,7 @@ pub(crate) fn open_table(
             table.iter().map(|(name, t, _, _)| format!("{name} ({})", crate::schema::type_name(t))).collect();
         return Err(RecordError::schema(path, format!("a {what} has the columns {}", names.join(", "))));
     }
-    builder.build().map_err(|e| RecordError::parquet(path, e))
+    let rows = builder.metadata().file_metadata().num_rows().max(0) as u64;
+    let reader = builder.with_batch_size(READ_BATCH_ROWS).build().map_err(|e| RecordError::parquet(path, e))?;
+    Ok((reader, rows))
 }

@@ -671,7 +671,7 @@ impl Episode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sidecar::file_name;
+    use crate::sidecar::sensor_file_name as file_name;
 
     #[test]
     fn civil_dates() {

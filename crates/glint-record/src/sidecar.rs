@@ -210,7 +210,7 @@ pub struct SessionMeta {
 
 /// `name` sanitised for a file name (`[A-Za-z0-9_-]`, others become `_`), or `lidar<index>`
 /// when empty.
-pub(crate) fn file_name(name: &str, index: usize) -> String {
+pub fn sensor_file_name(name: &str, index: usize) -> String {
     if name.is_empty() {
         return format!("lidar{index}");
     }
@@ -223,7 +223,7 @@ impl SensorDescription {
         SensorDescription {
             index,
             name: b.name.clone(),
-            file_name: file_name(&b.name, index),
+            file_name: sensor_file_name(&b.name, index),
             attach_site: b.attach_site.clone(),
             attach_body: b.attach_body.clone(),
             mount_offset: b.mount_offset.to_array(),
@@ -365,8 +365,12 @@ impl SensorDescription {
     /// them, a finite mount offset and a valid scan configuration.
     fn check(&self, index: usize) -> Result<(), String> {
         need(self.index == index, || format!("index is {}, and it is sensor {index}", self.index))?;
-        need(self.file_name == file_name(&self.name, index), || {
-            format!("file_name is '{}', and glint names its files '{}'", self.file_name, file_name(&self.name, index))
+        need(self.file_name == sensor_file_name(&self.name, index), || {
+            format!(
+                "file_name is '{}', and glint names its files '{}'",
+                self.file_name,
+                sensor_file_name(&self.name, index)
+            )
         })?;
         need(self.mount_offset.iter().all(|v| v.is_finite()), || {
             format!("mount_offset is {:?}, which is not finite", self.mount_offset)

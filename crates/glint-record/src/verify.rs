@@ -35,6 +35,26 @@ pub struct EpisodeRecord {
     /// Its MJCF rangefinder table, relative to the session folder, if it has one.
     #[serde(default)]
     pub rangefinders: Option<String>,
+    /// Its camera streams' files (videos, their sidecars, depth folders), relative to the
+    /// session folder.
+    #[serde(default)]
+    pub camera_files: Vec<String>,
+}
+
+/// The episodes `meta/episodes.jsonl` lists, in its order; a line that does not read is an
+/// error naming it.
+pub fn read_episode_records(session: &Path) -> Result<Vec<EpisodeRecord>, RecordError> {
+    let log = session.join("meta").join("episodes.jsonl");
+    let text = std::fs::read_to_string(&log).map_err(|e| RecordError::io("read", &log, e))?;
+    episode_lines(&text)
+        .map(|(n, e)| {
+            e.map_err(|e| RecordError::Json {
+                path: log.clone(),
+                what: "episode log",
+                reason: format!("line {n}: {e}"),
+            })
+        })
+        .collect()
 }
 
 /// What is wrong with one lidar file.

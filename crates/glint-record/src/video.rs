@@ -56,7 +56,7 @@ impl std::fmt::Display for RecordWarning {
 }
 
 /// The `ffmpeg` program to use, if one runs: `$GLINT_FFMPEG`, else `ffmpeg` on the `PATH`.
-pub(crate) fn find_ffmpeg() -> Option<PathBuf> {
+pub fn find_ffmpeg() -> Option<PathBuf> {
     let candidate = std::env::var_os("GLINT_FFMPEG").map_or_else(|| PathBuf::from("ffmpeg"), PathBuf::from);
     let runs = Command::new(&candidate)
         .arg("-version")

@@ -118,6 +118,10 @@ pub enum SimError {
     /// A setting of the simulation itself is out of range.
     #[error("{0}")]
     Setting(String),
+    /// An output added with `Simulation::add_output` could not write (the message names its
+    /// file and what to do).
+    #[error("{0}")]
+    Output(String),
     /// The worlds asked for would not fit in memory.
     #[error("{0}")]
     Memory(String),
@@ -230,7 +234,7 @@ impl SimError {
             SimError::NoSuchBake { .. } => ErrorKind::BakeNotFoundError,
             // Bakes: their settings, names and files (glint-materials), and none being loaded.
             SimError::Material(_) | SimError::NoBake { .. } => ErrorKind::BakeError,
-            SimError::Record(_) => ErrorKind::RecordingError,
+            SimError::Record(_) | SimError::Output(_) => ErrorKind::RecordingError,
             SimError::Recording { .. } | SimError::NotRecording(_) => ErrorKind::RecordingStateError,
             SimError::BufferLength { .. } | SimError::Rays(_) => ErrorKind::ShapeError,
             SimError::Action { .. } => ErrorKind::ActionError,

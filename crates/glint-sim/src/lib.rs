@@ -72,7 +72,7 @@ pub use glint_mujoco::{Rangefinder, lower_thread_priority, settle_malloc};
 pub use materials::SavedBake;
 pub use observation::ObservationLayout;
 pub use outputs::{EpisodeClose, Output, TickFrame};
-pub use recording::{RecordingOptions, RecordingSummary, SensorTotals};
+pub use recording::{RecordedCamera, RecordingOptions, RecordingSummary, SensorTotals};
 pub use run::{Quiet, RunObserver, RunOutcome};
 pub use sensors::{Demand, Frame, Sensor, SensorContext, SensorKind};
 pub use sim::{Lidar, LidarMut, Simulation, VariantPlan};

@@ -42,13 +42,21 @@ pub struct RecordingSummary {
 
 /// A camera a recording takes frames of.
 #[derive(Clone, Debug)]
-pub(crate) struct RecordedCamera {
+pub struct RecordedCamera {
     /// What its streams record.
-    pub(crate) info: CameraStreamInfo,
-    /// Its position in the cameras' layout.
-    pub(crate) slot: usize,
+    pub info: CameraStreamInfo,
+    /// Its position in the cameras' layout (a camera frame's `unit`).
+    pub slot: usize,
     /// Lidar ticks between frames.
-    pub(crate) every: u64,
+    pub every: u64,
+}
+
+impl RecordedCamera {
+    /// Whether a recording takes this camera's frame at episode tick `tick` (1: the first):
+    /// the first tick, then every `every` ticks.
+    pub fn takes(&self, tick: u64) -> bool {
+        tick >= 1 && (tick - 1).is_multiple_of(self.every)
+    }
 }
 
 /// An armed recording: the Parquet session, an [`Output`] of the simulation.
@@ -135,9 +143,7 @@ impl Output for Recording {
     fn wants(&self, (kind, _): (SensorKind, usize), unit: usize, _world: usize, tick: u64) -> bool {
         match kind {
             SensorKind::Lidar | SensorKind::Rangefinder => true,
-            SensorKind::Camera => {
-                self.camera_of_slot(unit).is_some_and(|k| tick >= 1 && (tick - 1).is_multiple_of(self.cameras[k].every))
-            }
+            SensorKind::Camera => self.camera_of_slot(unit).is_some_and(|k| self.cameras[k].takes(tick)),
             _ => false,
         }
     }

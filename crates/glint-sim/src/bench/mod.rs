@@ -41,7 +41,8 @@ fn median_time(repeats: u32, mut f: impl FnMut()) -> f64 {
     median(&mut times)
 }
 
-fn median(v: &mut [f64]) -> f64 {
+/// The median of `v` (sorted in place; the upper one of an even count).
+pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }

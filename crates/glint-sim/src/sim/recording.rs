@@ -83,6 +83,11 @@ impl Simulation {
         self.sensors.lidars.scene_bindings().iter().map(|b| length.map(|ticks| per_tick(b) * ticks)).collect()
     }
 
+    /// The lidars a recording records, as the scene binds them (name, attachment, scan).
+    pub fn recorded_lidars(&self) -> &[LidarBinding] {
+        self.sensors.lidars.scene_bindings()
+    }
+
     fn session_info(&self, episodes: u32) -> SessionInfo {
         let manifest = self.setup.manifest.clone().unwrap_or_default();
         SessionInfo {
@@ -102,7 +107,7 @@ impl Simulation {
     }
 
     /// The cameras a new recording takes frames of: every camera set, with its rate.
-    fn recorded_cameras(&self) -> Vec<RecordedCamera> {
+    pub fn recorded_cameras(&self) -> Vec<RecordedCamera> {
         let Some(cameras) = &self.sensors.cameras else { return Vec::new() };
         let tick_hz = 1.0 / self.runner_dt();
         let layout = cameras.layout();

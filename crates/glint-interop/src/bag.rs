@@ -1,0 +1,138 @@
+//! One MCAP file of ROS 2 messages (profile `ros2`, schemas `ros2msg`, messages `cdr`),
+//! written as `<name>.mcap.partial` and renamed when finished, so a file that claims to be
+//! complete is complete. Chunks are zstd-compressed and written as they fill: a writer that
+//! is killed leaves a `.partial` file that readers read up to its last whole chunk, and that
+//! [`crate::recover_mcap`] closes.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use mcap::records::MessageHeader;
+use mcap::{Compression, WriteOptions, Writer};
+
+use crate::InteropError;
+use crate::msgs::MessageType;
+
+/// Uncompressed bytes per chunk: what a killed writer loses at most.
+pub const CHUNK_BYTES: u64 = 4 << 20;
+
+/// The `.partial` name a bag has while it is written.
+pub fn partial_path(path: &Path) -> PathBuf {
+    PathBuf::from(format!("{}.partial", path.display()))
+}
+
+/// An MCAP file being written.
+pub struct Bag {
+    writer: Writer<BufWriter<File>>,
+    path: PathBuf,
+    partial: PathBuf,
+    schemas: BTreeMap<MessageType, u16>,
+    channels: BTreeMap<String, (u16, u32)>,
+    messages: u64,
+}
+
+impl Bag {
+    /// Starts the file `path` (written as `path.partial` until [`Bag::finish`]).
+    pub fn create(path: &Path) -> Result<Bag, InteropError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| InteropError::io("create", dir, e))?;
+        }
+        let partial = partial_path(path);
+        let file = File::create(&partial).map_err(|e| InteropError::io("create", &partial, e))?;
+        let writer =
+            options().create(BufWriter::with_capacity(1 << 20, file)).map_err(|e| InteropError::mcap(&partial, e))?;
+        Ok(Bag {
+            writer,
+            path: path.to_path_buf(),
+            partial,
+            schemas: BTreeMap::new(),
+            channels: BTreeMap::new(),
+            messages: 0,
+        })
+    }
+
+    /// Writes one message of type `kind` on `topic`, logged and published at `time_ns`.
+    pub fn write(&mut self, topic: &str, kind: MessageType, time_ns: u64, data: &[u8]) -> Result<(), InteropError> {
+        let channel_id = match self.channels.get_mut(topic) {
+            Some((id, _)) => *id,
+            None => {
+                let schema = match self.schemas.get(&kind) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self
+                            .writer
+                            .add_schema(kind.name(), "ros2msg", kind.definition().as_bytes())
+                            .map_err(|e| InteropError::mcap(&self.partial, e))?;
+                        self.schemas.insert(kind, id);
+                        id
+                    }
+                };
+                let id = self
+                    .writer
+                    .add_channel(schema, topic, "cdr", &BTreeMap::new())
+                    .map_err(|e| InteropError::mcap(&self.partial, e))?;
+                self.channels.insert(topic.to_string(), (id, 0));
+                id
+            }
+        };
+        let entry = self.channels.get_mut(topic).expect("the channel was just added");
+        let header = MessageHeader { channel_id, sequence: entry.1, log_time: time_ns, publish_time: time_ns };
+        entry.1 += 1;
+        self.messages += 1;
+        self.writer.write_to_known_channel(&header, data).map_err(|e| InteropError::mcap(&self.partial, e))
+    }
+
+    /// Messages written so far.
+    pub fn messages(&self) -> u64 {
+        self.messages
+    }
+
+    /// Writes the summary and the footer and renames the file to its final name; returns it.
+    pub fn finish(mut self) -> Result<PathBuf, InteropError> {
+        self.writer.finish().map_err(|e| InteropError::mcap(&self.partial, e))?;
+        let file = self
+            .writer
+            .into_inner()
+            .into_inner()
+            .map_err(|e| InteropError::io("write", &self.partial, e.into_error()))?;
+        file.sync_all().map_err(|e| InteropError::io("write", &self.partial, e))?;
+        std::fs::rename(&self.partial, &self.path).map_err(|e| InteropError::io("rename", &self.partial, e))?;
+        Ok(self.path)
+    }
+}
+
+/// The writer's settings: profile `ros2`, zstd chunks of [`CHUNK_BYTES`].
+fn options() -> WriteOptions {
+    WriteOptions::new()
+        .profile("ros2")
+        .library(concat!("glint ", env!("CARGO_PKG_VERSION")))
+        .compression(Some(Compression::Zstd))
+        .chunk_size(Some(CHUNK_BYTES))
+        .compression_level(1)
+}
+
+/// Closes an MCAP file a killed writer left without its summary and footer: copies every
+/// message of its whole chunks into `out` (a finished file) and returns how many; the bytes
+/// after the last whole chunk are dropped.
+pub fn recover_mcap(partial: &Path, out: &Path) -> Result<u64, InteropError> {
+    let bytes = std::fs::read(partial).map_err(|e| InteropError::io("read", partial, e))?;
+    // Not `out.partial`: that may be the file being read.
+    let tmp = PathBuf::from(format!("{}.recovering", out.display()));
+    let file = File::create(&tmp).map_err(|e| InteropError::io("create", &tmp, e))?;
+    let mut writer =
+        options().create(BufWriter::with_capacity(1 << 20, file)).map_err(|e| InteropError::mcap(&tmp, e))?;
+    let mut copied = 0;
+    let mut stream = mcap::MessageStream::new(&bytes).map_err(|e| InteropError::mcap(partial, e))?;
+    // The stream ends with an error where the file was cut: everything before it is whole.
+    for message in stream.by_ref() {
+        let Ok(message) = message else { break };
+        writer.write(&message).map_err(|e| InteropError::mcap(&tmp, e))?;
+        copied += 1;
+    }
+    writer.finish().map_err(|e| InteropError::mcap(&tmp, e))?;
+    drop(writer);
+    std::fs::rename(&tmp, out).map_err(|e| InteropError::io("rename", &tmp, e))?;
+    Ok(copied)
+}

@@ -1,0 +1,111 @@
+//! A lidar's rows gathered into `sensor_msgs/PointCloud2` messages, one per revolution (or
+//! per tick): the same for a recording read back and for a live run.
+
+use glint_record::{BeamRow, RowReturn};
+
+use crate::export::CloudSplit;
+use crate::layout::{LidarPoint, PointLayout};
+use crate::msgs::{PointCloud2, nanoseconds};
+
+/// One lidar's clouds being gathered.
+pub(crate) struct Clouds {
+    layout: PointLayout,
+    split: CloudSplit,
+    topic: String,
+    frame: String,
+    key: Option<u64>,
+    stamp: f64,
+    /// The cloud being gathered (a message in progress).
+    pending: Option<PointCloud2>,
+    /// The buffer of the last cloud finished, reused for the next.
+    spare: Vec<u8>,
+    clouds: u64,
+    points: u64,
+}
+
+impl Clouds {
+    /// Clouds of the lidar whose frame (and topic `/<frame>/points`) is `frame`, with room
+    /// for `beams` points.
+    pub(crate) fn new(layout: PointLayout, split: CloudSplit, frame: &str, beams: usize) -> Clouds {
+        Clouds {
+            layout,
+            split,
+            topic: format!("/{frame}/points"),
+            frame: frame.to_string(),
+            key: None,
+            stamp: 0.0,
+            pending: None,
+            spare: Vec::with_capacity(beams * layout.point_step() as usize + 1024),
+            clouds: 0,
+            points: 0,
+        }
+    }
+
+    /// The topic the clouds go to.
+    pub(crate) fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// Clouds finished so far.
+    pub(crate) fn clouds(&self) -> u64 {
+        self.clouds
+    }
+
+    /// Points in them.
+    pub(crate) fn points(&self) -> u64 {
+        self.points
+    }
+
+    /// Adds a row's returns; returns the cloud before it (stamp, message) when the row begins
+    /// another. The message's buffer is reused once the next cloud finishes: hand it back
+    /// with [`Clouds::recycle`].
+    pub(crate) fn push(&mut self, row: &BeamRow, returns: &[RowReturn]) -> Option<(u64, Vec<u8>)> {
+        let key = match self.split {
+            CloudSplit::Revolution => row.revolution,
+            CloudSplit::Tick => row.timestamp.to_bits(),
+        };
+        let done = if self.key != Some(key) {
+            let done = self.finish();
+            self.key = Some(key);
+            self.stamp = row.timestamp;
+            let buf = std::mem::take(&mut self.spare);
+            let (fields, step) = (self.layout.fields(), self.layout.point_step());
+            self.pending = Some(PointCloud2::begin(buf, nanoseconds(row.timestamp), &self.frame, fields, step));
+            done
+        } else {
+            None
+        };
+        let data = self.pending.as_mut().expect("a cloud begins with its first row").data();
+        for r in returns {
+            let point = LidarPoint {
+                xyz: r.xyz.as_vec3().to_array(),
+                range: r.range,
+                intensity: r.intensity.max(0.0),
+                reflectivity: r.reflectivity.max(0.0),
+                channel: row.channel,
+                bin: row.bin,
+                beam: row.beam,
+                geom_id: r.geom_id,
+                echo: r.echo,
+                offset_s: row.timestamp - self.stamp,
+                time_s: row.timestamp,
+            };
+            self.layout.encode(&point, data);
+            self.points += 1;
+        }
+        done
+    }
+
+    /// The cloud gathered so far, if a row began one.
+    pub(crate) fn finish(&mut self) -> Option<(u64, Vec<u8>)> {
+        self.key.take()?;
+        let msg = self.pending.take()?.finish();
+        self.clouds += 1;
+        Some((nanoseconds(self.stamp), msg))
+    }
+
+    /// Takes back a finished message's buffer for the next cloud.
+    pub(crate) fn recycle(&mut self, buf: Vec<u8>) {
+        self.spare = buf;
+    }
+}

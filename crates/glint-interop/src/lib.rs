@@ -1,0 +1,33 @@
+//! glint's recordings in the formats other robotics tools read: ROS 2 messages (CDR, written
+//! by glint) in MCAP files that Foxglove, Lichtblick, Rerun and `ros2 bag play` open, from a
+//! recorded session (`glint export --format mcap`, [`export_mcap`]).
+//!
+//! The point clouds copy the field layouts of the real units' ROS 2 drivers ([`PointLayout`]);
+//! the messages' definitions are ROS 2 Jazzy's ([`MessageType`]).
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod bag;
+mod bench;
+mod cdr;
+mod clouds;
+mod error;
+mod export;
+mod layout;
+mod live;
+mod msgs;
+
+pub use bag::{Bag, CHUNK_BYTES, partial_path, recover_mcap};
+pub use bench::{McapBench, McapReport, bench_mcap};
+pub use cdr::Cdr;
+pub use error::InteropError;
+pub use export::{CloudSplit, McapEpisode, McapOptions, export_mcap, ros_name};
+pub use layout::{LidarPoint, PointLayout};
+pub use live::LiveMcap;
+pub use msgs::{Datatype, MessageType, PointField, Transform, nanoseconds};
+
+/// The message encoders, one per ROS 2 type glint writes.
+pub mod messages {
+    pub use crate::msgs::{PointCloud2, camera_info, compressed_image, image, tf_message};
+}
