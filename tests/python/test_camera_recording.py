@@ -6,64 +6,21 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 import subprocess
-import zlib
 from pathlib import Path
 
 import numpy as np
 
 import glint
-from conftest import GLINT_BIN, REPO
+from conftest import GLINT_BIN, REPO, decode_png
 
 SCENE = REPO / "examples" / "lights" / "scene.xml"
 RUN_TIMEOUT_S = 600.0  # hang guard
 
 
 def read_png16(path: Path) -> np.ndarray:
-    """A 16-bit grey PNG as written by glint (8-bit filters, one IDAT stream)."""
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, chunks = 8, {}
-    idat = b""
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos : pos + 4])
-        kind = data[pos + 4 : pos + 8]
-        body = data[pos + 8 : pos + 8 + length]
-        if kind == b"IDAT":
-            idat += body
-        else:
-            chunks[kind] = body
-        pos += 12 + length
-    w, h, depth, colour = struct.unpack(">IIBB", chunks[b"IHDR"][:10])
-    assert (depth, colour) == (16, 0), (depth, colour)
-    raw = zlib.decompress(idat)
-    stride = w * 2
-    out = np.zeros((h, stride), np.uint8)
-    prev = np.zeros(stride, np.int32)
-    for y in range(h):
-        f = raw[y * (stride + 1)]
-        line = np.frombuffer(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)], np.uint8).astype(np.int32)
-        cur = np.zeros(stride, np.int32)
-        for x in range(stride):
-            a = cur[x - 2] if x >= 2 else 0
-            b = prev[x]
-            c = prev[x - 2] if x >= 2 else 0
-            if f == 0:
-                p = 0
-            elif f == 1:
-                p = a
-            elif f == 2:
-                p = b
-            elif f == 3:
-                p = (a + b) // 2
-            else:
-                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
-                p = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
-            cur[x] = (line[x] + p) & 0xFF
-        out[y] = cur
-        prev = cur
-    return out.view(">u2").reshape(h, w).astype(np.uint16)
+    """A 16-bit grey PNG as written by glint."""
+    return decode_png(path.read_bytes())
 
 
 def test_run_records_camera_streams(tmp_path):

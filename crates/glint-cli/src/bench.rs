@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use glam::DVec3;
-use glint_interop::{McapBench, bench_mcap};
+use glint_interop::{LiveBench, McapBench, bench_live, bench_mcap};
 use glint_lidar::ScanPreset;
 use glint_sim::bench::{
     self, LidarBench, Pattern, RangefinderBench, RaysBench, RaysReport, RecordBench, ReturnsBench, VariantsBench,
@@ -49,6 +49,25 @@ pub enum BenchCommand {
     /// Records a manifest's scene, then times `glint export --format mcap` of the session
     /// and reports it against the simulated time it holds (how many times real time).
     Mcap(McapArgs),
+    /// Runs a manifest's episode loop with `--live`'s view on loopback (no client connected)
+    /// and without it, alternately in one process, and reports what the view adds.
+    Live(LiveArgs),
+}
+
+/// Arguments of `glint bench live`.
+#[derive(Args)]
+pub struct LiveArgs {
+    /// Scene manifest (TOML).
+    manifest: PathBuf,
+    /// Simulated seconds per run.
+    #[arg(long, default_value_t = 10.0, value_parser = bench_seconds)]
+    seconds: f64,
+    /// Runs of each kind (the median is reported), after one warm-up pair.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    repeats: u32,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `glint bench mcap`.
@@ -313,6 +332,15 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             })
         }
         BenchCommand::Render(a) => crate::render_bench::run(a),
+        BenchCommand::Live(a) => {
+            let options = LiveBench { manifest: a.manifest, seconds: a.seconds, repeats: a.repeats };
+            print(&bench_live(&options)?, a.json, |r| {
+                println!("{}: {} simulated s, every lidar firing", r.manifest, r.seconds);
+                println!("episode loop with the live view, no client   {:.3} s", r.live_s);
+                println!("episode loop without it                      {:.3} s", r.plain_s);
+                println!("what the view adds                           {:+.1} % (target <= 10 %)", r.overhead * 100.0);
+            })
+        }
         BenchCommand::Mcap(a) => {
             let options = McapBench { manifest: a.manifest, seconds: a.seconds, repeats: a.repeats, out: a.out };
             print(&bench_mcap(&options)?, a.json, |r| {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use glint_interop::{CloudSplit, LiveMcap};
+use glint_interop::{CloudSplit, LiveOutput, LiveView};
 use glint_sim::{RecordingOptions, RunObserver, RunOutcome, SimOptions, Simulation, StepReport, Warning};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
@@ -43,6 +43,14 @@ pub struct RunArgs {
     /// (`SESSION/mcap/episode_NNNNNN.mcap`; the topics of `glint export --format mcap`).
     #[arg(long)]
     mcap: bool,
+    /// Publish world 0's lidar clouds, frames and camera images over the Foxglove WebSocket
+    /// protocol while it runs, on this port of --live-host (0: a free one; the address is
+    /// printed), for Foxglove or Lichtblick to show.
+    #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "8765")]
+    live: Option<u16>,
+    /// The address the live view listens on (loopback unless told otherwise).
+    #[arg(long, value_name = "HOST", default_value = "127.0.0.1", requires = "live")]
+    live_host: String,
 }
 
 fn positive_seconds(s: &str) -> Result<f64, String> {
@@ -69,11 +77,23 @@ pub fn run(args: RunArgs) -> Result<()> {
         print_warnings(&mut sim);
         if args.mcap {
             let (lidars, cameras) = (sim.recorded_lidars().to_vec(), sim.recorded_cameras());
-            let live =
-                LiveMcap::new(&session.join("mcap"), &lidars, cameras, sim.nworld(), (None, CloudSplit::Revolution));
-            sim.add_output(Box::new(live));
+            let options = (None, CloudSplit::Revolution);
+            sim.add_output(Box::new(LiveOutput::mcap(&session.join("mcap"), &lidars, cameras, sim.nworld(), options)?));
         }
     }
+    // Held to the end of the run: dropping it stops the server.
+    let _view = match args.live {
+        Some(port) => {
+            let view = LiveView::start(&args.live_host, port)?;
+            // The address a viewer connects to, on a line of its own (tests wait for it).
+            println!("live view: ws://{}:{}", args.live_host, view.port());
+            let (lidars, cameras) = (sim.recorded_lidars().to_vec(), sim.recorded_cameras());
+            let options = (None, CloudSplit::Revolution);
+            sim.add_output(Box::new(LiveOutput::new(view.destination(), &lidars, cameras, sim.nworld(), options)?));
+            Some(view)
+        }
+        None => None,
+    };
     let mut progress = Progress::new(args.episodes, sim.episode_ticks().unwrap_or(0), stop.clone());
     let outcome = sim.run(args.episodes, &mut progress)?;
     progress.bars.clear().ok();

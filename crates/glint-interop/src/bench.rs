@@ -79,3 +79,66 @@ pub fn bench_mcap(args: &McapBench) -> Result<McapReport, InteropError> {
         real_time_factor: args.seconds / export_s,
     })
 }
+
+/// What to run for `glint bench live`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LiveBench {
+    /// Scene manifest.
+    pub manifest: PathBuf,
+    /// Simulated seconds per run.
+    pub seconds: f64,
+    /// Runs of each kind (the median is reported), after one warm-up pair.
+    pub repeats: u32,
+}
+
+/// What `glint bench live` measures.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LiveReport {
+    /// The manifest.
+    pub manifest: String,
+    /// Simulated seconds per run.
+    pub seconds: f64,
+    /// Wall time of the episode loop with the live view on and no client (median), seconds.
+    pub live_s: f64,
+    /// Wall time without it (median), seconds.
+    pub plain_s: f64,
+    /// `live_s / plain_s - 1`: what the view adds, as a fraction (target ≤ 0.10).
+    pub overhead: f64,
+}
+
+/// One episode of the manifest with every lidar firing, with a live view on loopback (no
+/// client) or without; its wall time.
+fn live_once(args: &LiveBench, live: bool) -> Result<f64, InteropError> {
+    let options = SimOptions { episode_seconds: Some(args.seconds), ..SimOptions::default() };
+    let sim_error = |e: glint_sim::SimError| InteropError::Setting(e.to_string());
+    let mut sim = Simulation::from_manifest(&args.manifest, options).map_err(sim_error)?;
+    sim.set_lidar_live(true);
+    let view = if live { Some(crate::LiveView::start("127.0.0.1", 0)?) } else { None };
+    if let Some(view) = &view {
+        let (lidars, cameras) = (sim.recorded_lidars().to_vec(), sim.recorded_cameras());
+        let options = (None, crate::CloudSplit::Revolution);
+        let output = crate::LiveOutput::new(view.destination(), &lidars, cameras, sim.nworld(), options)?;
+        sim.add_output(Box::new(output));
+    }
+    Ok(sim.run(1, &mut Quiet).map_err(sim_error)?.wall_seconds)
+}
+
+/// Times the episode loop with and without a live view, alternately, so drift on a shared
+/// machine hits both alike.
+pub fn bench_live(args: &LiveBench) -> Result<LiveReport, InteropError> {
+    live_once(args, false)?;
+    live_once(args, true)?;
+    let (mut on, mut off) = (Vec::new(), Vec::new());
+    for _ in 0..args.repeats {
+        off.push(live_once(args, false)?);
+        on.push(live_once(args, true)?);
+    }
+    let (live_s, plain_s) = (glint_sim::bench::median(&mut on), glint_sim::bench::median(&mut off));
+    Ok(LiveReport {
+        manifest: args.manifest.display().to_string(),
+        seconds: args.seconds,
+        live_s,
+        plain_s,
+        overhead: live_s / plain_s - 1.0,
+    })
+}

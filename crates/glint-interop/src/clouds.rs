@@ -104,6 +104,14 @@ impl Clouds {
         Some((nanoseconds(self.stamp), msg))
     }
 
+    /// Drops the cloud being gathered (nobody reads it).
+    pub(crate) fn discard(&mut self) {
+        if let Some(pending) = self.pending.take() {
+            self.spare = pending.finish();
+        }
+        self.key = None;
+    }
+
     /// Takes back a finished message's buffer for the next cloud.
     pub(crate) fn recycle(&mut self, buf: Vec<u8>) {
         self.spare = buf;

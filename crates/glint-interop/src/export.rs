@@ -274,7 +274,7 @@ fn write_camera(
             let img = image::open(&file)
                 .map_err(|e| InteropError::Setting(format!("cannot read the depth frame '{}': {e}", file.display())))?
                 .into_luma16();
-            let (topic, data) = depth_message_data(&info, &name, img.as_raw());
+            let (topic, data) = (depth_topic(&info, &name), depth_message_data(&info, img.as_raw()));
             let ns = nanoseconds(f.time);
             bag.write(&topic, MessageType::Image, ns, &msgs::image(ns, &frame_id, size, "16UC1", size.0 * 2, &data))?;
         }
@@ -311,13 +311,21 @@ fn write_camera(
     Ok(())
 }
 
-/// The topic and `16UC1` bytes of a depth frame recorded as `codes` of the camera's
-/// `depth_scale`: millimetres on `/<cam>/depth/image_raw` (ROS's depth convention), or a
-/// debug stream's own codes on `/<cam>/<stream>/image_raw`.
-pub(crate) fn depth_message_data(info: &CameraStreamInfo, name: &str, codes: &[u16]) -> (String, Vec<u8>) {
-    let (topic, to_mm) = match &info.depth_sensor {
-        Some(model) if !model.is_depth_map() => (format!("/{name}/{}/image_raw", ros_name(&model.stream)), None),
-        _ => (format!("/{name}/depth/image_raw"), Some(info.depth_scale / 0.001)),
+/// The topic of a camera's depth stream: `/<cam>/depth/image_raw`, or a debug stream's
+/// `/<cam>/<stream>/image_raw`.
+pub(crate) fn depth_topic(info: &CameraStreamInfo, name: &str) -> String {
+    match &info.depth_sensor {
+        Some(model) if !model.is_depth_map() => format!("/{name}/{}/image_raw", ros_name(&model.stream)),
+        _ => format!("/{name}/depth/image_raw"),
+    }
+}
+
+/// The `16UC1` bytes of a depth frame recorded as `codes` of the camera's `depth_scale`:
+/// millimetres for a depth map (ROS's depth convention), a debug stream's own codes.
+pub(crate) fn depth_message_data(info: &CameraStreamInfo, codes: &[u16]) -> Vec<u8> {
+    let to_mm = match &info.depth_sensor {
+        Some(model) if !model.is_depth_map() => None,
+        _ => Some(info.depth_scale / 0.001),
     };
     let mut data = Vec::with_capacity(codes.len() * 2);
     for &code in codes {
@@ -327,7 +335,7 @@ pub(crate) fn depth_message_data(info: &CameraStreamInfo, name: &str, codes: &[u
         };
         data.extend_from_slice(&code.to_le_bytes());
     }
-    (topic, data)
+    data
 }
 
 /// The frames of a session video (H.264, padded to even sides), cropped back to `size`, as

@@ -17,15 +17,17 @@ mod export;
 mod layout;
 mod live;
 mod msgs;
+mod view;
 
 pub use bag::{Bag, CHUNK_BYTES, partial_path, recover_mcap};
-pub use bench::{McapBench, McapReport, bench_mcap};
+pub use bench::{LiveBench, LiveReport, McapBench, McapReport, bench_live, bench_mcap};
 pub use cdr::Cdr;
 pub use error::InteropError;
 pub use export::{CloudSplit, McapEpisode, McapOptions, export_mcap, ros_name};
 pub use layout::{LidarPoint, PointLayout};
-pub use live::LiveMcap;
+pub use live::{Destination, LiveOutput, MessageSink};
 pub use msgs::{Datatype, MessageType, PointField, Transform, nanoseconds};
+pub use view::LiveView;
 
 /// The message encoders, one per ROS 2 type glint writes.
 pub mod messages {

@@ -1,9 +1,13 @@
-//! `glint run --mcap`: the MCAP files written while the simulation runs, as an output of the
-//! simulation (the output seam): one file per episode, `<dir>/episode_NNNNNN.mcap`, with the
-//! topics, layouts and bytes of [`crate::export_mcap`] except the colour frames, which are
-//! the renderer's own pixels (an export decodes the session's lossy video). A file is
-//! `.partial` until its episode ends; a killed run leaves one that readers read up to its last
-//! whole chunk and `glint recover` closes.
+//! The ROS 2 messages of a run, made while the simulation runs, as an output of the
+//! simulation (the output seam), with the topics, layouts and bytes of
+//! [`crate::export_mcap`] except the colour frames, which are the renderer's own pixels (an
+//! export decodes the session's lossy video). They go to a [`Destination`]:
+//!
+//! - `glint run --mcap`: one MCAP file per episode, `<dir>/episode_NNNNNN.mcap`, `.partial`
+//!   until its episode ends; a killed run leaves one that readers read up to its last whole
+//!   chunk and `glint recover` closes;
+//! - `glint run --live`: world 0's episodes on a live view's channels ([`crate::LiveView`]);
+//!   nothing is encoded for a topic nobody watches.
 
 use std::path::{Path, PathBuf};
 
@@ -28,35 +32,95 @@ struct LiveLidar {
     layout: PointLayout,
 }
 
+/// Where one episode's messages go.
+pub trait MessageSink: Send {
+    /// Whether anything reads `topic` (a live view with no client watching it does not).
+    fn wants(&self, _topic: &str) -> bool {
+        true
+    }
+
+    /// Takes one message of type `kind` on `topic`, stamped `time_ns`.
+    fn send(&mut self, topic: &str, kind: MessageType, time_ns: u64, data: &[u8]) -> Result<(), InteropError>;
+
+    /// The episode ended.
+    fn close(self: Box<Self>) -> Result<(), InteropError> {
+        Ok(())
+    }
+}
+
+impl MessageSink for Bag {
+    fn send(&mut self, topic: &str, kind: MessageType, time_ns: u64, data: &[u8]) -> Result<(), InteropError> {
+        self.write(topic, kind, time_ns, data)
+    }
+
+    fn close(self: Box<Self>) -> Result<(), InteropError> {
+        self.finish().map(|_| ())
+    }
+}
+
+/// Where a run's episodes go: a sink per episode, or none for a world it does not take.
+pub trait Destination: Send {
+    /// The topics the run will send, with their types, before any episode begins.
+    fn announce(&mut self, _topics: &[(String, MessageType)]) -> Result<(), InteropError> {
+        Ok(())
+    }
+
+    /// The sink of world `world`'s episode `index` (numbered as the recording numbers them).
+    fn open(&mut self, world: usize, index: u32) -> Result<Option<Box<dyn MessageSink>>, InteropError>;
+}
+
+/// One MCAP file per episode in a folder.
+struct McapFiles(PathBuf);
+
+impl Destination for McapFiles {
+    fn open(&mut self, _world: usize, index: u32) -> Result<Option<Box<dyn MessageSink>>, InteropError> {
+        let bag = Bag::create(&self.0.join(format!("episode_{index:06}.mcap")))?;
+        Ok(Some(Box::new(bag)))
+    }
+}
+
 /// One world's episode being written.
 struct LiveEpisode {
-    bag: Bag,
+    sink: Box<dyn MessageSink>,
     clouds: Vec<Clouds>,
     cycles: Vec<CycleCounter>,
 }
 
-/// The MCAP files of a run (see the module's docs).
-pub struct LiveMcap {
-    dir: PathBuf,
+/// A run's ROS 2 messages (see the module's docs).
+pub struct LiveOutput {
+    destination: Box<dyn Destination>,
     lidars: Vec<LiveLidar>,
     cameras: Vec<RecordedCamera>,
     split: CloudSplit,
-    worlds: Vec<Option<LiveEpisode>>,
+    /// Per world: its episode's sink once begun (`None` inside for a world the destination
+    /// does not take).
+    worlds: Vec<Option<Option<LiveEpisode>>>,
     next_index: u32,
 }
 
-impl LiveMcap {
-    /// Files under `dir` for `lidars` and `cameras` (what the simulation's recording records:
-    /// `Simulation::recorded_lidars`, `Simulation::recorded_cameras`) over `nworld` worlds;
-    /// `layout` overrides every lidar's (default: its preset's driver's).
-    pub fn new(
+impl LiveOutput {
+    /// MCAP files under `dir`: see [`LiveOutput::new`].
+    pub fn mcap(
         dir: &Path,
         lidars: &[LidarBinding],
         cameras: Vec<RecordedCamera>,
         nworld: usize,
+        options: (Option<PointLayout>, CloudSplit),
+    ) -> Result<LiveOutput, InteropError> {
+        LiveOutput::new(Box::new(McapFiles(dir.to_path_buf())), lidars, cameras, nworld, options)
+    }
+
+    /// Messages to `destination` for `lidars` and `cameras` (what the simulation's recording
+    /// records: `Simulation::recorded_lidars`, `Simulation::recorded_cameras`) over `nworld`
+    /// worlds; `layout` overrides every lidar's (default: its preset's driver's).
+    pub fn new(
+        destination: Box<dyn Destination>,
+        lidars: &[LidarBinding],
+        cameras: Vec<RecordedCamera>,
+        nworld: usize,
         (layout, split): (Option<PointLayout>, CloudSplit),
-    ) -> LiveMcap {
-        let lidars = lidars
+    ) -> Result<LiveOutput, InteropError> {
+        let lidars: Vec<LiveLidar> = lidars
             .iter()
             .enumerate()
             .map(|(i, b)| LiveLidar {
@@ -65,32 +129,52 @@ impl LiveMcap {
                 layout: layout.unwrap_or_else(|| PointLayout::for_config(&b.scan)),
             })
             .collect();
-        LiveMcap {
-            dir: dir.to_path_buf(),
+        let mut topics = vec![("/tf".to_string(), MessageType::TfMessage)];
+        for l in &lidars {
+            topics.push((format!("/{}/points", l.frame), MessageType::PointCloud2));
+        }
+        for c in &cameras {
+            let name = ros_name(&c.info.camera);
+            if c.info.intrinsics.is_some() {
+                topics.push((format!("/{name}/camera_info"), MessageType::CameraInfo));
+            }
+            if c.info.depth {
+                topics.push((crate::export::depth_topic(&c.info, &name), MessageType::Image));
+            }
+            if c.info.rgb {
+                topics.push((format!("/{name}/image/compressed"), MessageType::CompressedImage));
+            }
+        }
+        let mut destination = destination;
+        destination.announce(&topics)?;
+        Ok(LiveOutput {
+            destination,
             lidars,
             cameras,
             split,
             worlds: (0..nworld).map(|_| None).collect(),
             next_index: 0,
-        }
+        })
     }
 
     /// World `world`'s episode, begun if none is open (numbered in the order episodes begin,
-    /// as the recording numbers them).
-    fn episode(&mut self, world: usize) -> Result<&mut LiveEpisode, SimError> {
+    /// as the recording numbers them); `None` for a world the destination does not take.
+    fn episode(&mut self, world: usize) -> Result<Option<&mut LiveEpisode>, SimError> {
         if self.worlds[world].is_none() {
-            let path = self.dir.join(format!("episode_{:06}.mcap", self.next_index));
+            let index = self.next_index;
             self.next_index += 1;
-            let bag = Bag::create(&path).map_err(sim_error)?;
-            let clouds = self
-                .lidars
-                .iter()
-                .map(|l| Clouds::new(l.layout, self.split, &l.frame, l.binding.scan.beam_count()))
-                .collect();
-            let cycles = self.lidars.iter().map(|_| CycleCounter::new(u64::MAX)).collect();
-            self.worlds[world] = Some(LiveEpisode { bag, clouds, cycles });
+            let episode = self.destination.open(world, index).map_err(sim_error)?.map(|sink| LiveEpisode {
+                sink,
+                clouds: self
+                    .lidars
+                    .iter()
+                    .map(|l| Clouds::new(l.layout, self.split, &l.frame, l.binding.scan.beam_count()))
+                    .collect(),
+                cycles: self.lidars.iter().map(|_| CycleCounter::new(u64::MAX)).collect(),
+            });
+            self.worlds[world] = Some(episode);
         }
-        Ok(self.worlds[world].as_mut().expect("begun above"))
+        Ok(self.worlds[world].as_mut().and_then(Option::as_mut))
     }
 }
 
@@ -98,7 +182,7 @@ fn sim_error(e: InteropError) -> SimError {
     SimError::Output(e.to_string())
 }
 
-impl Output for LiveMcap {
+impl Output for LiveOutput {
     /// Every lidar frame; a camera's as the recording takes them.
     fn wants(&self, (kind, _): (SensorKind, usize), unit: usize, _world: usize, tick: u64) -> bool {
         match kind {
@@ -113,15 +197,21 @@ impl Output for LiveMcap {
             Frame::Lidar { scan, beams, pose: (origin, rotation) } => {
                 let Some(lidar) = self.lidars.get(f.unit) else { return Ok(()) };
                 let (frame, config) = (lidar.frame.clone(), lidar.binding.scan);
-                let episode = self.episode(f.world)?;
-                let tf = sensor_transform(&frame, f.time, origin, DQuat::from_mat3(&rotation));
-                let msg = msgs::tf_message(std::slice::from_ref(&tf));
-                episode.bag.write("/tf", MessageType::TfMessage, tf.stamp_ns, &msg).map_err(sim_error)?;
+                let Some(episode) = self.episode(f.world)? else { return Ok(()) };
+                if episode.sink.wants("/tf") {
+                    let tf = sensor_transform(&frame, f.time, origin, DQuat::from_mat3(&rotation));
+                    let msg = msgs::tf_message(std::slice::from_ref(&tf));
+                    episode.sink.send("/tf", MessageType::TfMessage, tf.stamp_ns, &msg).map_err(sim_error)?;
+                }
                 let repeats = matches!(config.pattern, ScanPattern::Spinning) || config.rotation_hz <= 0.0;
+                let watched = episode.sink.wants(episode.clouds[f.unit].topic());
                 let mut returns = Vec::with_capacity(1);
                 for &k in beams {
                     let counter = &mut episode.cycles[f.unit];
                     counter.next(k);
+                    if !watched {
+                        continue;
+                    }
                     let revolution = counter.revolution();
                     let (bin, channel) = config.bin_channel(k);
                     let (range, geom) = (scan.range[k as usize], scan.geomid[k as usize]);
@@ -142,17 +232,21 @@ impl Output for LiveMcap {
                     let row = BeamRow { timestamp: f.time, revolution, beam: k, bin, channel };
                     let clouds = &mut episode.clouds[f.unit];
                     if let Some((ns, msg)) = clouds.push(&row, &returns) {
-                        episode.bag.write(clouds.topic(), MessageType::PointCloud2, ns, &msg).map_err(sim_error)?;
+                        episode.sink.send(clouds.topic(), MessageType::PointCloud2, ns, &msg).map_err(sim_error)?;
                         clouds.recycle(msg);
                     }
+                }
+                if !watched {
+                    // A viewer that subscribes later gets the rest of that revolution, then whole ones.
+                    episode.clouds[f.unit].discard();
                 }
             }
             Frame::Camera { rgb, depth, size: (width, height), pose: (origin, rotation), .. } => {
                 let Some(camera) = self.cameras.iter().find(|c| c.slot == f.unit) else { return Ok(()) };
                 let info = camera.info.clone();
-                let episode = self.episode(f.world)?;
-                write_camera_frame(&mut episode.bag, &info, f.time, (rgb, depth), (width, height), (origin, rotation))
-                    .map_err(sim_error)?;
+                let Some(episode) = self.episode(f.world)? else { return Ok(()) };
+                let frame = ((rgb, depth), (width, height), (origin, rotation));
+                write_camera_frame(&mut *episode.sink, &info, f.time, frame).map_err(sim_error)?;
             }
             _ => {}
         }
@@ -160,54 +254,54 @@ impl Output for LiveMcap {
     }
 
     fn end_episode(&mut self, end: &EpisodeClose) -> Result<(), SimError> {
-        let Some(mut episode) = self.worlds[end.world].take() else { return Ok(()) };
+        let Some(Some(mut episode)) = self.worlds[end.world].take() else { return Ok(()) };
         for clouds in &mut episode.clouds {
             if let Some((ns, msg)) = clouds.finish() {
-                episode.bag.write(clouds.topic(), MessageType::PointCloud2, ns, &msg).map_err(sim_error)?;
+                episode.sink.send(clouds.topic(), MessageType::PointCloud2, ns, &msg).map_err(sim_error)?;
             }
         }
-        episode.bag.finish().map_err(sim_error)?;
-        Ok(())
+        episode.sink.close().map_err(sim_error)
     }
 }
 
-/// One camera frame: its optical pose on `/tf`, its intrinsics, its depth and colour.
+/// A camera frame's pixels, size and pose.
+type CameraFrame<'a> = ((&'a [u8], &'a [f32]), (usize, usize), (DVec3, DMat3));
+
+/// One camera frame: its optical pose on `/tf`, its intrinsics, its depth and colour (each
+/// only when something reads its topic).
 fn write_camera_frame(
-    bag: &mut Bag,
+    sink: &mut dyn MessageSink,
     info: &CameraStreamInfo,
     time: f64,
-    (rgb, depth): (&[u8], &[f32]),
-    size: (usize, usize),
-    (origin, rotation): (DVec3, DMat3),
+    ((rgb, depth), size, (origin, rotation)): CameraFrame,
 ) -> Result<(), InteropError> {
     let ns = nanoseconds(time);
     let name = ros_name(&info.camera);
     let frame_id = optical_frame(&info.camera);
-    let tf = camera_transform(&info.camera, time, origin, DQuat::from_mat3(&rotation));
-    bag.write("/tf", MessageType::TfMessage, ns, &msgs::tf_message(std::slice::from_ref(&tf)))?;
+    if sink.wants("/tf") {
+        let tf = camera_transform(&info.camera, time, origin, DQuat::from_mat3(&rotation));
+        sink.send("/tf", MessageType::TfMessage, ns, &msgs::tf_message(std::slice::from_ref(&tf)))?;
+    }
     let size = (size.0 as u32, size.1 as u32);
-    if let Some(k) = info.intrinsics {
-        bag.write(
-            &format!("/{name}/camera_info"),
-            MessageType::CameraInfo,
-            ns,
-            &msgs::camera_info(ns, &frame_id, size, k),
-        )?;
+    let topic = format!("/{name}/camera_info");
+    if let Some(k) = info.intrinsics
+        && sink.wants(&topic)
+    {
+        sink.send(&topic, MessageType::CameraInfo, ns, &msgs::camera_info(ns, &frame_id, size, k))?;
     }
     if info.depth && !depth.is_empty() {
-        let codes = depth_codes_scaled(depth, info.depth_scale);
-        let (topic, data) = crate::export::depth_message_data(info, &name, &codes);
-        bag.write(&topic, MessageType::Image, ns, &msgs::image(ns, &frame_id, size, "16UC1", size.0 * 2, &data))?;
+        let topic = crate::export::depth_topic(info, &name);
+        if sink.wants(&topic) {
+            let codes = depth_codes_scaled(depth, info.depth_scale);
+            let data = crate::export::depth_message_data(info, &codes);
+            sink.send(&topic, MessageType::Image, ns, &msgs::image(ns, &frame_id, size, "16UC1", size.0 * 2, &data))?;
+        }
     }
-    if info.rgb && !rgb.is_empty() {
+    let topic = format!("/{name}/image/compressed");
+    if info.rgb && !rgb.is_empty() && sink.wants(&topic) {
         let png = crate::export::encode_png(rgb, size)
             .map_err(|e| InteropError::Setting(format!("cannot encode a frame of camera '{}': {e}", info.camera)))?;
-        bag.write(
-            &format!("/{name}/image/compressed"),
-            MessageType::CompressedImage,
-            ns,
-            &msgs::compressed_image(ns, &frame_id, "png", &png),
-        )?;
+        sink.send(&topic, MessageType::CompressedImage, ns, &msgs::compressed_image(ns, &frame_id, "png", &png))?;
     }
     Ok(())
 }
