@@ -408,3 +408,21 @@ def test_bad_requests_get_clear_errors(session, tmp_path):
     # An existing file is never replaced.
     assert "already exists" in fails("export", str(session), "--format", "mcap")
     assert "--layout belongs to `--format mcap`" in fails("export", str(session), "--bake", "b", "--layout", "glint")
+
+
+def test_split_by_tick_gives_one_cloud_per_tick_with_the_same_points(session, tmp_path):
+    run_glint("export", str(session), "--format", "mcap", "--split", "tick", "--out", str(tmp_path / "ticks"),
+              env=ffmpeg_env())
+    per_tick = []
+    for topic, _, stamp, _, msg in rosbags_messages(tmp_path / "ticks" / "episode_000000.mcap"):
+        if topic == "/vlp/points":
+            per_tick.append((stamp, bytes(msg.data)))
+    # 0.4 s at 50 ticks a second: 20 ticks, each its own cloud stamped with its own time.
+    assert len(per_tick) == 20
+    assert [s for s, _ in per_tick] == [round((0.02 + 0.02 * i) * 1e9) for i in range(20)]
+    whole = b"".join(bytes(p.tobytes()) for _, _, p in clouds(session, "/vlp/points"))
+    joined = np.concatenate([np.frombuffer(d, np.uint8).reshape(-1, 22) for _, d in per_tick])
+    ref = np.frombuffer(whole, np.uint8).reshape(-1, 22)
+    # x, y, z, intensity and ring are the same bytes; time restarts at each tick's stamp.
+    assert np.array_equal(joined[:, :18], ref[:, :18])
+    assert not joined[:, 18:22].any()
