@@ -6,7 +6,11 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use glint_server::{EngineOptions, Pace, ServeOptions};
+use std::sync::Arc;
+
+use glint_interop::{CloudSplit, LiveOutput, LiveView};
+use glint_server::{AddedOutput, EngineOptions, Pace, ServeOptions};
+use glint_sim::{Output, Simulation};
 
 const MIB: usize = 1024 * 1024;
 
@@ -42,6 +46,14 @@ pub struct ServeArgs {
     /// Largest response in MiB (default 4, the gRPC default a client accepts).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
     max_message_mib: u32,
+    /// Publish world 0's lidar clouds, frames and camera images over the Foxglove WebSocket
+    /// protocol while it serves, on this port of --live-host (0: a free one; the address is
+    /// printed). Every lidar casts on every tick while a live view is on.
+    #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "8765")]
+    live: Option<u16>,
+    /// The address the live view listens on (loopback unless told otherwise).
+    #[arg(long, value_name = "HOST", default_value = "127.0.0.1", requires = "live")]
+    live_host: String,
 }
 
 /// The form `--addr` takes, for its messages.
@@ -99,6 +111,21 @@ pub fn run(args: ServeArgs) -> Result<()> {
             if args.tls_cert.is_some() { "" } else { "; add --tls-cert and --tls-key to encrypt the traffic" }
         );
     }
+    let output = match args.live {
+        Some(port) => {
+            let view = Arc::new(LiveView::start(&args.live_host, port)?);
+            println!("live view: ws://{}:{}", args.live_host, view.port());
+            let make = move |sim: &Simulation| -> Result<Box<dyn Output>, String> {
+                let (lidars, cameras) = (sim.recorded_lidars().to_vec(), sim.recorded_cameras());
+                let options = (None, CloudSplit::Revolution);
+                let output = LiveOutput::new(view.destination(), &lidars, cameras, sim.nworld(), options)
+                    .map_err(|e| e.to_string())?;
+                Ok(Box::new(output))
+            };
+            Some(AddedOutput(Arc::new(make)))
+        }
+        None => None,
+    };
     let options = ServeOptions {
         engine: EngineOptions {
             manifest,
@@ -106,6 +133,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
             pace,
             record: args.record.clone(),
             seed: args.seed,
+            output,
         },
         addr: args.addr,
         tls: args.tls_cert.zip(args.tls_key),

@@ -114,7 +114,7 @@ impl Served {
 /// the process's priority, so the loop does too (as under `glint serve`).
 pub(crate) async fn start(manifest: &Manifest, pace: Pace) -> Result<Served, ServerError> {
     let options = ServeOptions {
-        engine: EngineOptions { manifest: manifest.clone(), nworld: 1, pace, record: None, seed: None },
+        engine: EngineOptions { manifest: manifest.clone(), nworld: 1, pace, record: None, seed: None, output: None },
         addr: SocketAddr::from(([127, 0, 0, 1], 0)),
         tls: None,
         max_message: DEFAULT_MAX_MESSAGE * 16,

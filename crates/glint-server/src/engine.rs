@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use glint_lidar::{BakeStatus, ReturnParams, ScanConfig, SecondaryCapture, SecondaryScope};
 use glint_record::EpisodeStatus;
-use glint_sim::{Manifest, RecordingOptions, RecordingSummary, SimOptions, Simulation};
+use glint_sim::{Manifest, Output, RecordingOptions, RecordingSummary, SimOptions, Simulation};
 use tokio::sync::{oneshot, watch};
 
 use crate::ServerError;
@@ -60,6 +60,22 @@ pub struct EngineOptions {
     pub record: Option<PathBuf>,
     /// The run seed (default: the manifest's).
     pub seed: Option<u64>,
+    /// An output the front end adds once the simulation is built (`glint serve --live`).
+    pub output: Option<AddedOutput>,
+}
+
+/// Makes an output for the loop's simulation once it is built (it may read the simulation's
+/// sensors); an error stops the server from starting.
+pub type OutputMaker = dyn Fn(&Simulation) -> Result<Box<dyn Output>, String> + Send + Sync;
+
+/// An output a front end adds to the loop (see [`EngineOptions::output`]).
+#[derive(Clone)]
+pub struct AddedOutput(pub Arc<OutputMaker>);
+
+impl std::fmt::Debug for AddedOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AddedOutput(..)")
+    }
 }
 
 /// One sensor as of the last publish (world 0).
@@ -342,6 +358,10 @@ impl Core {
         if let Some(dir) = &options.record {
             let dir = sim.arm_recording(&RecordingOptions { out: Some(dir.clone()), episodes: 0 })?;
             crate::say!("glint serve: recording episodes (delimited by ResetAgent) into {}", dir.display());
+        }
+        if let Some(AddedOutput(make)) = &options.output {
+            let output = make(&sim).map_err(ServerError::Start)?;
+            sim.add_output(output);
         }
         let info = StaticInfo {
             nworld: sim.nworld(),

@@ -43,7 +43,7 @@ pub mod proto {
     pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hazel_rpc_descriptor.bin"));
 }
 
-pub use engine::{Engine, EngineOptions, EngineStats, Pace, Snapshot};
+pub use engine::{AddedOutput, Engine, EngineOptions, EngineStats, OutputMaker, Pace, Snapshot};
 pub use error::ServerError;
 pub use lidar::TICK_METADATA;
 pub use scan::{ScanAnswer, SharedScan};
