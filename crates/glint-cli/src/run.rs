@@ -76,9 +76,8 @@ pub fn run(args: RunArgs) -> Result<()> {
         let session = sim.arm_recording(&RecordingOptions { out: args.out.clone(), episodes: args.episodes })?;
         print_warnings(&mut sim);
         if args.mcap {
-            let (lidars, cameras) = (sim.recorded_lidars().to_vec(), sim.recorded_cameras());
-            let options = (None, CloudSplit::Revolution);
-            sim.add_output(Box::new(LiveOutput::mcap(&session.join("mcap"), &lidars, cameras, sim.nworld(), options)?));
+            let output = LiveOutput::mcap(&session.join("mcap"), &sim, (None, CloudSplit::Revolution))?;
+            sim.add_output(Box::new(output));
         }
     }
     // Held to the end of the run: dropping it stops the server.
@@ -87,9 +86,8 @@ pub fn run(args: RunArgs) -> Result<()> {
             let view = LiveView::start(&args.live_host, port)?;
             // The address a viewer connects to, on a line of its own (tests wait for it).
             println!("live view: ws://{}:{}", args.live_host, view.port());
-            let (lidars, cameras) = (sim.recorded_lidars().to_vec(), sim.recorded_cameras());
-            let options = (None, CloudSplit::Revolution);
-            sim.add_output(Box::new(LiveOutput::new(view.destination(), &lidars, cameras, sim.nworld(), options)?));
+            let output = LiveOutput::new(view.destination(), &sim, (None, CloudSplit::Revolution))?;
+            sim.add_output(Box::new(output));
             Some(view)
         }
         None => None,

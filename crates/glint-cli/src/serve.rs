@@ -116,9 +116,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
             let view = Arc::new(LiveView::start(&args.live_host, port)?);
             println!("live view: ws://{}:{}", args.live_host, view.port());
             let make = move |sim: &Simulation| -> Result<Box<dyn Output>, String> {
-                let (lidars, cameras) = (sim.recorded_lidars().to_vec(), sim.recorded_cameras());
-                let options = (None, CloudSplit::Revolution);
-                let output = LiveOutput::new(view.destination(), &lidars, cameras, sim.nworld(), options)
+                let output = LiveOutput::new(view.destination(), sim, (None, CloudSplit::Revolution))
                     .map_err(|e| e.to_string())?;
                 Ok(Box::new(output))
             };

@@ -115,9 +115,7 @@ fn live_once(args: &LiveBench, live: bool) -> Result<f64, InteropError> {
     sim.set_lidar_live(true);
     let view = if live { Some(crate::LiveView::start("127.0.0.1", 0)?) } else { None };
     if let Some(view) = &view {
-        let (lidars, cameras) = (sim.recorded_lidars().to_vec(), sim.recorded_cameras());
-        let options = (None, crate::CloudSplit::Revolution);
-        let output = crate::LiveOutput::new(view.destination(), &lidars, cameras, sim.nworld(), options)?;
+        let output = crate::LiveOutput::new(view.destination(), &sim, (None, crate::CloudSplit::Revolution))?;
         sim.add_output(Box::new(output));
     }
     Ok(sim.run(1, &mut Quiet).map_err(sim_error)?.wall_seconds)

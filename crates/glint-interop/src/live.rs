@@ -16,14 +16,14 @@ use glint_lidar::{LidarBinding, ScanPattern, angles, beam_direction};
 use glint_record::{
     BeamRow, CameraStreamInfo, CycleCounter, RowReturn, beam_vector, depth_codes_scaled, sensor_file_name,
 };
-use glint_sim::{EpisodeClose, Frame, Output, RecordedCamera, SensorKind, SimError, TickFrame};
+use glint_sim::{EpisodeClose, Frame, Output, RecordedCamera, SensorKind, SimError, Simulation, TickFrame};
 
 use crate::InteropError;
 use crate::bag::Bag;
 use crate::clouds::Clouds;
 use crate::export::{CloudSplit, camera_transform, optical_frame, ros_name, sensor_transform};
 use crate::layout::PointLayout;
-use crate::msgs::{self, MessageType, nanoseconds};
+use crate::msgs::{self, MessageType, Transform, nanoseconds};
 
 /// One recorded lidar, as the live output names and lays out its points.
 struct LiveLidar {
@@ -92,6 +92,8 @@ pub struct LiveOutput {
     lidars: Vec<LiveLidar>,
     cameras: Vec<RecordedCamera>,
     split: CloudSplit,
+    /// Per body: its frame's name and its parent's index (body 0, the world, first).
+    bodies: Vec<(String, usize)>,
     /// Per world: its episode's sink once begun (`None` inside for a world the destination
     /// does not take).
     worlds: Vec<Option<Option<LiveEpisode>>>,
@@ -102,24 +104,21 @@ impl LiveOutput {
     /// MCAP files under `dir`: see [`LiveOutput::new`].
     pub fn mcap(
         dir: &Path,
-        lidars: &[LidarBinding],
-        cameras: Vec<RecordedCamera>,
-        nworld: usize,
+        sim: &Simulation,
         options: (Option<PointLayout>, CloudSplit),
     ) -> Result<LiveOutput, InteropError> {
-        LiveOutput::new(Box::new(McapFiles(dir.to_path_buf())), lidars, cameras, nworld, options)
+        LiveOutput::new(Box::new(McapFiles(dir.to_path_buf())), sim, options)
     }
 
-    /// Messages to `destination` for `lidars` and `cameras` (what the simulation's recording
-    /// records: `Simulation::recorded_lidars`, `Simulation::recorded_cameras`) over `nworld`
-    /// worlds; `layout` overrides every lidar's (default: its preset's driver's).
+    /// Messages to `destination` of what `sim` records (its lidars and cameras:
+    /// `Simulation::recorded_lidars`, `Simulation::recorded_cameras`) and of its bodies' frames,
+    /// over its worlds; `layout` overrides every lidar's (default: its preset's driver's).
     pub fn new(
         destination: Box<dyn Destination>,
-        lidars: &[LidarBinding],
-        cameras: Vec<RecordedCamera>,
-        nworld: usize,
+        sim: &Simulation,
         (layout, split): (Option<PointLayout>, CloudSplit),
     ) -> Result<LiveOutput, InteropError> {
+        let (lidars, cameras, nworld) = (sim.recorded_lidars(), sim.recorded_cameras(), sim.nworld());
         let lidars: Vec<LiveLidar> = lidars
             .iter()
             .enumerate()
@@ -129,6 +128,12 @@ impl LiveOutput {
                 layout: layout.unwrap_or_else(|| PointLayout::for_config(&b.scan)),
             })
             .collect();
+        let sensor_frames: Vec<String> = lidars
+            .iter()
+            .map(|l| l.frame.clone())
+            .chain(cameras.iter().map(|c| optical_frame(&c.info.camera)))
+            .collect();
+        let bodies = body_frames(sim.scene(), &sensor_frames);
         let mut topics = vec![("/tf".to_string(), MessageType::TfMessage)];
         for l in &lidars {
             topics.push((format!("/{}/points", l.frame), MessageType::PointCloud2));
@@ -152,6 +157,7 @@ impl LiveOutput {
             lidars,
             cameras,
             split,
+            bodies,
             worlds: (0..nworld).map(|_| None).collect(),
             next_index: 0,
         })
@@ -187,6 +193,7 @@ impl Output for LiveOutput {
     fn wants(&self, (kind, _): (SensorKind, usize), unit: usize, _world: usize, tick: u64) -> bool {
         match kind {
             SensorKind::Lidar => unit < self.lidars.len(),
+            SensorKind::Bodies => self.bodies.len() > 1,
             SensorKind::Camera => self.cameras.iter().any(|c| c.slot == unit && c.takes(tick)),
             _ => false,
         }
@@ -241,6 +248,20 @@ impl Output for LiveOutput {
                     episode.clouds[f.unit].discard();
                 }
             }
+            Frame::Bodies { xpos, xmat } => {
+                let ns = nanoseconds(f.time);
+                let bodies = std::mem::take(&mut self.bodies);
+                let sent = match self.episode(f.world) {
+                    Ok(Some(episode)) if episode.sink.wants("/tf") => {
+                        let msg = msgs::tf_message(&body_transforms(&bodies, ns, xpos, xmat));
+                        episode.sink.send("/tf", MessageType::TfMessage, ns, &msg).map_err(sim_error)
+                    }
+                    Ok(_) => Ok(()),
+                    Err(e) => Err(e),
+                };
+                self.bodies = bodies;
+                sent?;
+            }
             Frame::Camera { rgb, depth, size: (width, height), pose: (origin, rotation), .. } => {
                 let Some(camera) = self.cameras.iter().find(|c| c.slot == f.unit) else { return Ok(()) };
                 let info = camera.info.clone();
@@ -262,6 +283,41 @@ impl Output for LiveOutput {
         }
         episode.sink.close().map_err(sim_error)
     }
+}
+
+/// Each body's frame name and parent (body 0, the world, is `world`): the MJCF name as a ROS
+/// name (`body<id>` for an unnamed body), with `_body` added where a sensor's frame has it.
+fn body_frames(scene: &glint_core::Scene, sensor_frames: &[String]) -> Vec<(String, usize)> {
+    (0..scene.nbody())
+        .map(|b| {
+            let name = match (b, scene.body_name[b].as_str()) {
+                (0, _) => "world".to_string(),
+                (_, "") => format!("body{b}"),
+                (_, n) => ros_name(n),
+            };
+            let name = if b > 0 && sensor_frames.contains(&name) { format!("{name}_body") } else { name };
+            (name, scene.body_parentid[b].max(0) as usize)
+        })
+        .collect()
+}
+
+/// Every body's frame in its parent's at `ns`: the robot's tree on `/tf`.
+fn body_transforms(bodies: &[(String, usize)], ns: u64, xpos: &[DVec3], xmat: &[DMat3]) -> Vec<Transform> {
+    (1..bodies.len().min(xpos.len()))
+        .map(|b| {
+            let p = bodies[b].1;
+            let parent_inv = xmat[p].transpose();
+            let rotation = DQuat::from_mat3(&(parent_inv * xmat[b])).normalize();
+            let [w, x, y, z] = [rotation.w, rotation.x, rotation.y, rotation.z];
+            Transform {
+                stamp_ns: ns,
+                parent: bodies[p].0.clone(),
+                child: bodies[b].0.clone(),
+                translation: (parent_inv * (xpos[b] - xpos[p])).to_array(),
+                rotation: [w, x, y, z],
+            }
+        })
+        .collect()
 }
 
 /// A camera frame's pixels, size and pose.

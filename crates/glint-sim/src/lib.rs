@@ -35,6 +35,7 @@
 
 mod actions;
 pub mod bench;
+mod bodies;
 mod camera_set;
 mod controller;
 mod episodes;

@@ -49,6 +49,8 @@ pub enum SensorKind {
     Camera,
     /// The model's MJCF `<rangefinder>` sensors: one unit, every rangefinder's values.
     Rangefinder,
+    /// Every body's frame: one unit, the whole model's bodies.
+    Bodies,
     /// A sensor added with [`crate::Simulation::add_sensor`]: one unit of values per world.
     Values,
 }
@@ -90,6 +92,14 @@ pub enum Frame<'a> {
     },
     /// A sensor's values.
     Values(&'a [f32]),
+    /// Every body's frame in the world (the scene's `body_name` and `body_parentid` name and
+    /// link them; body 0 is the world).
+    Bodies {
+        /// Positions, one per body.
+        xpos: &'a [DVec3],
+        /// Orientations (columns: the body's axes), one per body.
+        xmat: &'a [DMat3],
+    },
 }
 
 /// Which frames a sensor is asked for this tick: per unit and world.
@@ -182,18 +192,19 @@ pub trait Sensor: Send {
 }
 
 /// The sensors of a simulation: the lidars, the cameras once set, the model's MJCF
-/// rangefinders (when it has any), and any added, numbered in that order (a slot stays
-/// numbered while it is empty, so an added sensor's number never changes).
+/// rangefinders (when it has any), the bodies' poses, and any added, numbered in that order (a
+/// slot stays numbered while it is empty, so an added sensor's number never changes).
 pub(crate) struct Sensors {
     pub(crate) lidars: crate::lidar_set::LidarSet,
     pub(crate) cameras: Option<crate::camera_set::CameraSet>,
     pub(crate) rangefinders: Option<crate::rangefinders::RangefinderSet>,
+    pub(crate) bodies: crate::bodies::BodyPoses,
     pub(crate) added: Vec<Box<dyn Sensor>>,
 }
 
 impl Sensors {
-    /// Slots before those added: the lidars, the cameras and the rangefinders.
-    const FIXED: usize = 3;
+    /// Slots before those added: the lidars, the cameras, the rangefinders and the bodies.
+    const FIXED: usize = 4;
 
     pub(crate) fn count(&self) -> usize {
         Self::FIXED + self.added.len()
@@ -205,6 +216,7 @@ impl Sensors {
             0 => Some(&mut self.lidars),
             1 => self.cameras.as_mut().map(|c| c as &mut (dyn Sensor + 'static)),
             2 => self.rangefinders.as_mut().map(|r| r as &mut (dyn Sensor + 'static)),
+            3 => Some(&mut self.bodies),
             k => self.added.get_mut(k - Self::FIXED).map(|s| &mut **s),
         }
     }
@@ -215,6 +227,7 @@ impl Sensors {
             0 => Some(&self.lidars),
             1 => self.cameras.as_ref().map(|c| c as &(dyn Sensor + 'static)),
             2 => self.rangefinders.as_ref().map(|r| r as &(dyn Sensor + 'static)),
+            3 => Some(&self.bodies),
             k => self.added.get(k - Self::FIXED).map(|s| &**s),
         }
     }

@@ -162,7 +162,7 @@ fn a_sensor_and_an_output_added_from_outside_tick_write_and_end_with_the_episode
     sim.step(None).unwrap();
     let summary = sim.stop_recording(glint_record::EpisodeStatus::Interrupted).unwrap();
     assert_eq!(summary.episodes, 4, "two worlds, two episodes each");
-    assert_eq!(k, 3, "the lidars, the cameras and the MJCF rangefinders come first");
+    assert_eq!(k, 4, "the lidars, the cameras, the MJCF rangefinders and the bodies come first");
 
     // The recording has exactly three ticks of the lidar in each finished episode.
     let beams = 2 * 8;
