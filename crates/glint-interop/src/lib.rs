@@ -1,6 +1,8 @@
 //! glint's recordings in the formats other robotics tools read: ROS 2 messages (CDR, written
 //! by glint) in MCAP files that Foxglove, Lichtblick, Rerun and `ros2 bag play` open, from a
-//! recorded session (`glint export --format mcap`, [`export_mcap`]).
+//! recorded session (`glint export --format mcap`, [`export_mcap`]) or while a run goes on
+//! (`glint run --mcap`, [`LiveOutput`]), and the same messages on a live view over the
+//! Foxglove WebSocket protocol (`--live`, [`LiveView`]).
 //!
 //! The point clouds copy the field layouts of the real units' ROS 2 drivers ([`PointLayout`]);
 //! the messages' definitions are ROS 2 Jazzy's ([`MessageType`]).

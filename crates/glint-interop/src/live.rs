@@ -1,13 +1,14 @@
 //! The ROS 2 messages of a run, made while the simulation runs, as an output of the
 //! simulation (the output seam), with the topics, layouts and bytes of
 //! [`crate::export_mcap`] except the colour frames, which are the renderer's own pixels (an
-//! export decodes the session's lossy video). They go to a [`Destination`]:
+//! export decodes the session's lossy video), and with the robot's body tree on `/tf`, which
+//! sessions do not record. They go to a [`Destination`]:
 //!
 //! - `glint run --mcap`: one MCAP file per episode, `<dir>/episode_NNNNNN.mcap`, `.partial`
 //!   until its episode ends; a killed run leaves one that readers read up to its last whole
 //!   chunk and `glint recover` closes;
-//! - `glint run --live`: world 0's episodes on a live view's channels ([`crate::LiveView`]);
-//!   nothing is encoded for a topic nobody watches.
+//! - `glint run --live`, `glint serve --live`: world 0's episodes on a live view's channels
+//!   ([`crate::LiveView`]); nothing is encoded for a topic nobody watches.
 
 use std::path::{Path, PathBuf};
 
