@@ -30,11 +30,16 @@ def start_run(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, str]:
         [str(GLINT_BIN), "run", str(manifest), "--seconds", "3600", "--live", "0", "--out", str(tmp_path / "s"), *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
+    return proc, live_address(proc)
+
+
+def live_address(proc: subprocess.Popen) -> str:
+    """The address `glint run` or `glint serve` prints once its live view listens."""
     deadline = time.monotonic() + HANG_GUARD_S
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
         if line.startswith("live view: "):
-            return proc, line.split("live view: ", 1)[1].strip()
+            return line.split("live view: ", 1)[1].strip()
         assert line or proc.poll() is None, proc.stderr.read()
     raise AssertionError("the live view never started")
 
@@ -186,13 +191,7 @@ def test_glint_serve_live_publishes_the_clouds(tmp_path):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        url = None
-        deadline = time.monotonic() + HANG_GUARD_S
-        while url is None and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            assert line or proc.poll() is None, proc.stderr.read()
-            if line.startswith("live view: "):
-                url = line.split("live view: ", 1)[1].strip()
+        url = live_address(proc)
         with connect(url, subprotocols=["foxglove.sdk.v1"], max_size=None) as ws:
             channels = channels_of(ws)
             assert channels["/roof/points"]["schemaName"] == "sensor_msgs/msg/PointCloud2"

@@ -93,40 +93,27 @@ pub fn run(args: RecoverArgs) -> Result<()> {
         println!("{salvaged} file(s) recovered, {nothing} with nothing to salvage, {} failed", failed.len());
         println!("check the session with: glint replay {}", dir.display());
     }
-    recover_mcap_files(dir, &mut failed)?;
+    recover_mcap_files(dir, &mut failed);
     if !failed.is_empty() {
         anyhow::bail!("{} file(s) could not be salvaged: {}", failed.len(), failed.join(", "));
     }
     Ok(())
 }
 
-/// Closes the MCAP files a killed `glint run --mcap` left `.partial` in `SESSION/mcap/`: their
-/// messages up to the last whole chunk go into the finished file; the `.partial` is removed.
-fn recover_mcap_files(session: &std::path::Path, failed: &mut Vec<String>) -> Result<()> {
-    let dir = session.join("mcap");
-    let Ok(entries) = std::fs::read_dir(&dir) else { return Ok(()) };
-    let mut partials: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.to_string_lossy().ends_with(".mcap.partial"))
-        .collect();
-    partials.sort();
-    for partial in partials {
-        let done = partial.with_extension("");
-        match glint_interop::recover_mcap(&partial, &done) {
-            Ok(messages) => {
-                std::fs::remove_file(&partial)
-                    .map_err(|e| anyhow::anyhow!("cannot remove '{}': {e}", partial.display()))?;
-                println!(
-                    "{}:\n  closed as {}: {messages} message(s) of its whole chunks",
-                    partial.display(),
-                    done.display()
-                );
-            }
+/// Closes the MCAP files a killed `glint run --mcap` left `.partial` in `SESSION/mcap/`
+/// (`glint_interop::recover_session_mcap`), and says what became of each.
+fn recover_mcap_files(session: &std::path::Path, failed: &mut Vec<String>) {
+    for salvage in glint_interop::recover_session_mcap(session) {
+        match salvage.outcome {
+            Ok((done, messages)) => println!(
+                "{}:\n  closed as {}: {messages} message(s) of its whole chunks",
+                salvage.partial.display(),
+                done.display()
+            ),
             Err(e) => {
-                println!("{}:\n  not closed: {e}", partial.display());
-                failed.push(partial.display().to_string());
+                println!("{}:\n  not closed: {e}", salvage.partial.display());
+                failed.push(salvage.partial.display().to_string());
             }
         }
     }
-    Ok(())
 }

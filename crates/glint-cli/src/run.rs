@@ -86,7 +86,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             let view = LiveView::start(&args.live_host, port)?;
             // The address a viewer connects to, on a line of its own (tests wait for it).
             println!("live view: ws://{}:{}", args.live_host, view.port());
-            let output = LiveOutput::new(view.destination(), &sim, (None, CloudSplit::Revolution))?;
+            let output = view.output(&sim)?;
             sim.add_output(Box::new(output));
             Some(view)
         }

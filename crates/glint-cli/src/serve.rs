@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use std::sync::Arc;
 
-use glint_interop::{CloudSplit, LiveOutput, LiveView};
+use glint_interop::LiveView;
 use glint_server::{AddedOutput, EngineOptions, Pace, ServeOptions};
 use glint_sim::{Output, Simulation};
 
@@ -116,9 +116,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
             let view = Arc::new(LiveView::start(&args.live_host, port)?);
             println!("live view: ws://{}:{}", args.live_host, view.port());
             let make = move |sim: &Simulation| -> Result<Box<dyn Output>, String> {
-                let output = LiveOutput::new(view.destination(), sim, (None, CloudSplit::Revolution))
-                    .map_err(|e| e.to_string())?;
-                Ok(Box::new(output))
+                Ok(Box::new(view.output(sim).map_err(|e| e.to_string())?))
             };
             Some(AddedOutput(Arc::new(make)))
         }

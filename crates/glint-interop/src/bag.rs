@@ -136,3 +136,36 @@ pub fn recover_mcap(partial: &Path, out: &Path) -> Result<u64, InteropError> {
     std::fs::rename(&tmp, out).map_err(|e| InteropError::io("rename", &tmp, e))?;
     Ok(copied)
 }
+
+/// One MCAP file a killed `glint run --mcap` left `.partial`, as [`recover_session_mcap`]
+/// found it.
+#[derive(Debug)]
+pub struct McapSalvage {
+    /// The `.partial` file.
+    pub partial: PathBuf,
+    /// The finished file and the messages copied into it, or why it could not be closed (it
+    /// is left as it is then).
+    pub outcome: Result<(PathBuf, u64), InteropError>,
+}
+
+/// Closes every MCAP file left `.partial` in `session/mcap/` ([`recover_mcap`]), removing
+/// each `.partial` that was closed; in file-name order.
+pub fn recover_session_mcap(session: &Path) -> Vec<McapSalvage> {
+    let Ok(entries) = std::fs::read_dir(session.join("mcap")) else { return Vec::new() };
+    let mut partials: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".mcap.partial"))
+        .collect();
+    partials.sort();
+    partials
+        .into_iter()
+        .map(|partial| {
+            let done = partial.with_extension("");
+            let outcome = recover_mcap(&partial, &done).and_then(|messages| {
+                std::fs::remove_file(&partial).map_err(|e| InteropError::io("remove", &partial, e))?;
+                Ok((done, messages))
+            });
+            McapSalvage { partial, outcome }
+        })
+        .collect()
+}

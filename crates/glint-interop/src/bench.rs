@@ -110,15 +110,14 @@ pub struct LiveReport {
 /// client) or without; its wall time.
 fn live_once(args: &LiveBench, live: bool) -> Result<f64, InteropError> {
     let options = SimOptions { episode_seconds: Some(args.seconds), ..SimOptions::default() };
-    let sim_error = |e: glint_sim::SimError| InteropError::Setting(e.to_string());
-    let mut sim = Simulation::from_manifest(&args.manifest, options).map_err(sim_error)?;
+    let mut sim = Simulation::from_manifest(&args.manifest, options)?;
     sim.set_lidar_live(true);
     let view = if live { Some(crate::LiveView::start("127.0.0.1", 0)?) } else { None };
     if let Some(view) = &view {
-        let output = crate::LiveOutput::new(view.destination(), &sim, (None, crate::CloudSplit::Revolution))?;
+        let output = view.output(&sim)?;
         sim.add_output(Box::new(output));
     }
-    Ok(sim.run(1, &mut Quiet).map_err(sim_error)?.wall_seconds)
+    Ok(sim.run(1, &mut Quiet)?.wall_seconds)
 }
 
 /// Times the episode loop with and without a live view, alternately, so drift on a shared

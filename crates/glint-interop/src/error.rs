@@ -11,6 +11,9 @@ pub enum InteropError {
     /// The recording could not be read.
     #[error(transparent)]
     Record(#[from] RecordError),
+    /// The simulation a benchmark runs failed.
+    #[error(transparent)]
+    Sim(#[from] glint_sim::SimError),
     /// A file could not be read or written.
     #[error("cannot {op} '{}': {source}", path.display())]
     Io {

@@ -18,15 +18,16 @@ use std::process::{Command, Stdio};
 
 use glam::{DQuat, DVec3};
 use glint_record::{
-    CameraSidecar, CameraStreamInfo, EpisodeRecord, PointFrame, camera_depth_dir, depth_frame_file, find_ffmpeg,
-    pose_path, read_camera_sidecar, read_episode_records, read_pose_file, read_sidecar, walk_returns,
+    CameraSidecar, EpisodeRecord, PointFrame, Sidecar, camera_depth_dir, depth_frame_file, find_ffmpeg, pose_path,
+    read_camera_sidecar, read_episode_records, read_pose_file, read_sidecar, walk_returns,
 };
 
 use crate::InteropError;
 use crate::bag::Bag;
+use crate::camera::{Depth, camera_transform, send_camera_frame};
 use crate::clouds::Clouds;
 use crate::layout::PointLayout;
-use crate::msgs::{self, MessageType, Transform, nanoseconds};
+use crate::msgs::{self, MessageType, Transform};
 
 /// How a lidar's points are split into messages.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -118,7 +119,15 @@ fn export_episode(
         points: 0,
         warnings: Vec::new(),
     };
-    let lidars: Vec<PathBuf> = record.files.iter().map(|f| session.join(f)).collect();
+    let lidars = record
+        .files
+        .iter()
+        .map(|f| {
+            let lidar = session.join(f);
+            let sidecar = read_sidecar(&lidar.with_extension("json"))?;
+            Ok((lidar, sidecar))
+        })
+        .collect::<Result<Vec<(PathBuf, Sidecar)>, InteropError>>()?;
     let cameras: Vec<PathBuf> = record
         .camera_files
         .iter()
@@ -126,7 +135,7 @@ fn export_episode(
         .map(|f| session.join(f))
         .collect();
     write_transforms(&mut bag, &lidars, &cameras)?;
-    for lidar in &lidars {
+    for (lidar, sidecar) in &lidars {
         let variant = options.variant.as_ref().map(|v| v.join(lidar.strip_prefix(session).unwrap_or(lidar)));
         if let Some(v) = &variant
             && !v.exists()
@@ -136,7 +145,7 @@ fn export_episode(
                 v.display()
             )));
         }
-        let (clouds, points) = write_clouds(&mut bag, lidar, variant.as_deref(), options)?;
+        let (clouds, points) = write_clouds(&mut bag, (lidar, sidecar), variant.as_deref(), options)?;
         episode.clouds += clouds;
         episode.points += points;
     }
@@ -148,20 +157,15 @@ fn export_episode(
     Ok(episode)
 }
 
-/// The optical frame of camera `name` (+Z forward, +Y down, as ROS's images are).
-pub(crate) fn optical_frame(name: &str) -> String {
-    format!("{}_optical", ros_name(name))
-}
-
 /// `/tf`: each lidar tick's sensor pose (one message per lidar and tick, in sensor order),
 /// and each camera frame's optical pose, in time order.
-fn write_transforms(bag: &mut Bag, lidars: &[PathBuf], cameras: &[PathBuf]) -> Result<(), InteropError> {
+fn write_transforms(bag: &mut Bag, lidars: &[(PathBuf, Sidecar)], cameras: &[PathBuf]) -> Result<(), InteropError> {
     let mut stamped: Vec<Transform> = Vec::new();
-    for lidar in lidars {
-        let frame = ros_name(&read_sidecar(&lidar.with_extension("json"))?.sensor.file_name);
+    for (lidar, sidecar) in lidars {
+        let frame = ros_name(&sidecar.sensor.file_name);
         let poses = read_pose_file(&pose_path(lidar))?;
         for i in 0..poses.len() {
-            stamped.push(sensor_transform(&frame, poses.timestamp[i], poses.position[i], poses.rotation[i]));
+            stamped.push(Transform::in_world(&frame, poses.timestamp[i], poses.position[i], poses.rotation[i]));
         }
     }
     for camera in cameras {
@@ -179,44 +183,13 @@ fn write_transforms(bag: &mut Bag, lidars: &[PathBuf], cameras: &[PathBuf]) -> R
     Ok(())
 }
 
-/// `world` → a lidar's frame at `time`.
-pub(crate) fn sensor_transform(frame: &str, time: f64, origin: DVec3, rotation: DQuat) -> Transform {
-    Transform {
-        stamp_ns: nanoseconds(time),
-        parent: "world".into(),
-        child: frame.to_string(),
-        translation: origin.to_array(),
-        rotation: wxyz(rotation),
-    }
-}
-
-/// `world` → camera `name`'s optical frame at `time`, from the MuJoCo camera's pose.
-pub(crate) fn camera_transform(name: &str, time: f64, origin: DVec3, rotation: DQuat) -> Transform {
-    Transform {
-        stamp_ns: nanoseconds(time),
-        parent: "world".into(),
-        child: optical_frame(name),
-        translation: origin.to_array(),
-        rotation: wxyz(rotation * OPTICAL_FROM_MUJOCO),
-    }
-}
-
-/// A MuJoCo camera's frame (−Z forward, +Y up) turned into ROS's optical frame (+Z forward,
-/// +Y down): half a turn about X.
-const OPTICAL_FROM_MUJOCO: DQuat = DQuat::from_xyzw(1.0, 0.0, 0.0, 0.0);
-
-fn wxyz(q: DQuat) -> [f64; 4] {
-    [q.w, q.x, q.y, q.z]
-}
-
 /// `/<lidar>/points`; returns the clouds and points written.
 fn write_clouds(
     bag: &mut Bag,
-    lidar: &Path,
+    (lidar, sidecar): (&Path, &Sidecar),
     variant: Option<&Path>,
     options: &McapOptions,
 ) -> Result<(u64, u64), InteropError> {
-    let sidecar = read_sidecar(&lidar.with_extension("json"))?;
     let frame = ros_name(&sidecar.sensor.file_name);
     let layout = options.layout.unwrap_or_else(|| PointLayout::for_config(&sidecar.sensor.scan));
     let mut clouds = Clouds::new(layout, options.split, &frame, sidecar.beam_count as usize);
@@ -247,41 +220,15 @@ fn write_camera(
     warnings: &mut Vec<String>,
 ) -> Result<(), InteropError> {
     let CameraSidecar { info, frames } = read_camera_sidecar(sidecar_path)?;
-    let name = ros_name(&info.camera);
-    let frame_id = optical_frame(&info.camera);
-    let size = (info.width as u32, info.height as u32);
-    match info.intrinsics {
-        Some(k) => {
-            for f in &frames {
-                let ns = nanoseconds(f.time);
-                bag.write(
-                    &format!("/{name}/camera_info"),
-                    MessageType::CameraInfo,
-                    ns,
-                    &msgs::camera_info(ns, &frame_id, size, k),
-                )?;
-            }
-        }
-        None => warnings.push(format!(
+    if info.intrinsics.is_none() {
+        warnings.push(format!(
             "camera '{}' is orthographic: sensor_msgs/CameraInfo describes pinhole cameras only, so none is written",
             info.camera
-        )),
+        ));
     }
-    if info.depth {
-        let dir = session.join(camera_depth_dir(episode, &info.camera));
-        for f in &frames {
-            let file = depth_frame_file(&dir, f.frame);
-            let img = image::open(&file)
-                .map_err(|e| InteropError::Setting(format!("cannot read the depth frame '{}': {e}", file.display())))?
-                .into_luma16();
-            let (topic, data) = (depth_topic(&info, &name), depth_message_data(&info, img.as_raw()));
-            let ns = nanoseconds(f.time);
-            bag.write(&topic, MessageType::Image, ns, &msgs::image(ns, &frame_id, size, "16UC1", size.0 * 2, &data))?;
-        }
-    }
-    if info.rgb {
+    let colour = if info.rgb {
         let video = sidecar_path.with_extension("mp4");
-        match decode_video(&video, size) {
+        match decode_video(&video, (info.width as u32, info.height as u32)) {
             Ok(rgb_frames) => {
                 if rgb_frames.len() != frames.len() {
                     warnings.push(format!(
@@ -292,50 +239,30 @@ fn write_camera(
                         rgb_frames.len().min(frames.len())
                     ));
                 }
-                for (f, rgb) in frames.iter().zip(rgb_frames) {
-                    let png = encode_png(&rgb, size).map_err(|e| {
-                        InteropError::Setting(format!("cannot encode frame {} of '{}': {e}", f.frame, video.display()))
-                    })?;
-                    let ns = nanoseconds(f.time);
-                    bag.write(
-                        &format!("/{name}/image/compressed"),
-                        MessageType::CompressedImage,
-                        ns,
-                        &msgs::compressed_image(ns, &frame_id, "png", &png),
-                    )?;
-                }
+                rgb_frames
             }
-            Err(why) => warnings.push(format!("colour of camera '{}' not written: {why}", info.camera)),
+            Err(why) => {
+                warnings.push(format!("colour of camera '{}' not written: {why}", info.camera));
+                Vec::new()
+            }
         }
+    } else {
+        Vec::new()
+    };
+    let depth_dir = session.join(camera_depth_dir(episode, &info.camera));
+    for (i, f) in frames.iter().enumerate() {
+        let codes = if info.depth {
+            let file = depth_frame_file(&depth_dir, f.frame);
+            let img = image::open(&file)
+                .map_err(|e| InteropError::Setting(format!("cannot read the depth frame '{}': {e}", file.display())))?;
+            Some(img.into_luma16().into_raw())
+        } else {
+            None
+        };
+        let rgb = colour.get(i).map(Vec::as_slice);
+        send_camera_frame(&mut *bag, &info, f.time, rgb, codes.as_deref().map(Depth::Codes))?;
     }
     Ok(())
-}
-
-/// The topic of a camera's depth stream: `/<cam>/depth/image_raw`, or a debug stream's
-/// `/<cam>/<stream>/image_raw`.
-pub(crate) fn depth_topic(info: &CameraStreamInfo, name: &str) -> String {
-    match &info.depth_sensor {
-        Some(model) if !model.is_depth_map() => format!("/{name}/{}/image_raw", ros_name(&model.stream)),
-        _ => format!("/{name}/depth/image_raw"),
-    }
-}
-
-/// The `16UC1` bytes of a depth frame recorded as `codes` of the camera's `depth_scale`:
-/// millimetres for a depth map (ROS's depth convention), a debug stream's own codes.
-pub(crate) fn depth_message_data(info: &CameraStreamInfo, codes: &[u16]) -> Vec<u8> {
-    let to_mm = match &info.depth_sensor {
-        Some(model) if !model.is_depth_map() => None,
-        _ => Some(info.depth_scale / 0.001),
-    };
-    let mut data = Vec::with_capacity(codes.len() * 2);
-    for &code in codes {
-        let code = match to_mm {
-            Some(scale) if scale != 1.0 => (code as f64 * scale).round().clamp(0.0, u16::MAX as f64) as u16,
-            _ => code,
-        };
-        data.extend_from_slice(&code.to_le_bytes());
-    }
-    data
 }
 
 /// The frames of a session video (H.264, padded to even sides), cropped back to `size`, as
@@ -367,18 +294,6 @@ fn decode_video(video: &Path, (width, height): (u32, u32)) -> Result<Vec<Vec<u8>
     Ok(raw.chunks_exact(frame.max(1)).map(<[u8]>::to_vec).collect())
 }
 
-pub(crate) fn encode_png(rgb: &[u8], (width, height): (u32, u32)) -> Result<Vec<u8>, image::ImageError> {
-    use image::ImageEncoder;
-    let mut png = Vec::new();
-    image::codecs::png::PngEncoder::new_with_quality(
-        &mut png,
-        image::codecs::png::CompressionType::Fast,
-        image::codecs::png::FilterType::Adaptive,
-    )
-    .write_image(rgb, width, height, image::ExtendedColorType::Rgb8)?;
-    Ok(png)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -388,14 +303,5 @@ mod tests {
         assert_eq!(ros_name("front-lidar"), "front_lidar");
         assert_eq!(ros_name("3d"), "_3d");
         assert_eq!(ros_name("lidar0"), "lidar0");
-    }
-
-    #[test]
-    fn the_optical_frame_looks_along_the_mujoco_camera() {
-        // A MuJoCo camera looks along its −Z; the optical frame along its +Z.
-        let forward = OPTICAL_FROM_MUJOCO * DVec3::Z;
-        assert!((forward - DVec3::NEG_Z).length() < 1e-12);
-        let down = OPTICAL_FROM_MUJOCO * DVec3::Y;
-        assert!((down - DVec3::NEG_Y).length() < 1e-12);
     }
 }

@@ -12,6 +12,7 @@
 
 mod bag;
 mod bench;
+mod camera;
 mod cdr;
 mod clouds;
 mod error;
@@ -21,7 +22,7 @@ mod live;
 mod msgs;
 mod view;
 
-pub use bag::{Bag, CHUNK_BYTES, partial_path, recover_mcap};
+pub use bag::{Bag, CHUNK_BYTES, McapSalvage, partial_path, recover_mcap, recover_session_mcap};
 pub use bench::{LiveBench, LiveReport, McapBench, McapReport, bench_live, bench_mcap};
 pub use cdr::Cdr;
 pub use error::InteropError;

@@ -13,16 +13,15 @@
 use std::path::{Path, PathBuf};
 
 use glam::{DMat3, DQuat, DVec3};
-use glint_lidar::{LidarBinding, ScanPattern, angles, beam_direction};
-use glint_record::{
-    BeamRow, CameraStreamInfo, CycleCounter, RowReturn, beam_vector, depth_codes_scaled, sensor_file_name,
-};
+use glint_lidar::LidarBinding;
+use glint_record::{BeamRow, CycleCounter, RowReturn, beam_vector, pattern_repeats, recorded_angles, sensor_file_name};
 use glint_sim::{EpisodeClose, Frame, Output, RecordedCamera, SensorKind, SimError, Simulation, TickFrame};
 
 use crate::InteropError;
 use crate::bag::Bag;
+use crate::camera::{CameraTopics, Depth, camera_transform, optical_frame, send_camera_frame};
 use crate::clouds::Clouds;
-use crate::export::{CloudSplit, camera_transform, optical_frame, ros_name, sensor_transform};
+use crate::export::{CloudSplit, ros_name};
 use crate::layout::PointLayout;
 use crate::msgs::{self, MessageType, Transform, nanoseconds};
 
@@ -115,7 +114,7 @@ impl LiveOutput {
     /// `Simulation::recorded_lidars`, `Simulation::recorded_cameras`) and of its bodies' frames,
     /// over its worlds; `layout` overrides every lidar's (default: its preset's driver's).
     pub fn new(
-        destination: Box<dyn Destination>,
+        mut destination: Box<dyn Destination>,
         sim: &Simulation,
         (layout, split): (Option<PointLayout>, CloudSplit),
     ) -> Result<LiveOutput, InteropError> {
@@ -140,18 +139,8 @@ impl LiveOutput {
             topics.push((format!("/{}/points", l.frame), MessageType::PointCloud2));
         }
         for c in &cameras {
-            let name = ros_name(&c.info.camera);
-            if c.info.intrinsics.is_some() {
-                topics.push((format!("/{name}/camera_info"), MessageType::CameraInfo));
-            }
-            if c.info.depth {
-                topics.push((crate::export::depth_topic(&c.info, &name), MessageType::Image));
-            }
-            if c.info.rgb {
-                topics.push((format!("/{name}/image/compressed"), MessageType::CompressedImage));
-            }
+            topics.extend(CameraTopics::announced(&c.info));
         }
-        let mut destination = destination;
         destination.announce(&topics)?;
         Ok(LiveOutput {
             destination,
@@ -207,11 +196,11 @@ impl Output for LiveOutput {
                 let (frame, config) = (lidar.frame.clone(), lidar.binding.scan);
                 let Some(episode) = self.episode(f.world)? else { return Ok(()) };
                 if episode.sink.wants("/tf") {
-                    let tf = sensor_transform(&frame, f.time, origin, DQuat::from_mat3(&rotation));
+                    let tf = Transform::in_world(&frame, f.time, origin, DQuat::from_mat3(&rotation));
                     let msg = msgs::tf_message(std::slice::from_ref(&tf));
                     episode.sink.send("/tf", MessageType::TfMessage, tf.stamp_ns, &msg).map_err(sim_error)?;
                 }
-                let repeats = matches!(config.pattern, ScanPattern::Spinning) || config.rotation_hz <= 0.0;
+                let repeats = pattern_repeats(&config);
                 let watched = episode.sink.wants(episode.clouds[f.unit].topic());
                 let mut returns = Vec::with_capacity(1);
                 for &k in beams {
@@ -226,8 +215,8 @@ impl Output for LiveOutput {
                     returns.clear();
                     if range >= 0.0 && geom >= 0 {
                         let cycle = if repeats { 0 } else { revolution };
-                        let (az, el) = angles(beam_direction(&config, cycle, k as usize));
-                        let xyz = beam_vector(az as f32, el as f32) * range as f64;
+                        let (az, el) = recorded_angles(&config, cycle, k as usize);
+                        let xyz = beam_vector(az, el) * range as f64;
                         returns.push(RowReturn {
                             xyz,
                             range,
@@ -263,12 +252,19 @@ impl Output for LiveOutput {
                 self.bodies = bodies;
                 sent?;
             }
-            Frame::Camera { rgb, depth, size: (width, height), pose: (origin, rotation), .. } => {
+            Frame::Camera { rgb, depth, pose: (origin, rotation), .. } => {
                 let Some(camera) = self.cameras.iter().find(|c| c.slot == f.unit) else { return Ok(()) };
                 let info = camera.info.clone();
                 let Some(episode) = self.episode(f.world)? else { return Ok(()) };
-                let frame = ((rgb, depth), (width, height), (origin, rotation));
-                write_camera_frame(&mut *episode.sink, &info, f.time, frame).map_err(sim_error)?;
+                let sink = &mut *episode.sink;
+                if sink.wants("/tf") {
+                    let tf = camera_transform(&info.camera, f.time, origin, DQuat::from_mat3(&rotation));
+                    sink.send("/tf", MessageType::TfMessage, tf.stamp_ns, &msgs::tf_message(std::slice::from_ref(&tf)))
+                        .map_err(sim_error)?;
+                }
+                let rgb = (info.rgb && !rgb.is_empty()).then_some(rgb);
+                let depth = (info.depth && !depth.is_empty()).then_some(Depth::Metres(depth));
+                send_camera_frame(sink, &info, f.time, rgb, depth).map_err(sim_error)?;
             }
             _ => {}
         }
@@ -309,56 +305,7 @@ fn body_transforms(bodies: &[(String, usize)], ns: u64, xpos: &[DVec3], xmat: &[
             let p = bodies[b].1;
             let parent_inv = xmat[p].transpose();
             let rotation = DQuat::from_mat3(&(parent_inv * xmat[b])).normalize();
-            let [w, x, y, z] = [rotation.w, rotation.x, rotation.y, rotation.z];
-            Transform {
-                stamp_ns: ns,
-                parent: bodies[p].0.clone(),
-                child: bodies[b].0.clone(),
-                translation: (parent_inv * (xpos[b] - xpos[p])).to_array(),
-                rotation: [w, x, y, z],
-            }
+            Transform::at(ns, &bodies[p].0, &bodies[b].0, parent_inv * (xpos[b] - xpos[p]), rotation)
         })
         .collect()
-}
-
-/// A camera frame's pixels, size and pose.
-type CameraFrame<'a> = ((&'a [u8], &'a [f32]), (usize, usize), (DVec3, DMat3));
-
-/// One camera frame: its optical pose on `/tf`, its intrinsics, its depth and colour (each
-/// only when something reads its topic).
-fn write_camera_frame(
-    sink: &mut dyn MessageSink,
-    info: &CameraStreamInfo,
-    time: f64,
-    ((rgb, depth), size, (origin, rotation)): CameraFrame,
-) -> Result<(), InteropError> {
-    let ns = nanoseconds(time);
-    let name = ros_name(&info.camera);
-    let frame_id = optical_frame(&info.camera);
-    if sink.wants("/tf") {
-        let tf = camera_transform(&info.camera, time, origin, DQuat::from_mat3(&rotation));
-        sink.send("/tf", MessageType::TfMessage, ns, &msgs::tf_message(std::slice::from_ref(&tf)))?;
-    }
-    let size = (size.0 as u32, size.1 as u32);
-    let topic = format!("/{name}/camera_info");
-    if let Some(k) = info.intrinsics
-        && sink.wants(&topic)
-    {
-        sink.send(&topic, MessageType::CameraInfo, ns, &msgs::camera_info(ns, &frame_id, size, k))?;
-    }
-    if info.depth && !depth.is_empty() {
-        let topic = crate::export::depth_topic(info, &name);
-        if sink.wants(&topic) {
-            let codes = depth_codes_scaled(depth, info.depth_scale);
-            let data = crate::export::depth_message_data(info, &codes);
-            sink.send(&topic, MessageType::Image, ns, &msgs::image(ns, &frame_id, size, "16UC1", size.0 * 2, &data))?;
-        }
-    }
-    let topic = format!("/{name}/image/compressed");
-    if info.rgb && !rgb.is_empty() && sink.wants(&topic) {
-        let png = crate::export::encode_png(rgb, size)
-            .map_err(|e| InteropError::Setting(format!("cannot encode a frame of camera '{}': {e}", info.camera)))?;
-        sink.send(&topic, MessageType::CompressedImage, ns, &msgs::compressed_image(ns, &frame_id, "png", &png))?;
-    }
-    Ok(())
 }

@@ -4,6 +4,8 @@
 //! of ROS 2 Jazzy's `sensor_msgs`, `std_msgs`, `geometry_msgs`, `tf2_msgs` and
 //! `builtin_interfaces`.
 
+use glam::{DQuat, DVec3};
+
 use crate::cdr::Cdr;
 
 /// `builtin_interfaces/Time` of a simulated time in nanoseconds.
@@ -118,6 +120,24 @@ pub struct Transform {
     pub translation: [f64; 3],
     /// The child's orientation in the parent, unit quaternion (w, x, y, z).
     pub rotation: [f64; 4],
+}
+
+impl Transform {
+    /// `child` in `parent` at `stamp_ns`: its origin and orientation there.
+    pub fn at(stamp_ns: u64, parent: &str, child: &str, translation: DVec3, rotation: DQuat) -> Transform {
+        Transform {
+            stamp_ns,
+            parent: parent.to_string(),
+            child: child.to_string(),
+            translation: translation.to_array(),
+            rotation: [rotation.w, rotation.x, rotation.y, rotation.z],
+        }
+    }
+
+    /// `child` in `world` at `time` (simulated seconds).
+    pub fn in_world(child: &str, time: f64, origin: DVec3, rotation: DQuat) -> Transform {
+        Transform::at(nanoseconds(time), "world", child, origin, rotation)
+    }
 }
 
 /// `tf2_msgs/TFMessage`.

@@ -10,8 +10,11 @@ use std::sync::Arc;
 
 use foxglove::{ChannelBuilder, Context, PartialMetadata, RawChannel, Schema, WebSocketServer, WebSocketServerHandle};
 
+use glint_sim::Simulation;
+
 use crate::InteropError;
-use crate::live::{Destination, MessageSink};
+use crate::export::CloudSplit;
+use crate::live::{Destination, LiveOutput, MessageSink};
 use crate::msgs::MessageType;
 
 /// A running live view.
@@ -48,6 +51,12 @@ impl LiveView {
     /// The destination of a run's messages on this view (world 0).
     pub fn destination(&self) -> Box<dyn Destination> {
         Box::new(ViewChannels { context: self.context.clone(), channels: Arc::new(BTreeMap::new()) })
+    }
+
+    /// The output that shows `sim`'s world 0 on this view: its clouds per revolution in their
+    /// drivers' layouts, `/tf` with the body tree, its cameras.
+    pub fn output(&self, sim: &Simulation) -> Result<LiveOutput, InteropError> {
+        LiveOutput::new(self.destination(), sim, (None, CloudSplit::Revolution))
     }
 }
 

@@ -57,12 +57,24 @@ fn beam_schema() -> SchemaRef {
     crate::schema::schema_of(&BEAM_COLUMNS)
 }
 
+/// Whether every cycle of `config`'s pattern casts the same directions (a spinning unit, a
+/// frozen pattern): its beam table then holds one cycle.
+pub fn pattern_repeats(config: &ScanConfig) -> bool {
+    matches!(config.pattern, ScanPattern::Spinning) || config.rotation_hz <= 0.0
+}
+
 /// Distinct pattern cycles a file of `rows` rows of `config` holds: one for a spinning unit or
 /// a frozen pattern, else every cycle its emissions reached.
 pub fn cycles_recorded(config: &ScanConfig, rows: u64) -> u64 {
     let units = config.beam_count() as u64;
-    let repeats = matches!(config.pattern, ScanPattern::Spinning) || config.rotation_hz <= 0.0;
-    if repeats || units == 0 { 1 } else { rows.div_ceil(units).max(1) }
+    if pattern_repeats(config) || units == 0 { 1 } else { rows.div_ceil(units).max(1) }
+}
+
+/// Beam `k`'s azimuth and elevation in cycle `cycle` as the beam table stores them (float32):
+/// what every reader of a recording places its points along.
+pub fn recorded_angles(config: &ScanConfig, cycle: u64, k: usize) -> (f32, f32) {
+    let (az, el) = angles(beam_direction(config, cycle, k));
+    (az as f32, el as f32)
 }
 
 /// What a written beam table is.
@@ -99,11 +111,11 @@ fn write_beam_table(partial: &Path, path: &Path, config: &ScanConfig, cycles: u6
     };
     for cycle in 0..cycles {
         for k in 0..beams {
-            let (az, el) = angles(beam_direction(config, cycle, k));
+            let (az, el) = recorded_angles(config, cycle, k);
             cols.0.push(cycle as u32);
             cols.1.push(k as u32);
-            cols.2.push(az as f32);
-            cols.3.push(el as f32);
+            cols.2.push(az);
+            cols.3.push(el);
         }
         if cols.0.len() >= ROW_GROUP_ROWS {
             flush(&mut cols, &mut writer)?;

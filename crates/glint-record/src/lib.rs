@@ -102,7 +102,9 @@ mod writer;
 #[doc = include_str!("../../../docs/recording.md")]
 pub struct RecordingGuide;
 
-pub use beams::{BeamTable, BeamsDone, CycleCounter, beam_path, cycles_recorded, read_beam_file};
+pub use beams::{
+    BeamTable, BeamsDone, CycleCounter, beam_path, cycles_recorded, pattern_repeats, read_beam_file, recorded_angles,
+};
 pub use camera::{
     CameraSidecar, CameraStream, CameraStreamInfo, DEPTH_PNG_SCALE, DebugStream, DepthModelInfo, FramePose,
     camera_depth_dir, camera_file_name, camera_video_file, depth_codes, depth_codes_scaled, depth_frame_file,
