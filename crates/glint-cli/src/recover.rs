@@ -66,8 +66,8 @@ pub fn run(args: RecoverArgs) -> Result<()> {
                     }
                 }
             }
-            SalvageOutcome::RangefindersRecovered { path, rows } => {
-                println!("  recovered as {}: {rows} tick(s) of rangefinder values from its log", path.display());
+            SalvageOutcome::TableRecovered { table, path, rows } => {
+                println!("  recovered as {}: {rows} tick(s) of {} values from its log", path.display(), table.what());
             }
             SalvageOutcome::Nothing { reason } => {
                 nothing += 1;

@@ -133,7 +133,9 @@ impl LiveOutput {
             .map(|l| l.frame.clone())
             .chain(cameras.iter().map(|c| optical_frame(&c.info.camera)))
             .collect();
-        let bodies = body_frames(sim.scene(), &sensor_frames);
+        let scene = sim.scene();
+        let parents: Vec<usize> = scene.body_parentid.iter().map(|&p| p.max(0) as usize).collect();
+        let bodies = body_frames(&scene.body_name, &parents, &sensor_frames);
         let mut topics = vec![("/tf".to_string(), MessageType::TfMessage)];
         for l in &lidars {
             topics.push((format!("/{}/points", l.frame), MessageType::PointCloud2));
@@ -183,7 +185,7 @@ impl Output for LiveOutput {
     fn wants(&self, (kind, _): (SensorKind, usize), unit: usize, _world: usize, tick: u64) -> bool {
         match kind {
             SensorKind::Lidar => unit < self.lidars.len(),
-            SensorKind::Bodies => self.bodies.len() > 1,
+            SensorKind::State => self.bodies.len() > 1,
             SensorKind::Camera => self.cameras.iter().any(|c| c.slot == unit && c.takes(tick)),
             _ => false,
         }
@@ -238,7 +240,7 @@ impl Output for LiveOutput {
                     episode.clouds[f.unit].discard();
                 }
             }
-            Frame::Bodies { xpos, xmat } => {
+            Frame::State { xpos, xmat, .. } => {
                 let ns = nanoseconds(f.time);
                 let bodies = std::mem::take(&mut self.bodies);
                 let sent = match self.episode(f.world) {
@@ -284,22 +286,25 @@ impl Output for LiveOutput {
 
 /// Each body's frame name and parent (body 0, the world, is `world`): the MJCF name as a ROS
 /// name (`body<id>` for an unnamed body), with `_body` added where a sensor's frame has it.
-fn body_frames(scene: &glint_core::Scene, sensor_frames: &[String]) -> Vec<(String, usize)> {
-    (0..scene.nbody())
-        .map(|b| {
-            let name = match (b, scene.body_name[b].as_str()) {
+pub(crate) fn body_frames(names: &[String], parents: &[usize], sensor_frames: &[String]) -> Vec<(String, usize)> {
+    names
+        .iter()
+        .zip(parents)
+        .enumerate()
+        .map(|(b, (name, &parent))| {
+            let name = match (b, name.as_str()) {
                 (0, _) => "world".to_string(),
                 (_, "") => format!("body{b}"),
                 (_, n) => ros_name(n),
             };
             let name = if b > 0 && sensor_frames.contains(&name) { format!("{name}_body") } else { name };
-            (name, scene.body_parentid[b].max(0) as usize)
+            (name, parent)
         })
         .collect()
 }
 
 /// Every body's frame in its parent's at `ns`: the robot's tree on `/tf`.
-fn body_transforms(bodies: &[(String, usize)], ns: u64, xpos: &[DVec3], xmat: &[DMat3]) -> Vec<Transform> {
+pub(crate) fn body_transforms(bodies: &[(String, usize)], ns: u64, xpos: &[DVec3], xmat: &[DMat3]) -> Vec<Transform> {
     (1..bodies.len().min(xpos.len()))
         .map(|b| {
             let p = bodies[b].1;

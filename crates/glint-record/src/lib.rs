@@ -87,12 +87,12 @@ mod lock;
 mod pages;
 mod points;
 mod poses;
-mod rangefinders;
 mod reader;
 mod recover;
 mod schema;
 mod session;
 mod sidecar;
+mod tick_tables;
 mod verify;
 mod video;
 mod writer;
@@ -123,17 +123,15 @@ pub use points::{
     BeamRow, PointCloud, PointFormat, PointFrame, RowReturn, beam_vector, recorded_points, walk_returns, write_points,
 };
 pub use poses::{PoseTable, pose_path, read_pose_file};
-pub use rangefinders::{
-    RangefinderSidecar, RangefinderTable, rangefinder_file, read_rangefinder_file, read_rangefinder_sidecar,
-};
 pub use reader::{LidarReader, LidarTable, SecondaryColumns, read_lidar_file};
 pub use recover::{PartialState, RecoveryReport, Salvage, SalvageOutcome, partial_state, recover_session};
 pub use schema::ROW_GROUP_ROWS;
 pub use session::{Episode, EpisodeStatus, EpisodeSummary, SensorSummary, Session, SessionInfo, lidar_file};
 pub use sidecar::{
-    ColumnDescription, PatternDescription, PoseFile, SensorDescription, SessionMeta, Sidecar, read_session_meta,
-    read_sidecar, sensor_file_name,
+    BodyLink, ColumnDescription, PatternDescription, PoseFile, SensorDescription, SessionMeta, Sidecar,
+    read_session_meta, read_sidecar, sensor_file_name,
 };
+pub use tick_tables::{TickTable, TickTableSidecar, TickValues, read_tick_table, read_tick_table_sidecar};
 pub use verify::{EpisodeRecord, FileCheck, FileProblem, SessionReport, check_session, read_episode_records};
 pub use video::{RecordWarning, VideoSettings, find_ffmpeg};
 pub use writer::{MAX_BUFFERED_ROWS, TickData};

@@ -23,12 +23,12 @@ use crate::files::file_sha256;
 use crate::journal::{GROUPS_SUFFIX, JournaledGroup, TICKS_SUFFIX, footer_of, read_journal, read_ticks, side_path};
 use crate::lock::SessionLock;
 use crate::poses::{PoseWriter, pose_columns, pose_path};
-use crate::rangefinders::{RangefinderSalvage, rangefinder_episode, rangefinder_file, salvage_rangefinders};
 use crate::reader::recorded_episode_seed;
 use crate::reader::{LidarReader, footer};
 use crate::schema::{READ_BATCH_ROWS, mismatch};
 use crate::session::{EpisodeLine, EpisodeStatus, stem, with_suffix, write_json};
 use crate::sidecar::{PoseFile, SensorDescription, SessionMeta, Sidecar, read_session_meta};
+use crate::tick_tables::{TableSalvage, TickTable, salvage_table};
 use crate::verify::check_session;
 use crate::{ROW_GROUP_ROWS, RecordError};
 
@@ -99,9 +99,11 @@ pub enum SalvageOutcome {
         /// SHA-256 of the finished file, as its sidecar records it.
         sha256: String,
     },
-    /// An episode's MJCF rangefinder table, rebuilt from its log (every tick logged) with its
-    /// sidecar.
-    RangefindersRecovered {
+    /// An episode's tick table (rangefinders, robot state), rebuilt from its log (every tick
+    /// logged) with its sidecar.
+    TableRecovered {
+        /// Which table.
+        table: TickTable,
         /// The finished table, relative to the session folder.
         path: PathBuf,
         /// Ticks (rows) salvaged.
@@ -150,12 +152,12 @@ pub fn recover_session(dir: &Path) -> Result<RecoveryReport, RecordError> {
         RecoveryReport { dir: dir.to_path_buf(), files: Vec::new(), logged: Vec::new(), removed: Vec::new() };
     for rel in &before.partial {
         let name = rel.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        if let Some(episode) = rangefinder_episode(&name, ".partial") {
-            let outcome = match salvage_rangefinders(&dir.join(rel), episode) {
-                Ok(RangefinderSalvage::Recovered(rows)) => {
-                    SalvageOutcome::RangefindersRecovered { path: rangefinder_file(episode), rows }
+        if let Some((table, episode)) = TickTable::of_file(&name, ".partial") {
+            let outcome = match salvage_table(table, &dir.join(rel), episode) {
+                Ok(TableSalvage::Recovered(rows)) => {
+                    SalvageOutcome::TableRecovered { table, path: table.file(episode), rows }
                 }
-                Ok(RangefinderSalvage::Nothing(reason)) => SalvageOutcome::Nothing { reason },
+                Ok(TableSalvage::Nothing(reason)) => SalvageOutcome::Nothing { reason },
                 Err(e) => SalvageOutcome::Failed { reason: e.to_string() },
             };
             report.files.push(Salvage { partial: rel.clone(), episode, outcome });
@@ -179,9 +181,7 @@ pub fn recover_session(dir: &Path) -> Result<RecoveryReport, RecordError> {
     let mut episodes: Vec<u32> = report
         .files
         .iter()
-        .filter(|s| {
-            matches!(s.outcome, SalvageOutcome::Recovered { .. } | SalvageOutcome::RangefindersRecovered { .. })
-        })
+        .filter(|s| matches!(s.outcome, SalvageOutcome::Recovered { .. } | SalvageOutcome::TableRecovered { .. }))
         .map(|s| s.episode)
         .collect();
     episodes.sort_unstable();
@@ -507,14 +507,15 @@ fn log_episode(dir: &Path, meta: &SessionMeta, index: u32) -> Result<(), RecordE
         }
         files.push(lidar.strip_prefix(dir).unwrap_or(&lidar).to_string_lossy().replace('\\', "/"));
     }
-    let rangefinders = rangefinder_file(index);
-    let rangefinders = match dir.join(&rangefinders).exists() {
-        true => {
-            ticks = ticks.max(footer(&dir.join(&rangefinders))?.1);
-            Some(rangefinders.to_string_lossy().replace('\\', "/"))
+    let mut table_file = |table: TickTable| -> Result<Option<String>, RecordError> {
+        let rel = table.file(index);
+        if !dir.join(&rel).exists() {
+            return Ok(None);
         }
-        false => None,
+        ticks = ticks.max(footer(&dir.join(&rel))?.1);
+        Ok(Some(rel.to_string_lossy().replace('\\', "/")))
     };
+    let (rangefinders, state) = (table_file(TickTable::Rangefinders)?, table_file(TickTable::State)?);
     let line = EpisodeLine {
         index,
         length_s: ticks as f64 / meta.lidar_runner_hz,
@@ -527,6 +528,7 @@ fn log_episode(dir: &Path, meta: &SessionMeta, index: u32) -> Result<(), RecordE
         randomized: Default::default(),
         variant: None,
         rangefinders,
+        state,
     };
     line.append(dir)
 }

@@ -16,8 +16,8 @@ use crate::beams::write_beams_beside;
 use crate::journal::{GROUPS_SUFFIX, TICKS_SUFFIX};
 use crate::lock::SessionLock;
 use crate::poses::{PoseWriter, pose_columns};
-use crate::rangefinders::{RangefinderWriter, rangefinder_file};
 use crate::sidecar::{FORMAT_VERSION, PoseFile, SensorDescription, SessionMeta, Sidecar};
+use crate::tick_tables::{TickTable, TickTableWriter};
 use crate::video::{RecordWarning, VideoProxy, VideoSettings, find_ffmpeg, frame_rate};
 use crate::writer::{LidarWriter, TickData};
 
@@ -106,7 +106,7 @@ pub struct EpisodeSummary {
     pub index: u32,
     /// How it ended.
     pub status: EpisodeStatus,
-    /// Ticks recorded (the most any lidar or the rangefinder table got).
+    /// Ticks recorded (the most any lidar or tick table got).
     pub ticks: u64,
     /// One entry per sensor, in sensor order.
     pub sensors: Vec<SensorSummary>,
@@ -157,8 +157,8 @@ pub struct Episode {
     variant: Option<String>,
     /// The session's hold, kept while the episode's files are written.
     lock: Arc<SessionLock>,
-    /// The MJCF rangefinders' table, once the episode has had their values.
-    rangefinders: Option<RangefinderWriter>,
+    /// The tick tables (rangefinders, robot state), each once the episode has had its values.
+    tables: BTreeMap<TickTable, TickTableWriter>,
 }
 
 impl std::fmt::Debug for Episode {
@@ -286,6 +286,7 @@ impl Session {
             sensors: sensors.clone(),
             manifest_text: info.manifest_text.clone(),
             debug_streams: Vec::new(),
+            bodies: Vec::new(),
         };
         write_json(&dir.join("meta").join("info.json"), &meta)?;
         let log = dir.join("meta").join("episodes.jsonl");
@@ -313,6 +314,17 @@ impl Session {
         if streams.is_empty() {
             return Ok(());
         }
+        self.amend_meta(|meta| meta.debug_streams = streams)
+    }
+
+    /// Records the model's body tree in `meta/info.json` (`bodies`), for readers that place
+    /// the robot state table's body poses in a tree (`glint export --format mcap`'s `/tf`).
+    pub fn note_bodies(&mut self, bodies: Vec<crate::BodyLink>) -> Result<(), RecordError> {
+        self.amend_meta(|meta| meta.bodies = bodies)
+    }
+
+    /// Rewrites `meta/info.json` with `change` made.
+    fn amend_meta(&self, change: impl FnOnce(&mut SessionMeta)) -> Result<(), RecordError> {
         let path = self.dir.join("meta").join("info.json");
         let text = std::fs::read_to_string(&path).map_err(|e| RecordError::io("read", &path, e))?;
         let mut meta: SessionMeta = serde_json::from_str(&text).map_err(|e| RecordError::Io {
@@ -320,7 +332,7 @@ impl Session {
             path: path.clone(),
             reason: e.to_string(),
         })?;
-        meta.debug_streams = streams;
+        change(&mut meta);
         write_json(&path, &meta)
     }
 
@@ -362,11 +374,12 @@ impl Session {
                 }
             }
         }
-        let rangefinders = self.dir.join(rangefinder_file(index));
-        for suffix in ["", ".partial"] {
-            let p = with_suffix(&rangefinders, suffix);
-            if p.exists() {
-                return Err(RecordError::EpisodeExists { index, path: p });
+        for table in TickTable::ALL {
+            let path = self.dir.join(table.file(index));
+            for p in [with_suffix(&path, ""), with_suffix(&path, ".partial")] {
+                if p.exists() {
+                    return Err(RecordError::EpisodeExists { index, path: p });
+                }
             }
         }
         if self.begun.contains(&index) {
@@ -417,7 +430,7 @@ impl Session {
             randomized: BTreeMap::new(),
             variant: None,
             lock: self.lock.clone(),
-            rangefinders: None,
+            tables: BTreeMap::new(),
         })
     }
 }
@@ -446,6 +459,9 @@ pub(crate) struct EpisodeLine<'a> {
     /// The episode's MJCF rangefinder table, relative to the session folder.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) rangefinders: Option<String>,
+    /// The episode's robot state table, relative to the session folder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) state: Option<String>,
 }
 
 impl EpisodeLine<'_> {
@@ -505,17 +521,26 @@ impl Episode {
         }
     }
 
-    /// Appends one tick's MJCF rangefinder values (one per name in `names`, as the simulation
-    /// names them) to the episode's rangefinder table, created at the first call
-    /// (`data/chunk-NNN/rangefinders-NNN.parquet`). The names must stay the same all episode.
-    pub fn write_rangefinders(&mut self, timestamp: f64, names: &[String], values: &[f64]) -> Result<(), RecordError> {
-        if self.rangefinders.is_none() {
-            self.rangefinders = Some(RangefinderWriter::create(&self.dir, self.index, names)?);
-        }
-        let table = self.rangefinders.as_mut().expect("created above");
+    /// Appends one tick's values (one per name in `names`, as the simulation names them) to
+    /// the episode's `kind` table, created at the first call
+    /// (`data/chunk-NNN/<kind>-NNN.parquet`). The names must stay the same all episode.
+    pub fn write_tick_values(
+        &mut self,
+        kind: TickTable,
+        timestamp: f64,
+        names: &[String],
+        values: &[f64],
+    ) -> Result<(), RecordError> {
+        let table = match self.tables.entry(kind) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(TickTableWriter::create(kind, &self.dir, self.index, names)?)
+            }
+        };
         if table.names() != names {
             return Err(RecordError::Setting(format!(
-                "the rangefinders changed within episode {}: {:?} became {:?}",
+                "the {} columns changed within episode {}: {:?} became {:?}",
+                kind.what(),
                 self.index,
                 table.names(),
                 names
@@ -582,7 +607,7 @@ impl Episode {
             randomized,
             variant,
             lock,
-            rangefinders,
+            tables,
             ..
         } = self;
         warnings.extend(proxies.into_iter().flatten().filter_map(|proxy| proxy.finish().err()));
@@ -642,13 +667,11 @@ impl Episode {
             .iter()
             .map(|s| s.path.strip_prefix(&dir).unwrap_or(&s.path).to_string_lossy().replace('\\', "/"))
             .collect();
-        let rangefinders = match rangefinders {
-            Some(table) => {
-                ticks = ticks.max(table.finish(index, status.name())?.rows);
-                Some(rangefinder_file(index).to_string_lossy().replace('\\', "/"))
-            }
-            None => None,
-        };
+        let mut written = BTreeMap::new();
+        for (kind, table) in tables {
+            ticks = ticks.max(table.finish(index, status.name())?.rows);
+            written.insert(kind, kind.file(index).to_string_lossy().replace('\\', "/"));
+        }
         let line = EpisodeLine {
             index,
             length_s,
@@ -660,7 +683,8 @@ impl Episode {
             camera_files,
             randomized,
             variant,
-            rangefinders,
+            rangefinders: written.remove(&TickTable::Rangefinders),
+            state: written.remove(&TickTable::State),
         };
         line.append(&dir)?;
         drop(lock);

@@ -206,6 +206,19 @@ pub struct SessionMeta {
     /// The cameras whose depth stream is a debug channel, not a depth map (absent: none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub debug_streams: Vec<crate::DebugStream>,
+    /// The model's body tree in body order (the world first), named as the robot state
+    /// table's `body/<name>/…` columns name them (absent in older sessions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bodies: Vec<BodyLink>,
+}
+
+/// One body of the model's tree, as `meta/info.json` lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BodyLink {
+    /// The body's name (`body<id>` for an unnamed one).
+    pub name: String,
+    /// Its parent's index in the list (the world is its own parent, 0).
+    pub parent: usize,
 }
 
 /// `name` sanitised for a file name (`[A-Za-z0-9_-]`, others become `_`), or `lidar<index>`

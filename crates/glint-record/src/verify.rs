@@ -11,10 +11,10 @@ use crate::RecordError;
 use crate::beams::{beam_path, side_table};
 use crate::files::file_sha256;
 use crate::poses::{pose_mismatch, pose_path};
-use crate::rangefinders::{check_rangefinder_file, rangefinder_episode};
 use crate::reader::footer;
 use crate::schema::mismatch;
 use crate::sidecar::{BeamFile, PoseFile, SessionMeta, Sidecar, read_session_meta, read_sidecar};
+use crate::tick_tables::{TickTable, check_tick_table};
 
 /// One line of `meta/episodes.jsonl`.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -26,7 +26,7 @@ pub struct EpisodeRecord {
     /// Wall-clock seconds the episode took.
     #[serde(default)]
     pub duration_s: f64,
-    /// Ticks recorded (the most any lidar or the rangefinder table got).
+    /// Ticks recorded (the most any lidar or tick table got).
     pub ticks: u64,
     /// `complete`, `interrupted`, `unstable` or `recovered` ([`crate::EpisodeStatus`]).
     pub status: String,
@@ -35,6 +35,10 @@ pub struct EpisodeRecord {
     /// Its MJCF rangefinder table, relative to the session folder, if it has one.
     #[serde(default)]
     pub rangefinders: Option<String>,
+    /// Its robot state table (`qpos`, `qvel`, `ctrl`, body poses per tick), relative to the
+    /// session folder, if it has one.
+    #[serde(default)]
+    pub state: Option<String>,
     /// Its camera streams' files (videos, their sidecars, depth folders), relative to the
     /// session folder.
     #[serde(default)]
@@ -349,10 +353,10 @@ pub fn check_session(dir: &Path) -> Result<SessionReport, RecordError> {
                     // Left beside the lidar file's own `.partial`, which is what is reported.
                 } else if name.ends_with(".parquet.partial") {
                     report.partial.push(rel);
-                } else if rangefinder_episode(&name, "").is_some() {
-                    let problems = check_rangefinder_file(&path);
+                } else if let Some((table, _)) = TickTable::of_file(&name, "") {
+                    let problems = check_tick_table(table, &path);
                     report.problems.extend(problems.into_iter().map(|p| format!("{}: {p}", rel.display())));
-                } else if name.starts_with("rangefinders-") && name.ends_with(".json") {
+                } else if TickTable::is_sidecar(&name) {
                     if !path.with_extension("parquet").exists() && !path.with_extension("parquet.partial").exists() {
                         report.problems.push(format!("{} is a sidecar without its Parquet file", rel.display()));
                     }
@@ -372,7 +376,7 @@ pub fn check_session(dir: &Path) -> Result<SessionReport, RecordError> {
         report.problems.push("the session has no data/ folder".into());
     }
     for e in &report.episodes {
-        for f in e.files.iter().chain(&e.rangefinders) {
+        for f in e.files.iter().chain(&e.rangefinders).chain(&e.state) {
             if !dir.join(f).exists() {
                 report.problems.push(format!("episode {} lists {f}, which is missing", e.index));
             }

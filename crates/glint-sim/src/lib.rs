@@ -35,7 +35,6 @@
 
 mod actions;
 pub mod bench;
-mod bodies;
 mod camera_set;
 mod controller;
 mod episodes;
@@ -52,6 +51,7 @@ mod run;
 mod sensors;
 mod sim;
 mod sim_types;
+mod state;
 mod task;
 mod warning;
 
@@ -78,5 +78,6 @@ pub use run::{Quiet, RunObserver, RunOutcome};
 pub use sensors::{Demand, Frame, Sensor, SensorContext, SensorKind};
 pub use sim::{Lidar, LidarMut, Simulation, VariantPlan};
 pub use sim_types::{LidarStats, SimOptions, StepReport, WorldStatus, Worlds};
+pub use state::state_names;
 pub use task::TaskOutcome;
 pub use warning::Warning;

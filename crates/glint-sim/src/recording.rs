@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use glint_record::{CameraStream, CameraStreamInfo, Episode, FramePose, Session, SessionInfo, TickData, VideoSettings};
+use glint_record::{
+    CameraStream, CameraStreamInfo, Episode, FramePose, Session, SessionInfo, TickData, TickTable, VideoSettings,
+};
 
 use crate::outputs::{EpisodeClose, Output, TickFrame};
 use crate::sensors::{Frame, SensorKind};
@@ -73,13 +75,16 @@ pub(crate) struct Recording {
 }
 
 impl Recording {
-    /// Creates the session under `out` with video proxies as `video` asks.
+    /// Creates the session under `out` with video proxies as `video` asks, the model's body
+    /// tree `bodies` noted in its `info.json`.
     pub(crate) fn create(
         out: &Path,
         info: &SessionInfo,
         (video, cameras): (VideoSettings, Vec<RecordedCamera>),
+        bodies: Vec<glint_record::BodyLink>,
     ) -> Result<Recording, SimError> {
         let mut session = Session::create(out, info)?;
+        session.note_bodies(bodies)?;
         let debug_streams = cameras
             .iter()
             .filter_map(|c| c.info.depth_sensor.as_ref().filter(|d| !d.is_depth_map()).map(|d| (c, d)))
@@ -137,12 +142,12 @@ impl Recording {
 }
 
 impl Output for Recording {
-    /// Every lidar's and the MJCF rangefinders' frames; a recorded camera's on its episode's
-    /// first tick and then every `every` ticks. Sensors added from Python are not part of a
-    /// session.
+    /// Every lidar's, the MJCF rangefinders' and the robot state's frames; a recorded
+    /// camera's on its episode's first tick and then every `every` ticks. Sensors added from
+    /// Python are not part of a session.
     fn wants(&self, (kind, _): (SensorKind, usize), unit: usize, _world: usize, tick: u64) -> bool {
         match kind {
-            SensorKind::Lidar | SensorKind::Rangefinder => true,
+            SensorKind::Lidar | SensorKind::Rangefinder | SensorKind::State => true,
             SensorKind::Camera => self.camera_of_slot(unit).is_some_and(|k| self.cameras[k].takes(tick)),
             _ => false,
         }
@@ -164,7 +169,10 @@ impl Output for Recording {
                 self.warnings.extend(warnings.into_iter().map(Warning::Recording));
             }
             Frame::Rangefinders { values, names } => {
-                self.episode(world, seed)?.write_rangefinders(f.time, names, values)?;
+                self.episode(world, seed)?.write_tick_values(TickTable::Rangefinders, f.time, names, values)?;
+            }
+            Frame::State { values, names, .. } => {
+                self.episode(world, seed)?.write_tick_values(TickTable::State, f.time, names, values)?;
             }
             Frame::Camera { rgb, depth, pose: (pos, rot), .. } => {
                 let Some(k) = self.camera_of_slot(f.unit) else { return Ok(()) };

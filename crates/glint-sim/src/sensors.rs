@@ -5,7 +5,8 @@
 //! worlds' episode seeds from the [`SensorContext`], and restarts what it keeps per episode
 //! when a world is reset.
 //!
-//! The lidars, the cameras and the model's MJCF rangefinders (`rangefinders.rs`) implement
+//! The lidars, the cameras, the model's MJCF rangefinders (`rangefinders.rs`) and the robot's
+//! state (`state.rs`) implement
 //! [`Sensor`]; a new kind (a depth-sensor model, a user's own) is added with
 //! [`crate::Simulation::add_sensor`], and [`crate::Simulation::step`] ticks it without knowing
 //! what it is.
@@ -37,6 +38,8 @@ pub struct SensorContext<'a> {
     pub materials: &'a MaterialTable,
     /// Each world's model fields (colours, materials, lights) as the cameras read them.
     pub(crate) fields: &'a crate::fields::Fields,
+    /// The worlds' MuJoCo data (the robot state sensor reads `qpos`, `qvel`, `ctrl`).
+    pub(crate) worlds: &'a glint_mujoco::WorldBatch,
 }
 
 /// What kind of sensor a frame comes from.
@@ -49,8 +52,8 @@ pub enum SensorKind {
     Camera,
     /// The model's MJCF `<rangefinder>` sensors: one unit, every rangefinder's values.
     Rangefinder,
-    /// Every body's frame: one unit, the whole model's bodies.
-    Bodies,
+    /// The robot's state: one unit, MuJoCo's `qpos`, `qvel`, `ctrl` and every body's frame.
+    State,
     /// A sensor added with [`crate::Simulation::add_sensor`]: one unit of values per world.
     Values,
 }
@@ -92,9 +95,15 @@ pub enum Frame<'a> {
     },
     /// A sensor's values.
     Values(&'a [f32]),
-    /// Every body's frame in the world (the scene's `body_name` and `body_parentid` name and
-    /// link them; body 0 is the world).
-    Bodies {
+    /// The robot's state: MuJoCo's `qpos`, `qvel` and `ctrl` and every body's frame in the
+    /// world (the scene's `body_name` and `body_parentid` name and link them; body 0 is the
+    /// world).
+    State {
+        /// `qpos`, `qvel`, `ctrl`, then each body's (but the world's) position and quaternion
+        /// (`w x y z`), one name per value in `names`.
+        values: &'a [f64],
+        /// One name per value (`qpos/<joint>`, `ctrl/<actuator>`, `body/<body>/x`, …).
+        names: &'a [String],
         /// Positions, one per body.
         xpos: &'a [DVec3],
         /// Orientations (columns: the body's axes), one per body.
@@ -192,18 +201,18 @@ pub trait Sensor: Send {
 }
 
 /// The sensors of a simulation: the lidars, the cameras once set, the model's MJCF
-/// rangefinders (when it has any), the bodies' poses, and any added, numbered in that order (a
+/// rangefinders (when it has any), the robot's state, and any added, numbered in that order (a
 /// slot stays numbered while it is empty, so an added sensor's number never changes).
 pub(crate) struct Sensors {
     pub(crate) lidars: crate::lidar_set::LidarSet,
     pub(crate) cameras: Option<crate::camera_set::CameraSet>,
     pub(crate) rangefinders: Option<crate::rangefinders::RangefinderSet>,
-    pub(crate) bodies: crate::bodies::BodyPoses,
+    pub(crate) state: crate::state::RobotState,
     pub(crate) added: Vec<Box<dyn Sensor>>,
 }
 
 impl Sensors {
-    /// Slots before those added: the lidars, the cameras, the rangefinders and the bodies.
+    /// Slots before those added: the lidars, the cameras, the rangefinders and the state.
     const FIXED: usize = 4;
 
     pub(crate) fn count(&self) -> usize {
@@ -216,7 +225,7 @@ impl Sensors {
             0 => Some(&mut self.lidars),
             1 => self.cameras.as_mut().map(|c| c as &mut (dyn Sensor + 'static)),
             2 => self.rangefinders.as_mut().map(|r| r as &mut (dyn Sensor + 'static)),
-            3 => Some(&mut self.bodies),
+            3 => Some(&mut self.state),
             k => self.added.get_mut(k - Self::FIXED).map(|s| &mut **s),
         }
     }
@@ -227,7 +236,7 @@ impl Sensors {
             0 => Some(&self.lidars),
             1 => self.cameras.as_ref().map(|c| c as &(dyn Sensor + 'static)),
             2 => self.rangefinders.as_ref().map(|r| r as &(dyn Sensor + 'static)),
-            3 => Some(&self.bodies),
+            3 => Some(&self.state),
             k => self.added.get(k - Self::FIXED).map(|s| &**s),
         }
     }

@@ -395,6 +395,7 @@ impl Simulation {
                 episode_ticks: &ticks,
                 materials: &self.setup.table,
                 fields: &self.world.fields,
+                worlds: &self.worlds,
             };
             let Some(sensor) = self.sensors.get_mut(k) else { continue };
             sensor.tick(&ctx, &cast)?;

@@ -186,9 +186,9 @@ fn a_recording_holds_every_ticks_rangefinder_values_and_survives_a_kill() {
     assert!(glint_record::check_session(&dir).unwrap().ok(), "{:?}", glint_record::check_session(&dir).unwrap());
     let log = std::fs::read_to_string(dir.join("meta/episodes.jsonl")).unwrap();
     for (episode, rows) in expected.iter().enumerate() {
-        let rel = glint_record::rangefinder_file(episode as u32);
+        let rel = glint_record::TickTable::Rangefinders.file(episode as u32);
         assert!(log.contains(&rel.to_string_lossy().to_string()), "episodes.jsonl lists {rel:?}: {log}");
-        let table = glint_record::read_rangefinder_file(&dir.join(&rel)).unwrap();
+        let table = glint_record::read_tick_table(&dir.join(&rel)).unwrap();
         assert_eq!(table.names, sim.rangefinder_names());
         assert_eq!(table.timestamp.len(), 30, "one row per tick");
         assert!(table.timestamp.windows(2).all(|t| t[1] > t[0]));
@@ -198,21 +198,18 @@ fn a_recording_holds_every_ticks_rangefinder_values_and_survives_a_kill() {
     }
 
     // A run killed mid-episode leaves the table `.partial` with its log; `recover` rebuilds it.
-    let killed = dir.join(glint_record::rangefinder_file(0));
+    let killed = dir.join(glint_record::TickTable::Rangefinders.file(0));
     let partial = killed.with_extension("parquet.partial");
-    let table = glint_record::read_rangefinder_file(&killed).unwrap();
+    let table = glint_record::read_tick_table(&killed).unwrap();
     std::fs::rename(&killed, &partial).unwrap();
     std::fs::remove_file(killed.with_extension("json")).unwrap();
     assert!(!glint_record::check_session(&dir).unwrap().ok(), "a .partial table is reported");
     let report = glint_record::recover_session(&dir).unwrap();
     assert!(
-        report
-            .files
-            .iter()
-            .any(|f| matches!(f.outcome, glint_record::SalvageOutcome::RangefindersRecovered { rows: 30, .. })),
+        report.files.iter().any(|f| matches!(f.outcome, glint_record::SalvageOutcome::TableRecovered { rows: 30, .. })),
         "{report:?}"
     );
-    assert_eq!(glint_record::read_rangefinder_file(&killed).unwrap(), table);
+    assert_eq!(glint_record::read_tick_table(&killed).unwrap(), table);
     assert!(glint_record::check_session(&dir).unwrap().ok());
     std::fs::remove_dir_all(&out).unwrap();
 }

@@ -171,6 +171,7 @@ impl Simulation {
         let drive = Drive::new(&setup.controller, &model, nworld)?;
         let lidar_warnings = lidar_warnings.into_iter().map(|(sensor, warning)| Warning::Lidar { sensor, warning });
         let (rangefinders, rangefinder_warnings) = RangefinderSet::from_model(&model, nworld);
+        let state = crate::state::RobotState::new(&model);
         let warnings =
             moved.into_iter().chain(capped).chain(lidar_warnings).chain(blind).chain(rangefinder_warnings).collect();
         let fields = Fields::new(&scene, &worlds.physics(0)?);
@@ -192,13 +193,7 @@ impl Simulation {
             drive,
             randomizer,
             world,
-            sensors: Sensors {
-                lidars,
-                cameras: None,
-                rangefinders,
-                bodies: crate::bodies::BodyPoses,
-                added: Vec::new(),
-            },
+            sensors: Sensors { lidars, cameras: None, rangefinders, state, added: Vec::new() },
             outputs: Outputs::default(),
             bake: None,
             observation: ObservationLayout::default(),

@@ -35,7 +35,8 @@ impl Simulation {
         let video = VideoSettings { all_sensors: r.record_video_proxy, colour_by: r.video_colour_by };
         let cameras = self.recorded_cameras();
         crate::memory::check_recording(self.nworld(), &self.rows_per_episode())?;
-        let recording = Recording::create(&out, &info, (video, cameras))?;
+        let bodies = crate::state::body_tree(&self.scene);
+        let recording = Recording::create(&out, &info, (video, cameras), bodies)?;
         for sensor in &self.sensors.added {
             self.warnings.push(Warning::NotRecorded { sensor: sensor.name().to_string() });
         }

@@ -1,9 +1,14 @@
-//! The per-episode rangefinder table (`data/chunk-NNN/rangefinders-NNN.parquet`, with its
-//! sidecar `rangefinders-NNN.json`): the model's MJCF `<rangefinder>` values at every tick of
-//! the episode, one float64 column per value (the sensor's name, or `<sensor>/<field>`).
+//! The per-episode tables of float64 values, one row per tick, with a sidecar each
+//! (`<name>-NNN.json`) ([`TickTable`]):
+//!
+//! - `data/chunk-NNN/rangefinders-NNN.parquet`: the model's MJCF `<rangefinder>` values, one
+//!   column per value (the sensor's name, or `<sensor>/<field>`);
+//! - `data/chunk-NNN/state-NNN.parquet`: the robot's state, MuJoCo's `qpos`, `qvel` and `ctrl`
+//!   and every body's pose in the world (`qpos/<joint>`, `qvel/<joint>`, `ctrl/<actuator>`,
+//!   `body/<body>/x|y|z|qw|qx|qy|qz`; a free or ball joint's entries end in their component).
 //!
 //! Kept salvageable as the pose tables are: every row also goes to a log
-//! (`rangefinders-NNN.parquet.partial.ticks`, magic `GLINTRF1`, then the column names as a
+//! (`<table>.parquet.partial.ticks`, an eight-byte magic, then the column names as a
 //! length-prefixed JSON array, then rows of float64) until the table is finished, and
 //! `glint recover` rebuilds the table from that log.
 
@@ -28,25 +33,122 @@ use crate::schema::{READ_BATCH_ROWS, ROW_GROUP_ROWS};
 use crate::session::{with_suffix, write_json};
 use crate::sidecar::{ColumnDescription, FORMAT_VERSION};
 
-const LOG_MAGIC: &[u8; 8] = b"GLINTRF1";
-/// The file name prefix of rangefinder tables.
-const PREFIX: &str = "rangefinders-";
-
-/// The rangefinder table of episode `index`, relative to the session folder:
-/// `data/chunk-NNN/rangefinders-NNN.parquet`.
-pub fn rangefinder_file(index: u32) -> PathBuf {
-    Path::new("data").join(format!("chunk-{:03}", index / 1000)).join(format!("{PREFIX}{index:03}.parquet"))
+/// A kind of per-episode table of values per tick (see the module's docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TickTable {
+    /// The model's MJCF `<rangefinder>` values.
+    Rangefinders,
+    /// The robot's state: `qpos`, `qvel`, `ctrl` and every body's pose.
+    State,
 }
 
-/// The episode of a rangefinder table's file name (`rangefinders-NNN.parquet`, or with
-/// `suffix` after `.parquet`), if it is one.
-pub(crate) fn rangefinder_episode(name: &str, suffix: &str) -> Option<u32> {
-    name.strip_prefix(PREFIX)?.strip_suffix(suffix)?.strip_suffix(".parquet")?.parse().ok()
+impl TickTable {
+    /// Every kind.
+    pub const ALL: [TickTable; 2] = [TickTable::Rangefinders, TickTable::State];
+
+    /// Its file name's prefix.
+    fn prefix(self) -> &'static str {
+        match self {
+            TickTable::Rangefinders => "rangefinders-",
+            TickTable::State => "state-",
+        }
+    }
+
+    /// Its salvage log's magic.
+    fn magic(self) -> &'static [u8; 8] {
+        match self {
+            TickTable::Rangefinders => b"GLINTRF1",
+            TickTable::State => b"GLINTST1",
+        }
+    }
+
+    /// What it holds, in words.
+    pub fn what(self) -> &'static str {
+        match self {
+            TickTable::Rangefinders => "rangefinder",
+            TickTable::State => "robot state",
+        }
+    }
+
+    /// Its salvage log and its sidecar, in words (for errors).
+    fn log_and_sidecar(self) -> (&'static str, &'static str) {
+        match self {
+            TickTable::Rangefinders => ("rangefinder log", "rangefinder sidecar"),
+            TickTable::State => ("robot state log", "robot state sidecar"),
+        }
+    }
+
+    /// Its table of episode `index`, relative to the session folder
+    /// (`data/chunk-NNN/<prefix>NNN.parquet`).
+    pub fn file(self, index: u32) -> PathBuf {
+        Path::new("data")
+            .join(format!("chunk-{:03}", index / 1000))
+            .join(format!("{}{index:03}.parquet", self.prefix()))
+    }
+
+    /// The kind and episode of a table's file name (`<prefix>NNN.parquet`, or with `suffix`
+    /// after `.parquet`), if it is one.
+    pub(crate) fn of_file(name: &str, suffix: &str) -> Option<(TickTable, u32)> {
+        TickTable::ALL.into_iter().find_map(|kind| {
+            let index =
+                name.strip_prefix(kind.prefix())?.strip_suffix(suffix)?.strip_suffix(".parquet")?.parse().ok()?;
+            Some((kind, index))
+        })
+    }
+
+    /// Whether `name` is the sidecar of one of its tables.
+    pub(crate) fn is_sidecar(name: &str) -> bool {
+        TickTable::ALL.into_iter().any(|kind| name.starts_with(kind.prefix()) && name.ends_with(".json"))
+    }
+
+    /// The description of value column `name`.
+    fn describe(self, name: &str) -> ColumnDescription {
+        let (unit, meaning) = match self {
+            TickTable::Rangefinders => rangefinder_meaning(name),
+            TickTable::State => state_meaning(name),
+        };
+        ColumnDescription { name: name.into(), data_type: "float64".into(), unit: unit.into(), meaning }
+    }
 }
 
-/// The sidecar of a rangefinder table (`rangefinders-NNN.json`).
+fn rangefinder_meaning(name: &str) -> (&'static str, String) {
+    let (sensor, field) = name.split_once('/').unwrap_or((name, "dist"));
+    let field_name = field.split('_').next().unwrap_or(field);
+    let unit = if matches!(field_name, "dir" | "normal") { "" } else { "m" };
+    let meaning = match field_name {
+        "dist" => format!("Rangefinder '{sensor}': distance along the site's z axis to the first surface, -1 for none"),
+        "depth" => format!("Rangefinder '{sensor}': depth of the hit along the site's z axis, -1 for none"),
+        _ => format!("Rangefinder '{sensor}': {field} as MuJoCo's sensordata holds it"),
+    };
+    (unit, meaning)
+}
+
+fn state_meaning(name: &str) -> (&'static str, String) {
+    let mut parts = name.splitn(2, '/');
+    let (group, rest) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let (owner, component) = rest.rsplit_once('/').unwrap_or((rest, ""));
+    let unit = match (group, component) {
+        (_, "x" | "y" | "z") => "m",
+        (_, "qw" | "qx" | "qy" | "qz") => "",
+        (_, "vx" | "vy" | "vz") => "m/s",
+        (_, "wx" | "wy" | "wz") => "rad/s",
+        ("qpos", _) => "m or rad",
+        ("qvel", _) => "m/s or rad/s",
+        _ => "",
+    };
+    let meaning = match group {
+        "qpos" => format!("MuJoCo's qpos of joint '{owner}' {component}: metres for a slide, radians for a hinge"),
+        "qvel" => format!("MuJoCo's qvel of joint '{owner}' {component}"),
+        "ctrl" => format!("MuJoCo's ctrl of actuator '{rest}' in the tick's physics, in the actuator's units"),
+        "body" => format!("Body '{owner}' in the world: {component} of its frame (MuJoCo's xpos, xquat)"),
+        _ => format!("'{name}' as MuJoCo's state holds it"),
+    };
+    (unit, meaning.replace("  ", " ").replace(" :", ":"))
+}
+
+/// The sidecar of a tick table (`<prefix>NNN.json`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RangefinderSidecar {
+pub struct TickTableSidecar {
     /// Version of the session layout.
     pub format_version: u32,
     /// The table's file name.
@@ -59,43 +161,44 @@ pub struct RangefinderSidecar {
     pub rows: u64,
     /// SHA-256 of the file, hex.
     pub sha256: String,
-    /// `timestamp`, then one column per rangefinder value.
+    /// `timestamp`, then one column per value.
     pub columns: Vec<ColumnDescription>,
 }
 
-/// A rangefinder table read back.
+/// A tick table read back.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct RangefinderTable {
-    /// One name per value column (the sensor's, or `<sensor>/<field>`).
+pub struct TickValues {
+    /// One name per value column.
     pub names: Vec<String>,
     /// Seconds since the episode start, one per tick.
     pub timestamp: Vec<f64>,
-    /// `(ticks, names.len())`, row-major: MuJoCo's `sensordata` for those rangefinders, `-1`
-    /// for the distance of a ray that hits nothing.
+    /// `(ticks, names.len())`, row-major (for rangefinders, MuJoCo's `sensordata`, `-1` for
+    /// the distance of a ray that hits nothing).
     pub values: Vec<f64>,
 }
 
-/// The column descriptions of a table whose value columns are `names`.
-fn columns(names: &[String]) -> Vec<ColumnDescription> {
+impl TickValues {
+    /// Tick `tick`'s values.
+    pub fn row(&self, tick: usize) -> &[f64] {
+        let width = self.names.len();
+        &self.values[tick * width..(tick + 1) * width]
+    }
+
+    /// The column of `name`, if the table has it.
+    pub fn column(&self, name: &str) -> Option<usize> {
+        self.names.iter().position(|n| n == name)
+    }
+}
+
+/// The column descriptions of a `kind` table whose value columns are `names`.
+fn columns(kind: TickTable, names: &[String]) -> Vec<ColumnDescription> {
     let time = ColumnDescription {
         name: "timestamp".into(),
         data_type: "float64".into(),
         unit: "s".into(),
         meaning: "Seconds since the start of the episode: the tick's, equal to its lidar rows' timestamp".into(),
     };
-    let values = names.iter().map(|name| {
-        let (sensor, field) = name.split_once('/').unwrap_or((name, "dist"));
-        let field_name = field.split('_').next().unwrap_or(field);
-        let unit = if matches!(field_name, "dir" | "normal") { "" } else { "m" };
-        let meaning = match field_name {
-            "dist" => {
-                format!("Rangefinder '{sensor}': distance along the site's z axis to the first surface, -1 for none")
-            }
-            "depth" => format!("Rangefinder '{sensor}': depth of the hit along the site's z axis, -1 for none"),
-            _ => format!("Rangefinder '{sensor}': {field} as MuJoCo's sensordata holds it"),
-        };
-        ColumnDescription { name: name.clone(), data_type: "float64".into(), unit: unit.into(), meaning }
-    });
+    let values = names.iter().map(|name| kind.describe(name));
     std::iter::once(time).chain(values).collect()
 }
 
@@ -107,8 +210,9 @@ fn schema(names: &[String]) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
-/// An episode's rangefinder table, being written.
-pub(crate) struct RangefinderWriter {
+/// An episode's tick table, being written.
+pub(crate) struct TickTableWriter {
+    kind: TickTable,
     partial: PathBuf,
     path: PathBuf,
     names: Vec<String>,
@@ -121,16 +225,21 @@ pub(crate) struct RangefinderWriter {
     rows: u64,
 }
 
-impl RangefinderWriter {
+impl TickTableWriter {
     /// Creates the table of episode `index` in the session folder `dir` as `.partial`, with
     /// its log.
-    pub(crate) fn create(dir: &Path, index: u32, names: &[String]) -> Result<RangefinderWriter, RecordError> {
-        let path = dir.join(rangefinder_file(index));
-        let mut writer = RangefinderWriter::without_log(with_suffix(&path, ".partial"), path, names)?;
+    pub(crate) fn create(
+        kind: TickTable,
+        dir: &Path,
+        index: u32,
+        names: &[String],
+    ) -> Result<TickTableWriter, RecordError> {
+        let path = dir.join(kind.file(index));
+        let mut writer = TickTableWriter::without_log(kind, with_suffix(&path, ".partial"), path, names)?;
         let log_path = side_path(&writer.partial, TICKS_SUFFIX);
         let mut file = File::create_new(&log_path).map_err(|e| RecordError::io("create", &log_path, e))?;
         let header = serde_json::to_vec(names).expect("strings encode as JSON");
-        let mut bytes = LOG_MAGIC.to_vec();
+        let mut bytes = kind.magic().to_vec();
         bytes.extend_from_slice(&(header.len() as u32).to_le_bytes());
         bytes.extend_from_slice(&header);
         file.write_all(&bytes).map_err(|e| RecordError::io("write", &log_path, e))?;
@@ -139,7 +248,12 @@ impl RangefinderWriter {
     }
 
     /// Creates `partial` (which must not exist), to become `path`, with no log.
-    fn without_log(partial: PathBuf, path: PathBuf, names: &[String]) -> Result<RangefinderWriter, RecordError> {
+    fn without_log(
+        kind: TickTable,
+        partial: PathBuf,
+        path: PathBuf,
+        names: &[String],
+    ) -> Result<TickTableWriter, RecordError> {
         if let Some(parent) = partial.parent() {
             std::fs::create_dir_all(parent).map_err(|e| RecordError::io("create", parent, e))?;
         }
@@ -148,7 +262,7 @@ impl RangefinderWriter {
         let writer = ArrowWriter::try_new(HashWriter::new(file), schema.clone(), Some(zstd_properties().build()))
             .map_err(|e| RecordError::write(&partial, e))?;
         let cols = vec![Vec::new(); names.len() + 1];
-        Ok(RangefinderWriter { partial, path, names: names.to_vec(), writer, log: None, schema, cols, rows: 0 })
+        Ok(TickTableWriter { kind, partial, path, names: names.to_vec(), writer, log: None, schema, cols, rows: 0 })
     }
 
     /// The value columns' names.
@@ -160,8 +274,9 @@ impl RangefinderWriter {
     pub(crate) fn push(&mut self, timestamp: f64, values: &[f64]) -> Result<(), RecordError> {
         if values.len() != self.names.len() {
             return Err(RecordError::Setting(format!(
-                "a tick brought {} rangefinder values, and the episode's table has {} columns",
+                "a tick brought {} {} values, and the episode's table has {} columns",
                 values.len(),
+                self.kind.what(),
                 self.names.len()
             )));
         }
@@ -195,18 +310,18 @@ impl RangefinderWriter {
 
     /// Finishes the table: its last rows and footer, its sidecar (with `status`), the rename
     /// from `.partial`, and its log removed. Returns the sidecar.
-    pub(crate) fn finish(mut self, episode: u32, status: &str) -> Result<RangefinderSidecar, RecordError> {
+    pub(crate) fn finish(mut self, episode: u32, status: &str) -> Result<TickTableSidecar, RecordError> {
         self.write_group()?;
         self.writer.finish().map_err(|e| self.writer.inner().error(&self.partial, e))?;
         let sha256 = self.writer.inner_mut().finish(&self.partial)?;
-        let sidecar = RangefinderSidecar {
+        let sidecar = TickTableSidecar {
             format_version: FORMAT_VERSION,
             file: self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
             episode,
             status: status.into(),
             rows: self.rows,
             sha256,
-            columns: columns(&self.names),
+            columns: columns(self.kind, &self.names),
         };
         write_json(&self.path.with_extension("json"), &sidecar)?;
         std::fs::rename(&self.partial, &self.path).map_err(|e| RecordError::io("rename", &self.partial, e))?;
@@ -217,14 +332,15 @@ impl RangefinderWriter {
     }
 }
 
-/// The column names and rows (timestamp first) of the rangefinder log at `path`; a torn last
-/// row is left out.
-fn read_log(path: &Path) -> Result<(Vec<String>, Vec<Vec<f64>>), RecordError> {
-    let bad =
-        |reason: &str| RecordError::Log { path: path.to_path_buf(), what: "rangefinder log", reason: reason.into() };
+/// The column names and rows (timestamp first) of the `kind` log at `path`; a torn last row
+/// is left out.
+fn read_log(kind: TickTable, path: &Path) -> Result<(Vec<String>, Vec<Vec<f64>>), RecordError> {
+    let what = kind.log_and_sidecar().0;
+    let bad = |reason: &str| RecordError::Log { path: path.to_path_buf(), what, reason: reason.into() };
     let bytes = std::fs::read(path).map_err(|e| RecordError::io("read", path, e))?;
-    let rest =
-        bytes.strip_prefix(LOG_MAGIC).ok_or_else(|| bad("it does not start with a glint rangefinder log header"))?;
+    let rest = bytes
+        .strip_prefix(kind.magic())
+        .ok_or_else(|| bad(&format!("it does not start with a glint {what} header")))?;
     let len = rest.get(..4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize);
     let header = len.and_then(|len| rest.get(4..4 + len)).ok_or_else(|| bad("it was cut off inside its header"))?;
     let names: Vec<String> =
@@ -237,47 +353,48 @@ fn read_log(path: &Path) -> Result<(Vec<String>, Vec<Vec<f64>>), RecordError> {
     Ok((names, rows))
 }
 
-/// What `glint recover` did with an episode's unfinished rangefinder table.
+/// What `glint recover` did with an episode's unfinished tick table.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum RangefinderSalvage {
+pub(crate) enum TableSalvage {
     /// Rebuilt from its log (or found whole): this many rows.
     Recovered(u64),
     /// Left as it is, for this reason.
     Nothing(String),
 }
 
-/// Salvages the unfinished rangefinder table `partial` (`….parquet.partial`) of episode
-/// `index`: renamed if whole, else rebuilt from its log; its sidecar written as `recovered`.
-pub(crate) fn salvage_rangefinders(partial: &Path, index: u32) -> Result<RangefinderSalvage, RecordError> {
+/// Salvages the unfinished `kind` table `partial` (`….parquet.partial`) of episode `index`:
+/// renamed if whole, else rebuilt from its log; its sidecar written as `recovered`.
+pub(crate) fn salvage_table(kind: TickTable, partial: &Path, index: u32) -> Result<TableSalvage, RecordError> {
     let path = partial.with_extension("");
     let log = side_path(partial, TICKS_SUFFIX);
-    if let Ok(table) = read_rangefinder_file(partial) {
+    if let Ok(table) = read_tick_table(partial) {
         let (names, ticks) = (table.names.clone(), table.timestamp.len());
         std::fs::rename(partial, &path).map_err(|e| RecordError::io("rename", partial, e))?;
-        write_sidecar_of(&path, index, &names, ticks as u64)?;
+        write_sidecar_of(kind, &path, index, &names, ticks as u64)?;
         remove_if_present(&log)?;
-        return Ok(RangefinderSalvage::Recovered(ticks as u64));
+        return Ok(TableSalvage::Recovered(ticks as u64));
     }
     if !log.exists() {
-        return Ok(RangefinderSalvage::Nothing("it is not whole and has no rangefinder log to rebuild it from".into()));
+        let what = kind.log_and_sidecar().0;
+        return Ok(TableSalvage::Nothing(format!("it is not whole and has no {what} to rebuild it from")));
     }
-    let (names, rows) = match read_log(&log) {
+    let (names, rows) = match read_log(kind, &log) {
         Ok(read) => read,
-        Err(e) => return Ok(RangefinderSalvage::Nothing(e.to_string())),
+        Err(e) => return Ok(TableSalvage::Nothing(e.to_string())),
     };
     let temp = with_suffix(&path, ".recovering");
     remove_if_present(&temp)?;
-    let mut writer = RangefinderWriter::without_log(temp.clone(), path.clone(), &names)?;
+    let mut writer = TickTableWriter::without_log(kind, temp.clone(), path.clone(), &names)?;
     for row in &rows {
         writer.push_row(row[0], &row[1..])?;
     }
     writer.write_group()?;
     writer.writer.finish().map_err(|e| writer.writer.inner().error(&temp, e))?;
     std::fs::rename(&temp, &path).map_err(|e| RecordError::io("rename", &temp, e))?;
-    write_sidecar_of(&path, index, &names, rows.len() as u64)?;
+    write_sidecar_of(kind, &path, index, &names, rows.len() as u64)?;
     remove_if_present(partial)?;
     remove_if_present(&log)?;
-    Ok(RangefinderSalvage::Recovered(rows.len() as u64))
+    Ok(TableSalvage::Recovered(rows.len() as u64))
 }
 
 fn remove_if_present(path: &Path) -> Result<(), RecordError> {
@@ -288,31 +405,38 @@ fn remove_if_present(path: &Path) -> Result<(), RecordError> {
 }
 
 /// Writes the `recovered` sidecar of the finished table at `path`.
-fn write_sidecar_of(path: &Path, episode: u32, names: &[String], rows: u64) -> Result<(), RecordError> {
-    let sidecar = RangefinderSidecar {
+fn write_sidecar_of(
+    kind: TickTable,
+    path: &Path,
+    episode: u32,
+    names: &[String],
+    rows: u64,
+) -> Result<(), RecordError> {
+    let sidecar = TickTableSidecar {
         format_version: FORMAT_VERSION,
         file: path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
         episode,
         status: crate::EpisodeStatus::Recovered.name().into(),
         rows,
         sha256: file_sha256(path)?,
-        columns: columns(names),
+        columns: columns(kind, names),
     };
     write_json(&path.with_extension("json"), &sidecar)
 }
 
-/// Reads the sidecar of the rangefinder table at `table`.
-pub fn read_rangefinder_sidecar(table: &Path) -> Result<RangefinderSidecar, RecordError> {
+/// Reads the sidecar of the `kind` table at `table`.
+pub fn read_tick_table_sidecar(kind: TickTable, table: &Path) -> Result<TickTableSidecar, RecordError> {
     let path = table.with_extension("json");
-    let bad = |reason: String| RecordError::Json { path: path.clone(), what: "rangefinder sidecar", reason };
+    let what = kind.log_and_sidecar().1;
+    let bad = |reason: String| RecordError::Json { path: path.clone(), what, reason };
     let text = std::fs::read_to_string(&path).map_err(|e| RecordError::io("read", &path, e))?;
     serde_json::from_str(&text).map_err(|e| bad(e.to_string()))
 }
 
-/// Checks the finished rangefinder table at `path` against its sidecar (rows, columns,
-/// SHA-256); every problem found, empty when it passes.
-pub(crate) fn check_rangefinder_file(path: &Path) -> Vec<String> {
-    let sidecar = match read_rangefinder_sidecar(path) {
+/// Checks the finished `kind` table at `path` against its sidecar (rows, columns, SHA-256);
+/// every problem found, empty when it passes.
+pub(crate) fn check_tick_table(kind: TickTable, path: &Path) -> Vec<String> {
+    let sidecar = match read_tick_table_sidecar(kind, path) {
         Ok(s) => s,
         Err(e) => return vec![e.to_string()],
     };
@@ -342,8 +466,8 @@ pub(crate) fn check_rangefinder_file(path: &Path) -> Vec<String> {
     problems
 }
 
-/// Reads a whole rangefinder table.
-pub fn read_rangefinder_file(path: &Path) -> Result<RangefinderTable, RecordError> {
+/// Reads a whole tick table (of either kind).
+pub fn read_tick_table(path: &Path) -> Result<TickValues, RecordError> {
     let file = File::open(path).map_err(|e| RecordError::io("open", path, e))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| RecordError::parquet(path, e))?
@@ -354,11 +478,11 @@ pub fn read_rangefinder_file(path: &Path) -> Result<RangefinderTable, RecordErro
     {
         return Err(RecordError::schema(
             path,
-            "not a rangefinder table: it needs a float64 timestamp column first, then float64 values",
+            "not a glint tick table (rangefinders, robot state): it needs a float64 timestamp column first, then float64 values",
         ));
     }
     let names: Vec<String> = fields.iter().skip(1).map(|f| f.name().clone()).collect();
-    let mut table = RangefinderTable { names, ..Default::default() };
+    let mut table = TickValues { names, ..Default::default() };
     for batch in builder.build().map_err(|e| RecordError::parquet(path, e))? {
         let batch = batch.map_err(|e| RecordError::parquet(path, e))?;
         let cols: Vec<&[f64]> =
@@ -404,27 +528,40 @@ mod tests {
     #[test]
     fn a_table_round_trips_and_checks() {
         let dir = Scratch::new("round-trip");
-        let mut w = RangefinderWriter::create(dir.path(), 4, &names()).unwrap();
+        let mut w = TickTableWriter::create(TickTable::Rangefinders, dir.path(), 4, &names()).unwrap();
         w.push(0.02, &[1.5, -1.0, 0.0]).unwrap();
         w.push(0.04, &[1.25, 3.0, 1.0]).unwrap();
         assert!(w.push(0.06, &[1.0]).unwrap_err().to_string().contains("3 columns"));
         let sidecar = w.finish(4, "complete").unwrap();
         assert_eq!((sidecar.rows, sidecar.columns.len()), (2, 4));
         assert_eq!(sidecar.columns[3].unit, "");
-        let path = dir.path().join(rangefinder_file(4));
+        let path = dir.path().join(TickTable::Rangefinders.file(4));
         assert_eq!(path.file_name().unwrap(), "rangefinders-004.parquet");
-        let t = read_rangefinder_file(&path).unwrap();
+        let t = read_tick_table(&path).unwrap();
         assert_eq!((t.names, t.timestamp, t.values), (names(), vec![0.02, 0.04], vec![1.5, -1.0, 0.0, 1.25, 3.0, 1.0]));
-        assert!(check_rangefinder_file(&path).is_empty());
+        assert!(check_tick_table(TickTable::Rangefinders, &path).is_empty());
         assert!(!side_path(&with_suffix(&path, ".partial"), TICKS_SUFFIX).exists(), "the log goes");
         std::fs::write(&path, b"changed").unwrap();
-        assert!(!check_rangefinder_file(&path).is_empty());
+        assert!(!check_tick_table(TickTable::Rangefinders, &path).is_empty());
+    }
+
+    #[test]
+    fn state_columns_are_described_with_their_units() {
+        let d = |name: &str| TickTable::State.describe(name);
+        assert_eq!(d("qpos/root/x").unit, "m");
+        assert_eq!(d("qpos/root/qw").unit, "");
+        assert_eq!(d("qvel/root/wz").unit, "rad/s");
+        assert_eq!(d("qpos/elbow").unit, "m or rad");
+        assert!(d("ctrl/vx").meaning.contains("actuator 'vx'"));
+        assert!(d("body/arm/qx").meaning.contains("Body 'arm'"));
+        assert_eq!(TickTable::of_file("state-012.parquet", ""), Some((TickTable::State, 12)));
+        assert!(TickTable::is_sidecar("state-012.json") && !TickTable::is_sidecar("lidar-x-012.json"));
     }
 
     #[test]
     fn an_unfinished_table_is_rebuilt_from_its_log() {
         let dir = Scratch::new("salvage");
-        let mut w = RangefinderWriter::create(dir.path(), 7, &names()).unwrap();
+        let mut w = TickTableWriter::create(TickTable::Rangefinders, dir.path(), 7, &names()).unwrap();
         for k in 0..5 {
             w.push(0.1 * k as f64, &[k as f64, -1.0, 0.5]).unwrap();
         }
@@ -433,14 +570,15 @@ mod tests {
         let log = side_path(&partial, TICKS_SUFFIX);
         // A torn last row is dropped.
         std::fs::OpenOptions::new().append(true).open(&log).unwrap().write_all(&[1, 2, 3]).unwrap();
-        assert_eq!(rangefinder_episode("rangefinders-007.parquet.partial", ".partial"), Some(7));
-        assert_eq!(salvage_rangefinders(&partial, 7).unwrap(), RangefinderSalvage::Recovered(5));
-        let path = dir.path().join(rangefinder_file(7));
-        let t = read_rangefinder_file(&path).unwrap();
+        let found = TickTable::of_file("rangefinders-007.parquet.partial", ".partial");
+        assert_eq!(found, Some((TickTable::Rangefinders, 7)));
+        assert_eq!(salvage_table(TickTable::Rangefinders, &partial, 7).unwrap(), TableSalvage::Recovered(5));
+        let path = dir.path().join(TickTable::Rangefinders.file(7));
+        let t = read_tick_table(&path).unwrap();
         assert_eq!(t.timestamp.len(), 5);
         assert_eq!(t.values[3 * 4], 4.0);
-        assert!(check_rangefinder_file(&path).is_empty());
-        assert_eq!(read_rangefinder_sidecar(&path).unwrap().status, "recovered");
+        assert!(check_tick_table(TickTable::Rangefinders, &path).is_empty());
+        assert_eq!(read_tick_table_sidecar(TickTable::Rangefinders, &path).unwrap().status, "recovered");
         assert!(!partial.exists() && !log.exists());
     }
 }
