@@ -6,7 +6,7 @@ MUJOCO_LIB := .deps/mujoco/lib/libmujoco.so
 GLINT := target/release/glint
 SCENES := primitives crowded meshes
 
-.PHONY: all deps pydeps osmesa corpus qemu python wheel build native demo test bench lights-report lights-report-franka lint clean
+.PHONY: all deps pydeps lerobot osmesa corpus qemu python wheel build native demo test bench lights-report lights-report-franka lint clean
 
 all: build
 
@@ -19,6 +19,12 @@ $(MUJOCO_LIB): scripts/fetch-mujoco.sh
 # video (imageio-ffmpeg), in .deps/venv.
 pydeps:
 	@bash scripts/python-deps.sh
+
+# LeRobot 0.6.1 (Python 3.12, PyTorch from PyPI) in .deps/lerobot, pinned in
+# scripts/lerobot-requirements.txt: tests/python/test_lerobot.py loads the datasets
+# `glint export --format lerobot` writes with its LeRobotDataset.
+lerobot:
+	@bash scripts/lerobot-venv.sh
 
 # Mesa's software OpenGL (Debian's libosmesa6, pinned) in .deps/osmesa: MuJoCo's classic
 # renderer draws headless on the CPU with it (MUJOCO_GL=osmesa) for `glint lights report`.
@@ -75,11 +81,12 @@ demo: build
 # Every test; benchmarks run in their short mode (see `make bench` for the full runs). The
 # Python tests drive `glint serve` through LuckyEngine's own client (luckyrobots), each
 # starting the server on a free loopback port, and the `glint` Python module built by
-# `make python`.
-test: deps pydeps osmesa python corpus
+# `make python`; the LeRobot export's tests load datasets with LeRobot itself (.deps/lerobot).
+test: deps pydeps lerobot osmesa python corpus
 	LD_LIBRARY_PATH=$(CURDIR)/.deps/mujoco/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} $(CARGO) test --release --workspace
 	$(CARGO) build --release -p glint-cli
-	GLINT_BIN=$(CURDIR)/$(GLINT) $(RENDER_ENV) .deps/venv/bin/python -m pytest tests/python -q
+	GLINT_BIN=$(CURDIR)/$(GLINT) GLINT_LEROBOT_PYTHON=$(CURDIR)/.deps/lerobot/bin/python $(RENDER_ENV) \
+		.deps/venv/bin/python -m pytest tests/python -q
 
 # Full benchmarks: every example scene with every pattern, and the lidar API against the bare
 # core, as JSON lines in out/bench.jsonl.

@@ -92,7 +92,8 @@ def test_rosbags_decodes_every_message_and_encodes_glints_bytes(session):
     }, counts
     # 0.4 s at 50 ticks a second: four revolutions of the 10 Hz units, two of the 5 Hz one; 4 frames.
     assert counts["sensor_msgs/msg/PointCloud2"] == 4 + 4 + 4 + 2
-    assert counts["tf2_msgs/msg/TFMessage"] == 4 * 20 + 4  # per lidar and tick, per camera frame
+    # Per lidar and tick, per camera frame, and per tick the body tree.
+    assert counts["tf2_msgs/msg/TFMessage"] == 4 * 20 + 4 + 20
     assert counts["sensor_msgs/msg/Image"] == counts["sensor_msgs/msg/CompressedImage"] == 4
 
 
@@ -111,7 +112,8 @@ def test_mcap_reader_with_ros2_support_reads_the_file(session):
             if channel.topic == "/overview/camera_info":
                 assert (decoded.width, decoded.height) == (64, 48)
                 assert decoded.k[2] == 32.0 and decoded.k[5] == 24.0
-    assert topics["/roof/points"] == 4 and topics["/tf"] == 84, topics
+    # Per tick: one /tf message per lidar and the body tree's; per camera frame, its own.
+    assert topics["/roof/points"] == 4 and topics["/tf"] == 20 * 4 + 4 + 20, topics
 
 
 def clouds(session: Path, topic: str):
@@ -192,7 +194,8 @@ def test_points_placed_by_tf_equal_glint_points_in_the_world(session, tmp_path):
     for topic, _, _, _, msg in rosbags_messages(session / "mcap" / "episode_000000.mcap"):
         if topic == "/tf":
             for t in msg.transforms:
-                assert t.header.frame_id == "world"
+                if t.header.frame_id != "world":
+                    continue  # the body tree below the robot's root
                 stamp = t.header.stamp.sec * 10**9 + t.header.stamp.nanosec
                 r, p = t.transform.rotation, t.transform.translation
                 tf[(t.child_frame_id, stamp)] = (np.array([r.x, r.y, r.z, r.w]), np.array([p.x, p.y, p.z]))
@@ -318,23 +321,52 @@ def test_run_mcap_writes_the_exports_messages_while_it_runs(tmp_path):
                     pb = decode_png(bytes(store.deserialize_cdr(b, "sensor_msgs/msg/CompressedImage").data))
                     assert np.abs(pa.astype(int) - pb.astype(int)).mean() < 8
             elif topic == "/tf":
-                # The run also has the bodies' tree, which a session does not record.
-                sensors = sorted(m for m in live[topic] if m in exported[topic])
-                assert sensors == sorted(exported[topic])
-                check_body_tree(live[topic], exported[topic])
+                # The sensors' frames are the same bytes; the body tree the same transforms up
+                # to rounding (a run composes them from MuJoCo's matrices, an export from the
+                # state table's quaternions).
+                (live_sensors, live_trees), (sensors, trees) = split_tf(live[topic]), split_tf(exported[topic])
+                assert live_sensors == sensors
+                assert [t for t, _ in live_trees] == [t for t, _ in trees] and trees
+                for (_, a), (_, b) in zip(live_trees, trees):
+                    assert [(x.header.frame_id, x.child_frame_id) for x in a] == \
+                        [(x.header.frame_id, x.child_frame_id) for x in b]
+                    for x, y in zip(a, b):
+                        ta, tb = x.transform, y.transform
+                        assert np.allclose([ta.translation.x, ta.translation.y, ta.translation.z],
+                                           [tb.translation.x, tb.translation.y, tb.translation.z], atol=1e-9)
+                        qa = np.array([ta.rotation.x, ta.rotation.y, ta.rotation.z, ta.rotation.w])
+                        qb = np.array([tb.rotation.x, tb.rotation.y, tb.rotation.z, tb.rotation.w])
+                        assert min(np.abs(qa - qb).max(), np.abs(qa + qb).max()) < 1e-9
+                check_body_tree(live_trees, live_sensors)
+                check_body_tree(trees, sensors)
             else:
                 assert live[topic] == exported[topic], topic
 
 
-def check_body_tree(live: list, exported: list) -> None:
-    """The run's body frames form one tree under `world`, and composed down to the lidar's
-    body (`lidar_mount`, whose `lidar` site sits at its origin) they give the sensor's pose."""
+def split_tf(messages: list) -> tuple[list, list]:
+    """A file's `/tf` messages split into the sensors' frames (stamp, raw bytes) and the body
+    trees (stamp, decoded transforms)."""
+    from rosbags.typesys import Stores, get_typestore
+
+    store = get_typestore(Stores.ROS2_JAZZY)
+    sensors, trees = [], []
+    for stamp, raw in messages:
+        transforms = store.deserialize_cdr(raw, "tf2_msgs/msg/TFMessage").transforms
+        if any(t.child_frame_id == "lidar_mount" for t in transforms):
+            trees.append((stamp, transforms))
+        else:
+            sensors.append((stamp, raw))
+    return sensors, trees
+
+
+def check_body_tree(trees: list, sensors: list) -> None:
+    """The body frames form one tree under `world`, and composed down to the lidar's body
+    (`lidar_mount`, whose `lidar` site sits at its origin) they give the sensor's pose."""
     from rosbags.typesys import Stores, get_typestore
 
     store = get_typestore(Stores.ROS2_JAZZY)
     decode = lambda raw: store.deserialize_cdr(raw, "tf2_msgs/msg/TFMessage").transforms
-    sensor = {stamp: decode(raw)[0] for stamp, raw in exported if decode(raw)[0].child_frame_id == "roof"}
-    trees = [(stamp, decode(raw)) for stamp, raw in live if (stamp, raw) not in exported]
+    sensor = {stamp: decode(raw)[0] for stamp, raw in sensors if decode(raw)[0].child_frame_id == "roof"}
     assert len(trees) == len(sensor) > 0
     for stamp, transforms in trees:
         parent = {t.child_frame_id: t for t in transforms}

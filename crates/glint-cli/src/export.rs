@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
-use glint_interop::{CloudSplit, McapOptions, PointLayout, export_mcap};
+use glint_interop::{CloudSplit, LeRobotOptions, McapOptions, PointLayout, export_lerobot, export_mcap};
 use glint_lidar::{ReturnPreset, Spelled};
 use glint_record::{BakeRecord, ExportSettings, Provenance, export_variant, read_session_meta};
 use glint_sim::{SimOptions, Simulation};
@@ -18,8 +18,9 @@ pub struct ExportArgs {
     /// Recorded session folder (`session_<date>_<time>/`, as `glint run` makes).
     session: PathBuf,
     /// What to write: `variant` (the return model under a bake, into a variant folder; needs
-    /// --bake) or `mcap` (ROS 2 messages in one MCAP file per episode, for Foxglove, Rerun and
-    /// `ros2 bag play`).
+    /// --bake), `mcap` (ROS 2 messages in one MCAP file per episode, for Foxglove, Rerun and
+    /// `ros2 bag play`) or `lerobot` (a LeRobot v3.0 dataset: robot state, actions, lidar
+    /// ranges, camera videos).
     #[arg(long, value_enum, default_value_t = Format::Variant)]
     format: Format,
     /// Material bake to use: `MaterialBakes/<NAME>.lvxb` beside the session's manifest (made by
@@ -39,9 +40,12 @@ pub struct ExportArgs {
     /// tick.
     #[arg(long, value_enum, default_value_t = Split::Revolution)]
     split: Split,
-    /// `--format mcap`: only this episode (repeatable; default: every episode).
+    /// `--format mcap` or `lerobot`: only this episode (repeatable; default: every episode).
     #[arg(long, value_name = "N")]
     episode: Vec<u32>,
+    /// `--format lerobot`: the task every frame is labelled with (default: the scene's name).
+    #[arg(long, value_name = "TEXT")]
+    task: Option<String>,
     /// Return model preset: generic, unitree-l1, livox-mid360 or ouster-os1 (default: the
     /// manifest's `[return_model]`).
     #[arg(long, value_name = "P")]
@@ -71,6 +75,7 @@ pub struct ExportArgs {
 enum Format {
     Variant,
     Mcap,
+    Lerobot,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -89,8 +94,13 @@ fn absolute(path: &Path) -> String {
 }
 
 pub fn run(args: ExportArgs) -> Result<()> {
-    if args.format == Format::Mcap {
-        return run_mcap(&args);
+    match args.format {
+        Format::Mcap => return run_mcap(&args),
+        Format::Lerobot => return run_lerobot(&args),
+        Format::Variant => {}
+    }
+    if args.task.is_some() {
+        bail!("--task belongs to `--format lerobot`");
     }
     let mcap_only = [
         ("--variant", args.variant.is_some()),
@@ -226,6 +236,42 @@ pub fn run(args: ExportArgs) -> Result<()> {
         seed.map_or_else(|| "each episode's recorded seed".to_string(), |n| format!("episode seeds from run seed {n}"))
     );
     println!("provenance: {}", out.join(glint_record::AUGMENTATION_FILE).display());
+    Ok(())
+}
+
+/// `glint export --format lerobot`: a LeRobot v3.0 dataset in `--out` (default
+/// `SESSION/lerobot/`).
+fn run_lerobot(args: &ExportArgs) -> Result<()> {
+    let unused = [
+        ("--bake", args.bake.is_some()),
+        ("--variant", args.variant.is_some()),
+        ("--layout", args.layout.is_some()),
+        ("--return-preset", args.return_preset.is_some()),
+        ("--seed", args.seed.is_some()),
+    ];
+    if let Some((flag, _)) = unused.iter().find(|(_, given)| *given) {
+        bail!("{flag} does not apply to `--format lerobot`, which writes the recorded state, ranges and cameras");
+    }
+    read_session_meta(&args.session)?;
+    let _reading = glint_record::SessionLock::shared(&args.session, "export")?;
+    let out = args.out.clone().unwrap_or_else(|| args.session.join("lerobot"));
+    let options =
+        LeRobotOptions { episodes: (!args.episode.is_empty()).then(|| args.episode.clone()), task: args.task.clone() };
+    let done = export_lerobot(&args.session, &out, &options).map_err(|e| {
+        anyhow::Error::from(e).context(format!("cannot export '{}' as a LeRobot dataset", args.session.display()))
+    })?;
+    for w in &done.warnings {
+        eprintln!("warning: {w}");
+    }
+    println!(
+        "LeRobot {} dataset: {} episode(s), {} frames at {} fps, features {}: {}",
+        glint_interop::LEROBOT_VERSION,
+        done.episodes,
+        done.frames,
+        done.fps,
+        done.features.join(", "),
+        done.dir.display()
+    );
     Ok(())
 }
 

@@ -48,6 +48,18 @@ pub struct ReplayArgs {
     /// With --png, replace drawings that exist (else the replay refuses before drawing).
     #[arg(long, requires = "png")]
     force: bool,
+    /// Play the episode (--episode, default the first) back over the Foxglove WebSocket
+    /// protocol on this port of --live-host (0: a free one; the address is printed), with a
+    /// time cursor Foxglove and Lichtblick show: play, pause, seek, speed. Runs until
+    /// interrupted (Ctrl-C).
+    #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "8765", conflicts_with = "png")]
+    live: Option<u16>,
+    /// The address the replay listens on (loopback unless told otherwise).
+    #[arg(long, value_name = "HOST", default_value = "127.0.0.1", requires = "live")]
+    live_host: String,
+    /// With --live, start over at the end instead of stopping there.
+    #[arg(long = "loop", requires = "live")]
+    looped: bool,
 }
 
 /// Parses `A..B`, `A..`, `..B` or `A` into a half-open tick range.
@@ -282,6 +294,9 @@ fn print_checks(report: &SessionReport, live: bool) -> (usize, usize, usize) {
 }
 
 pub fn run(args: ReplayArgs) -> Result<()> {
+    if let Some(port) = args.live {
+        return play_live(&args, port);
+    }
     if args.ticks.is_some() && args.png.is_none() {
         bail!(
             "--ticks chooses the ticks --png draws, and no --png folder was given: add --png FOLDER, or drop --ticks"
@@ -442,6 +457,45 @@ pub fn run(args: ReplayArgs) -> Result<()> {
         }
         bail!("the session failed its self-check: {}", why.join(", "));
     }
+    Ok(())
+}
+
+/// `glint replay SESSION --live`: one episode over the Foxglove WebSocket protocol, until a
+/// stopping signal.
+fn play_live(args: &ReplayArgs, port: u16) -> Result<()> {
+    let stop = crate::signals::Stop::install()?;
+    let _reading = glint_record::SessionLock::shared(&args.session, "replay")?;
+    let episodes = glint_record::read_episode_records(&args.session)?;
+    let episode = match args.episode {
+        Some(n) => n,
+        None => match episodes.first() {
+            Some(e) => e.index,
+            None => bail!("'{}' lists no finished episode to play", args.session.display()),
+        },
+    };
+    let replay = glint_interop::Replay::load(&args.session, episode)
+        .map_err(|e| anyhow::Error::from(e).context(format!("cannot play '{}'", args.session.display())))?;
+    let (start, end) = replay.span();
+    let flag = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // Ends with the replay, or ends it at a stopping signal.
+            while !stop.requested() && !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        let result = replay.serve((&args.live_host, port), args.looped, &flag, |port| {
+            // The address a viewer connects to, on a line of its own (tests wait for it).
+            println!("replay view: ws://{}:{port}", args.live_host);
+            println!(
+                "episode {episode}: {:.3} s of simulated time; playback starts when a viewer connects; Ctrl-C stops",
+                (end - start) as f64 * 1e-9
+            );
+        });
+        flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        result
+    })?;
     Ok(())
 }
 

@@ -18,8 +18,9 @@ use std::process::{Command, Stdio};
 
 use glam::{DQuat, DVec3};
 use glint_record::{
-    CameraSidecar, EpisodeRecord, PointFrame, Sidecar, camera_depth_dir, depth_frame_file, find_ffmpeg, pose_path,
-    read_camera_sidecar, read_episode_records, read_pose_file, read_sidecar, walk_returns,
+    BodyLink, CameraSidecar, EpisodeRecord, PointFrame, Sidecar, camera_depth_dir, depth_frame_file, find_ffmpeg,
+    pose_path, read_camera_sidecar, read_episode_records, read_pose_file, read_session_meta, read_sidecar,
+    read_tick_table, walk_returns,
 };
 
 use crate::InteropError;
@@ -27,6 +28,7 @@ use crate::bag::Bag;
 use crate::camera::{Depth, camera_transform, send_camera_frame};
 use crate::clouds::Clouds;
 use crate::layout::PointLayout;
+use crate::live::{body_frames, body_transforms};
 use crate::msgs::{self, MessageType, Transform};
 
 /// How a lidar's points are split into messages.
@@ -134,7 +136,19 @@ fn export_episode(
         .filter(|f| f.starts_with("videos/") && f.ends_with(".json"))
         .map(|f| session.join(f))
         .collect();
-    write_transforms(&mut bag, &lidars, &cameras)?;
+    let bodies = read_session_meta(session)?.bodies;
+    let tree = match &record.state {
+        Some(state) if bodies.len() > 1 => body_tree(&session.join(state), &bodies, &lidars, &cameras)?,
+        _ => {
+            episode.warnings.push(
+                "the session has no robot state table or body tree (it was recorded before glint wrote them): /tf \
+                 has the sensors' frames only"
+                    .into(),
+            );
+            Vec::new()
+        }
+    };
+    write_transforms(&mut bag, &lidars, &cameras, tree)?;
     for (lidar, sidecar) in &lidars {
         let variant = options.variant.as_ref().map(|v| v.join(lidar.strip_prefix(session).unwrap_or(lidar)));
         if let Some(v) = &variant
@@ -158,8 +172,14 @@ fn export_episode(
 }
 
 /// `/tf`: each lidar tick's sensor pose (one message per lidar and tick, in sensor order),
-/// and each camera frame's optical pose, in time order.
-fn write_transforms(bag: &mut Bag, lidars: &[(PathBuf, Sidecar)], cameras: &[PathBuf]) -> Result<(), InteropError> {
+/// each camera frame's optical pose, and the body tree's messages `tree`, in time order (in a
+/// tick: the lidars, the cameras, the tree, as a run sends them).
+fn write_transforms(
+    bag: &mut Bag,
+    lidars: &[(PathBuf, Sidecar)],
+    cameras: &[PathBuf],
+    tree: Vec<(u64, Vec<u8>)>,
+) -> Result<(), InteropError> {
     let mut stamped: Vec<Transform> = Vec::new();
     for (lidar, sidecar) in lidars {
         let frame = ros_name(&sidecar.sensor.file_name);
@@ -175,12 +195,59 @@ fn write_transforms(bag: &mut Bag, lidars: &[(PathBuf, Sidecar)], cameras: &[Pat
             stamped.push(camera_transform(&sidecar.info.camera, f.time, DVec3::from_array(f.pos), rotation));
         }
     }
-    // Stable: a tick's lidars stay in sensor order.
-    stamped.sort_by_key(|t| t.stamp_ns);
-    for t in stamped {
-        bag.write("/tf", MessageType::TfMessage, t.stamp_ns, &msgs::tf_message(std::slice::from_ref(&t)))?;
+    let mut messages: Vec<(u64, Vec<u8>)> =
+        stamped.iter().map(|t| (t.stamp_ns, msgs::tf_message(std::slice::from_ref(t)))).collect();
+    messages.extend(tree);
+    // Stable: a tick's lidars stay in sensor order, before its cameras and its tree.
+    messages.sort_by_key(|(ns, _)| *ns);
+    for (ns, msg) in messages {
+        bag.write("/tf", MessageType::TfMessage, ns, &msg)?;
     }
     Ok(())
+}
+
+/// Per tick of the robot state table, every body's frame in its parent's (one `/tf` message,
+/// as `glint run --mcap` writes it): (stamp, message).
+fn body_tree(
+    table: &Path,
+    bodies: &[BodyLink],
+    lidars: &[(PathBuf, Sidecar)],
+    cameras: &[PathBuf],
+) -> Result<Vec<(u64, Vec<u8>)>, InteropError> {
+    let state = read_tick_table(table)?;
+    let mut sensor_frames: Vec<String> = lidars.iter().map(|(_, s)| ros_name(&s.sensor.file_name)).collect();
+    for camera in cameras {
+        sensor_frames.push(crate::camera::optical_frame(&read_camera_sidecar(camera)?.info.camera));
+    }
+    let names: Vec<String> = bodies.iter().map(|b| b.name.clone()).collect();
+    let parents: Vec<usize> = bodies.iter().map(|b| b.parent).collect();
+    let frames = body_frames(&names, &parents, &sensor_frames);
+    // Each body's first column (`body/<name>/x`; its y, z, qw, qx, qy, qz follow).
+    let columns: Vec<usize> = bodies[1..]
+        .iter()
+        .map(|b| {
+            state.column(&format!("body/{}/x", b.name)).ok_or_else(|| {
+                InteropError::Setting(format!(
+                    "'{}' has no column body/{}/x, and meta/info.json lists that body",
+                    table.display(),
+                    b.name
+                ))
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let (mut xpos, mut xmat) = (vec![DVec3::ZERO; bodies.len()], vec![glam::DMat3::IDENTITY; bodies.len()]);
+    let mut out = Vec::with_capacity(state.timestamp.len());
+    for (tick, &time) in state.timestamp.iter().enumerate() {
+        let row = state.row(tick);
+        for (b, &c) in columns.iter().enumerate() {
+            let v = &row[c..c + 7];
+            xpos[b + 1] = DVec3::new(v[0], v[1], v[2]);
+            xmat[b + 1] = glam::DMat3::from_quat(DQuat::from_xyzw(v[4], v[5], v[6], v[3]));
+        }
+        let ns = crate::msgs::nanoseconds(time);
+        out.push((ns, msgs::tf_message(&body_transforms(&frames, ns, &xpos, &xmat))));
+    }
+    Ok(out)
 }
 
 /// `/<lidar>/points`; returns the clouds and points written.
@@ -267,7 +334,7 @@ fn write_camera(
 
 /// The frames of a session video (H.264, padded to even sides), cropped back to `size`, as
 /// RGB bytes, decoded by `ffmpeg`.
-fn decode_video(video: &Path, (width, height): (u32, u32)) -> Result<Vec<Vec<u8>>, String> {
+pub(crate) fn decode_video(video: &Path, (width, height): (u32, u32)) -> Result<Vec<Vec<u8>>, String> {
     if !video.exists() {
         return Err(format!("'{}' does not exist (the session was recorded without ffmpeg)", video.display()));
     }

@@ -233,6 +233,15 @@ const ROI: &str =
     "sensor_msgs/RegionOfInterest\nuint32 x_offset\nuint32 y_offset\nuint32 height\nuint32 width\nbool do_rectify\n";
 
 impl MessageType {
+    /// Every type glint writes.
+    pub const ALL: [MessageType; 5] = [
+        MessageType::PointCloud2,
+        MessageType::TfMessage,
+        MessageType::Image,
+        MessageType::CompressedImage,
+        MessageType::CameraInfo,
+    ];
+
     /// The type's name, as MCAP's schema record and rosbag2 spell it.
     pub fn name(self) -> &'static str {
         match self {
