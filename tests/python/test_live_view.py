@@ -12,6 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
+
 from conftest import GLINT_BIN, REPO
 
 SHOWROOM = REPO / "examples" / "showroom" / "showroom.xml"
@@ -88,10 +90,10 @@ def test_a_client_decodes_the_runs_mcap_messages(tmp_path):
                 c = channels[topic]
                 assert c["encoding"] == "cdr" and c["schemaEncoding"] == "ros2msg", c
             assert channels["/roof/points"]["schemaName"] == "sensor_msgs/msg/PointCloud2"
-            subs = {1: "/roof/points", 2: "/tf"}
+            subs = {1: "/roof/points", 2: "/tf", 3: "/roof/points/glint"}
             ws.send(json.dumps({"op": "subscribe", "subscriptions": [
                 {"id": i, "channelId": channels[t]["id"]} for i, t in subs.items()]}))
-            got = receive(ws, subs, {"/roof/points": 4, "/tf": 10})
+            got = receive(ws, subs, {"/roof/points": 4, "/tf": 10, "/roof/points/glint": 3})
     finally:
         stop_run(proc)
     session = next((tmp_path / "s").glob("session_*"))
@@ -103,6 +105,29 @@ def test_a_client_decodes_the_runs_mcap_messages(tmp_path):
         assert [data] == recorded["/roof/points"][stamp], stamp
     for stamp, data in got["/tf"]:
         assert data in recorded["/tf"][stamp]
+    # The same clouds in glint's layout, with the colour-by fields.
+    from rosbags.typesys import Stores, get_typestore
+
+    store = get_typestore(Stores.ROS2_JAZZY)
+    for stamp, data in got["/roof/points/glint"][1:]:
+        glint = decode_cloud(store.deserialize_cdr(data, "sensor_msgs/msg/PointCloud2"))
+        driver = decode_cloud(store.deserialize_cdr(recorded["/roof/points"][stamp][0], "sensor_msgs/msg/PointCloud2"))
+        assert glint.dtype.itemsize == 56 and {"azimuth", "height", "order", "incidence"} <= set(glint.dtype.names)
+        for field in ("x", "y", "z", "ring"):
+            assert np.array_equal(glint[field], driver[field]), field
+        assert np.allclose(glint["azimuth"], np.degrees(np.arctan2(glint["y"], glint["x"])) % 360.0, atol=1e-3)
+        assert np.array_equal(glint["order"], glint["bin"].astype(np.int64) * 64 + glint["ring"])
+        assert 0.0 <= glint["incidence"].min() and glint["incidence"].max() <= 90.0 + 1e-3
+        assert glint["height"].min() > -0.5, "the showroom's floor is at z = 0"
+
+
+def decode_cloud(msg):
+    """A PointCloud2's points as a structured array."""
+    from test_mcap import NUMPY
+
+    dtype = np.dtype({"names": [f.name for f in msg.fields], "formats": [NUMPY[f.datatype] for f in msg.fields],
+                      "offsets": [f.offset for f in msg.fields], "itemsize": msg.point_step})
+    return np.frombuffer(bytes(msg.data), dtype=dtype)
 
 
 def listening_addresses(port: int) -> list[str]:

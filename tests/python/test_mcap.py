@@ -26,7 +26,7 @@ OUSTER = {"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (16, 7), "t": (20,
 VELODYNE = {"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7), "ring": (16, 4), "time": (18, 7)}
 LIVOX = {"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7), "tag": (16, 2), "line": (17, 2),
          "timestamp": (18, 8)}
-STEPS = {"roof": 48, "vlp": 22, "mid": 26, "custom": 40}
+STEPS = {"roof": 48, "vlp": 22, "mid": 26, "custom": 56}
 NUMPY = {2: "u1", 4: "<u2", 5: "<i4", 6: "<u4", 7: "<f4", 8: "<f8"}
 
 
@@ -176,10 +176,32 @@ def test_points_equal_glint_points_in_the_drivers_layouts(session, tmp_path, sen
         assert np.array_equal(pts["ring"], ref["channel"]) and np.array_equal(pts["bin"], ref["bin"])
         assert np.array_equal(pts["geom_id"], ref["geom_id"])
         assert np.allclose(stamps + pts["time"], ref["timestamp"], atol=1e-6)
+        check_colour_fields(session, sensor, pts, ref, tmp_path)
     # Each cloud is one revolution: its first tick is a multiple of the revolution's length.
     period = 0.2 if sensor == "custom" else 0.1
     for stamp, _, _ in got:
         assert abs((stamp - 0.02) / period - round((stamp - 0.02) / period)) < 1e-6, stamp
+
+
+def check_colour_fields(session: Path, sensor: str, pts, ref, tmp: Path) -> None:
+    """glint's layout carries the seed's colour-by modes: azimuth of the beam, height in the
+    world, sample order (the beam's emission index), incidence from the recorded normal."""
+    import pyarrow.parquet as pq
+
+    azimuth = np.degrees(np.arctan2(ref["y"], ref["x"])) % 360.0
+    assert np.allclose(pts["azimuth"], azimuth, atol=1e-3)
+    world = glint_points(session, sensor, "world", tmp)
+    assert np.allclose(pts["height"], world["z"], atol=1e-4)
+    channels = json.loads(next(session.glob(f"data/chunk-000/lidar-{sensor}-000.json")).read_text())["sensor"]["scan"]["channels"]
+    assert np.array_equal(pts["order"], ref["bin"].astype(np.int64) * channels + ref["channel"])
+    rows = pq.read_table(session / "data" / "chunk-000" / f"lidar-{sensor}-000.parquet").to_pydict()
+    hit = np.asarray(rows["hit"]) == 1
+    normals = np.stack([np.asarray(rows[f"normal_{a}"])[hit] for a in "xyz"], axis=1).astype(np.float64)
+    dirs = np.stack([ref["x"], ref["y"], ref["z"]], axis=1).astype(np.float64)
+    dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
+    incidence = np.degrees(np.arccos(np.clip(-np.sum(dirs * normals, axis=1), -1.0, 1.0)))
+    assert np.allclose(pts["incidence"], incidence, atol=0.05)
+    assert 0.0 <= pts["incidence"].min() and pts["incidence"].max() <= 90.0 + 1e-3
 
 
 def quat_rotate(q, v):

@@ -27,10 +27,15 @@ impl Clouds {
     /// Clouds of the lidar whose frame (and topic `/<frame>/points`) is `frame`, with room
     /// for `beams` points.
     pub(crate) fn new(layout: PointLayout, split: CloudSplit, frame: &str, beams: usize) -> Clouds {
+        Clouds::on_topic(layout, split, frame, beams, format!("/{frame}/points"))
+    }
+
+    /// The same, on `topic`.
+    pub(crate) fn on_topic(layout: PointLayout, split: CloudSplit, frame: &str, beams: usize, topic: String) -> Clouds {
         Clouds {
             layout,
             split,
-            topic: format!("/{frame}/points"),
+            topic,
             frame: frame.to_string(),
             key: None,
             stamp: 0.0,
@@ -89,6 +94,8 @@ impl Clouds {
                 echo: r.echo,
                 offset_s: row.timestamp - self.stamp,
                 time_s: row.timestamp,
+                height: r.height,
+                incidence: r.incidence,
             };
             self.layout.encode(&point, data);
             self.points += 1;

@@ -8,13 +8,17 @@
 //!   until its episode ends; a killed run leaves one that readers read up to its last whole
 //!   chunk and `glint recover` closes;
 //! - `glint run --live`, `glint serve --live`: world 0's episodes on a live view's channels
-//!   ([`crate::LiveView`]); nothing is encoded for a topic nobody watches.
+//!   ([`crate::LiveView`]); nothing is encoded for a topic nobody watches. A lidar whose layout
+//!   is a driver's also has `/<lidar>/points/glint`, its clouds in glint's layout, whose fields
+//!   carry the seed's colour-by modes (height, azimuth, sample order, incidence, …).
 
 use std::path::{Path, PathBuf};
 
 use glam::{DMat3, DQuat, DVec3};
 use glint_lidar::LidarBinding;
-use glint_record::{BeamRow, CycleCounter, RowReturn, beam_vector, pattern_repeats, recorded_angles, sensor_file_name};
+use glint_record::{
+    BeamRow, CycleCounter, RowReturn, beam_vector, incidence_deg, pattern_repeats, recorded_angles, sensor_file_name,
+};
 use glint_sim::{EpisodeClose, Frame, Output, RecordedCamera, SensorKind, SimError, Simulation, TickFrame};
 
 use crate::InteropError;
@@ -30,6 +34,8 @@ struct LiveLidar {
     frame: String,
     binding: LidarBinding,
     layout: PointLayout,
+    /// The topic of its clouds in glint's layout beside the driver's, if it has one.
+    colour_topic: Option<String>,
 }
 
 /// Where one episode's messages go.
@@ -82,7 +88,8 @@ impl Destination for McapFiles {
 /// One world's episode being written.
 struct LiveEpisode {
     sink: Box<dyn MessageSink>,
-    clouds: Vec<Clouds>,
+    /// Per lidar, its clouds, and those in glint's layout when it has that topic too.
+    clouds: Vec<(Clouds, Option<Clouds>)>,
     cycles: Vec<CycleCounter>,
 }
 
@@ -114,18 +121,31 @@ impl LiveOutput {
     /// `Simulation::recorded_lidars`, `Simulation::recorded_cameras`) and of its bodies' frames,
     /// over its worlds; `layout` overrides every lidar's (default: its preset's driver's).
     pub fn new(
+        destination: Box<dyn Destination>,
+        sim: &Simulation,
+        options: (Option<PointLayout>, CloudSplit),
+    ) -> Result<LiveOutput, InteropError> {
+        LiveOutput::build(destination, sim, options, false)
+    }
+
+    /// [`LiveOutput::new`], with `/<lidar>/points/glint` for each lidar of a driver's layout
+    /// when `colour_topics`.
+    pub(crate) fn build(
         mut destination: Box<dyn Destination>,
         sim: &Simulation,
         (layout, split): (Option<PointLayout>, CloudSplit),
+        colour_topics: bool,
     ) -> Result<LiveOutput, InteropError> {
         let (lidars, cameras, nworld) = (sim.recorded_lidars(), sim.recorded_cameras(), sim.nworld());
         let lidars: Vec<LiveLidar> = lidars
             .iter()
             .enumerate()
-            .map(|(i, b)| LiveLidar {
-                frame: ros_name(&sensor_file_name(&b.name, i)),
-                binding: b.clone(),
-                layout: layout.unwrap_or_else(|| PointLayout::for_config(&b.scan)),
+            .map(|(i, b)| {
+                let frame = ros_name(&sensor_file_name(&b.name, i));
+                let layout = layout.unwrap_or_else(|| PointLayout::for_config(&b.scan));
+                let colour_topic =
+                    (colour_topics && layout != PointLayout::Glint).then(|| format!("/{frame}/points/glint"));
+                LiveLidar { frame, binding: b.clone(), layout, colour_topic }
             })
             .collect();
         let sensor_frames: Vec<String> = lidars
@@ -139,6 +159,7 @@ impl LiveOutput {
         let mut topics = vec![("/tf".to_string(), MessageType::TfMessage)];
         for l in &lidars {
             topics.push((format!("/{}/points", l.frame), MessageType::PointCloud2));
+            topics.extend(l.colour_topic.iter().map(|t| (t.clone(), MessageType::PointCloud2)));
         }
         for c in &cameras {
             topics.extend(CameraTopics::announced(&c.info));
@@ -166,7 +187,13 @@ impl LiveOutput {
                 clouds: self
                     .lidars
                     .iter()
-                    .map(|l| Clouds::new(l.layout, self.split, &l.frame, l.binding.scan.beam_count()))
+                    .map(|l| {
+                        let beams = l.binding.scan.beam_count();
+                        let colour = l.colour_topic.as_ref().map(|topic| {
+                            Clouds::on_topic(PointLayout::Glint, self.split, &l.frame, beams, topic.clone())
+                        });
+                        (Clouds::new(l.layout, self.split, &l.frame, beams), colour)
+                    })
                     .collect(),
                 cycles: self.lidars.iter().map(|_| CycleCounter::new(u64::MAX)).collect(),
             });
@@ -191,6 +218,11 @@ impl Output for LiveOutput {
         }
     }
 
+    /// The colour topics' `incidence` needs the beams' normals.
+    fn reads_surfaces(&self) -> bool {
+        self.lidars.iter().any(|l| l.colour_topic.is_some() || l.layout == PointLayout::Glint)
+    }
+
     fn write(&mut self, f: &TickFrame) -> Result<(), SimError> {
         match f.frame {
             Frame::Lidar { scan, beams, pose: (origin, rotation) } => {
@@ -203,41 +235,42 @@ impl Output for LiveOutput {
                     episode.sink.send("/tf", MessageType::TfMessage, tf.stamp_ns, &msg).map_err(sim_error)?;
                 }
                 let repeats = pattern_repeats(&config);
-                let watched = episode.sink.wants(episode.clouds[f.unit].topic());
+                let (driver, colour) = &mut episode.clouds[f.unit];
+                let watched = [
+                    episode.sink.wants(driver.topic()),
+                    colour.as_ref().is_some_and(|c| episode.sink.wants(c.topic())),
+                ];
                 let mut returns = Vec::with_capacity(1);
                 for &k in beams {
                     let counter = &mut episode.cycles[f.unit];
                     counter.next(k);
-                    if !watched {
+                    if watched == [false, false] {
                         continue;
                     }
                     let revolution = counter.revolution();
                     let (bin, channel) = config.bin_channel(k);
-                    let (range, geom) = (scan.range[k as usize], scan.geomid[k as usize]);
                     returns.clear();
-                    if range >= 0.0 && geom >= 0 {
-                        let cycle = if repeats { 0 } else { revolution };
-                        let (az, el) = recorded_angles(&config, cycle, k as usize);
-                        let xyz = beam_vector(az, el) * range as f64;
-                        returns.push(RowReturn {
-                            xyz,
-                            range,
-                            intensity: -1.0,
-                            reflectivity: -1.0,
-                            geom_id: geom,
-                            echo: 0,
-                        });
-                    }
+                    let cycle = if repeats { 0 } else { revolution };
+                    returns.extend(live_return(
+                        scan,
+                        k as usize,
+                        recorded_angles(&config, cycle, k as usize),
+                        (origin, rotation),
+                    ));
                     let row = BeamRow { timestamp: f.time, revolution, beam: k, bin, channel };
-                    let clouds = &mut episode.clouds[f.unit];
-                    if let Some((ns, msg)) = clouds.push(&row, &returns) {
-                        episode.sink.send(clouds.topic(), MessageType::PointCloud2, ns, &msg).map_err(sim_error)?;
-                        clouds.recycle(msg);
+                    for (clouds, on) in [(Some(&mut *driver), watched[0]), (colour.as_mut(), watched[1])] {
+                        let Some(clouds) = clouds.filter(|_| on) else { continue };
+                        if let Some((ns, msg)) = clouds.push(&row, &returns) {
+                            episode.sink.send(clouds.topic(), MessageType::PointCloud2, ns, &msg).map_err(sim_error)?;
+                            clouds.recycle(msg);
+                        }
                     }
                 }
-                if !watched {
-                    // A viewer that subscribes later gets the rest of that revolution, then whole ones.
-                    episode.clouds[f.unit].discard();
+                // A viewer that subscribes later gets the rest of that revolution, then whole ones.
+                for (clouds, on) in [(Some(driver), watched[0]), (colour.as_mut(), watched[1])] {
+                    if let Some(clouds) = clouds.filter(|_| !on) {
+                        clouds.discard();
+                    }
                 }
             }
             Frame::State { xpos, xmat, .. } => {
@@ -275,13 +308,31 @@ impl Output for LiveOutput {
 
     fn end_episode(&mut self, end: &EpisodeClose) -> Result<(), SimError> {
         let Some(Some(mut episode)) = self.worlds[end.world].take() else { return Ok(()) };
-        for clouds in &mut episode.clouds {
+        for clouds in episode.clouds.iter_mut().flat_map(|(driver, colour)| std::iter::once(driver).chain(colour)) {
             if let Some((ns, msg)) = clouds.finish() {
                 episode.sink.send(clouds.topic(), MessageType::PointCloud2, ns, &msg).map_err(sim_error)?;
             }
         }
         episode.sink.close().map_err(sim_error)
     }
+}
+
+/// Beam `k`'s return in `scan`, if it hit: in the sensor frame, with its height in the world
+/// (the sensor at `pose`) and its incidence from the scan's surface normal where kept.
+fn live_return(scan: &glint_lidar::Scan, k: usize, (az, el): (f32, f32), pose: (DVec3, DMat3)) -> Option<RowReturn> {
+    let (range, geom) = (scan.range[k], scan.geomid[k]);
+    if range < 0.0 || geom < 0 {
+        return None;
+    }
+    let (origin, rotation) = pose;
+    let dir = beam_vector(az, el);
+    let xyz = dir * range as f64;
+    let incidence = match &scan.surfaces {
+        Some(s) if s.known(k) => incidence_deg(rotation * dir, DVec3::from_array(s.normal[k].map(f64::from))),
+        _ => -1.0,
+    };
+    let height = (origin + rotation * xyz).z as f32;
+    Some(RowReturn { xyz, range, intensity: -1.0, reflectivity: -1.0, geom_id: geom, echo: 0, height, incidence })
 }
 
 /// Each body's frame name and parent (body 0, the world, is `world`): the MJCF name as a ROS

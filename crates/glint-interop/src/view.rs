@@ -54,9 +54,10 @@ impl LiveView {
     }
 
     /// The output that shows `sim`'s world 0 on this view: its clouds per revolution in their
-    /// drivers' layouts, `/tf` with the body tree, its cameras.
+    /// drivers' layouts (and in glint's, with every colour-by field, on
+    /// `/<lidar>/points/glint`), `/tf` with the body tree, its cameras.
     pub fn output(&self, sim: &Simulation) -> Result<LiveOutput, InteropError> {
-        LiveOutput::new(self.destination(), sim, (None, CloudSplit::Revolution))
+        LiveOutput::build(self.destination(), sim, (None, CloudSplit::Revolution), true)
     }
 }
 

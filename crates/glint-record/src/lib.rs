@@ -120,7 +120,8 @@ pub use export::{
 pub use files::{OutputFile, Overwrite, check_output, file_sha256, write_rgb_png};
 pub use lock::{SessionLock, SessionUser, session_user};
 pub use points::{
-    BeamRow, PointCloud, PointFormat, PointFrame, RowReturn, beam_vector, recorded_points, walk_returns, write_points,
+    BeamRow, PointCloud, PointFormat, PointFrame, RowReturn, beam_vector, incidence_deg, recorded_points, walk_returns,
+    write_points,
 };
 pub use poses::{PoseTable, pose_path, read_pose_file};
 pub use reader::{LidarReader, LidarTable, SecondaryColumns, read_lidar_file};

@@ -97,6 +97,17 @@ pub struct RowReturn {
     pub geom_id: i32,
     /// 0 for the primary echo, 1 for a variant's second echo.
     pub echo: u8,
+    /// Height of the point in the world (its world `z`), metres.
+    pub height: f32,
+    /// Angle between the beam and the surface's normal at the hit, degrees (`-1` where the
+    /// recording has no normal: a second echo).
+    pub incidence: f32,
+}
+
+/// The angle between the beam `dir` and the surface normal `normal` (both unit, one frame),
+/// degrees: 0 head-on, 90 grazing.
+pub fn incidence_deg(dir: DVec3, normal: DVec3) -> f32 {
+    (-dir.dot(normal)).clamp(-1.0, 1.0).acos().to_degrees() as f32
 }
 
 /// The points of the lidar file `lidar` (clean hits), or with `variant` the measured echoes
@@ -213,9 +224,17 @@ pub fn walk_returns(
                 }
             };
             returns.clear();
+            let normal = DVec3::from_array(part.normal[i].map(f64::from));
+            let (world_origin, world_rotation) = (poses.position[tick], poses.rotation[tick]);
             for (range, intensity, reflectivity, geom_id, echo) in candidates.into_iter().flatten() {
-                let xyz = origin + rotation * (dir * range as f64);
-                returns.push(RowReturn { xyz, range, intensity, reflectivity, geom_id, echo });
+                let along = dir * range as f64;
+                let xyz = origin + rotation * along;
+                let height = (world_origin + world_rotation * along).z as f32;
+                let incidence = match echo == 0 && part.hit[i] == 1 && normal != DVec3::ZERO {
+                    true => incidence_deg(dir, normal),
+                    false => -1.0,
+                };
+                returns.push(RowReturn { xyz, range, intensity, reflectivity, geom_id, echo, height, incidence });
             }
             let row = BeamRow {
                 timestamp: t,
