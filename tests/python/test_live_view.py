@@ -90,10 +90,10 @@ def test_a_client_decodes_the_runs_mcap_messages(tmp_path):
                 c = channels[topic]
                 assert c["encoding"] == "cdr" and c["schemaEncoding"] == "ros2msg", c
             assert channels["/roof/points"]["schemaName"] == "sensor_msgs/msg/PointCloud2"
-            subs = {1: "/roof/points", 2: "/tf", 3: "/roof/points/glint"}
+            subs = {1: "/roof/points", 2: "/tf", 3: "/roof/points/glint", 4: "/tf_static"}
             ws.send(json.dumps({"op": "subscribe", "subscriptions": [
                 {"id": i, "channelId": channels[t]["id"]} for i, t in subs.items()]}))
-            got = receive(ws, subs, {"/roof/points": 4, "/tf": 10, "/roof/points/glint": 3})
+            got = receive(ws, subs, {"/roof/points": 4, "/tf": 10, "/roof/points/glint": 3, "/tf_static": 2})
     finally:
         stop_run(proc)
     session = next((tmp_path / "s").glob("session_*"))
@@ -109,6 +109,11 @@ def test_a_client_decodes_the_runs_mcap_messages(tmp_path):
     from rosbags.typesys import Stores, get_typestore
 
     store = get_typestore(Stores.ROS2_JAZZY)
+    # A client that subscribes late still gets the sensors' mounts: the view sends them on.
+    [first] = recorded["/tf_static"].values()
+    assert all(data == first[0] for _, data in got["/tf_static"])
+    mounts = store.deserialize_cdr(first[0], "tf2_msgs/msg/TFMessage").transforms
+    assert [(t.header.frame_id, t.child_frame_id) for t in mounts] == [("lidar_mount", "roof")]
     for stamp, data in got["/roof/points/glint"][1:]:
         glint = decode_cloud(store.deserialize_cdr(data, "sensor_msgs/msg/PointCloud2"))
         driver = decode_cloud(store.deserialize_cdr(recorded["/roof/points"][stamp][0], "sensor_msgs/msg/PointCloud2"))

@@ -92,8 +92,8 @@ def test_rosbags_decodes_every_message_and_encodes_glints_bytes(session):
     }, counts
     # 0.4 s at 50 ticks a second: four revolutions of the 10 Hz units, two of the 5 Hz one; 4 frames.
     assert counts["sensor_msgs/msg/PointCloud2"] == 4 + 4 + 4 + 2
-    # Per lidar and tick, per camera frame, and per tick the body tree.
-    assert counts["tf2_msgs/msg/TFMessage"] == 4 * 20 + 4 + 20
+    # Per tick the body tree on /tf; the sensors fixed in their bodies once on /tf_static.
+    assert counts["tf2_msgs/msg/TFMessage"] == 20 + 1
     assert counts["sensor_msgs/msg/Image"] == counts["sensor_msgs/msg/CompressedImage"] == 4
 
 
@@ -112,8 +112,8 @@ def test_mcap_reader_with_ros2_support_reads_the_file(session):
             if channel.topic == "/overview/camera_info":
                 assert (decoded.width, decoded.height) == (64, 48)
                 assert decoded.k[2] == 32.0 and decoded.k[5] == 24.0
-    # Per tick: one /tf message per lidar and the body tree's; per camera frame, its own.
-    assert topics["/roof/points"] == 4 and topics["/tf"] == 20 * 4 + 4 + 20, topics
+    # Per tick the body tree; the sensors hang from their bodies on /tf_static, written once.
+    assert topics["/roof/points"] == 4 and topics["/tf"] == 20 and topics["/tf_static"] == 1, topics
 
 
 def clouds(session: Path, topic: str):
@@ -211,16 +211,41 @@ def quat_rotate(q, v):
     return v + w * t + np.cross(xyz, t)
 
 
+def world_poses(path: Path) -> dict:
+    """Every frame's pose in `world` at every `/tf` stamp, composed down the tree (`/tf`) and
+    to the sensors fixed in its bodies (`/tf_static`): {(frame, stamp ns): (quaternion x y z
+    w, position)}."""
+    tree: dict[int, dict] = {}
+    static: dict = {}
+    for topic, _, stamp, _, msg in rosbags_messages(path):
+        if topic not in ("/tf", "/tf_static"):
+            continue
+        links = {t.child_frame_id: t for t in msg.transforms}
+        if topic == "/tf_static":
+            static.update(links)
+        elif topic == "/tf":
+            tree.setdefault(stamp, {}).update(links)
+    out = {}
+    for stamp, links in tree.items():
+        links = {**static, **links}
+
+        def pose(frame):
+            if frame == "world":
+                return np.array([0.0, 0, 0, 1]), np.zeros(3)
+            t = links[frame]
+            pq_, pp = pose(t.header.frame_id)
+            r, p = t.transform.rotation, t.transform.translation
+            q = np.array([r.x, r.y, r.z, r.w])
+            return quat_mul(pq_, q), quat_rotate(pq_[None], np.array([[p.x, p.y, p.z]]))[0] + pp
+
+        for frame in links:
+            out[(frame, stamp)] = pose(frame)
+    return out
+
+
 def test_points_placed_by_tf_equal_glint_points_in_the_world(session, tmp_path):
-    tf = {}
-    for topic, _, _, _, msg in rosbags_messages(session / "mcap" / "episode_000000.mcap"):
-        if topic == "/tf":
-            for t in msg.transforms:
-                if t.header.frame_id != "world":
-                    continue  # the body tree below the robot's root
-                stamp = t.header.stamp.sec * 10**9 + t.header.stamp.nanosec
-                r, p = t.transform.rotation, t.transform.translation
-                tf[(t.child_frame_id, stamp)] = (np.array([r.x, r.y, r.z, r.w]), np.array([p.x, p.y, p.z]))
+    tf = world_poses(session / "mcap" / "episode_000000.mcap")
+    assert ("roof", 20_000_000) in tf and ("overview_optical", 20_000_000) in tf
     got = clouds(session, "/roof/points")
     pts = np.concatenate([p for _, _, p in got])
     stamps = np.concatenate([np.full(len(p), s) for s, _, p in got])
@@ -347,9 +372,10 @@ def test_run_mcap_writes_the_exports_messages_while_it_runs(tmp_path):
                 # to rounding (a run composes them from MuJoCo's matrices, an export from the
                 # state table's quaternions).
                 (live_sensors, live_trees), (sensors, trees) = split_tf(live[topic]), split_tf(exported[topic])
-                assert live_sensors == sensors
+                assert live_sensors == sensors == [], "the sensors hang from their bodies on /tf_static"
                 assert [t for t, _ in live_trees] == [t for t, _ in trees] and trees
-                for (_, a), (_, b) in zip(live_trees, trees):
+                static = [(split_tf(live["/tf_static"])[1], split_tf(exported["/tf_static"])[1])]
+                for (_, a), (_, b) in list(zip(live_trees, trees)) + [(x[0], y[0]) for x, y in static]:
                     assert [(x.header.frame_id, x.child_frame_id) for x in a] == \
                         [(x.header.frame_id, x.child_frame_id) for x in b]
                     for x, y in zip(a, b):
@@ -359,53 +385,49 @@ def test_run_mcap_writes_the_exports_messages_while_it_runs(tmp_path):
                         qa = np.array([ta.rotation.x, ta.rotation.y, ta.rotation.z, ta.rotation.w])
                         qb = np.array([tb.rotation.x, tb.rotation.y, tb.rotation.z, tb.rotation.w])
                         assert min(np.abs(qa - qb).max(), np.abs(qa + qb).max()) < 1e-9
-                check_body_tree(live_trees, live_sensors)
-                check_body_tree(trees, sensors)
+                check_body_tree(s / "mcap" / name, s, episode)
+                check_body_tree(tmp_path / "exported" / name, s, episode)
+            elif topic == "/tf_static":
+                pass  # compared with /tf above
             else:
                 assert live[topic] == exported[topic], topic
 
 
 def split_tf(messages: list) -> tuple[list, list]:
-    """A file's `/tf` messages split into the sensors' frames (stamp, raw bytes) and the body
-    trees (stamp, decoded transforms)."""
+    """A file's `/tf` (or `/tf_static`) messages split into those of single sensor frames
+    (stamp, raw bytes) and the others (stamp, decoded transforms)."""
     from rosbags.typesys import Stores, get_typestore
 
     store = get_typestore(Stores.ROS2_JAZZY)
     sensors, trees = [], []
     for stamp, raw in messages:
         transforms = store.deserialize_cdr(raw, "tf2_msgs/msg/TFMessage").transforms
-        if any(t.child_frame_id == "lidar_mount" for t in transforms):
+        if len(transforms) > 1 or any(t.child_frame_id == "lidar_mount" for t in transforms):
             trees.append((stamp, transforms))
         else:
             sensors.append((stamp, raw))
     return sensors, trees
 
 
-def check_body_tree(trees: list, sensors: list) -> None:
-    """The body frames form one tree under `world`, and composed down to the lidar's body
-    (`lidar_mount`, whose `lidar` site sits at its origin) they give the sensor's pose."""
-    from rosbags.typesys import Stores, get_typestore
+def check_body_tree(path: Path, session: Path, episode: int) -> None:
+    """The body frames form one tree under `world`, the lidars hang from their body
+    (`lidar_mount`) and the fixed camera from `world` on `/tf_static`, and composed down to a
+    lidar they give its recorded pose at every tick."""
+    import pyarrow.parquet as pq
 
-    store = get_typestore(Stores.ROS2_JAZZY)
-    decode = lambda raw: store.deserialize_cdr(raw, "tf2_msgs/msg/TFMessage").transforms
-    sensor = {stamp: decode(raw)[0] for stamp, raw in sensors if decode(raw)[0].child_frame_id == "roof"}
-    assert len(trees) == len(sensor) > 0
-    for stamp, transforms in trees:
-        parent = {t.child_frame_id: t for t in transforms}
-        assert "robot" in parent and "lidar_mount" in parent and "world" not in parent
-        frame, rot, pos = "lidar_mount", np.array([0.0, 0, 0, 1]), np.zeros(3)
-        while frame != "world":  # compose child-in-parent up to the world
-            t = parent[frame]
-            r = t.transform.rotation
-            q = np.array([r.x, r.y, r.z, r.w])
-            p = np.array([t.transform.translation.x, t.transform.translation.y, t.transform.translation.z])
-            pos = quat_rotate(q[None], pos[None])[0] + p
-            rot = quat_mul(q, rot)
-            frame = t.header.frame_id
-        want = sensor[stamp].transform
-        assert np.allclose(pos, [want.translation.x, want.translation.y, want.translation.z], atol=1e-9)
-        wq = np.array([want.rotation.x, want.rotation.y, want.rotation.z, want.rotation.w])
-        assert min(np.abs(rot - wq).max(), np.abs(rot + wq).max()) < 1e-9
+    static = {}
+    for topic, _, _, _, msg in rosbags_messages(path):
+        if topic == "/tf_static":
+            static.update({t.child_frame_id: t.header.frame_id for t in msg.transforms})
+    assert static["roof"] == "lidar_mount" and static["overview_optical"] == "world", static
+    poses = world_poses(path)
+    table = pq.read_table(session / "data" / "chunk-000" / f"lidar-roof-{episode:03d}.poses.parquet").to_pydict()
+    assert len(table["timestamp"]) > 0
+    for k, t in enumerate(table["timestamp"]):
+        q, p = poses[("roof", round(t * 1e9))]
+        assert np.allclose(p, [table["x"][k], table["y"][k], table["z"][k]], atol=1e-9)
+        want = np.array([table["qx"][k], table["qy"][k], table["qz"][k], table["qw"][k]])
+        assert min(np.abs(q - want).max(), np.abs(q + want).max()) < 1e-9
 
 
 def quat_mul(a, b):

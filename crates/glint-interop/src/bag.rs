@@ -71,7 +71,7 @@ impl Bag {
                 };
                 let id = self
                     .writer
-                    .add_channel(schema, topic, "cdr", &BTreeMap::new())
+                    .add_channel(schema, topic, "cdr", &channel_metadata(topic))
                     .map_err(|e| InteropError::mcap(&self.partial, e))?;
                 self.channels.insert(topic.to_string(), (id, 0));
                 id
@@ -168,4 +168,18 @@ pub fn recover_session_mcap(session: &Path) -> Vec<McapSalvage> {
             McapSalvage { partial, outcome }
         })
         .collect()
+}
+
+/// rosbag2's QoS of a latched topic (reliable, transient local, as tf2's static broadcaster
+/// offers it), so that `ros2 bag play` republishes `/tf_static` to late subscribers.
+const LATCHED_QOS: &str = "- history: 3\n  depth: 0\n  reliability: 1\n  durability: 1\n  deadline:\n    sec: 9223372036\n    \
+nsec: 854775807\n  lifespan:\n    sec: 9223372036\n    nsec: 854775807\n  liveliness: 1\n  liveliness_lease_duration:\n    \
+sec: 9223372036\n    nsec: 854775807\n  avoid_ros_namespace_conventions: false\n";
+
+/// A channel's metadata: rosbag2's `offered_qos_profiles` for `/tf_static`, none otherwise.
+fn channel_metadata(topic: &str) -> BTreeMap<String, String> {
+    match topic {
+        "/tf_static" => BTreeMap::from([("offered_qos_profiles".to_string(), LATCHED_QOS.to_string())]),
+        _ => BTreeMap::new(),
+    }
 }

@@ -12,14 +12,15 @@
 //! Stamps are simulated time since the episode began. Within a topic messages are in time
 //! order; the file's index lets readers play all topics in time order.
 
+use std::collections::HashSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use glam::{DQuat, DVec3};
 use glint_record::{
-    BodyLink, CameraSidecar, EpisodeRecord, PointFrame, Sidecar, camera_depth_dir, depth_frame_file, find_ffmpeg,
-    pose_path, read_camera_sidecar, read_episode_records, read_pose_file, read_session_meta, read_sidecar,
+    BodyLink, CameraSidecar, EpisodeRecord, PointFrame, SensorMount, Sidecar, camera_depth_dir, depth_frame_file,
+    find_ffmpeg, pose_path, read_camera_sidecar, read_episode_records, read_pose_file, read_session_meta, read_sidecar,
     read_tick_table, walk_returns,
 };
 
@@ -136,19 +137,26 @@ fn export_episode(
         .filter(|f| f.starts_with("videos/") && f.ends_with(".json"))
         .map(|f| session.join(f))
         .collect();
-    let bodies = read_session_meta(session)?.bodies;
-    let tree = match &record.state {
-        Some(state) if bodies.len() > 1 => body_tree(&session.join(state), &bodies, &lidars, &cameras)?,
+    let meta = read_session_meta(session)?;
+    let (tree, mounted) = match &record.state {
+        Some(state) if meta.bodies.len() > 1 => {
+            let robot = RobotFrames::read(&session.join(state), &meta.bodies, &lidars, &cameras)?;
+            let mounts = robot.mounts(&meta.mounts, &lidars, &cameras)?;
+            if let Some(first) = mounts.first() {
+                bag.write("/tf_static", MessageType::TfMessage, first.stamp_ns, &msgs::tf_message(&mounts))?;
+            }
+            (robot.tree_messages(), mounts.into_iter().map(|t| t.child).collect())
+        }
         _ => {
             episode.warnings.push(
                 "the session has no robot state table or body tree (it was recorded before glint wrote them): /tf \
-                 has the sensors' frames only"
+                 has the sensors' frames only, from world"
                     .into(),
             );
-            Vec::new()
+            (Vec::new(), HashSet::new())
         }
     };
-    write_transforms(&mut bag, &lidars, &cameras, tree)?;
+    write_transforms(&mut bag, (&lidars, &cameras), &mounted, tree)?;
     for (lidar, sidecar) in &lidars {
         let variant = options.variant.as_ref().map(|v| v.join(lidar.strip_prefix(session).unwrap_or(lidar)));
         if let Some(v) = &variant
@@ -171,13 +179,14 @@ fn export_episode(
     Ok(episode)
 }
 
-/// `/tf`: each lidar tick's sensor pose (one message per lidar and tick, in sensor order),
-/// each camera frame's optical pose, and the body tree's messages `tree`, in time order (in a
-/// tick: the lidars, the cameras, the tree, as a run sends them).
+/// `/tf`: each lidar tick's sensor pose (one message per lidar and tick, in sensor order) and
+/// each camera frame's optical pose, both in `world`, for the sensors not in `mounted` (those
+/// hang from their bodies on `/tf_static`), and the body tree's messages `tree`, in time
+/// order (in a tick: the lidars, the cameras, the tree, as a run sends them).
 fn write_transforms(
     bag: &mut Bag,
-    lidars: &[(PathBuf, Sidecar)],
-    cameras: &[PathBuf],
+    (lidars, cameras): (&[(PathBuf, Sidecar)], &[PathBuf]),
+    mounted: &HashSet<String>,
     tree: Vec<(u64, Vec<u8>)>,
 ) -> Result<(), InteropError> {
     let mut stamped: Vec<Transform> = Vec::new();
@@ -195,8 +204,11 @@ fn write_transforms(
             stamped.push(camera_transform(&sidecar.info.camera, f.time, DVec3::from_array(f.pos), rotation));
         }
     }
-    let mut messages: Vec<(u64, Vec<u8>)> =
-        stamped.iter().map(|t| (t.stamp_ns, msgs::tf_message(std::slice::from_ref(t)))).collect();
+    let mut messages: Vec<(u64, Vec<u8>)> = stamped
+        .iter()
+        .filter(|t| !mounted.contains(&t.child))
+        .map(|t| (t.stamp_ns, msgs::tf_message(std::slice::from_ref(t))))
+        .collect();
     messages.extend(tree);
     // Stable: a tick's lidars stay in sensor order, before its cameras and its tree.
     messages.sort_by_key(|(ns, _)| *ns);
@@ -206,48 +218,119 @@ fn write_transforms(
     Ok(())
 }
 
-/// Per tick of the robot state table, every body's frame in its parent's (one `/tf` message,
-/// as `glint run --mcap` writes it): (stamp, message).
-fn body_tree(
-    table: &Path,
-    bodies: &[BodyLink],
-    lidars: &[(PathBuf, Sidecar)],
-    cameras: &[PathBuf],
-) -> Result<Vec<(u64, Vec<u8>)>, InteropError> {
-    let state = read_tick_table(table)?;
-    let mut sensor_frames: Vec<String> = lidars.iter().map(|(_, s)| ros_name(&s.sensor.file_name)).collect();
-    for camera in cameras {
-        sensor_frames.push(crate::camera::optical_frame(&read_camera_sidecar(camera)?.info.camera));
-    }
-    let names: Vec<String> = bodies.iter().map(|b| b.name.clone()).collect();
-    let parents: Vec<usize> = bodies.iter().map(|b| b.parent).collect();
-    let frames = body_frames(&names, &parents, &sensor_frames);
-    // Each body's first column (`body/<name>/x`; its y, z, qw, qx, qy, qz follow).
-    let columns: Vec<usize> = bodies[1..]
-        .iter()
-        .map(|b| {
-            state.column(&format!("body/{}/x", b.name)).ok_or_else(|| {
-                InteropError::Setting(format!(
-                    "'{}' has no column body/{}/x, and meta/info.json lists that body",
-                    table.display(),
-                    b.name
-                ))
-            })
-        })
-        .collect::<Result<_, _>>()?;
-    let (mut xpos, mut xmat) = (vec![DVec3::ZERO; bodies.len()], vec![glam::DMat3::IDENTITY; bodies.len()]);
-    let mut out = Vec::with_capacity(state.timestamp.len());
-    for (tick, &time) in state.timestamp.iter().enumerate() {
-        let row = state.row(tick);
-        for (b, &c) in columns.iter().enumerate() {
-            let v = &row[c..c + 7];
-            xpos[b + 1] = DVec3::new(v[0], v[1], v[2]);
-            xmat[b + 1] = glam::DMat3::from_quat(DQuat::from_xyzw(v[4], v[5], v[6], v[3]));
+/// The robot's frames over an episode, from its state table: each body's ROS frame and
+/// parent, and every tick's body poses.
+struct RobotFrames {
+    /// Each body's frame name and parent (body 0 is `world`).
+    frames: Vec<(String, usize)>,
+    /// The ticks' times, seconds.
+    times: Vec<f64>,
+    /// Per tick, every body's position and orientation in the world.
+    poses: Vec<(Vec<DVec3>, Vec<glam::DMat3>)>,
+}
+
+impl RobotFrames {
+    fn read(
+        table: &Path,
+        bodies: &[BodyLink],
+        lidars: &[(PathBuf, Sidecar)],
+        cameras: &[PathBuf],
+    ) -> Result<RobotFrames, InteropError> {
+        let state = read_tick_table(table)?;
+        let mut sensor_frames: Vec<String> = lidars.iter().map(|(_, s)| ros_name(&s.sensor.file_name)).collect();
+        for camera in cameras {
+            sensor_frames.push(crate::camera::optical_frame(&read_camera_sidecar(camera)?.info.camera));
         }
-        let ns = crate::msgs::nanoseconds(time);
-        out.push((ns, msgs::tf_message(&body_transforms(&frames, ns, &xpos, &xmat))));
+        let names: Vec<String> = bodies.iter().map(|b| b.name.clone()).collect();
+        let parents: Vec<usize> = bodies.iter().map(|b| b.parent).collect();
+        // Each body's first column (`body/<name>/x`; its y, z, qw, qx, qy, qz follow).
+        let columns: Vec<usize> = bodies[1..]
+            .iter()
+            .map(|b| {
+                state.column(&format!("body/{}/x", b.name)).ok_or_else(|| {
+                    InteropError::Setting(format!(
+                        "'{}' has no column body/{}/x, and meta/info.json lists that body",
+                        table.display(),
+                        b.name
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let poses = (0..state.timestamp.len())
+            .map(|tick| {
+                let row = state.row(tick);
+                let (mut xpos, mut xmat) = (vec![DVec3::ZERO; bodies.len()], vec![glam::DMat3::IDENTITY; bodies.len()]);
+                for (b, &c) in columns.iter().enumerate() {
+                    let v = &row[c..c + 7];
+                    xpos[b + 1] = DVec3::new(v[0], v[1], v[2]);
+                    xmat[b + 1] = glam::DMat3::from_quat(DQuat::from_xyzw(v[4], v[5], v[6], v[3]));
+                }
+                (xpos, xmat)
+            })
+            .collect();
+        Ok(RobotFrames { frames: body_frames(&names, &parents, &sensor_frames), times: state.timestamp, poses })
     }
-    Ok(out)
+
+    /// Per tick, every body's frame in its parent's (one `/tf` message, as `glint run --mcap`
+    /// writes it): (stamp, message).
+    fn tree_messages(&self) -> Vec<(u64, Vec<u8>)> {
+        self.times
+            .iter()
+            .zip(&self.poses)
+            .map(|(&time, (xpos, xmat))| {
+                let ns = crate::msgs::nanoseconds(time);
+                (ns, msgs::tf_message(&body_transforms(&self.frames, ns, xpos, xmat)))
+            })
+            .collect()
+    }
+
+    /// The tick at `time`, if the table has it.
+    fn tick_at(&self, time: f64) -> Option<usize> {
+        self.times.iter().position(|&t| (t - time).abs() < 1e-9)
+    }
+
+    /// The `/tf_static` transforms of the episode's sensors in `mounts`: each in its body's
+    /// frame, from its first recorded pose and its body's at that tick.
+    fn mounts(
+        &self,
+        mounts: &[SensorMount],
+        lidars: &[(PathBuf, Sidecar)],
+        cameras: &[PathBuf],
+    ) -> Result<Vec<Transform>, InteropError> {
+        let mut out = Vec::new();
+        for mount in mounts.iter().filter(|m| m.body < self.frames.len()) {
+            let first = match mount.kind.as_str() {
+                "camera" => {
+                    let mut found = None;
+                    for path in cameras {
+                        let sidecar = read_camera_sidecar(path)?;
+                        if sidecar.info.camera == mount.sensor {
+                            found = sidecar.frames.first().map(|f| {
+                                let quat = DQuat::from_xyzw(f.quat[1], f.quat[2], f.quat[3], f.quat[0]);
+                                (f.time, (DVec3::from_array(f.pos), quat))
+                            });
+                        }
+                    }
+                    found
+                }
+                _ => match lidars.iter().find(|(_, s)| s.sensor.file_name == mount.sensor) {
+                    Some((lidar, _)) => {
+                        let poses = read_pose_file(&pose_path(lidar))?;
+                        (!poses.is_empty()).then(|| (poses.timestamp[0], (poses.position[0], poses.rotation[0])))
+                    }
+                    None => None,
+                },
+            };
+            let Some((time, pose)) = first else { continue };
+            let Some(tick) = self.tick_at(time) else { continue };
+            let (xpos, xmat) = &self.poses[tick];
+            let parent = (self.frames[mount.body].0.as_str(), (xpos[mount.body], xmat[mount.body]));
+            let child = crate::mounts::mount_frame(mount);
+            let ns = crate::msgs::nanoseconds(self.times[0]);
+            out.push(crate::mounts::mount_transform(ns, parent, (&child, crate::mounts::frame_pose(mount, pose))));
+        }
+        Ok(out)
+    }
 }
 
 /// `/<lidar>/points`; returns the clouds and points written.

@@ -22,6 +22,7 @@ mod export;
 mod layout;
 mod lerobot;
 mod live;
+mod mounts;
 mod msgs;
 mod replay;
 mod view;

@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use glam::{DMat3, DQuat, DVec3};
 use glint_lidar::LidarBinding;
 use glint_record::{
-    BeamRow, CycleCounter, RowReturn, beam_vector, incidence_deg, pattern_repeats, recorded_angles, sensor_file_name,
+    BeamRow, CycleCounter, RowReturn, SensorMount, beam_vector, incidence_deg, pattern_repeats, recorded_angles,
+    sensor_file_name,
 };
 use glint_sim::{EpisodeClose, Frame, Output, RecordedCamera, SensorKind, SimError, Simulation, TickFrame};
 
@@ -27,6 +28,7 @@ use crate::camera::{CameraTopics, Depth, camera_transform, optical_frame, send_c
 use crate::clouds::Clouds;
 use crate::export::{CloudSplit, ros_name};
 use crate::layout::PointLayout;
+use crate::mounts::{frame_pose, mount_frame, mount_transform};
 use crate::msgs::{self, MessageType, Transform, nanoseconds};
 
 /// One recorded lidar, as the live output names and lays out its points.
@@ -36,6 +38,8 @@ struct LiveLidar {
     layout: PointLayout,
     /// The topic of its clouds in glint's layout beside the driver's, if it has one.
     colour_topic: Option<String>,
+    /// The body it is fixed in, when it hangs from it on `/tf_static`.
+    mount: Option<SensorMount>,
 }
 
 /// Where one episode's messages go.
@@ -51,6 +55,12 @@ pub trait MessageSink: Send {
     /// The episode ended.
     fn close(self: Box<Self>) -> Result<(), InteropError> {
         Ok(())
+    }
+
+    /// Whether a message sent once stays for readers that come later (an MCAP file's
+    /// `/tf_static`); a live view's clients connect at any time, so it is sent again.
+    fn latches(&self) -> bool {
+        true
     }
 }
 
@@ -91,6 +101,10 @@ struct LiveEpisode {
     /// Per lidar, its clouds, and those in glint's layout when it has that topic too.
     clouds: Vec<(Clouds, Option<Clouds>)>,
     cycles: Vec<CycleCounter>,
+    /// The mounted sensors' first poses, until the first body poses place them.
+    unplaced: Vec<(SensorMount, (DVec3, DQuat))>,
+    /// Their `/tf_static` transforms, once placed.
+    statics: Option<Vec<Transform>>,
 }
 
 /// A run's ROS 2 messages (see the module's docs).
@@ -101,6 +115,8 @@ pub struct LiveOutput {
     split: CloudSplit,
     /// Per body: its frame's name and its parent's index (body 0, the world, first).
     bodies: Vec<(String, usize)>,
+    /// Per recorded camera, the body it is fixed in, when it hangs from it on `/tf_static`.
+    camera_mounts: Vec<Option<SensorMount>>,
     /// Per world: its episode's sink once begun (`None` inside for a world the destination
     /// does not take).
     worlds: Vec<Option<Option<LiveEpisode>>>,
@@ -137,17 +153,22 @@ impl LiveOutput {
         colour_topics: bool,
     ) -> Result<LiveOutput, InteropError> {
         let (lidars, cameras, nworld) = (sim.recorded_lidars(), sim.recorded_cameras(), sim.nworld());
+        // Sensors hang from their bodies when there is a robot to hang them from.
+        let mounts = if sim.scene().nbody() > 1 { sim.sensor_mounts() } else { Vec::new() };
+        let mount_of = |kind: &str, sensor: &str| mounts.iter().find(|m| m.kind == kind && m.sensor == sensor).cloned();
         let lidars: Vec<LiveLidar> = lidars
             .iter()
             .enumerate()
             .map(|(i, b)| {
-                let frame = ros_name(&sensor_file_name(&b.name, i));
+                let file_name = sensor_file_name(&b.name, i);
+                let frame = ros_name(&file_name);
                 let layout = layout.unwrap_or_else(|| PointLayout::for_config(&b.scan));
                 let colour_topic =
                     (colour_topics && layout != PointLayout::Glint).then(|| format!("/{frame}/points/glint"));
-                LiveLidar { frame, binding: b.clone(), layout, colour_topic }
+                LiveLidar { frame, binding: b.clone(), layout, colour_topic, mount: mount_of("lidar", &file_name) }
             })
             .collect();
+        let camera_mounts = cameras.iter().map(|c| mount_of("camera", &c.info.camera)).collect();
         let sensor_frames: Vec<String> = lidars
             .iter()
             .map(|l| l.frame.clone())
@@ -157,6 +178,9 @@ impl LiveOutput {
         let parents: Vec<usize> = scene.body_parentid.iter().map(|&p| p.max(0) as usize).collect();
         let bodies = body_frames(&scene.body_name, &parents, &sensor_frames);
         let mut topics = vec![("/tf".to_string(), MessageType::TfMessage)];
+        if !mounts.is_empty() {
+            topics.push(("/tf_static".to_string(), MessageType::TfMessage));
+        }
         for l in &lidars {
             topics.push((format!("/{}/points", l.frame), MessageType::PointCloud2));
             topics.extend(l.colour_topic.iter().map(|t| (t.clone(), MessageType::PointCloud2)));
@@ -171,6 +195,7 @@ impl LiveOutput {
             cameras,
             split,
             bodies,
+            camera_mounts,
             worlds: (0..nworld).map(|_| None).collect(),
             next_index: 0,
         })
@@ -196,10 +221,53 @@ impl LiveOutput {
                     })
                     .collect(),
                 cycles: self.lidars.iter().map(|_| CycleCounter::new(u64::MAX)).collect(),
+                unplaced: Vec::new(),
+                statics: None,
             });
             self.worlds[world] = Some(episode);
         }
         Ok(self.worlds[world].as_mut().and_then(Option::as_mut))
+    }
+}
+
+impl LiveEpisode {
+    /// Keeps a mounted sensor's pose until the tick's body poses place it.
+    fn note_unplaced(&mut self, mount: SensorMount, pose: (DVec3, DQuat)) {
+        if self.statics.is_none() && !self.unplaced.iter().any(|(m, _)| *m == mount) {
+            self.unplaced.push((mount, pose));
+        }
+    }
+
+    /// A tick's body poses: the mounted sensors placed in their bodies on `/tf_static` (once
+    /// for a file, again on every tick for a live view's later clients), then the tree on
+    /// `/tf`.
+    fn send_frames(
+        &mut self,
+        bodies: &[(String, usize)],
+        ns: u64,
+        xpos: &[DVec3],
+        xmat: &[DMat3],
+    ) -> Result<(), SimError> {
+        let first = self.statics.is_none();
+        if first {
+            let placed = self.unplaced.drain(..).map(|(m, pose)| {
+                let parent = (bodies[m.body].0.as_str(), (xpos[m.body], xmat[m.body]));
+                mount_transform(ns, parent, (&mount_frame(&m), frame_pose(&m, pose)))
+            });
+            self.statics = Some(placed.collect());
+        }
+        let statics = self.statics.as_deref().unwrap_or_default();
+        if !statics.is_empty() && (first || !self.sink.latches()) && self.sink.wants("/tf_static") {
+            let stamp = statics[0].stamp_ns;
+            self.sink
+                .send("/tf_static", MessageType::TfMessage, stamp, &msgs::tf_message(statics))
+                .map_err(sim_error)?;
+        }
+        if self.sink.wants("/tf") {
+            let msg = msgs::tf_message(&body_transforms(bodies, ns, xpos, xmat));
+            self.sink.send("/tf", MessageType::TfMessage, ns, &msg).map_err(sim_error)?;
+        }
+        Ok(())
     }
 }
 
@@ -227,12 +295,16 @@ impl Output for LiveOutput {
         match f.frame {
             Frame::Lidar { scan, beams, pose: (origin, rotation) } => {
                 let Some(lidar) = self.lidars.get(f.unit) else { return Ok(()) };
-                let (frame, config) = (lidar.frame.clone(), lidar.binding.scan);
+                let (frame, config, mount) = (lidar.frame.clone(), lidar.binding.scan, lidar.mount.clone());
                 let Some(episode) = self.episode(f.world)? else { return Ok(()) };
-                if episode.sink.wants("/tf") {
-                    let tf = Transform::in_world(&frame, f.time, origin, DQuat::from_mat3(&rotation));
-                    let msg = msgs::tf_message(std::slice::from_ref(&tf));
-                    episode.sink.send("/tf", MessageType::TfMessage, tf.stamp_ns, &msg).map_err(sim_error)?;
+                match mount {
+                    Some(m) => episode.note_unplaced(m, (origin, DQuat::from_mat3(&rotation))),
+                    None if episode.sink.wants("/tf") => {
+                        let tf = Transform::in_world(&frame, f.time, origin, DQuat::from_mat3(&rotation));
+                        let msg = msgs::tf_message(std::slice::from_ref(&tf));
+                        episode.sink.send("/tf", MessageType::TfMessage, tf.stamp_ns, &msg).map_err(sim_error)?;
+                    }
+                    None => {}
                 }
                 let repeats = pattern_repeats(&config);
                 let (driver, colour) = &mut episode.clouds[f.unit];
@@ -277,26 +349,27 @@ impl Output for LiveOutput {
                 let ns = nanoseconds(f.time);
                 let bodies = std::mem::take(&mut self.bodies);
                 let sent = match self.episode(f.world) {
-                    Ok(Some(episode)) if episode.sink.wants("/tf") => {
-                        let msg = msgs::tf_message(&body_transforms(&bodies, ns, xpos, xmat));
-                        episode.sink.send("/tf", MessageType::TfMessage, ns, &msg).map_err(sim_error)
-                    }
-                    Ok(_) => Ok(()),
+                    Ok(Some(episode)) => episode.send_frames(&bodies, ns, xpos, xmat),
+                    Ok(None) => Ok(()),
                     Err(e) => Err(e),
                 };
                 self.bodies = bodies;
                 sent?;
             }
             Frame::Camera { rgb, depth, pose: (origin, rotation), .. } => {
-                let Some(camera) = self.cameras.iter().find(|c| c.slot == f.unit) else { return Ok(()) };
-                let info = camera.info.clone();
+                let Some(k) = self.cameras.iter().position(|c| c.slot == f.unit) else { return Ok(()) };
+                let (info, mount) = (self.cameras[k].info.clone(), self.camera_mounts[k].clone());
                 let Some(episode) = self.episode(f.world)? else { return Ok(()) };
-                let sink = &mut *episode.sink;
-                if sink.wants("/tf") {
-                    let tf = camera_transform(&info.camera, f.time, origin, DQuat::from_mat3(&rotation));
-                    sink.send("/tf", MessageType::TfMessage, tf.stamp_ns, &msgs::tf_message(std::slice::from_ref(&tf)))
-                        .map_err(sim_error)?;
+                match mount {
+                    Some(m) => episode.note_unplaced(m, (origin, DQuat::from_mat3(&rotation))),
+                    None if episode.sink.wants("/tf") => {
+                        let tf = camera_transform(&info.camera, f.time, origin, DQuat::from_mat3(&rotation));
+                        let msg = msgs::tf_message(std::slice::from_ref(&tf));
+                        episode.sink.send("/tf", MessageType::TfMessage, tf.stamp_ns, &msg).map_err(sim_error)?;
+                    }
+                    None => {}
                 }
+                let sink = &mut *episode.sink;
                 let rgb = (info.rgb && !rgb.is_empty()).then_some(rgb);
                 let depth = (info.depth && !depth.is_empty()).then_some(Depth::Metres(depth));
                 send_camera_frame(sink, &info, f.time, rgb, depth).map_err(sim_error)?;

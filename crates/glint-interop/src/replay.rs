@@ -161,6 +161,12 @@ impl Replay {
                 last = now;
                 continue;
             }
+            if std::mem::take(&mut c.resend_latched) {
+                // A seek skips the latched messages before it (`/tf_static`): they go again.
+                for m in self.messages[..c.next].iter().filter(|m| self.topics[m.topic].0 == "/tf_static") {
+                    channels[m.topic].log_with_meta(&m.data, PartialMetadata { log_time: Some(m.time_ns) });
+                }
+            }
             c.time = (c.time + ((now - last).as_nanos() as f64 * c.speed as f64) as u64).min(end);
             last = now;
             while let Some(m) = self.messages.get(c.next).filter(|m| m.time_ns <= c.time) {
@@ -190,16 +196,19 @@ struct Cursor {
     speed: f32,
     /// Whether playback has begun (at the first client).
     started: bool,
+    /// Whether the latched messages before the cursor are to be sent again (after a seek).
+    resend_latched: bool,
 }
 
 impl Cursor {
     fn new(start: u64) -> Cursor {
-        Cursor { time: start, next: 0, playing: false, speed: 1.0, started: false }
+        Cursor { time: start, next: 0, playing: false, speed: 1.0, started: false, resend_latched: false }
     }
 
     fn seek(&mut self, time: u64, next: usize) {
         self.time = time;
         self.next = next;
+        self.resend_latched = true;
     }
 
     fn state(&self, status: PlaybackStatus, did_seek: bool, request_id: Option<String>) -> PlaybackState {

@@ -114,4 +114,9 @@ impl MessageSink for ViewSink {
         }
         Ok(())
     }
+
+    /// Clients connect at any time: `/tf_static` is sent again with every tick.
+    fn latches(&self) -> bool {
+        false
+    }
 }

@@ -167,6 +167,13 @@ impl Model {
         (0..m.nu.max(0) as usize).map(|i| limited[i].then(|| [range[2 * i], range[2 * i + 1]])).collect()
     }
 
+    /// Per camera, whether it is fixed in its body's frame (MuJoCo's `cam_mode` is `fixed`;
+    /// a tracking camera moves in it).
+    pub fn camera_fixed(&self) -> Vec<bool> {
+        let m = self.mj.ffi();
+        arr(m.cam_mode, m.ncam).iter().map(|&mode| mode == 0).collect()
+    }
+
     /// Every joint, in joint order (MuJoCo's `jnt_*` arrays).
     pub fn joints(&self) -> Vec<Joint> {
         let m = self.mj.ffi();

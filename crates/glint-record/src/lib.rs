@@ -129,7 +129,7 @@ pub use recover::{PartialState, RecoveryReport, Salvage, SalvageOutcome, partial
 pub use schema::ROW_GROUP_ROWS;
 pub use session::{Episode, EpisodeStatus, EpisodeSummary, SensorSummary, Session, SessionInfo, lidar_file};
 pub use sidecar::{
-    BodyLink, ColumnDescription, PatternDescription, PoseFile, SensorDescription, SessionMeta, Sidecar,
+    BodyLink, ColumnDescription, PatternDescription, PoseFile, SensorDescription, SensorMount, SessionMeta, Sidecar,
     read_session_meta, read_sidecar, sensor_file_name,
 };
 pub use tick_tables::{TickTable, TickTableSidecar, TickValues, read_tick_table, read_tick_table_sidecar};

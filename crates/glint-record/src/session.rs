@@ -287,6 +287,7 @@ impl Session {
             manifest_text: info.manifest_text.clone(),
             debug_streams: Vec::new(),
             bodies: Vec::new(),
+            mounts: Vec::new(),
         };
         write_json(&dir.join("meta").join("info.json"), &meta)?;
         let log = dir.join("meta").join("episodes.jsonl");
@@ -317,10 +318,18 @@ impl Session {
         self.amend_meta(|meta| meta.debug_streams = streams)
     }
 
-    /// Records the model's body tree in `meta/info.json` (`bodies`), for readers that place
-    /// the robot state table's body poses in a tree (`glint export --format mcap`'s `/tf`).
-    pub fn note_bodies(&mut self, bodies: Vec<crate::BodyLink>) -> Result<(), RecordError> {
-        self.amend_meta(|meta| meta.bodies = bodies)
+    /// Records the model's body tree and the sensors fixed in its bodies in `meta/info.json`
+    /// (`bodies`, `mounts`), for readers that place the robot state table's body poses in a
+    /// tree and hang the sensors from it (`glint export --format mcap`'s `/tf`, `/tf_static`).
+    pub fn note_bodies(
+        &mut self,
+        bodies: Vec<crate::BodyLink>,
+        mounts: Vec<crate::SensorMount>,
+    ) -> Result<(), RecordError> {
+        self.amend_meta(|meta| {
+            meta.bodies = bodies;
+            meta.mounts = mounts;
+        })
     }
 
     /// Rewrites `meta/info.json` with `change` made.

@@ -210,6 +210,20 @@ pub struct SessionMeta {
     /// table's `body/<name>/…` columns name them (absent in older sessions).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bodies: Vec<BodyLink>,
+    /// The sensors fixed in a body's frame, and which (absent in older sessions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mounts: Vec<SensorMount>,
+}
+
+/// A sensor fixed in a body's frame, as `meta/info.json` lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SensorMount {
+    /// `lidar` or `camera`.
+    pub kind: String,
+    /// The lidar's file name (`lidar-<Name>-NNN`'s `<Name>`) or the camera's name.
+    pub sensor: String,
+    /// The body, an index into `bodies`.
+    pub body: usize,
 }
 
 /// One body of the model's tree, as `meta/info.json` lists it.

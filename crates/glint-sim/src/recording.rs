@@ -76,15 +76,15 @@ pub(crate) struct Recording {
 
 impl Recording {
     /// Creates the session under `out` with video proxies as `video` asks, the model's body
-    /// tree `bodies` noted in its `info.json`.
+    /// tree and the sensors' mounts noted in its `info.json`.
     pub(crate) fn create(
         out: &Path,
         info: &SessionInfo,
         (video, cameras): (VideoSettings, Vec<RecordedCamera>),
-        bodies: Vec<glint_record::BodyLink>,
+        (bodies, mounts): (Vec<glint_record::BodyLink>, Vec<glint_record::SensorMount>),
     ) -> Result<Recording, SimError> {
         let mut session = Session::create(out, info)?;
-        session.note_bodies(bodies)?;
+        session.note_bodies(bodies, mounts)?;
         let debug_streams = cameras
             .iter()
             .filter_map(|c| c.info.depth_sensor.as_ref().filter(|d| !d.is_depth_map()).map(|d| (c, d)))

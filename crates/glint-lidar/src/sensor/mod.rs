@@ -719,6 +719,12 @@ impl Lidars {
         Ok(self.sensor(index)?.frame(poses, world))
     }
 
+    /// The body sensor `index` is mounted on (its site's body, or the body it is attached to):
+    /// its frame is fixed in that body's.
+    pub fn mount_body(&self, index: usize) -> Result<usize, LidarError> {
+        Ok(self.sensor(index)?.body)
+    }
+
     /// The ray filter and the excluded body (`-1`: none) that sensor `index`'s beams use: its
     /// group mask and self-ignore mode in the ray core's terms.
     pub fn ray_filter(&self, index: usize, scene: &Scene) -> Result<(RayFilter, i32), LidarError> {

@@ -35,8 +35,8 @@ impl Simulation {
         let video = VideoSettings { all_sensors: r.record_video_proxy, colour_by: r.video_colour_by };
         let cameras = self.recorded_cameras();
         crate::memory::check_recording(self.nworld(), &self.rows_per_episode())?;
-        let bodies = crate::state::body_tree(&self.scene);
-        let recording = Recording::create(&out, &info, (video, cameras), bodies)?;
+        let tree = (crate::state::body_tree(&self.scene), self.sensor_mounts());
+        let recording = Recording::create(&out, &info, (video, cameras), tree)?;
         for sensor in &self.sensors.added {
             self.warnings.push(Warning::NotRecorded { sensor: sensor.name().to_string() });
         }
@@ -87,6 +87,26 @@ impl Simulation {
     /// The lidars a recording records, as the scene binds them (name, attachment, scan).
     pub fn recorded_lidars(&self) -> &[LidarBinding] {
         self.sensors.lidars.scene_bindings()
+    }
+
+    /// The recorded sensors fixed in a body's frame: every lidar (on its site's body), and
+    /// each recorded camera MuJoCo keeps fixed in its body (`cam_mode` fixed).
+    pub fn sensor_mounts(&self) -> Vec<glint_record::SensorMount> {
+        let lidars = self.recorded_lidars().iter().enumerate().filter_map(|(i, b)| {
+            let body = self.sensors.lidars.lidars().mount_body(i).ok()?;
+            let sensor = glint_record::sensor_file_name(&b.name, i);
+            Some(glint_record::SensorMount { kind: "lidar".into(), sensor, body })
+        });
+        let fixed = self.model.camera_fixed();
+        let cameras = self.recorded_cameras().into_iter().filter_map(|c| {
+            let id = self.scene.cam_name.iter().position(|n| *n == c.info.camera)?;
+            fixed[id].then(|| glint_record::SensorMount {
+                kind: "camera".into(),
+                sensor: c.info.camera.clone(),
+                body: self.scene.cam_bodyid[id].max(0) as usize,
+            })
+        });
+        lidars.chain(cameras).collect()
     }
 
     fn session_info(&self, episodes: u32) -> SessionInfo {
