@@ -117,7 +117,8 @@ def test_a_client_decodes_the_runs_mcap_messages(tmp_path):
     for stamp, data in got["/roof/points/glint"][1:]:
         glint = decode_cloud(store.deserialize_cdr(data, "sensor_msgs/msg/PointCloud2"))
         driver = decode_cloud(store.deserialize_cdr(recorded["/roof/points"][stamp][0], "sensor_msgs/msg/PointCloud2"))
-        assert glint.dtype.itemsize == 56 and {"azimuth", "height", "order", "incidence"} <= set(glint.dtype.names)
+        assert glint.dtype.itemsize == 60
+        assert {"azimuth", "height", "order", "incidence", "nir_reflectivity"} <= set(glint.dtype.names)
         for field in ("x", "y", "z", "ring"):
             assert np.array_equal(glint[field], driver[field]), field
         assert np.allclose(glint["azimuth"], np.degrees(np.arctan2(glint["y"], glint["x"])) % 360.0, atol=1e-3)

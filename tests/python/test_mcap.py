@@ -26,7 +26,7 @@ OUSTER = {"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (16, 7), "t": (20,
 VELODYNE = {"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7), "ring": (16, 4), "time": (18, 7)}
 LIVOX = {"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7), "tag": (16, 2), "line": (17, 2),
          "timestamp": (18, 8)}
-STEPS = {"roof": 48, "vlp": 22, "mid": 26, "custom": 56}
+STEPS = {"roof": 48, "vlp": 22, "mid": 26, "custom": 60}
 NUMPY = {2: "u1", 4: "<u2", 5: "<i4", 6: "<u4", 7: "<f4", 8: "<f8"}
 
 
@@ -327,6 +327,15 @@ def test_a_variant_carries_intensity_reflectivity_and_second_echoes(tmp_path):
     assert np.array_equal(primary["intensity"], np.array(table["intensity"], np.float32)[rng >= 0])
     refl = np.array(table["reflectivity_calibrated"], np.float32)[rng >= 0]
     assert np.array_equal(primary["reflectivity"], np.maximum(refl, 0)) and primary["reflectivity"].max() > 0
+    # The variant's bake gives each hit its NIR reflectivity: the showroom's materials differ.
+    nir = primary["nir_reflectivity"]
+    assert (nir >= 0).mean() > 0.99 and nir.max() <= 1.0 and len(np.unique(nir[nir >= 0])) >= 3
+    assert np.all(second["nir_reflectivity"] == -1.0), "a second echo has no surface material read"
+    # A clean export without a bake says -1.
+    run_glint("export", str(s), "--format", "mcap", "--layout", "glint", "--out", str(tmp_path / "clean"))
+    for topic, _, _, _, msg in rosbags_messages(tmp_path / "clean" / "episode_000000.mcap"):
+        if topic == "/roof/points":
+            assert msg.point_step == 60
 
 
 def test_run_mcap_writes_the_exports_messages_while_it_runs(tmp_path):
@@ -515,7 +524,7 @@ def test_bad_requests_get_clear_errors(session, tmp_path):
         return proc.stderr
 
     assert "--bake" in fails("export", str(session))
-    assert "belongs to a variant export" in fails("export", str(session), "--format", "mcap", "--bake", "x")
+    assert "there is no bake 'x'" in fails("export", str(session), "--format", "mcap", "--bake", "x")
     assert "not an exported variant" in fails("export", str(session), "--format", "mcap", "--variant", "nope")
     assert "has no episode 7" in fails("export", str(session), "--format", "mcap", "--episode", "7",
                                        "--out", str(tmp_path / "x"))

@@ -24,7 +24,8 @@ pub struct ExportArgs {
     #[arg(long, value_enum, default_value_t = Format::Variant)]
     format: Format,
     /// Material bake to use: `MaterialBakes/<NAME>.lvxb` beside the session's manifest (made by
-    /// `glint bake`). Needed by `--format variant`.
+    /// `glint bake`). Needed by `--format variant`; with `--format mcap`, the bake whose NIR
+    /// reflectivity glint's layout's `nir_reflectivity` field carries (default: a variant's).
     #[arg(long, value_name = "NAME")]
     bake: Option<String>,
     /// `--format mcap`: an exported variant (its folder name under SESSION/variants/, or its
@@ -278,14 +279,25 @@ fn run_lerobot(args: &ExportArgs) -> Result<()> {
 /// `glint export --format mcap`: one MCAP file per episode under `--out` (default
 /// `SESSION/mcap/`, or `SESSION/mcap/<variant>/` for a variant).
 fn run_mcap(args: &ExportArgs) -> Result<()> {
-    if args.bake.is_some() {
-        bail!(
-            "--bake belongs to a variant export: export the variant first (`glint export {} --bake NAME`), then \
-             write it as MCAP with --format mcap --variant <its folder>",
-            args.session.display()
-        );
-    }
-    read_session_meta(&args.session)?;
+    let meta = read_session_meta(&args.session)?;
+    // With --format mcap, --bake names the bake glint's layout reads NIR reflectivity from.
+    let bake = match &args.bake {
+        Some(name) => {
+            let manifest = args.manifest.clone().unwrap_or_else(|| PathBuf::from(&meta.manifest));
+            let dir = manifest.parent().map(Path::to_path_buf).unwrap_or_default();
+            let path = glint_lidar::bake_path(&dir, name)?;
+            if !path.is_file() {
+                bail!(
+                    "there is no bake '{name}' at {} (make it with `glint bake {}`), and --format mcap reads NIR \
+                     reflectivity from it",
+                    path.display(),
+                    manifest.display()
+                );
+            }
+            Some(path)
+        }
+        None => None,
+    };
     let _reading = glint_record::SessionLock::shared(&args.session, "export")?;
     let variant = args.variant.as_ref().map(|v| {
         let dir = PathBuf::from(v);
@@ -316,6 +328,7 @@ fn run_mcap(args: &ExportArgs) -> Result<()> {
         },
         variant,
         episodes: (!args.episode.is_empty()).then(|| args.episode.clone()),
+        bake,
     };
     let files = export_mcap(&args.session, &out, &options)
         .map_err(|e| anyhow::Error::from(e).context(format!("cannot export '{}' as MCAP", args.session.display())))?;

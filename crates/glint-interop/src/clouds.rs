@@ -1,6 +1,9 @@
 //! A lidar's rows gathered into `sensor_msgs/PointCloud2` messages, one per revolution (or
 //! per tick): the same for a recording read back and for a live run.
 
+use std::sync::Arc;
+
+use glint_lidar::Bake;
 use glint_record::{BeamRow, RowReturn};
 
 use crate::export::CloudSplit;
@@ -21,6 +24,8 @@ pub(crate) struct Clouds {
     spare: Vec<u8>,
     clouds: u64,
     points: u64,
+    /// The material bake the `nir_reflectivity` field reads (glint's layout).
+    bake: Option<Arc<Bake>>,
 }
 
 impl Clouds {
@@ -43,7 +48,14 @@ impl Clouds {
             spare: Vec::with_capacity(beams * layout.point_step() as usize + 1024),
             clouds: 0,
             points: 0,
+            bake: None,
         }
+    }
+
+    /// The same, with `nir_reflectivity` read from `bake`.
+    pub(crate) fn with_bake(mut self, bake: Option<Arc<Bake>>) -> Clouds {
+        self.bake = bake.filter(|_| self.layout == PointLayout::Glint);
+        self
     }
 
     /// The topic the clouds go to.
@@ -94,8 +106,9 @@ impl Clouds {
                 echo: r.echo,
                 offset_s: row.timestamp - self.stamp,
                 time_s: row.timestamp,
-                height: r.height,
+                height: r.world.z as f32,
                 incidence: r.incidence,
+                nir_reflectivity: nir_at(self.bake.as_deref(), r),
             };
             self.layout.encode(&point, data);
             self.points += 1;
@@ -123,4 +136,10 @@ impl Clouds {
     pub(crate) fn recycle(&mut self, buf: Vec<u8>) {
         self.spare = buf;
     }
+}
+
+/// The baked NIR reflectivity at a return (`-1` without a bake or a material there).
+fn nir_at(bake: Option<&Bake>, r: &RowReturn) -> f32 {
+    let material = bake.zip(usize::try_from(r.geom_id).ok()).and_then(|(b, g)| b.material_at(g, r.world));
+    material.map_or(-1.0, |m| m.reflectivity)
 }

@@ -16,8 +16,10 @@ use std::collections::HashSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 
 use glam::{DQuat, DVec3};
+use glint_lidar::Bake;
 use glint_record::{
     BodyLink, CameraSidecar, EpisodeRecord, PointFrame, SensorMount, Sidecar, camera_depth_dir, depth_frame_file,
     find_ffmpeg, pose_path, read_camera_sidecar, read_episode_records, read_pose_file, read_session_meta, read_sidecar,
@@ -54,6 +56,9 @@ pub struct McapOptions {
     pub variant: Option<PathBuf>,
     /// Only these episodes (all when `None`).
     pub episodes: Option<Vec<u32>>,
+    /// A material bake (`.lvxb`) whose NIR reflectivity glint's layout's `nir_reflectivity`
+    /// carries (default: a variant's own bake, when it can be read).
+    pub bake: Option<PathBuf>,
 }
 
 /// One episode's MCAP file.
@@ -93,6 +98,7 @@ pub fn export_mcap(session: &Path, out: &Path, options: &McapOptions) -> Result<
         )));
     }
     let chosen = records.iter().filter(|r| options.episodes.as_ref().is_none_or(|w| w.contains(&r.index)));
+    let bake = nir_bake(options)?;
     let mut done = Vec::new();
     for record in chosen {
         let path = out.join(format!("episode_{:06}.mcap", record.index));
@@ -102,16 +108,35 @@ pub fn export_mcap(session: &Path, out: &Path, options: &McapOptions) -> Result<
                 path.display()
             )));
         }
-        done.push(export_episode(session, record, &path, options)?);
+        done.push(export_episode(session, record, &path, (options, bake.as_ref()))?);
     }
     Ok(done)
+}
+
+/// The bake `nir_reflectivity` reads: `options.bake`, else a variant's own (when its file is
+/// still there); `None` without one.
+fn nir_bake(options: &McapOptions) -> Result<Option<Arc<Bake>>, InteropError> {
+    let path = match (&options.bake, &options.variant) {
+        (Some(path), _) => path.clone(),
+        (None, Some(variant)) => {
+            let recorded = PathBuf::from(glint_record::read_augmentation(variant)?.bake.path);
+            if !recorded.is_file() {
+                return Ok(None);
+            }
+            recorded
+        }
+        (None, None) => return Ok(None),
+    };
+    let bake = Bake::load(&path)
+        .map_err(|e| InteropError::Setting(format!("cannot read the material bake '{}': {e}", path.display())))?;
+    Ok(Some(Arc::new(bake)))
 }
 
 fn export_episode(
     session: &Path,
     record: &EpisodeRecord,
     path: &Path,
-    options: &McapOptions,
+    (options, bake): (&McapOptions, Option<&Arc<Bake>>),
 ) -> Result<McapEpisode, InteropError> {
     let mut bag = Bag::create(path)?;
     let mut episode = McapEpisode {
@@ -167,7 +192,7 @@ fn export_episode(
                 v.display()
             )));
         }
-        let (clouds, points) = write_clouds(&mut bag, (lidar, sidecar), variant.as_deref(), options)?;
+        let (clouds, points) = write_clouds(&mut bag, (lidar, sidecar), variant.as_deref(), (options, bake))?;
         episode.clouds += clouds;
         episode.points += points;
     }
@@ -338,11 +363,11 @@ fn write_clouds(
     bag: &mut Bag,
     (lidar, sidecar): (&Path, &Sidecar),
     variant: Option<&Path>,
-    options: &McapOptions,
+    (options, bake): (&McapOptions, Option<&Arc<Bake>>),
 ) -> Result<(u64, u64), InteropError> {
     let frame = ros_name(&sidecar.sensor.file_name);
     let layout = options.layout.unwrap_or_else(|| PointLayout::for_config(&sidecar.sensor.scan));
-    let mut clouds = Clouds::new(layout, options.split, &frame, sidecar.beam_count as usize);
+    let mut clouds = Clouds::new(layout, options.split, &frame, sidecar.beam_count as usize).with_bake(bake.cloned());
     let mut failed = None;
     walk_returns(lidar, variant, PointFrame::Sensor, |row, returns| {
         if failed.is_none()

@@ -8,11 +8,11 @@
 //! | `ouster` | `ouster_ros` (ROS 2), `ouster_ros::Point` | 48 | x 0, y 4, z 8 (f32), intensity 16 (f32), t 20 (u32, ns since the message's stamp), reflectivity 24 (u16), ring 26 (u16), ambient 28 (u16), range 32 (u32, mm) |
 //! | `velodyne` | `velodyne_pointcloud` (ROS 2), `PointcloudXYZIRT` | 22 | x 0, y 4, z 8, intensity 12 (f32), ring 16 (u16), time 18 (f32, s since the stamp) |
 //! | `livox` | `livox_ros_driver2`, `xfer_format` 0 (`LivoxPointXyzrtlt`, packed) | 26 | x 0, y 4, z 8, intensity 12 (f32), tag 16 (u8), line 17 (u8), timestamp 18 (f64, ns of simulated time) |
-//! | `glint` | glint's own | 56 | x 0, y 4, z 8, intensity 12, reflectivity 16, range 20 (f32), time 24 (f32, s since the stamp), ring 28 (u16, the channel), bin 30 (u16), geom_id 32 (i32), echo 36 (u8), azimuth 40 (f32, degrees), height 44 (f32, world z), order 48 (u32, emission index in the cycle), incidence 52 (f32, degrees; -1 unknown) |
+//! | `glint` | glint's own | 60 | x 0, y 4, z 8, intensity 12, reflectivity 16, range 20 (f32), time 24 (f32, s since the stamp), ring 28 (u16, the channel), bin 30 (u16), geom_id 32 (i32), echo 36 (u8), azimuth 40 (f32, degrees), height 44 (f32, world z), order 48 (u32, emission index in the cycle), incidence 52 (f32, degrees; -1 unknown), nir_reflectivity 56 (f32, the bake's; -1 without one) |
 //!
 //! glint's layout carries a field for each of the seed's colour-by modes a recording holds
 //! (channel as `ring`, range, height, azimuth, sample order as `order`, incidence, intensity,
-//! calibrated reflectivity as `reflectivity`), for a viewer to colour by.
+//! NIR reflectivity, calibrated reflectivity as `reflectivity`), for a viewer to colour by.
 //!
 //! `ring` is the recording's `channel` (the seed's beam indexing); `line` is which of the
 //! Mid-360's four beams fired. A clean recording has no intensity or reflectivity: they are 0
@@ -34,7 +34,7 @@ pub enum PointLayout {
     Velodyne,
     /// `livox_ros_driver2`'s 26-byte point.
     Livox,
-    /// glint's own 56-byte point.
+    /// glint's own 60-byte point.
     Glint,
 }
 
@@ -65,6 +65,8 @@ pub struct LidarPoint {
     pub height: f32,
     /// Angle between the beam and the surface normal, degrees (`-1`: unknown).
     pub incidence: f32,
+    /// The baked NIR reflectivity of the surface hit (`-1`: no bake, or none there).
+    pub nir_reflectivity: f32,
     /// Simulated seconds since the episode began.
     pub time_s: f64,
 }
@@ -109,7 +111,7 @@ impl PointLayout {
             PointLayout::Ouster => 48,
             PointLayout::Velodyne => 22,
             PointLayout::Livox => 26,
-            PointLayout::Glint => 56,
+            PointLayout::Glint => 60,
         }
     }
 
@@ -142,7 +144,7 @@ impl PointLayout {
             f("line", 17, U8),
             f("timestamp", 18, F64),
         ];
-        const GLINT: [PointField; 15] = [
+        const GLINT: [PointField; 16] = [
             XYZ[0],
             XYZ[1],
             XYZ[2],
@@ -158,6 +160,7 @@ impl PointLayout {
             f("height", 44, F32),
             f("order", 48, U32),
             f("incidence", 52, F32),
+            f("nir_reflectivity", 56, F32),
         ];
         match self {
             PointLayout::Ouster => &OUSTER,
@@ -169,7 +172,7 @@ impl PointLayout {
 
     /// Appends `p` in this layout to `out`.
     pub fn encode(self, p: &LidarPoint, out: &mut Vec<u8>) {
-        let mut b = [0u8; 56];
+        let mut b = [0u8; 60];
         let mut put = |offset: usize, bytes: &[u8]| b[offset..offset + bytes.len()].copy_from_slice(bytes);
         for (i, v) in p.xyz.iter().enumerate() {
             put(4 * i, &v.to_le_bytes());
@@ -206,6 +209,7 @@ impl PointLayout {
                 put(44, &p.height.to_le_bytes());
                 put(48, &p.beam.to_le_bytes());
                 put(52, &p.incidence.to_le_bytes());
+                put(56, &p.nir_reflectivity.to_le_bytes());
             }
         }
         out.extend_from_slice(&b[..self.point_step() as usize]);

@@ -117,6 +117,8 @@ pub struct LiveOutput {
     bodies: Vec<(String, usize)>,
     /// Per recorded camera, the body it is fixed in, when it hangs from it on `/tf_static`.
     camera_mounts: Vec<Option<SensorMount>>,
+    /// The simulation's material bake, for glint's layout's `nir_reflectivity`.
+    bake: Option<std::sync::Arc<glint_lidar::Bake>>,
     /// Per world: its episode's sink once begun (`None` inside for a world the destination
     /// does not take).
     worlds: Vec<Option<Option<LiveEpisode>>>,
@@ -196,6 +198,7 @@ impl LiveOutput {
             split,
             bodies,
             camera_mounts,
+            bake: sim.loaded_bake_data(),
             worlds: (0..nworld).map(|_| None).collect(),
             next_index: 0,
         })
@@ -216,8 +219,9 @@ impl LiveOutput {
                         let beams = l.binding.scan.beam_count();
                         let colour = l.colour_topic.as_ref().map(|topic| {
                             Clouds::on_topic(PointLayout::Glint, self.split, &l.frame, beams, topic.clone())
+                                .with_bake(self.bake.clone())
                         });
-                        (Clouds::new(l.layout, self.split, &l.frame, beams), colour)
+                        (Clouds::new(l.layout, self.split, &l.frame, beams).with_bake(self.bake.clone()), colour)
                     })
                     .collect(),
                 cycles: self.lidars.iter().map(|_| CycleCounter::new(u64::MAX)).collect(),
@@ -404,8 +408,8 @@ fn live_return(scan: &glint_lidar::Scan, k: usize, (az, el): (f32, f32), pose: (
         Some(s) if s.known(k) => incidence_deg(rotation * dir, DVec3::from_array(s.normal[k].map(f64::from))),
         _ => -1.0,
     };
-    let height = (origin + rotation * xyz).z as f32;
-    Some(RowReturn { xyz, range, intensity: -1.0, reflectivity: -1.0, geom_id: geom, echo: 0, height, incidence })
+    let world = origin + rotation * xyz;
+    Some(RowReturn { xyz, range, intensity: -1.0, reflectivity: -1.0, geom_id: geom, echo: 0, world, incidence })
 }
 
 /// Each body's frame name and parent (body 0, the world, is `world`): the MJCF name as a ROS

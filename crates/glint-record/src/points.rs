@@ -97,8 +97,8 @@ pub struct RowReturn {
     pub geom_id: i32,
     /// 0 for the primary echo, 1 for a variant's second echo.
     pub echo: u8,
-    /// Height of the point in the world (its world `z`), metres.
-    pub height: f32,
+    /// The point in the world, metres (its `z` is the height the colour-by modes read).
+    pub world: DVec3,
     /// Angle between the beam and the surface's normal at the hit, degrees (`-1` where the
     /// recording has no normal: a second echo).
     pub incidence: f32,
@@ -229,12 +229,12 @@ pub fn walk_returns(
             for (range, intensity, reflectivity, geom_id, echo) in candidates.into_iter().flatten() {
                 let along = dir * range as f64;
                 let xyz = origin + rotation * along;
-                let height = (world_origin + world_rotation * along).z as f32;
+                let world = world_origin + world_rotation * along;
                 let incidence = match echo == 0 && part.hit[i] == 1 && normal != DVec3::ZERO {
                     true => incidence_deg(dir, normal),
                     false => -1.0,
                 };
-                returns.push(RowReturn { xyz, range, intensity, reflectivity, geom_id, echo, height, incidence });
+                returns.push(RowReturn { xyz, range, intensity, reflectivity, geom_id, echo, world, incidence });
             }
             let row = BeamRow {
                 timestamp: t,

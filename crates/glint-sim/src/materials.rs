@@ -120,6 +120,11 @@ impl Simulation {
         self.bake.as_ref()?.bake.material_at(geom, point).copied()
     }
 
+    /// The loaded bake, if one is.
+    pub fn loaded_bake_data(&self) -> Option<std::sync::Arc<glint_lidar::Bake>> {
+        self.bake.as_ref().map(|b| b.bake.clone())
+    }
+
     /// The name of the loaded bake, if one is.
     pub fn loaded_bake(&self) -> Option<&str> {
         self.bake.as_ref().map(|b| b.name.as_str())
