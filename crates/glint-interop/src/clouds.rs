@@ -92,6 +92,8 @@ impl Clouds {
         } else {
             None
         };
+        // Only glint's layout has the colour-by fields that cost per point.
+        let glint = self.layout == PointLayout::Glint;
         let data = self.pending.as_mut().expect("a cloud begins with its first row").data();
         for r in returns {
             let point = LidarPoint {
@@ -107,8 +109,8 @@ impl Clouds {
                 offset_s: row.timestamp - self.stamp,
                 time_s: row.timestamp,
                 height: r.world.z as f32,
-                incidence: r.incidence,
-                nir_reflectivity: nir_at(self.bake.as_deref(), r),
+                incidence: if glint { r.incidence_deg() } else { -1.0 },
+                nir_reflectivity: if glint { nir_at(self.bake.as_deref(), r) } else { -1.0 },
             };
             self.layout.encode(&point, data);
             self.points += 1;

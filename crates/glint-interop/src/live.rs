@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use glam::{DMat3, DQuat, DVec3};
 use glint_lidar::LidarBinding;
 use glint_record::{
-    BeamRow, CycleCounter, RowReturn, SensorMount, beam_vector, incidence_deg, pattern_repeats, recorded_angles,
+    BeamRow, CycleCounter, RowReturn, SensorMount, beam_vector, cos_incidence, pattern_repeats, recorded_angles,
     sensor_file_name,
 };
 use glint_sim::{EpisodeClose, Frame, Output, RecordedCamera, SensorKind, SimError, Simulation, TickFrame};
@@ -404,12 +404,12 @@ fn live_return(scan: &glint_lidar::Scan, k: usize, (az, el): (f32, f32), pose: (
     let (origin, rotation) = pose;
     let dir = beam_vector(az, el);
     let xyz = dir * range as f64;
-    let incidence = match &scan.surfaces {
-        Some(s) if s.known(k) => incidence_deg(rotation * dir, DVec3::from_array(s.normal[k].map(f64::from))),
-        _ => -1.0,
+    let cos_incidence = match &scan.surfaces {
+        Some(s) if s.known(k) => Some(cos_incidence(rotation * dir, DVec3::from_array(s.normal[k].map(f64::from)))),
+        _ => None,
     };
     let world = origin + rotation * xyz;
-    Some(RowReturn { xyz, range, intensity: -1.0, reflectivity: -1.0, geom_id: geom, echo: 0, world, incidence })
+    Some(RowReturn { xyz, range, intensity: -1.0, reflectivity: -1.0, geom_id: geom, echo: 0, world, cos_incidence })
 }
 
 /// Each body's frame name and parent (body 0, the world, is `world`): the MJCF name as a ROS

@@ -120,7 +120,7 @@ pub use export::{
 pub use files::{OutputFile, Overwrite, check_output, file_sha256, write_rgb_png};
 pub use lock::{SessionLock, SessionUser, session_user};
 pub use points::{
-    BeamRow, PointCloud, PointFormat, PointFrame, RowReturn, beam_vector, incidence_deg, recorded_points, walk_returns,
+    BeamRow, PointCloud, PointFormat, PointFrame, RowReturn, beam_vector, cos_incidence, recorded_points, walk_returns,
     write_points,
 };
 pub use poses::{PoseTable, pose_path, read_pose_file};

@@ -99,15 +99,22 @@ pub struct RowReturn {
     pub echo: u8,
     /// The point in the world, metres (its `z` is the height the colour-by modes read).
     pub world: DVec3,
-    /// Angle between the beam and the surface's normal at the hit, degrees (`-1` where the
-    /// recording has no normal: a second echo).
-    pub incidence: f32,
+    /// The cosine of the angle between the beam and the surface's normal at the hit (1
+    /// head-on, 0 grazing; `None` where the recording has no normal: a second echo).
+    pub cos_incidence: Option<f32>,
 }
 
-/// The angle between the beam `dir` and the surface normal `normal` (both unit, one frame),
-/// degrees: 0 head-on, 90 grazing.
-pub fn incidence_deg(dir: DVec3, normal: DVec3) -> f32 {
-    (-dir.dot(normal)).clamp(-1.0, 1.0).acos().to_degrees() as f32
+impl RowReturn {
+    /// The angle between the beam and the surface's normal, degrees (`-1` where unknown).
+    pub fn incidence_deg(&self) -> f32 {
+        self.cos_incidence.map_or(-1.0, |c| c.clamp(-1.0, 1.0).acos().to_degrees())
+    }
+}
+
+/// The cosine of the angle between the beam `dir` and the surface normal `normal` (both
+/// unit, one frame).
+pub fn cos_incidence(dir: DVec3, normal: DVec3) -> f32 {
+    -dir.dot(normal) as f32
 }
 
 /// The points of the lidar file `lidar` (clean hits), or with `variant` the measured echoes
@@ -230,11 +237,9 @@ pub fn walk_returns(
                 let along = dir * range as f64;
                 let xyz = origin + rotation * along;
                 let world = world_origin + world_rotation * along;
-                let incidence = match echo == 0 && part.hit[i] == 1 && normal != DVec3::ZERO {
-                    true => incidence_deg(dir, normal),
-                    false => -1.0,
-                };
-                returns.push(RowReturn { xyz, range, intensity, reflectivity, geom_id, echo, world, incidence });
+                let known = echo == 0 && part.hit[i] == 1 && normal != DVec3::ZERO;
+                let cos_incidence = known.then(|| cos_incidence(dir, normal));
+                returns.push(RowReturn { xyz, range, intensity, reflectivity, geom_id, echo, world, cos_incidence });
             }
             let row = BeamRow {
                 timestamp: t,

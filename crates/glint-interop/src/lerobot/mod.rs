@@ -151,7 +151,7 @@ pub fn export_lerobot(session: &Path, out: &Path, options: &LeRobotOptions) -> R
         let rows = episode_rows(session, record, &layout)?;
         let n = rows.times.len() as u64;
         let mut episode = EpisodeMeta::new(k, n, first_index, &task);
-        tables::write_data(out, &layout, &features, k, first_index, &rows, &mut episode)?;
+        tables::write_data(out, &layout, &features, (k, first_index), rows, &mut episode)?;
         for video in &layout.videos {
             let span = write_video(session, record, out, ffmpeg.as_deref().expect("found above"), video, k, &layout)?;
             episode.videos.push(span);

@@ -58,10 +58,11 @@ impl Stats {
         s
     }
 
-    /// The statistics of `rows` frames of `width` values each (row-major).
-    pub(crate) fn of_rows(values: &[f64], width: usize) -> Stats {
+    /// The statistics of `rows` frames of `width` values each (row-major), one column at a
+    /// time (no copy of the whole table).
+    pub(crate) fn of_rows<T: Copy + Into<f64>>(values: &[T], width: usize) -> Stats {
         let rows = values.len().checked_div(width).unwrap_or(0);
-        let columns = (0..width).map(|j| (0..rows).map(|r| values[r * width + j]).collect());
+        let columns = (0..width).map(|j| (0..rows).map(|r| values[r * width + j].into()).collect());
         Stats::of_columns(columns, rows, false)
     }
 

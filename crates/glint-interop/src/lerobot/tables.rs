@@ -10,6 +10,8 @@ use arrow_array::builder::{Float64Builder, Int64Builder, ListBuilder, StringBuil
 use arrow_array::{ArrayRef, FixedSizeListArray, Float32Array, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
 use serde_json::{Value, json};
 
 use super::stats::Stats;
@@ -85,16 +87,17 @@ fn write_table(
     let batch = RecordBatch::try_new(Arc::new(schema), columns.into_iter().map(|(_, a)| a).collect())
         .map_err(|e| parquet_error(path, e))?;
     let file = File::create_new(path).map_err(|e| InteropError::io("create", path, e))?;
-    let mut writer = ArrowWriter::try_new(file, batch.schema(), None).map_err(|e| parquet_error(path, e))?;
+    let props = WriterProperties::builder().set_compression(Compression::ZSTD(ZstdLevel::default())).build();
+    let mut writer = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(|e| parquet_error(path, e))?;
     writer.write(&batch).map_err(|e| parquet_error(path, e))?;
     writer.close().map_err(|e| parquet_error(path, e))?;
     Ok(())
 }
 
 /// `(rows, width)` float32 values as LeRobot's `fixed_size_list<float>[width]` column.
-fn vectors(values: &[f32], width: usize) -> ArrayRef {
+fn vectors(values: Vec<f32>, width: usize) -> ArrayRef {
     let item = Arc::new(Field::new("element", DataType::Float32, true));
-    let values = Arc::new(Float32Array::from(values.to_vec()));
+    let values = Arc::new(Float32Array::from(values));
     Arc::new(FixedSizeListArray::new(item, width as i32, values, None))
 }
 
@@ -122,23 +125,22 @@ pub(crate) fn write_data(
     out: &Path,
     layout: &Layout,
     features: &serde_json::Map<String, Value>,
-    episode: u32,
-    first_index: u64,
-    rows: &Rows,
+    (episode, first_index): (u32, u64),
+    rows: Rows,
     meta: &mut EpisodeMeta,
 ) -> Result<(), InteropError> {
     let n = rows.times.len();
     let mut columns: Vec<(String, ArrayRef)> = Vec::new();
-    let mut add_vector = |key: &str, values: &[f32], width: usize, columns: &mut Vec<(String, ArrayRef)>| {
-        let as_f64: Vec<f64> = values.iter().map(|&v| v as f64).collect();
-        meta.stats.push((key.to_string(), Stats::of_rows(&as_f64, width)));
+    let Rows { observation, action, lidars, .. } = rows;
+    let mut add_vector = |key: &str, values: Vec<f32>, width: usize, columns: &mut Vec<(String, ArrayRef)>| {
+        meta.stats.push((key.to_string(), Stats::of_rows(&values, width)));
         columns.push((key.to_string(), vectors(values, width)));
     };
     if let Some(state) = &layout.state {
-        add_vector("observation.state", &rows.observation, state.observation.0.len(), &mut columns);
-        add_vector("action", &rows.action, state.action.0.len(), &mut columns);
+        add_vector("observation.state", observation, state.observation.0.len(), &mut columns);
+        add_vector("action", action, state.action.0.len(), &mut columns);
     }
-    for ((key, _, beams), values) in layout.lidars.iter().zip(&rows.lidars) {
+    for ((key, _, beams), values) in layout.lidars.iter().zip(lidars) {
         add_vector(key, values, *beams, &mut columns);
     }
     let timestamp: Vec<f32> = (0..n).map(|k| k as f32 / layout.fps as f32).collect();
