@@ -33,6 +33,11 @@ pub struct RunArgs {
     /// seed`).
     #[arg(long, value_parser = crate::parse_seed)]
     seed: Option<u64>,
+    /// The index of the first episode (default 0): its seed derives from it and its files are
+    /// numbered from it, so a run split into ranges (`--first-episode 0 --episodes 4`,
+    /// `--first-episode 4 --episodes 4`, …) records each episode as one run of all would.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    first_episode: u32,
     /// Output folder for the session (default: the manifest's `[recorder] output_dir`).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -65,6 +70,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         nworld: args.worlds as usize,
         seed: args.seed,
         episode_seconds: Some(args.seconds),
+        first_episode: args.first_episode as u64,
         ..SimOptions::default()
     };
     let mut sim = Simulation::from_loaded(crate::manifest_with_lidars(&args.manifest)?, options)?;

@@ -32,6 +32,8 @@ pub(crate) struct Episodes {
     closed: Vec<bool>,
     /// The index the next new episode gets.
     next: u64,
+    /// The index of the first episode (and of the first after a reseed).
+    first: u64,
     /// Lidar ticks per episode, when episodes have a length.
     length: Option<u64>,
     /// Seconds of simulated time per tick.
@@ -39,19 +41,25 @@ pub(crate) struct Episodes {
 }
 
 impl Episodes {
-    /// `nworld` worlds on episodes `0..nworld` of `run_seed`, `length` ticks long (when they
-    /// have a length), each tick `dt` seconds.
-    pub(crate) fn new(nworld: usize, run_seed: u64, length: Option<u64>, dt: f64) -> Episodes {
+    /// `nworld` worlds on episodes `first..first + nworld` of `run_seed`, `length` ticks long
+    /// (when they have a length), each tick `dt` seconds.
+    pub(crate) fn new(nworld: usize, (run_seed, first): (u64, u64), length: Option<u64>, dt: f64) -> Episodes {
         Episodes {
             run_seed,
-            index: (0..nworld as u64).collect(),
+            index: (first..first + nworld as u64).collect(),
             ticks: vec![0; nworld],
             finished: vec![0; nworld],
             closed: vec![false; nworld],
-            next: nworld as u64,
+            next: first + nworld as u64,
+            first,
             length,
             dt,
         }
+    }
+
+    /// The index of the first episode.
+    pub(crate) fn first(&self) -> u64 {
+        self.first
     }
 
     /// The run seed.
@@ -112,10 +120,10 @@ impl Episodes {
         !self.closed[w] && self.length.is_some_and(|n| self.ticks[w] >= n)
     }
 
-    /// Makes `run_seed` the run seed, the next episode index 0.
+    /// Makes `run_seed` the run seed, the next episode index the first.
     pub(crate) fn reseed(&mut self, run_seed: u64) {
         self.run_seed = run_seed;
-        self.next = 0;
+        self.next = self.first;
     }
 
     /// Numbers world `w`'s next episode: a world whose episode has run (or every world after
@@ -157,7 +165,7 @@ mod tests {
 
     #[test]
     fn seeds_follow_the_index_and_the_index_follows_the_runs() {
-        let mut e = Episodes::new(2, 7, Some(3), 0.02);
+        let mut e = Episodes::new(2, (7, 0), Some(3), 0.02);
         assert_eq!((e.seed(0), e.seed(1)), (episode_seed(7, 0), episode_seed(7, 1)));
         // A world that has not run keeps its index; one that has run takes the next.
         e.number(0, false);
@@ -172,7 +180,7 @@ mod tests {
 
     #[test]
     fn an_episode_ends_once_and_a_closed_one_records_nothing_more() {
-        let mut e = Episodes::new(1, 0, Some(2), 0.5);
+        let mut e = Episodes::new(1, (0, 0), Some(2), 0.5);
         assert_eq!(e.end(0, false), None, "nothing has run");
         e.tick();
         e.tick();

@@ -76,12 +76,14 @@ pub(crate) struct Recording {
 
 impl Recording {
     /// Creates the session under `out` with video proxies as `video` asks, the model's body
-    /// tree and the sensors' mounts noted in its `info.json`.
+    /// tree and the sensors' mounts noted in its `info.json`, its episodes numbered from
+    /// `first_index`.
     pub(crate) fn create(
         out: &Path,
         info: &SessionInfo,
         (video, cameras): (VideoSettings, Vec<RecordedCamera>),
         (bodies, mounts): (Vec<glint_record::BodyLink>, Vec<glint_record::SensorMount>),
+        first_index: u32,
     ) -> Result<Recording, SimError> {
         let mut session = Session::create(out, info)?;
         session.note_bodies(bodies, mounts)?;
@@ -98,7 +100,7 @@ impl Recording {
             episodes: (0..info.worlds).map(|_| None).collect(),
             streams: (0..info.worlds).map(|_| Vec::new()).collect(),
             cameras,
-            next_index: 0,
+            next_index: first_index,
             totals: vec![SensorTotals::default(); info.sensors.len()],
             warnings,
         })

@@ -25,11 +25,22 @@ pub struct SimOptions {
     /// the manifest's, else 100 where the timestep realises it and the nearest rate it realises
     /// otherwise (with [`crate::Warning::RunnerRate`] when the scene has lidars).
     pub runner_hz: Option<f64>,
+    /// The index of the first episode (default 0): what its seed derives from and the number
+    /// its files get in a recording. A run split across processes gives each its range of
+    /// episodes, and each episode is then the same as in one run of them all.
+    pub first_episode: u64,
 }
 
 impl Default for SimOptions {
     fn default() -> Self {
-        SimOptions { nworld: 1, seed: None, episode_seconds: None, project_dir: None, runner_hz: None }
+        SimOptions {
+            nworld: 1,
+            seed: None,
+            episode_seconds: None,
+            project_dir: None,
+            runner_hz: None,
+            first_episode: 0,
+        }
     }
 }
 

@@ -155,7 +155,7 @@ impl Simulation {
             bindings.iter().enumerate().filter_map(|(s, b)| capped_rotation(s, &b.scan, runner)).collect();
         let randomizer = Randomizer::new(&setup.reset, &model)?;
         crate::memory::check_worlds(&model, &bindings, nworld)?;
-        let episodes = Episodes::new(nworld, seed, length, runner.dt);
+        let episodes = Episodes::new(nworld, (seed, options.first_episode), length, runner.dt);
         let mut worlds = WorldBatch::new(&model, nworld)?;
         for w in 0..nworld {
             randomizer.apply(&mut worlds, w, episodes.seed(w))?;

@@ -36,7 +36,13 @@ impl Simulation {
         let cameras = self.recorded_cameras();
         crate::memory::check_recording(self.nworld(), &self.rows_per_episode())?;
         let tree = (crate::state::body_tree(&self.scene), self.sensor_mounts());
-        let recording = Recording::create(&out, &info, (video, cameras), tree)?;
+        let first = u32::try_from(self.episodes.first()).map_err(|_| {
+            SimError::Output(format!(
+                "episode {} cannot be numbered in a recording (at most 2^32 - 1)",
+                self.episodes.first()
+            ))
+        })?;
+        let recording = Recording::create(&out, &info, (video, cameras), tree, first)?;
         for sensor in &self.sensors.added {
             self.warnings.push(Warning::NotRecorded { sensor: sensor.name().to_string() });
         }
