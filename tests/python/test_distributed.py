@@ -129,3 +129,18 @@ def test_the_command_line_exits_non_zero_when_shards_fail(manifest, tmp_path):
                           capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 1, proc.stderr
     assert "failed: shard-00000 (episodes 0..0, run seed 3)" in proc.stderr
+
+
+def test_glint_run_ray_runs_the_shards(manifest, tmp_path):
+    import sys
+
+    env = dict(os.environ, GLINT_PYTHON=sys.executable, RAY_NODE_IP_ADDRESS="127.0.0.1")
+    proc = subprocess.run([str(GLINT_BIN), "run", str(manifest), "--ray", "local", "--episodes", "2", "--seed", "4",
+                           "--seconds", "0.1", "--out", str(tmp_path / "out")], capture_output=True, text=True, env=env,
+                          timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr
+    catalog = json.loads((tmp_path / "out" / "dataset.json").read_text())
+    assert [e["episode"] for e in catalog["episodes"]] == [0, 1] and len(catalog["shards"]) == 2
+    proc = subprocess.run([str(GLINT_BIN), "run", str(manifest), "--ray", "local", "--out", str(tmp_path / "x")],
+                          capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_S)
+    assert proc.returncode != 0 and "--ray needs --seed" in proc.stderr, proc.stderr

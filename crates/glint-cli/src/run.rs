@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use glint_interop::{CloudSplit, LiveOutput, LiveView};
 use glint_sim::{RecordingOptions, RunObserver, RunOutcome, SimOptions, Simulation, StepReport, Warning};
@@ -38,6 +38,14 @@ pub struct RunArgs {
     /// `--first-episode 4 --episodes 4`, …) records each episode as one run of all would.
     #[arg(long, value_name = "N", default_value_t = 0)]
     first_episode: u32,
+    /// Run the episodes as shards on a Ray cluster instead (`local`: a new one on this
+    /// machine), through the Python package's `glint.distributed` (docs/distributed.md); needs
+    /// --seed and --out.
+    #[arg(long, value_name = "ADDRESS", conflicts_with_all = ["live", "mcap", "no_record", "first_episode"])]
+    ray: Option<String>,
+    /// With --ray, episodes per shard (one Ray task each).
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "ray")]
+    episodes_per_task: u32,
     /// Output folder for the session (default: the manifest's `[recorder] output_dir`).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -66,6 +74,9 @@ fn positive_seconds(s: &str) -> Result<f64, String> {
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
+    if let Some(address) = &args.ray {
+        return run_on_ray(&args, address);
+    }
     let options = SimOptions {
         nworld: args.worlds as usize,
         seed: args.seed,
@@ -200,4 +211,41 @@ fn peak_memory_mb() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let kb: f64 = status.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb / 1024.0)
+}
+
+/// `glint run --ray ADDRESS`: the episodes as shards on a Ray cluster, by `python -m
+/// glint.distributed` (the interpreter `$GLINT_PYTHON`, else `python3`, with glint's Python
+/// package), which runs this very tool in each task.
+fn run_on_ray(args: &RunArgs, address: &str) -> Result<()> {
+    let (Some(seed), Some(out)) = (args.seed, &args.out) else {
+        bail!(
+            "--ray needs --seed N (every shard derives its episodes' seeds from it) and --out DIR (where the shards go)"
+        );
+    };
+    let python = std::env::var_os("GLINT_PYTHON").unwrap_or_else(|| "python3".into());
+    let total = args.episodes as u64 * args.worlds as u64;
+    let mut cmd = std::process::Command::new(&python);
+    cmd.args(["-m", "glint.distributed"])
+        .arg(&args.manifest)
+        .args(["--episodes", &total.to_string(), "--seed", &seed.to_string()])
+        .arg("--out")
+        .arg(out)
+        .args(["--worlds", &args.worlds.to_string(), "--seconds", &args.seconds.to_string()])
+        .args(["--episodes-per-task", &(args.episodes_per_task as u64 * args.worlds as u64).to_string()]);
+    if address != "local" {
+        cmd.args(["--address", address]);
+    }
+    if let Ok(me) = std::env::current_exe() {
+        cmd.env("GLINT_BIN", me);
+    }
+    let status = cmd.status().with_context(|| {
+        format!(
+            "cannot start {} for --ray (set GLINT_PYTHON to a Python with glint's package)",
+            python.to_string_lossy()
+        )
+    })?;
+    if !status.success() {
+        std::process::exit(status.code().unwrap_or(1));
+    }
+    Ok(())
 }
