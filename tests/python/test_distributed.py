@@ -144,3 +144,44 @@ def test_glint_run_ray_runs_the_shards(manifest, tmp_path):
     proc = subprocess.run([str(GLINT_BIN), "run", str(manifest), "--ray", "local", "--out", str(tmp_path / "x")],
                           capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_S)
     assert proc.returncode != 0 and "--ray needs --seed" in proc.stderr, proc.stderr
+
+
+def test_a_worker_killed_mid_shard_is_retried_and_leaves_nothing(ray_cluster, manifest, tmp_path):
+    import signal
+    import threading
+    import time
+
+    from glint.distributed import generate
+
+    out = tmp_path / "out"
+    result: dict = {}
+    thread = threading.Thread(target=lambda: result.update(report=generate(
+        manifest, 2, SEED, out, episodes_per_task=1, seconds=8.0, max_retries=2, progress=False)))
+    thread.start()
+    # The first shard's glint run, once it has begun writing: kill the Ray worker running it.
+    killed = None
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while killed is None and time.monotonic() < deadline and thread.is_alive():
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                cmd = (proc / "cmdline").read_bytes().split(b"\0")
+                stat = (proc / "stat").read_text()
+            except OSError:
+                continue
+            if b"--first-episode" in cmd and cmd[cmd.index(b"--first-episode") + 1] == b"0" \
+                    and list(out.glob("shards/.shard-00000.*.tmp/session_*/data")):
+                worker = int(stat.rsplit(")", 1)[1].split()[1])
+                os.kill(worker, signal.SIGKILL)
+                killed = worker
+                break
+        time.sleep(0.05)
+    thread.join(RUN_TIMEOUT_S)
+    assert killed is not None, "the shard's worker was found and killed"
+    report = result["report"]
+    assert report.failed == {} and report.retried.get(0, 0) >= 1, report
+    catalog = json.loads((out / "dataset.json").read_text())
+    assert [e["episode"] for e in catalog["episodes"]] == [0, 1]
+    assert sorted(p.name for p in (out / "shards").iterdir()) == ["shard-00000", "shard-00001"]
+    assert not list(out.rglob("*.partial")), "no half file is left"

@@ -101,7 +101,7 @@ def run_shard(glint: str, manifest: str, shard: Shard, run: dict, shards_dir: st
            "--first-episode", str(shard.first), "--seed", str(run["seed"]), "--out", str(scratch)]
     if run.get("seconds") is not None:
         cmd += ["--seconds", str(run["seconds"])]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=_die_with_parent)
     what = (f"{shard.name} (episodes {shard.first}..{shard.first + shard.episodes - 1}, run seed {run['seed']})")
     if proc.returncode != 0:
         raise DistributedError(f"{what}: glint run exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
@@ -115,6 +115,16 @@ def run_shard(glint: str, manifest: str, shard: Shard, run: dict, shards_dir: st
             raise
     shutil.rmtree(scratch, ignore_errors=True)
     return str(final)
+
+
+def _die_with_parent() -> None:
+    """In the task's ``glint run`` child: ends it when the task's worker dies (Linux), so a
+    killed worker leaves no process writing into a scratch folder that is about to go."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _check_inputs(manifest: Path, out: Path) -> None:
