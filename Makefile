@@ -107,6 +107,7 @@ bench: build python osmesa
 	@$(GLINT) bench serve examples/showroom/showroom.toml --calls 500 --seconds 5 --json | tee -a out/bench.jsonl
 	@$(GLINT) bench variants examples/variants.toml --worlds 1024 --steps 20 --repeats 5 --json | tee -a out/bench.jsonl
 	@.deps/venv/bin/python -m glint.bench gym --json | tee -a out/bench.jsonl
+	@GLINT_BIN=$(CURDIR)/$(GLINT) .deps/venv/bin/python -m glint.bench distributed --json | tee -a out/bench.jsonl
 	@for s in lights/scene primitives meshes; do \
 		$(RENDER_ENV) $(GLINT) bench render examples/$$s.xml --res 256 --shadows --json | tee -a out/bench.jsonl || exit 1; \
 	done

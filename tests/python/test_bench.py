@@ -108,3 +108,20 @@ def test_reference_environment_matches_glints():
         assert np.allclose(ra, rb, atol=1e-9) and np.array_equal(ta, tb) and np.array_equal(ua, ub)
     assert mismatched <= compared // 100000
     assert np.count_nonzero(x != -1) > 0.8 * x.size  # a whole revolution cast, the room closed
+
+
+def test_bench_distributed_reports_well_formed_figures():
+    from conftest import GLINT_BIN
+
+    env_bin = dict(os.environ, GLINT_BIN=str(GLINT_BIN), RAY_NODE_IP_ADDRESS="127.0.0.1")
+    lib = str(REPO / ".deps" / "mujoco" / "lib")
+    env_bin["LD_LIBRARY_PATH"] = lib + (":" + env_bin["LD_LIBRARY_PATH"] if env_bin.get("LD_LIBRARY_PATH") else "")
+    done = subprocess.run([sys.executable, "-m", "glint.bench", "distributed", "--episodes", "2", "--seconds", "0.2",
+                           "--json"], cwd=REPO, capture_output=True, text=True, env=env_bin, timeout=600)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["episodes"] == 2 and Path(report["manifest"]) == REPO / "examples" / "showroom" / "showroom.toml"
+    for key in ("plain_episodes_per_s", "ray_1_worker_episodes_per_s", "ray_2_workers_episodes_per_s",
+                "scaling_2_over_1"):
+        assert math.isfinite(report[key]) and report[key] > 0, key
+    assert math.isfinite(report["ray_overhead"]) and report["ray_overhead"] > -1.0

@@ -43,15 +43,15 @@ TARGET_SPEEDUP = 10.0
 TARGET_PYTHON_OVER_RUST = 1.1
 
 
-def _default_manifest() -> str:
-    """examples/python/showroom_vlp16.toml of the checkout this module sits in, else of the
-    working directory."""
+def _default_manifest(example: str = "python/showroom_vlp16.toml") -> str:
+    """examples/<example> of the checkout this module sits in, else of the working
+    directory."""
     here = Path(__file__).resolve()
     for root in [*here.parents, Path.cwd()]:
-        candidate = root / "examples" / "python" / "showroom_vlp16.toml"
+        candidate = root / "examples" / example
         if candidate.is_file():
             return str(candidate)
-    return str(Path("examples") / "python" / "showroom_vlp16.toml")
+    return str(Path("examples") / example)
 
 
 def _rate(step, actions: list[np.ndarray], envs: int) -> float:
@@ -244,9 +244,25 @@ def main(argv: Optional[list[str]] = None) -> int:
     byo.add_argument("--repeats", type=int, default=7, help="timed calls each; the median is reported (default 7)")
     byo.add_argument("--threads", type=int, default=1, help="glint's threads (default 1, as MuJoCo's calls)")
     byo.add_argument("--json", action="store_true", help="print one JSON object")
+    dist = sub.add_parser(
+        "distributed",
+        help="glint.distributed on 1 and 2 Ray workers against one plain glint run",
+        description="Episodes per second of glint.distributed.generate on 1 and 2 local Ray workers against glint run.",
+    )
+    dist.add_argument("--manifest", default=None, help="scene manifest (default: examples/showroom/showroom.toml)")
+    dist.add_argument("--episodes", type=int, default=8, help="episodes per run (default 8)")
+    dist.add_argument("--seconds", type=float, default=10.0, help="simulated seconds per episode (default 10)")
+    dist.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     try:
-        if args.command == "byo":
+        if args.command == "distributed":
+            from glint._bench_distributed import bench_distributed
+            from glint._bench_distributed import print_report as print_distributed
+
+            manifest = args.manifest or _default_manifest("showroom/showroom.toml")
+            report = bench_distributed(manifest, args.episodes, args.seconds)
+            printer = print_distributed
+        elif args.command == "byo":
             # Before glint's first parallel call, which sizes its thread pool.
             os.environ["RAYON_NUM_THREADS"] = str(args.threads)
             from glint._bench_own import bench_byo, print_report
