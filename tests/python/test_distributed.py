@@ -90,6 +90,14 @@ def test_twelve_episodes_in_six_shards_equal_one_run_and_resume(ray_cluster, man
     rows = ray.data.read_parquet(files, filesystem=pyarrow.fs.LocalFileSystem(), include_paths=True).count()
     sidecars = [json.loads(Path(f).with_suffix(".json").read_text())["rows"] for f in files]
     assert rows == sum(sidecars) > 0
+    from glint.distributed import lidar_rows
+
+    labelled = lidar_rows(out, "roof")
+    counts = labelled.groupby("episode").count().to_pandas().set_index("episode")["count()"].to_dict()
+    per_episode = {e["episode"]: json.loads((out / f["path"]).with_suffix(".json").read_text())["rows"]
+                   for e in catalog["episodes"] for f in e["files"] if "/lidar-" in f["path"]}
+    assert counts == per_episode
+    assert set(labelled.unique("world")) == {0}
 
 
 def test_bad_input_fails_before_any_task(ray_cluster, manifest, tmp_path):

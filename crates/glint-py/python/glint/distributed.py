@@ -191,8 +191,11 @@ def write_catalog(out: Path, shards: list[Shard], run: dict, manifest: Path) -> 
                 continue
             e = json.loads(line)
             files = [*e.get("files", []), *filter(None, [e.get("state"), e.get("rangefinders")])]
+            # glint run resets every world together: world w runs episodes first + k·W + w.
+            world = (e["index"] - shard.first) % run["worlds"]
             episodes.append({
-                "episode": e["index"], "shard": shard.name, "seed": e.get("seed"), "status": e["status"],
+                "episode": e["index"], "world": world, "shard": shard.name, "seed": e.get("seed"),
+                "status": e["status"],
                 "files": [{"path": f"shards/{shard.name}/{f}", "sha256": _sha256(session / f)} for f in files],
             })
     episodes.sort(key=lambda e: e["episode"])
@@ -207,6 +210,35 @@ def write_catalog(out: Path, shards: list[Shard], run: dict, manifest: Path) -> 
     scratch.write_text(json.dumps(catalog, indent=2) + "\n")
     os.replace(scratch, path)
     return path
+
+
+def lidar_rows(out, sensor: str | None = None):
+    """Every recorded beam of the dataset at ``out`` as a Ray Data dataset, read from the
+    catalog's lidar files (of ``sensor``, the ``<Name>`` of ``lidar-<Name>-NNN.parquet``,
+    or every lidar), with ``episode`` and ``world`` columns added."""
+    import pyarrow.fs
+    import ray.data
+
+    out = Path(out).resolve()
+    catalog = json.loads((out / CATALOG).read_text())
+    owner: dict[str, tuple[int, int]] = {}
+    for e in catalog["episodes"]:
+        for f in e["files"]:
+            name = Path(f["path"]).name
+            if name.startswith("lidar-") and (sensor is None or name.startswith(f"lidar-{sensor}-")):
+                owner[str(out / f["path"])] = (e["episode"], e["world"])
+    if not owner:
+        raise DistributedError(f"the catalog at '{out}' lists no lidar file{f' of {sensor!r}' if sensor else ''}")
+
+    def label(batch):
+        paths = batch.pop("path")
+        batch["episode"] = [owner[p][0] for p in paths]
+        batch["world"] = [owner[p][1] for p in paths]
+        return batch
+
+    files = sorted(owner)
+    return ray.data.read_parquet(files, filesystem=pyarrow.fs.LocalFileSystem(), include_paths=True).map_batches(
+        label, batch_format="pandas")
 
 
 def generate(manifest, episodes: int, seed: int, out, *, episodes_per_task: int = 1, worlds: int = 1,
