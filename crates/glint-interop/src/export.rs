@@ -21,9 +21,9 @@ use std::sync::Arc;
 use glam::{DQuat, DVec3};
 use glint_lidar::Bake;
 use glint_record::{
-    BodyLink, CameraSidecar, EpisodeRecord, PointFrame, SensorMount, Sidecar, camera_depth_dir, depth_frame_file,
-    find_ffmpeg, pose_path, read_camera_sidecar, read_episode_records, read_pose_file, read_session_meta, read_sidecar,
-    read_tick_table, walk_returns,
+    BodyLink, CameraSidecar, EpisodeRecord, PointFrame, PoseTable, SensorMount, Sidecar, camera_depth_dir,
+    depth_frame_file, find_ffmpeg, pose_path, read_camera_sidecar, read_episode_records, read_pose_file,
+    read_session_meta, read_sidecar, read_tick_table, walk_returns,
 };
 
 use crate::InteropError;
@@ -147,26 +147,32 @@ fn export_episode(
         points: 0,
         warnings: Vec::new(),
     };
+    // Each sidecar and pose table read once, for every use below.
     let lidars = record
         .files
         .iter()
         .map(|f| {
             let lidar = session.join(f);
             let sidecar = read_sidecar(&lidar.with_extension("json"))?;
-            Ok((lidar, sidecar))
+            let poses = read_pose_file(&pose_path(&lidar))?;
+            Ok(EpisodeLidar { path: lidar, sidecar, poses })
         })
-        .collect::<Result<Vec<(PathBuf, Sidecar)>, InteropError>>()?;
-    let cameras: Vec<PathBuf> = record
+        .collect::<Result<Vec<EpisodeLidar>, InteropError>>()?;
+    let cameras = record
         .camera_files
         .iter()
         .filter(|f| f.starts_with("videos/") && f.ends_with(".json"))
-        .map(|f| session.join(f))
-        .collect();
+        .map(|f| {
+            let path = session.join(f);
+            let sidecar = read_camera_sidecar(&path)?;
+            Ok((path, sidecar))
+        })
+        .collect::<Result<Vec<(PathBuf, CameraSidecar)>, InteropError>>()?;
     let meta = read_session_meta(session)?;
     let (tree, mounted) = match &record.state {
         Some(state) if meta.bodies.len() > 1 => {
             let robot = RobotFrames::read(&session.join(state), &meta.bodies, &lidars, &cameras)?;
-            let mounts = robot.mounts(&meta.mounts, &lidars, &cameras)?;
+            let mounts = robot.mounts(&meta.mounts, &lidars, &cameras);
             if let Some(first) = mounts.first() {
                 bag.write("/tf_static", MessageType::TfMessage, first.stamp_ns, &msgs::tf_message(&mounts))?;
             }
@@ -182,7 +188,7 @@ fn export_episode(
         }
     };
     write_transforms(&mut bag, (&lidars, &cameras), &mounted, tree)?;
-    for (lidar, sidecar) in &lidars {
+    for EpisodeLidar { path: lidar, sidecar, .. } in &lidars {
         let variant = options.variant.as_ref().map(|v| v.join(lidar.strip_prefix(session).unwrap_or(lidar)));
         if let Some(v) = &variant
             && !v.exists()
@@ -210,23 +216,20 @@ fn export_episode(
 /// order (in a tick: the lidars, the cameras, the tree, as a run sends them).
 fn write_transforms(
     bag: &mut Bag,
-    (lidars, cameras): (&[(PathBuf, Sidecar)], &[PathBuf]),
+    (lidars, cameras): (&[EpisodeLidar], &[(PathBuf, CameraSidecar)]),
     mounted: &HashSet<String>,
     tree: Vec<(u64, Vec<u8>)>,
 ) -> Result<(), InteropError> {
     let mut stamped: Vec<Transform> = Vec::new();
-    for (lidar, sidecar) in lidars {
+    for EpisodeLidar { sidecar, poses, .. } in lidars {
         let frame = ros_name(&sidecar.sensor.file_name);
-        let poses = read_pose_file(&pose_path(lidar))?;
         for i in 0..poses.len() {
             stamped.push(Transform::in_world(&frame, poses.timestamp[i], poses.position[i], poses.rotation[i]));
         }
     }
-    for camera in cameras {
-        let sidecar = read_camera_sidecar(camera)?;
+    for (_, sidecar) in cameras {
         for f in &sidecar.frames {
-            let rotation = DQuat::from_xyzw(f.quat[1], f.quat[2], f.quat[3], f.quat[0]);
-            stamped.push(camera_transform(&sidecar.info.camera, f.time, DVec3::from_array(f.pos), rotation));
+            stamped.push(camera_transform(&sidecar.info.camera, f.time, DVec3::from_array(f.pos), frame_quat(f)));
         }
     }
     let mut messages: Vec<(u64, Vec<u8>)> = stamped
@@ -241,6 +244,18 @@ fn write_transforms(
         bag.write("/tf", MessageType::TfMessage, ns, &msg)?;
     }
     Ok(())
+}
+
+/// A lidar of the episode: its file, sidecar and pose table.
+struct EpisodeLidar {
+    path: PathBuf,
+    sidecar: Sidecar,
+    poses: PoseTable,
+}
+
+/// A camera frame's recorded orientation (`quat` is w, x, y, z).
+fn frame_quat(f: &glint_record::FramePose) -> DQuat {
+    DQuat::from_xyzw(f.quat[1], f.quat[2], f.quat[3], f.quat[0])
 }
 
 /// The robot's frames over an episode, from its state table: each body's ROS frame and
@@ -258,14 +273,15 @@ impl RobotFrames {
     fn read(
         table: &Path,
         bodies: &[BodyLink],
-        lidars: &[(PathBuf, Sidecar)],
-        cameras: &[PathBuf],
+        lidars: &[EpisodeLidar],
+        cameras: &[(PathBuf, CameraSidecar)],
     ) -> Result<RobotFrames, InteropError> {
         let state = read_tick_table(table)?;
-        let mut sensor_frames: Vec<String> = lidars.iter().map(|(_, s)| ros_name(&s.sensor.file_name)).collect();
-        for camera in cameras {
-            sensor_frames.push(crate::camera::optical_frame(&read_camera_sidecar(camera)?.info.camera));
-        }
+        let sensor_frames: Vec<String> = lidars
+            .iter()
+            .map(|l| ros_name(&l.sidecar.sensor.file_name))
+            .chain(cameras.iter().map(|(_, c)| crate::camera::optical_frame(&c.info.camera)))
+            .collect();
         let names: Vec<String> = bodies.iter().map(|b| b.name.clone()).collect();
         let parents: Vec<usize> = bodies.iter().map(|b| b.parent).collect();
         // Each body's first column (`body/<name>/x`; its y, z, qw, qx, qy, qz follow).
@@ -319,32 +335,22 @@ impl RobotFrames {
     fn mounts(
         &self,
         mounts: &[SensorMount],
-        lidars: &[(PathBuf, Sidecar)],
-        cameras: &[PathBuf],
-    ) -> Result<Vec<Transform>, InteropError> {
+        lidars: &[EpisodeLidar],
+        cameras: &[(PathBuf, CameraSidecar)],
+    ) -> Vec<Transform> {
         let mut out = Vec::new();
         for mount in mounts.iter().filter(|m| m.body < self.frames.len()) {
             let first = match mount.kind.as_str() {
-                "camera" => {
-                    let mut found = None;
-                    for path in cameras {
-                        let sidecar = read_camera_sidecar(path)?;
-                        if sidecar.info.camera == mount.sensor {
-                            found = sidecar.frames.first().map(|f| {
-                                let quat = DQuat::from_xyzw(f.quat[1], f.quat[2], f.quat[3], f.quat[0]);
-                                (f.time, (DVec3::from_array(f.pos), quat))
-                            });
-                        }
-                    }
-                    found
-                }
-                _ => match lidars.iter().find(|(_, s)| s.sensor.file_name == mount.sensor) {
-                    Some((lidar, _)) => {
-                        let poses = read_pose_file(&pose_path(lidar))?;
-                        (!poses.is_empty()).then(|| (poses.timestamp[0], (poses.position[0], poses.rotation[0])))
-                    }
-                    None => None,
-                },
+                "camera" => cameras
+                    .iter()
+                    .find(|(_, c)| c.info.camera == mount.sensor)
+                    .and_then(|(_, c)| c.frames.first())
+                    .map(|f| (f.time, (DVec3::from_array(f.pos), frame_quat(f)))),
+                _ => lidars
+                    .iter()
+                    .find(|l| l.sidecar.sensor.file_name == mount.sensor)
+                    .filter(|l| !l.poses.is_empty())
+                    .map(|l| (l.poses.timestamp[0], (l.poses.position[0], l.poses.rotation[0]))),
             };
             let Some((time, pose)) = first else { continue };
             let Some(tick) = self.tick_at(time) else { continue };
@@ -354,7 +360,7 @@ impl RobotFrames {
             let ns = crate::msgs::nanoseconds(self.times[0]);
             out.push(crate::mounts::mount_transform(ns, parent, (&child, crate::mounts::frame_pose(mount, pose))));
         }
-        Ok(out)
+        out
     }
 }
 
@@ -391,10 +397,9 @@ fn write_camera(
     bag: &mut Bag,
     session: &Path,
     episode: u32,
-    sidecar_path: &Path,
+    (sidecar_path, CameraSidecar { info, frames }): &(PathBuf, CameraSidecar),
     warnings: &mut Vec<String>,
 ) -> Result<(), InteropError> {
-    let CameraSidecar { info, frames } = read_camera_sidecar(sidecar_path)?;
     if info.intrinsics.is_none() {
         warnings.push(format!(
             "camera '{}' is orthographic: sensor_msgs/CameraInfo describes pinhole cameras only, so none is written",
@@ -435,7 +440,7 @@ fn write_camera(
             None
         };
         let rgb = colour.get(i).map(Vec::as_slice);
-        send_camera_frame(&mut *bag, &info, f.time, rgb, codes.as_deref().map(Depth::Codes))?;
+        send_camera_frame(&mut *bag, info, f.time, rgb, codes.as_deref().map(Depth::Codes))?;
     }
     Ok(())
 }

@@ -35,7 +35,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use glint_record::{
-    CameraSidecar, EpisodeRecord, LidarReader, TickValues, camera_depth_dir, depth_frame_file, find_ffmpeg,
+    CameraSidecar, EpisodeRecord, LidarReader, Sidecar, TickValues, camera_depth_dir, depth_frame_file, find_ffmpeg,
     read_camera_sidecar, read_episode_records, read_pose_file, read_session_meta, read_sidecar, read_tick_table,
 };
 use serde_json::{Value, json};
@@ -148,12 +148,14 @@ pub fn export_lerobot(session: &Path, out: &Path, options: &LeRobotOptions) -> R
     let mut first_index = 0u64;
     for (k, record) in records.iter().enumerate() {
         let k = k as u32;
-        let rows = episode_rows(session, record, &layout)?;
+        let cameras = camera_sidecars(session, record)?;
+        let rows = episode_rows(session, record, &cameras, &layout)?;
         let n = rows.times.len() as u64;
         let mut episode = EpisodeMeta::new(k, n, first_index, &task);
         tables::write_data(out, &layout, &features, (k, first_index), rows, &mut episode)?;
         for video in &layout.videos {
-            let span = write_video(session, record, out, ffmpeg.as_deref().expect("found above"), video, k, &layout)?;
+            let ffmpeg = ffmpeg.as_deref().expect("found above");
+            let span = write_video((session, record, &cameras), (out, ffmpeg), video, k, &layout)?;
             episode.videos.push(span);
         }
         first_index += n;
@@ -238,7 +240,7 @@ fn dataset_layout(
     }
     let mut videos = Vec::new();
     let mut rates = Vec::new();
-    for (path, sidecar) in camera_sidecars(session, first)? {
+    for (_, sidecar) in camera_sidecars(session, first)? {
         let info = &sidecar.info;
         let size = (info.width, info.height);
         rates.push((info.camera.clone(), info.fps));
@@ -260,7 +262,6 @@ fn dataset_layout(
             }
             _ => {}
         }
-        let _ = path;
     }
     let rate = match rates.first() {
         Some((_, fps)) => {
@@ -319,8 +320,12 @@ fn read_depth_codes(file: &Path) -> Result<Vec<u16>, InteropError> {
 }
 
 /// The recorded times of an episode's rows: its cameras' frames, or else its ticks.
-fn row_times(session: &Path, record: &EpisodeRecord, layout: &Layout) -> Result<Vec<f64>, InteropError> {
-    let cameras = camera_sidecars(session, record)?;
+fn row_times(
+    session: &Path,
+    record: &EpisodeRecord,
+    cameras: &[(PathBuf, CameraSidecar)],
+    layout: &Layout,
+) -> Result<Vec<f64>, InteropError> {
     if let Some((_, first)) = cameras.first() {
         let times: Vec<f64> = first.frames.iter().map(|f| f.time).collect();
         for (path, other) in &cameras[1..] {
@@ -356,8 +361,13 @@ fn tick_of(time: f64, tick_hz: f64) -> i64 {
 }
 
 /// An episode's rows: times, state and action, lidar vectors.
-fn episode_rows(session: &Path, record: &EpisodeRecord, layout: &Layout) -> Result<Rows, InteropError> {
-    let mut rows = Rows { times: row_times(session, record, layout)?, ..Rows::default() };
+fn episode_rows(
+    session: &Path,
+    record: &EpisodeRecord,
+    cameras: &[(PathBuf, CameraSidecar)],
+    layout: &Layout,
+) -> Result<Rows, InteropError> {
+    let mut rows = Rows { times: row_times(session, record, cameras, layout)?, ..Rows::default() };
     if let Some(columns) = &layout.state {
         let file = record.state.as_ref().ok_or_else(|| {
             InteropError::Setting(format!("episode {} has no robot state table, and the first has one", record.index))
@@ -378,25 +388,31 @@ fn episode_rows(session: &Path, record: &EpisodeRecord, layout: &Layout) -> Resu
             rows.action.extend(columns.action.0.iter().map(|&c| table.row(next)[c] as f32));
         }
     }
+    let files = record
+        .files
+        .iter()
+        .map(|f| {
+            let path = session.join(f);
+            Ok((read_sidecar(&path.with_extension("json"))?, path))
+        })
+        .collect::<Result<Vec<(Sidecar, PathBuf)>, InteropError>>()?;
     for (_, file_name, beams) in &layout.lidars {
-        let file = record
-            .files
-            .iter()
-            .find(|f| {
-                read_sidecar(&session.join(f).with_extension("json")).is_ok_and(|s| s.sensor.file_name == *file_name)
-            })
-            .ok_or_else(|| {
-                InteropError::Setting(format!("episode {} has no file of lidar '{file_name}'", record.index))
-            })?;
-        rows.lidars.push(lidar_vectors(&session.join(file), *beams, &rows.times, layout.tick_hz)?);
+        let (sidecar, path) = files.iter().find(|(s, _)| s.sensor.file_name == *file_name).ok_or_else(|| {
+            InteropError::Setting(format!("episode {} has no file of lidar '{file_name}'", record.index))
+        })?;
+        rows.lidars.push(lidar_vectors((path, &sidecar.sensor.scan), *beams, &rows.times, layout.tick_hz)?);
     }
     Ok(rows)
 }
 
 /// Every beam's newest range at each of `times` (`(times.len(), beams)`), from the lidar file
-/// at `path`.
-fn lidar_vectors(path: &Path, beams: usize, times: &[f64], tick_hz: f64) -> Result<Vec<f32>, InteropError> {
-    let config = read_sidecar(&path.with_extension("json"))?.sensor.scan;
+/// at `path`, recorded with `config`.
+fn lidar_vectors(
+    (path, config): (&Path, &glint_lidar::ScanConfig),
+    beams: usize,
+    times: &[f64],
+    tick_hz: f64,
+) -> Result<Vec<f32>, InteropError> {
     let mut newest = vec![-1.0f32; beams];
     let mut out = Vec::with_capacity(times.len() * beams);
     let mut next = 0;
@@ -422,18 +438,15 @@ fn lidar_vectors(path: &Path, beams: usize, times: &[f64], tick_hz: f64) -> Resu
 
 /// Writes one video feature of one episode; returns where it lies and its statistics.
 fn write_video(
-    session: &Path,
-    record: &EpisodeRecord,
-    out: &Path,
-    ffmpeg: &Path,
+    (session, record, cameras): (&Path, &EpisodeRecord, &[(PathBuf, CameraSidecar)]),
+    (out, ffmpeg): (&Path, &Path),
     video: &VideoFeature,
     episode: u32,
     layout: &Layout,
 ) -> Result<VideoSpan, InteropError> {
-    let (sidecar_path, sidecar) =
-        camera_sidecars(session, record)?.into_iter().find(|(_, s)| s.info.camera == video.camera).ok_or_else(
-            || InteropError::Setting(format!("episode {} did not record camera '{}'", record.index, video.camera)),
-        )?;
+    let (sidecar_path, sidecar) = cameras.iter().find(|(_, s)| s.info.camera == video.camera).ok_or_else(|| {
+        InteropError::Setting(format!("episode {} did not record camera '{}'", record.index, video.camera))
+    })?;
     let path = out.join(video_file(&video.key, episode));
     let mut writer = VideoWriter::start(ffmpeg, &path, video.kind, video.size, layout.fps)?;
     let n = sidecar.frames.len();
