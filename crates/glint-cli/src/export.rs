@@ -9,13 +9,16 @@ use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use glint_interop::{CloudSplit, LeRobotOptions, McapOptions, PointLayout, export_lerobot, export_mcap};
 use glint_lidar::{ReturnPreset, Spelled};
-use glint_record::{BakeRecord, ExportSettings, Provenance, export_variant, read_session_meta};
+use glint_record::{BakeRecord, Dataset, ExportSettings, Provenance, export_variant};
 use glint_sim::{SimOptions, Simulation};
 
 /// Arguments of `glint export`.
 #[derive(Args)]
 pub struct ExportArgs {
-    /// Recorded session folder (`session_<date>_<time>/`, as `glint run` makes).
+    /// Recorded session folder (`session_<date>_<time>/`, as `glint run` makes), or a
+    /// dataset of shards (its folder or its `dataset.json`, as `glint.distributed` makes):
+    /// exported as one (a variant of a dataset holds one variant per shard, under
+    /// `shards/<shard>/`).
     session: PathBuf,
     /// What to write: `variant` (the return model under a bake, into a variant folder; needs
     /// --bake), `mcap` (ROS 2 messages in one MCAP file per episode, for Foxglove, Rerun and
@@ -117,9 +120,10 @@ pub fn run(args: ExportArgs) -> Result<()> {
              --format mcap to write the session as ROS 2 messages"
         );
     };
-    let meta = read_session_meta(&args.session)?;
+    let dataset = Dataset::open(&args.session)?;
+    let meta = dataset.meta()?;
     // Held to the end: a session being recorded or salvaged is refused before any work.
-    let _reading = glint_record::SessionLock::shared(&args.session, "export")?;
+    let _reading = dataset.lock_shared("export")?;
     let manifest_path = match &args.manifest {
         Some(p) => p.clone(),
         None if meta.manifest.is_empty() => bail!(
@@ -180,7 +184,7 @@ pub fn run(args: ExportArgs) -> Result<()> {
     let seed = args.seed;
     let seeds = seed.map_or_else(|| "recorded-seeds".to_string(), |n| format!("seed{n}"));
     let out =
-        args.out.clone().unwrap_or_else(|| args.session.join("variants").join(format!("{}-{preset}-{seeds}", bake)));
+        args.out.clone().unwrap_or_else(|| dataset.root().join("variants").join(format!("{}-{preset}-{seeds}", bake)));
     if out.exists() {
         bail!(
             "'{}' already exists: a variant is never overwritten (choose another --seed, --return-preset or --out, \
@@ -196,11 +200,34 @@ pub fn run(args: ExportArgs) -> Result<()> {
         bake: BakeRecord { name: bake.clone(), path: absolute(path), material_fingerprint: fingerprint, status },
     };
     let settings = ExportSettings { params, seed, materials: &*saved.bake, skip_damaged: args.skip_damaged };
-    let aug = export_variant(&args.session, &out, &settings, provenance).map_err(|e| match e {
-        // These name the session and the folder already.
-        e @ (glint_record::RecordError::InUse { .. } | glint_record::RecordError::VariantBusy { .. }) => e.into(),
-        e => anyhow::Error::from(e).context(format!("cannot export '{}'", args.session.display())),
-    })?;
+    let mut preset_name = String::new();
+    for session in dataset.sessions() {
+        let part = dataset.part_of(&out, &session);
+        let aug = export_variant(&session, &part, &settings, provenance.clone()).map_err(|e| match e {
+            // These name the session and the folder already.
+            e @ (glint_record::RecordError::InUse { .. } | glint_record::RecordError::VariantBusy { .. }) => e.into(),
+            e => anyhow::Error::from(e).context(format!("cannot export '{}'", session.display())),
+        })?;
+        report_variant(&aug);
+        preset_name = aug.return_preset;
+    }
+    println!(
+        "variant: {} (bake '{}' {}, return preset {}, {})",
+        out.display(),
+        bake,
+        if status.stale { "STALE" } else { "up to date" },
+        preset_name,
+        seed.map_or_else(|| "each episode's recorded seed".to_string(), |n| format!("episode seeds from run seed {n}"))
+    );
+    match dataset.is_catalog() {
+        true => println!("provenance: augmentation.json in each shard's variant, {}", out.join("shards").display()),
+        false => println!("provenance: {}", out.join(glint_record::AUGMENTATION_FILE).display()),
+    }
+    Ok(())
+}
+
+/// Prints what a variant export wrote, and warns of what it skipped or could not place.
+fn report_variant(aug: &glint_record::Augmentation) {
     for f in &aug.files {
         let pct = |n: u64| if f.rows > 0 { 100.0 * n as f64 / f.rows as f64 } else { 0.0 };
         println!(
@@ -228,16 +255,6 @@ pub fn run(args: ExportArgs) -> Result<()> {
             f.episode, f.sensor_name, f.uncaptured
         );
     }
-    println!(
-        "variant: {} (bake '{}' {}, return preset {}, {})",
-        out.display(),
-        bake,
-        if status.stale { "STALE" } else { "up to date" },
-        aug.return_preset,
-        seed.map_or_else(|| "each episode's recorded seed".to_string(), |n| format!("episode seeds from run seed {n}"))
-    );
-    println!("provenance: {}", out.join(glint_record::AUGMENTATION_FILE).display());
-    Ok(())
 }
 
 /// `glint export --format lerobot`: a LeRobot v3.0 dataset in `--out` (default
@@ -253,9 +270,9 @@ fn run_lerobot(args: &ExportArgs) -> Result<()> {
     if let Some((flag, _)) = unused.iter().find(|(_, given)| *given) {
         bail!("{flag} does not apply to `--format lerobot`, which writes the recorded state, ranges and cameras");
     }
-    read_session_meta(&args.session)?;
-    let _reading = glint_record::SessionLock::shared(&args.session, "export")?;
-    let out = args.out.clone().unwrap_or_else(|| args.session.join("lerobot"));
+    let dataset = Dataset::open(&args.session)?;
+    let _reading = dataset.lock_shared("export")?;
+    let out = args.out.clone().unwrap_or_else(|| dataset.root().join("lerobot"));
     let options =
         LeRobotOptions { episodes: (!args.episode.is_empty()).then(|| args.episode.clone()), task: args.task.clone() };
     let done = export_lerobot(&args.session, &out, &options).map_err(|e| {
@@ -279,7 +296,8 @@ fn run_lerobot(args: &ExportArgs) -> Result<()> {
 /// `glint export --format mcap`: one MCAP file per episode under `--out` (default
 /// `SESSION/mcap/`, or `SESSION/mcap/<variant>/` for a variant).
 fn run_mcap(args: &ExportArgs) -> Result<()> {
-    let meta = read_session_meta(&args.session)?;
+    let dataset = Dataset::open(&args.session)?;
+    let meta = dataset.meta()?;
     // With --format mcap, --bake names the bake glint's layout reads NIR reflectivity from.
     let bake = match &args.bake {
         Some(name) => {
@@ -298,13 +316,13 @@ fn run_mcap(args: &ExportArgs) -> Result<()> {
         }
         None => None,
     };
-    let _reading = glint_record::SessionLock::shared(&args.session, "export")?;
+    let _reading = dataset.lock_shared("export")?;
     let variant = args.variant.as_ref().map(|v| {
         let dir = PathBuf::from(v);
-        if dir.is_dir() { dir } else { args.session.join("variants").join(v) }
+        if dir.is_dir() { dir } else { dataset.root().join("variants").join(v) }
     });
     if let Some(v) = &variant
-        && !v.join(glint_record::AUGMENTATION_FILE).is_file()
+        && !dataset.part_of(v, &dataset.sessions()[0]).join(glint_record::AUGMENTATION_FILE).is_file()
     {
         bail!(
             "'{}' is not an exported variant (it has no {}): make one with `glint export {} --bake NAME`",
@@ -314,7 +332,7 @@ fn run_mcap(args: &ExportArgs) -> Result<()> {
         );
     }
     let out = args.out.clone().unwrap_or_else(|| {
-        let base = args.session.join("mcap");
+        let base = dataset.root().join("mcap");
         match &variant {
             Some(v) => base.join(v.file_name().unwrap_or_default()),
             None => base,

@@ -7,13 +7,14 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use glint_record::{
-    OutputFile, PointFormat, PointFrame, lidar_file, read_session_meta, recorded_points, session_user, write_points,
+    Dataset, OutputFile, PointFormat, PointFrame, lidar_file, recorded_points, session_user, write_points,
 };
 
 /// Arguments of `glint points`.
 #[derive(Args)]
 pub struct PointsArgs {
-    /// Recorded session folder (`session_<date>_<time>/`, as `glint run` makes).
+    /// Recorded session folder (`session_<date>_<time>/`, as `glint run` makes), or a
+    /// dataset of shards (its folder or its `dataset.json`, as `glint.distributed` makes).
     session: PathBuf,
     /// Episode index.
     #[arg(long, default_value_t = 0)]
@@ -29,11 +30,13 @@ pub struct PointsArgs {
     #[arg(long, value_enum, default_value_t = Frame::World)]
     frame: Frame,
     /// An exported variant (its folder name under SESSION/variants/, or its path): points at
-    /// the measured ranges, second echoes included, with their intensity.
+    /// the measured ranges, second echoes included, with their intensity. A dataset's variant
+    /// holds one variant per shard (`glint export DATASET --bake NAME`).
     #[arg(long, value_name = "NAME")]
     variant: Option<String>,
     /// Output file, `-` for standard output (default:
-    /// `SESSION/points/lidar-<Name>-NNN[-<variant>].<ply|pcd|bin>`). A device or a pipe
+    /// `SESSION/points/lidar-<Name>-NNN[-<variant>].<ply|pcd|bin>`, a dataset's own
+    /// `points/` for a dataset). A device or a pipe
     /// (`/dev/null`, a named pipe) is written into; an existing file only with --force.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -63,7 +66,9 @@ enum Frame {
 }
 
 pub fn run(args: PointsArgs) -> Result<()> {
-    let meta = read_session_meta(&args.session)?;
+    let dataset = Dataset::open(&args.session)?;
+    let session = dataset.session_of(args.episode)?;
+    let meta = dataset.meta()?;
     let sensor = match &args.sensor {
         None => meta.sensors.first(),
         Some(s) => meta.sensors.iter().find(|d| &d.name == s || &d.file_name == s || d.index.to_string() == *s),
@@ -77,11 +82,11 @@ pub fn run(args: PointsArgs) -> Result<()> {
         );
     };
     let rel = lidar_file(args.episode, &sensor.file_name);
-    let lidar = args.session.join(&rel);
+    let lidar = session.join(&rel);
     if !lidar.exists() {
         let partial = PathBuf::from(format!("{}.partial", lidar.display()));
         if partial.exists()
-            && let Some(user) = session_user(&args.session)?
+            && let Some(user) = session_user(&session)?
         {
             bail!(
                 "episode {} of sensor '{}' is still being written ('{}'): {user}; ask again once the episode ends",
@@ -96,7 +101,7 @@ pub fn run(args: PointsArgs) -> Result<()> {
                 args.episode,
                 sensor.name,
                 partial.display(),
-                args.session.display()
+                session.display()
             );
         }
         bail!(
@@ -108,8 +113,8 @@ pub fn run(args: PointsArgs) -> Result<()> {
     }
     let variant = args.variant.as_ref().map(|v| {
         let dir = PathBuf::from(v);
-        let dir = if dir.is_dir() { dir } else { args.session.join("variants").join(v) };
-        dir.join(&rel)
+        let dir = if dir.is_dir() { dir } else { dataset.root().join("variants").join(v) };
+        dataset.part_of(&dir, &session).join(&rel)
     });
     if let Some(v) = &variant
         && !v.exists()
@@ -135,7 +140,7 @@ pub fn run(args: PointsArgs) -> Result<()> {
     let out = args.out.clone().unwrap_or_else(|| {
         let stem = rel.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let suffix = args.variant.as_ref().map_or_else(String::new, |v| format!("-{}", sanitise(v)));
-        args.session.join("points").join(format!("{stem}{suffix}.{ext}"))
+        dataset.root().join("points").join(format!("{stem}{suffix}.{ext}"))
     });
     if out.as_os_str() == "-" {
         let mut stdout = std::io::stdout().lock();

@@ -10,14 +10,17 @@ use anyhow::{Result, bail};
 use clap::Args;
 use glint_lidar::{ColourBy, Ramp, ScanConfig, ScanPattern, beam_direction};
 use glint_record::{
-    FileCheck, LidarReader, MaterialRead, Point, SessionReport, Sidecar, check_session, partial_state, range_image_png,
-    session_user, top_down_png,
+    Dataset, FileCheck, LidarReader, MaterialRead, Point, SessionReport, Sidecar, check_session, partial_state,
+    range_image_png, session_user, top_down_png,
 };
 
 /// Arguments of `glint replay`.
 #[derive(Args)]
 pub struct ReplayArgs {
-    /// Session folder (`<output_dir>/session_<YYYYMMDD>_<HHMMSS>/`).
+    /// Session folder (`<output_dir>/session_<YYYYMMDD>_<HHMMSS>/`), or a dataset of shards
+    /// (its folder or its `dataset.json`, as `glint.distributed` makes): every shard is
+    /// reported and checked (with --episode, the shard that holds it), and every file against
+    /// the catalog's SHA-256.
     session: PathBuf,
     /// Draw the selected returns into this folder (created if missing): a top-down view per
     /// file, and a range image for spinning units. Points are drawn in the SENSOR frame
@@ -302,7 +305,50 @@ pub fn run(args: ReplayArgs) -> Result<()> {
             "--ticks chooses the ticks --png draws, and no --png folder was given: add --png FOLDER, or drop --ticks"
         );
     }
-    let dir = &args.session;
+    if Dataset::catalog_at(&args.session).is_some() {
+        return replay_dataset(&args);
+    }
+    replay_session(&args, &args.session, true)
+}
+
+/// `glint replay` of a catalog: every shard's report (with `--episode`, the one shard that
+/// holds it), then the catalog's hashes; fails if any shard or file does.
+fn replay_dataset(args: &ReplayArgs) -> Result<()> {
+    let dataset = Dataset::open(&args.session)?;
+    let sessions = match args.episode {
+        Some(e) => vec![dataset.session_of(e)?],
+        None => dataset.sessions(),
+    };
+    println!("dataset {} ({} shards)", dataset.root().display(), dataset.sessions().len());
+    let mut failed = Vec::new();
+    for session in &sessions {
+        if let Err(e) = replay_session(args, session, false) {
+            println!("  {e:#}");
+            failed.push(session.display().to_string());
+        }
+    }
+    let mismatches = dataset.verify_catalog(args.episode)?;
+    println!("catalog check (each listed file against the catalog's SHA-256):");
+    for m in &mismatches {
+        println!("  {}: {}", m.path.display(), m.reason);
+    }
+    if mismatches.is_empty() {
+        println!("  every file as listed");
+    }
+    if !failed.is_empty() || !mismatches.is_empty() {
+        bail!(
+            "the dataset failed its self-check: {} shard(s) failed ({}), {} file(s) differ from the catalog",
+            failed.len(),
+            failed.join(", "),
+            mismatches.len()
+        );
+    }
+    Ok(())
+}
+
+/// The report of one session; `whole`: the session is the whole dataset (a catalog has
+/// already found the shard that holds `--episode`).
+fn replay_session(args: &ReplayArgs, dir: &Path, whole: bool) -> Result<()> {
     // Asked first: a run that ends while the files are checked leaves them finished.
     let recorder = session_user(dir)?.filter(|u| u.doing == "recording");
     let report = check_session(dir)?;
@@ -333,7 +379,7 @@ pub fn run(args: ReplayArgs) -> Result<()> {
             bail!("the session has no recorded sensor '{name}' (it has: {})", names.join(", "));
         }
     }
-    if let Some(e) = args.episode {
+    if let Some(e) = args.episode.filter(|_| whole) {
         let recorded = report.episodes.iter().any(|r| r.index == e)
             || report.files.iter().any(|f| episode_of(&f.path) == Some(e))
             || report.partial.iter().any(|p| episode_of(p) == Some(e));
@@ -464,17 +510,18 @@ pub fn run(args: ReplayArgs) -> Result<()> {
 /// stopping signal.
 fn play_live(args: &ReplayArgs, port: u16) -> Result<()> {
     let stop = crate::signals::Stop::install()?;
-    let _reading = glint_record::SessionLock::shared(&args.session, "replay")?;
-    let episodes = glint_record::read_episode_records(&args.session)?;
+    let dataset = Dataset::open(&args.session)?;
     let episode = match args.episode {
         Some(n) => n,
-        None => match episodes.first() {
-            Some(e) => e.index,
+        None => match dataset.episodes()?.first() {
+            Some(e) => e.record.index,
             None => bail!("'{}' lists no finished episode to play", args.session.display()),
         },
     };
-    let replay = glint_interop::Replay::load(&args.session, episode)
-        .map_err(|e| anyhow::Error::from(e).context(format!("cannot play '{}'", args.session.display())))?;
+    let session = dataset.session_of(episode)?;
+    let _reading = glint_record::SessionLock::shared(&session, "replay")?;
+    let replay = glint_interop::Replay::load(&session, episode)
+        .map_err(|e| anyhow::Error::from(e).context(format!("cannot play '{}'", session.display())))?;
     let (start, end) = replay.span();
     let flag = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {

@@ -21,9 +21,9 @@ use std::sync::Arc;
 use glam::{DQuat, DVec3};
 use glint_lidar::Bake;
 use glint_record::{
-    BodyLink, CameraSidecar, EpisodeRecord, PointFrame, PoseTable, SensorMount, Sidecar, camera_depth_dir,
-    depth_frame_file, find_ffmpeg, pose_path, read_camera_sidecar, read_episode_records, read_pose_file,
-    read_session_meta, read_sidecar, read_tick_table, walk_returns,
+    BodyLink, CameraSidecar, Dataset, DatasetEpisode, PointFrame, PoseTable, SensorMount, Sidecar, camera_depth_dir,
+    depth_frame_file, find_ffmpeg, pose_path, read_camera_sidecar, read_pose_file, read_session_meta, read_sidecar,
+    read_tick_table, walk_returns,
 };
 
 use crate::InteropError;
@@ -84,40 +84,49 @@ pub fn ros_name(name: &str) -> String {
     if s.starts_with(|c: char| c.is_ascii_digit()) || s.is_empty() { format!("_{s}") } else { s }
 }
 
-/// Writes every episode of `session` (or `options.episodes`) as `out/episode_NNNNNN.mcap`;
-/// an existing file is never replaced.
-pub fn export_mcap(session: &Path, out: &Path, options: &McapOptions) -> Result<Vec<McapEpisode>, InteropError> {
-    let records = read_episode_records(session)?;
+/// Writes every episode of `source` (a session, or a dataset catalog over shard sessions;
+/// or `options.episodes`) as `out/episode_NNNNNN.mcap`; an existing file is never replaced.
+pub fn export_mcap(source: &Path, out: &Path, options: &McapOptions) -> Result<Vec<McapEpisode>, InteropError> {
+    let dataset = Dataset::open(source)?;
+    let episodes = dataset.episodes()?;
     if let Some(wanted) = &options.episodes
-        && let Some(missing) = wanted.iter().find(|i| !records.iter().any(|r| r.index == **i))
+        && let Some(missing) = wanted.iter().find(|i| !episodes.iter().any(|e| e.record.index == **i))
     {
-        let listed: Vec<String> = records.iter().map(|r| r.index.to_string()).collect();
+        let listed: Vec<String> = episodes.iter().map(|e| e.record.index.to_string()).collect();
         return Err(InteropError::Setting(format!(
-            "the session has no episode {missing} (meta/episodes.jsonl lists {})",
+            "the {} has no episode {missing} (its finished episodes: {})",
+            if dataset.is_catalog() { "dataset" } else { "session" },
             if listed.is_empty() { "none".into() } else { listed.join(", ") }
         )));
     }
-    let chosen = records.iter().filter(|r| options.episodes.as_ref().is_none_or(|w| w.contains(&r.index)));
-    let bake = nir_bake(options)?;
+    let chosen: Vec<&DatasetEpisode> =
+        episodes.iter().filter(|e| options.episodes.as_ref().is_none_or(|w| w.contains(&e.record.index))).collect();
+    // A dataset's variant holds one variant per shard.
+    let variant_of = |session: &Path| options.variant.as_ref().map(|v| dataset.part_of(v, session));
+    let bake = match chosen.first() {
+        Some(first) => nir_bake(options.bake.as_deref(), variant_of(&first.session).as_deref())?,
+        None => None,
+    };
     let mut done = Vec::new();
-    for record in chosen {
-        let path = out.join(format!("episode_{:06}.mcap", record.index));
+    for e in chosen {
+        let path = out.join(format!("episode_{:06}.mcap", e.record.index));
         if path.exists() {
             return Err(InteropError::Setting(format!(
                 "'{}' already exists: an export never replaces a file (choose another --out, or remove it)",
                 path.display()
             )));
         }
-        done.push(export_episode(session, record, &path, (options, bake.as_ref()))?);
+        let variant = variant_of(&e.session);
+        done.push(export_episode(e, &path, (options, variant.as_deref(), bake.as_ref()))?);
     }
     Ok(done)
 }
 
-/// The bake `nir_reflectivity` reads: `options.bake`, else a variant's own (when its file is
-/// still there); `None` without one.
-fn nir_bake(options: &McapOptions) -> Result<Option<Arc<Bake>>, InteropError> {
-    let path = match (&options.bake, &options.variant) {
-        (Some(path), _) => path.clone(),
+/// The bake `nir_reflectivity` reads: `bake`, else the variant's own (when its file is still
+/// there); `None` without one.
+fn nir_bake(bake: Option<&Path>, variant: Option<&Path>) -> Result<Option<Arc<Bake>>, InteropError> {
+    let path = match (bake, variant) {
+        (Some(path), _) => path.to_path_buf(),
         (None, Some(variant)) => {
             let recorded = PathBuf::from(glint_record::read_augmentation(variant)?.bake.path);
             if !recorded.is_file() {
@@ -133,10 +142,9 @@ fn nir_bake(options: &McapOptions) -> Result<Option<Arc<Bake>>, InteropError> {
 }
 
 fn export_episode(
-    session: &Path,
-    record: &EpisodeRecord,
+    DatasetEpisode { session, record }: &DatasetEpisode,
     path: &Path,
-    (options, bake): (&McapOptions, Option<&Arc<Bake>>),
+    (options, variant, bake): (&McapOptions, Option<&Path>, Option<&Arc<Bake>>),
 ) -> Result<McapEpisode, InteropError> {
     let mut bag = Bag::create(path)?;
     let mut episode = McapEpisode {
@@ -189,7 +197,7 @@ fn export_episode(
     };
     write_transforms(&mut bag, (&lidars, &cameras), &mounted, tree)?;
     for EpisodeLidar { path: lidar, sidecar, .. } in &lidars {
-        let variant = options.variant.as_ref().map(|v| v.join(lidar.strip_prefix(session).unwrap_or(lidar)));
+        let variant = variant.map(|v| v.join(lidar.strip_prefix(session).unwrap_or(lidar)));
         if let Some(v) = &variant
             && !v.exists()
         {

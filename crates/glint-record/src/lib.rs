@@ -77,6 +77,7 @@
 
 mod beams;
 mod camera;
+mod dataset;
 mod depth_colour;
 mod draw;
 mod error;
@@ -110,6 +111,7 @@ pub use camera::{
     camera_depth_dir, camera_file_name, camera_video_file, depth_codes, depth_codes_scaled, depth_frame_file,
     read_camera_sidecar, write_depth_png, write_depth_png_scaled,
 };
+pub use dataset::{CATALOG_FILE, CatalogMismatch, Dataset, DatasetEpisode};
 pub use depth_colour::write_depth_colour_png;
 pub use draw::{MaterialRead, Point, range_image_by_png, range_image_png, top_down_png};
 pub use error::RecordError;

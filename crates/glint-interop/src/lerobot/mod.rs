@@ -35,8 +35,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use glint_record::{
-    CameraSidecar, EpisodeRecord, LidarReader, Sidecar, TickValues, camera_depth_dir, depth_frame_file, find_ffmpeg,
-    read_camera_sidecar, read_episode_records, read_pose_file, read_session_meta, read_sidecar, read_tick_table,
+    CameraSidecar, Dataset, DatasetEpisode, EpisodeRecord, LidarReader, Sidecar, TickValues, camera_depth_dir,
+    depth_frame_file, find_ffmpeg, read_camera_sidecar, read_pose_file, read_sidecar, read_tick_table,
 };
 use serde_json::{Value, json};
 
@@ -119,19 +119,21 @@ struct Rows {
     lidars: Vec<Vec<f32>>,
 }
 
-/// Writes the episodes of `session` (or `options.episodes`) as a LeRobot v3.0 dataset in
-/// `out`, which must not exist yet (or be empty).
-pub fn export_lerobot(session: &Path, out: &Path, options: &LeRobotOptions) -> Result<LeRobotExport, InteropError> {
+/// Writes the episodes of `source` (a session, or a dataset catalog over shard sessions; or
+/// `options.episodes`) as one LeRobot v3.0 dataset in `out`, which must not exist yet (or be
+/// empty).
+pub fn export_lerobot(source: &Path, out: &Path, options: &LeRobotOptions) -> Result<LeRobotExport, InteropError> {
     if out.read_dir().is_ok_and(|mut d| d.next().is_some()) {
         return Err(InteropError::Setting(format!(
             "'{}' is not empty: an export never replaces files (choose another --out, or remove it)",
             out.display()
         )));
     }
-    let meta = read_session_meta(session)?;
-    let records = chosen_episodes(session, options)?;
+    let dataset = Dataset::open(source)?;
+    let meta = dataset.meta()?;
+    let records = chosen_episodes(&dataset, options)?;
     let mut warnings = Vec::new();
-    let layout = dataset_layout(session, &records, meta.lidar_runner_hz, &mut warnings)?;
+    let layout = dataset_layout(&records, meta.lidar_runner_hz, &mut warnings)?;
     let ffmpeg = match layout.videos.is_empty() {
         true => None,
         false => Some(find_ffmpeg().ok_or_else(|| {
@@ -146,7 +148,7 @@ pub fn export_lerobot(session: &Path, out: &Path, options: &LeRobotOptions) -> R
     let features = features_json(&layout);
     let mut episodes = Vec::new();
     let mut first_index = 0u64;
-    for (k, record) in records.iter().enumerate() {
+    for (k, DatasetEpisode { session, record }) in records.iter().enumerate() {
         let k = k as u32;
         let cameras = camera_sidecars(session, record)?;
         let rows = episode_rows(session, record, &cameras, &layout)?;
@@ -181,19 +183,22 @@ fn scene_name(scene: &str) -> String {
     Path::new(scene).file_stem().map_or_else(|| "glint session".into(), |s| s.to_string_lossy().into_owned())
 }
 
-fn chosen_episodes(session: &Path, options: &LeRobotOptions) -> Result<Vec<EpisodeRecord>, InteropError> {
-    let records = read_episode_records(session)?;
+fn chosen_episodes(dataset: &Dataset, options: &LeRobotOptions) -> Result<Vec<DatasetEpisode>, InteropError> {
+    let records = dataset.episodes()?;
     if let Some(wanted) = &options.episodes
-        && let Some(missing) = wanted.iter().find(|i| !records.iter().any(|r| r.index == **i))
+        && let Some(missing) = wanted.iter().find(|i| !records.iter().any(|r| r.record.index == **i))
     {
-        return Err(InteropError::Setting(format!("the session has no episode {missing} (meta/episodes.jsonl)")));
+        return Err(InteropError::Setting(format!(
+            "'{}' has no finished episode {missing} (meta/episodes.jsonl)",
+            dataset.root().display()
+        )));
     }
-    let chosen: Vec<EpisodeRecord> =
-        records.into_iter().filter(|r| options.episodes.as_ref().is_none_or(|w| w.contains(&r.index))).collect();
+    let chosen: Vec<DatasetEpisode> =
+        records.into_iter().filter(|r| options.episodes.as_ref().is_none_or(|w| w.contains(&r.record.index))).collect();
     if chosen.is_empty() {
         return Err(InteropError::Setting(format!(
             "'{}' has no finished episode to export (run `glint recover` on a killed run first)",
-            session.display()
+            dataset.root().display()
         )));
     }
     Ok(chosen)
@@ -215,12 +220,11 @@ fn camera_sidecars(session: &Path, record: &EpisodeRecord) -> Result<Vec<(PathBu
 /// The dataset's features and rate, from its first episode; every other episode must hold
 /// the same.
 fn dataset_layout(
-    session: &Path,
-    records: &[EpisodeRecord],
+    records: &[DatasetEpisode],
     tick_hz: f64,
     warnings: &mut Vec<String>,
 ) -> Result<Layout, InteropError> {
-    let first = &records[0];
+    let DatasetEpisode { session, record: first } = &records[0];
     let state = match &first.state {
         Some(file) => Some(state_columns(&read_tick_table(&session.join(file))?)),
         None => {
@@ -255,7 +259,7 @@ fn dataset_layout(
                 info.camera, model.stream
             )),
             _ if info.depth => {
-                let depth_max = max_depth(session, records, &info.camera, info.depth_scale)?.ceil().max(10.0);
+                let depth_max = max_depth(records, &info.camera, info.depth_scale)?.ceil().max(10.0);
                 let depth = Some((info.depth_scale, DepthQuantizer::up_to(depth_max)));
                 let key = format!("observation.images.{}_depth", info.camera);
                 videos.push(VideoFeature { key, camera: info.camera.clone(), kind: VideoKind::Depth, size, depth });
@@ -300,9 +304,9 @@ fn state_columns(table: &TickValues) -> StateColumns {
 }
 
 /// The largest depth recorded by `camera` in `records`, metres.
-fn max_depth(session: &Path, records: &[EpisodeRecord], camera: &str, scale: f64) -> Result<f64, InteropError> {
+fn max_depth(records: &[DatasetEpisode], camera: &str, scale: f64) -> Result<f64, InteropError> {
     let mut most = 0u16;
-    for record in records {
+    for DatasetEpisode { session, record } in records {
         let dir = session.join(camera_depth_dir(record.index, camera));
         for (_, sidecar) in camera_sidecars(session, record)?.iter().filter(|(_, s)| s.info.camera == camera) {
             for f in &sidecar.frames {
