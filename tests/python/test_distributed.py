@@ -1,8 +1,10 @@
-"""`glint.distributed.generate` on a local Ray cluster bound to loopback: 12 episodes in 6
-shards equal, file by file, the same 12 episodes of one `glint run`; rerun after shards went
-missing it does only those; Ray Data reads the catalog's lidar files; bad input fails once,
-before any task, and a shard that fails every retry is named with its episodes, seed and
-error."""
+"""`glint.distributed.generate` on a local Ray cluster in a loopback-only network namespace
+(tests/python/loopback.py): 12 episodes in 6 shards equal, file by file, the same 12 episodes
+of one `glint run`; rerun after shards went missing it does only those; Ray Data reads the
+catalog's lidar files; `glint replay`, `glint points`, `glint export` (variant, MCAP,
+LeRobot) and `glint.dataset.Dataset` read the catalog as one dataset, with the same output
+as from the one run; bad input fails once, before any task, and a shard that fails every
+retry is named with its episodes, seed and error."""
 
 from __future__ import annotations
 
@@ -14,14 +16,22 @@ from pathlib import Path
 import pytest
 
 from conftest import GLINT_BIN, REPO
+from loopback import loopback_only
 
 SHOWROOM = REPO / "examples" / "showroom" / "showroom.xml"
 RUN_TIMEOUT_S = 900.0  # hang guard
 SEED = 21
 
 
+@pytest.fixture(scope="module", autouse=True)
+def network():
+    """Every test here, and every process it starts, on loopback only."""
+    with loopback_only() as namespace:
+        yield namespace
+
+
 @pytest.fixture(scope="module")
-def ray_cluster():
+def ray_cluster(network):
     os.environ.setdefault("GLINT_BIN", str(GLINT_BIN))
     os.environ["RAY_NODE_IP_ADDRESS"] = "127.0.0.1"
     import ray
@@ -47,17 +57,38 @@ def data_files(session: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(chunk.iterdir())}
 
 
-def test_twelve_episodes_in_six_shards_equal_one_run_and_resume(ray_cluster, manifest, tmp_path):
+@pytest.fixture(scope="module")
+def twelve(ray_cluster, manifest, tmp_path_factory) -> tuple[Path, Path, object]:
+    """12 episodes in 6 shards, and the same 12 from one `glint run`: (dataset, session,
+    report)."""
     from glint.distributed import generate
 
-    out = tmp_path / "dataset"
+    tmp = tmp_path_factory.mktemp("twelve")
+    out = tmp / "dataset"
     report = generate(manifest, 12, SEED, out, episodes_per_task=2, seconds=0.1, progress=False)
-    assert report.failed == {} and sorted(report.ran) == list(range(6)) and report.skipped == []
     proc = subprocess.run([str(GLINT_BIN), "run", str(manifest), "--episodes", "12", "--seconds", "0.1", "--seed",
-                           str(SEED), "--out", str(tmp_path / "one")], capture_output=True, text=True,
+                           str(SEED), "--out", str(tmp / "one")], capture_output=True, text=True,
                           timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 0, proc.stderr
-    one = data_files(next((tmp_path / "one").glob("session_*")))
+    return out, next((tmp / "one").glob("session_*")), report
+
+
+def test_ray_listens_on_loopback_only(ray_cluster, network):
+    if not network.isolated:
+        pytest.skip("no loopback-only network namespace here (it needs CAP_SYS_ADMIN; CI runs as root)")
+    assert network.interfaces() == {"lo"}
+    gcs_port = int(ray_cluster.get_runtime_context().gcs_address.rsplit(":", 1)[1])
+    ray_ports = network.listening_ports()
+    assert gcs_port in ray_ports
+    assert not ray_ports & network.host_listening_ports(), "Ray listens in the test's namespace only"
+
+
+def test_twelve_episodes_in_six_shards_equal_one_run_and_resume(twelve, manifest):
+    from glint.distributed import generate
+
+    out, one_session, report = twelve
+    assert report.failed == {} and sorted(report.ran) == list(range(6)) and report.skipped == []
+    one = data_files(one_session)
     sharded: dict[str, bytes] = {}
     for shard in sorted((out / "shards").iterdir()):
         sharded.update(data_files(shard))
@@ -98,6 +129,107 @@ def test_twelve_episodes_in_six_shards_equal_one_run_and_resume(ray_cluster, man
                    for e in catalog["episodes"] for f in e["files"] if "/lidar-" in f["path"]}
     assert counts == per_episode
     assert set(labelled.unique("world")) == {0}
+
+
+def glint(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([str(GLINT_BIN), *map(str, args)], capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+
+
+def test_points_and_replay_read_the_catalog_as_one_dataset(twelve, tmp_path):
+    out, one, _ = twelve
+    for episode in (0, 7, 11):
+        for source, name in ((out, "dataset"), (one, "one")):
+            done = glint("points", source, "--episode", episode, "--format", "pcd", "--out", tmp_path / f"{name}.pcd")
+            assert done.returncode == 0, done.stderr
+        assert (tmp_path / "dataset.pcd").read_bytes() == (tmp_path / "one.pcd").read_bytes(), episode
+        for f in tmp_path.glob("*.pcd"):
+            f.unlink()
+    missing = glint("points", out / "dataset.json", "--episode", 12)
+    assert missing.returncode != 0 and "no episode 12" in missing.stderr and "0..=11" in missing.stderr
+
+    report = glint("replay", out)
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert "(6 shards)" in report.stdout and "every file as listed" in report.stdout
+    for episode in range(12):
+        assert f"episode {episode}, sensor 0 'roof'" in report.stdout
+    only = glint("replay", out, "--episode", 7)
+    assert only.returncode == 0 and "episode 7, sensor 0 'roof'" in only.stdout
+    assert "episode 6, sensor" not in only.stdout
+
+    # A file that is no longer the one the catalog lists fails the dataset's check, by name.
+    catalog_path = out / "dataset.json"
+    text = catalog_path.read_text()
+    catalog = json.loads(text)
+    changed = catalog["episodes"][3]["files"][0]
+    changed["sha256"] = "0" * 64
+    catalog_path.write_text(json.dumps(catalog))
+    try:
+        tampered = glint("replay", out)
+    finally:
+        catalog_path.write_text(text)
+    assert tampered.returncode != 0 and "1 file(s) differ from the catalog" in tampered.stderr
+    assert Path(changed["path"]).name in tampered.stdout
+
+
+def test_export_reads_the_catalog_as_one_dataset(twelve, manifest, tmp_path):
+    out, one, _ = twelve
+
+    def same_trees(a: Path, b: Path) -> int:
+        files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+        assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+        for f in files:
+            assert (a / f).read_bytes() == (b / f).read_bytes(), f
+        return len(files)
+
+    for fmt, extra in (("mcap", ["--episode", 3, "--episode", 9]), ("lerobot", [])):
+        for source, name in ((out, "dataset"), (one, "one")):
+            done = glint("export", source, "--format", fmt, *extra, "--out", tmp_path / fmt / name)
+            assert done.returncode == 0, done.stderr
+        assert same_trees(tmp_path / fmt / "dataset", tmp_path / fmt / "one") >= 2, fmt
+    info = json.loads((tmp_path / "lerobot" / "dataset" / "meta" / "info.json").read_text())
+    assert info["total_episodes"] == 12
+
+    baked = glint("bake", manifest)
+    assert baked.returncode == 0, baked.stderr
+    bake = next((manifest.parent / "MaterialBakes").glob("*.lvxb")).stem
+    for source, name in ((out, "dataset"), (one, "one")):
+        done = glint("export", source, "--bake", bake, "--out", tmp_path / "variant" / name)
+        assert done.returncode == 0, done.stderr
+    for episode in (2, 10):
+        shard = tmp_path / "variant" / "dataset" / "shards" / f"shard-{episode // 2:05d}"
+        rel = Path("data") / "chunk-000" / f"lidar-roof-{episode:03d}.parquet"
+        assert (shard / rel).read_bytes() == (tmp_path / "variant" / "one" / rel).read_bytes()
+        for source, name in ((out, "dataset"), (one, "one")):
+            done = glint("points", source, "--episode", episode, "--variant", tmp_path / "variant" / name,
+                         "--out", tmp_path / f"{name}.ply")
+            assert done.returncode == 0, done.stderr
+        assert (tmp_path / "dataset.ply").read_bytes() == (tmp_path / "one.ply").read_bytes()
+        for f in tmp_path.glob("*.ply"):
+            f.unlink()
+    mcap = glint("export", out, "--format", "mcap", "--variant", tmp_path / "variant" / "dataset", "--episode", 5,
+                 "--out", tmp_path / "variant-mcap")
+    assert mcap.returncode == 0, mcap.stderr
+    assert (tmp_path / "variant-mcap" / "episode_000005.mcap").is_file()
+
+
+def test_python_reader_reads_the_catalog_as_one_dataset(twelve):
+    from glint.dataset import Dataset, DatasetError
+
+    out, one, _ = twelve
+    dataset, session = Dataset(out), Dataset(one)
+    assert dataset.is_catalog and len(dataset.sessions) == 6 and not session.is_catalog
+    assert [e.index for e in dataset.episodes] == [e.index for e in session.episodes] == list(range(12))
+    assert [e.seed for e in dataset.episodes] == [e.seed for e in session.episodes]
+    assert dataset.sensors == session.sensors == ["roof"]
+    for episode in (0, 5, 11):
+        assert dataset.lidar(episode).equals(session.lidar(episode))
+        assert dataset.poses(episode, "roof").equals(session.poses(episode, "roof"))
+        assert dataset.state(episode).equals(session.state(episode))
+    assert Dataset(out / "dataset.json").episode(4).session == out / "shards" / "shard-00002"
+    with pytest.raises(DatasetError, match="no finished episode 12"):
+        dataset.lidar(12)
+    with pytest.raises(DatasetError, match="no lidar 'front'"):
+        dataset.lidar(0, "front")
 
 
 def test_bad_input_fails_before_any_task(ray_cluster, manifest, tmp_path):

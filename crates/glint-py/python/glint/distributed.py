@@ -213,22 +213,19 @@ def write_catalog(out: Path, shards: list[Shard], run: dict, manifest: Path) -> 
 
 
 def lidar_rows(out, sensor: str | None = None):
-    """Every recorded beam of the dataset at ``out`` as a Ray Data dataset, read from the
-    catalog's lidar files (of ``sensor``, the ``<Name>`` of ``lidar-<Name>-NNN.parquet``,
-    or every lidar), with ``episode`` and ``world`` columns added."""
+    """Every recorded beam of the dataset at ``out`` (a catalog, or one session) as a Ray Data
+    dataset, read from its lidar files (of ``sensor``, the ``<Name>`` of
+    ``lidar-<Name>-NNN.parquet``, or every lidar), with ``episode`` and ``world`` columns
+    added."""
     import pyarrow.fs
     import ray.data
 
-    out = Path(out).resolve()
-    catalog = json.loads((out / CATALOG).read_text())
-    owner: dict[str, tuple[int, int]] = {}
-    for e in catalog["episodes"]:
-        for f in e["files"]:
-            name = Path(f["path"]).name
-            if name.startswith("lidar-") and (sensor is None or name.startswith(f"lidar-{sensor}-")):
-                owner[str(out / f["path"])] = (e["episode"], e["world"])
+    from glint.dataset import Dataset
+
+    dataset = Dataset(Path(out).resolve())
+    owner = {str(path): (e.index, e.world) for path, e in dataset.lidar_files(sensor)}
     if not owner:
-        raise DistributedError(f"the catalog at '{out}' lists no lidar file{f' of {sensor!r}' if sensor else ''}")
+        raise DistributedError(f"the dataset at '{out}' lists no lidar file{f' of {sensor!r}' if sensor else ''}")
 
     def label(batch):
         paths = batch.pop("path")
