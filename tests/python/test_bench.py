@@ -116,10 +116,14 @@ def test_bench_distributed_reports_well_formed_figures():
     env_bin = dict(os.environ, GLINT_BIN=str(GLINT_BIN), RAY_NODE_IP_ADDRESS="127.0.0.1")
     lib = str(REPO / ".deps" / "mujoco" / "lib")
     env_bin["LD_LIBRARY_PATH"] = lib + (":" + env_bin["LD_LIBRARY_PATH"] if env_bin.get("LD_LIBRARY_PATH") else "")
-    done = subprocess.run([sys.executable, "-m", "glint.bench", "distributed", "--episodes", "2", "--seconds", "0.2",
-                           "--json"], cwd=REPO, capture_output=True, text=True, env=env_bin, timeout=600)
+    from loopback import loopback_only
+
+    with loopback_only():  # Ray's servers on loopback only
+        done = subprocess.run([sys.executable, "-m", "glint.bench", "distributed", "--episodes", "2", "--seconds",
+                               "0.2", "--repeats", "2", "--json"], cwd=REPO, capture_output=True, text=True, env=env_bin, timeout=600)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["repeats"] == 2 and len(report["plain_s"]) == len(report["ray_2_workers_s"]) == 2
     assert report["episodes"] == 2 and Path(report["manifest"]) == REPO / "examples" / "showroom" / "showroom.toml"
     for key in ("plain_episodes_per_s", "ray_1_worker_episodes_per_s", "ray_2_workers_episodes_per_s",
                 "scaling_2_over_1"):

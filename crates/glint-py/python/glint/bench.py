@@ -252,6 +252,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     dist.add_argument("--manifest", default=None, help="scene manifest (default: examples/showroom/showroom.toml)")
     dist.add_argument("--episodes", type=int, default=8, help="episodes per run (default 8)")
     dist.add_argument("--seconds", type=float, default=10.0, help="simulated seconds per episode (default 10)")
+    dist.add_argument("--episodes-per-task", type=int, default=2, help="episodes per Ray task (default 2)")
+    dist.add_argument("--repeats", type=int, default=3, help="rounds; each figure is their median (default 3)")
     dist.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     try:
@@ -260,7 +262,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             from glint._bench_distributed import print_report as print_distributed
 
             manifest = args.manifest or _default_manifest("showroom/showroom.toml")
-            report = bench_distributed(manifest, args.episodes, args.seconds)
+            report = bench_distributed(manifest, args.episodes, args.seconds,
+                                       episodes_per_task=args.episodes_per_task, repeats=args.repeats)
             printer = print_distributed
         elif args.command == "byo":
             # Before glint's first parallel call, which sizes its thread pool.
