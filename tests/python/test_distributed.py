@@ -271,6 +271,33 @@ def test_the_command_line_exits_non_zero_when_shards_fail(manifest, tmp_path):
     assert "failed: shard-00000 (episodes 0..0, run seed 3)" in proc.stderr
 
 
+def test_a_call_stopped_by_ctrl_c_resumes_with_only_the_missing_shards(manifest, tmp_path):
+    import signal
+    import sys
+    import time
+
+    out = tmp_path / "out"
+    env = dict(os.environ, GLINT_BIN=str(GLINT_BIN), RAY_NODE_IP_ADDRESS="127.0.0.1")
+    cmd = [sys.executable, "-m", "glint.distributed", str(manifest), "--episodes", "8", "--seed", str(SEED),
+           "--out", str(out), "--seconds", "20"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while not list(out.glob("shards/shard-*")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=RUN_TIMEOUT_S)
+    complete = sorted(p.name for p in out.glob("shards/shard-*"))
+    assert proc.returncode == 130 and f"interrupted: {len(complete)} shard(s) complete" in err, err
+    assert 1 <= len(complete) < 8 and not (out / "dataset.json").exists()
+
+    again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_S)
+    assert again.returncode == 0, again.stderr
+    assert f"8 shards: {8 - len(complete)} ran, {len(complete)} already complete, 0 retries, 0 failed" in again.stdout
+    catalog = json.loads((out / "dataset.json").read_text())
+    assert [e["episode"] for e in catalog["episodes"]] == list(range(8))
+    assert not list((out / "shards").glob(".*")) and not list(out.rglob("*.partial"))
+
+
 def test_glint_run_ray_runs_the_shards(manifest, tmp_path):
     import sys
 

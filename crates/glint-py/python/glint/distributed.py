@@ -161,6 +161,12 @@ def _connect(address: str | None) -> None:
         raise DistributedError(f"cannot reach the Ray cluster at '{address or 'a new local one'}': {e}") from e
 
 
+def _remove_scratch(shards_dir: Path) -> None:
+    for leftover in shards_dir.glob(".shard-*.tmp"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    shutil.rmtree(shards_dir / ".attempts", ignore_errors=True)
+
+
 def _attempts(shards_dir: Path) -> dict[int, int]:
     counts: dict[int, int] = {}
     for marker in (shards_dir / ".attempts").glob("shard-*"):
@@ -258,6 +264,9 @@ def generate(manifest, episodes: int, seed: int, out, *, episodes_per_task: int 
     run = {"seed": int(seed), "episodes_total": episodes, "episodes_per_task": episodes_per_task, "worlds": worlds,
            "seconds": seconds}
     report = Report(out=out, shards=len(shards))
+    # What a stopped call left (Ctrl-C, a lost driver): its scratch folders and its attempt
+    # counts, which would otherwise read as this call's retries.
+    _remove_scratch(shards_dir)
     todo = []
     for s in shards:
         (report.skipped if (shards_dir / s.name).is_dir() else todo).append(s)
@@ -284,9 +293,7 @@ def generate(manifest, episodes: int, seed: int, out, *, episodes_per_task: int 
     if bar is not None:
         bar.close()
     report.retried = {k: n - 1 for k, n in _attempts(shards_dir).items() if n > 1}
-    for leftover in shards_dir.glob(".shard-*.tmp"):
-        shutil.rmtree(leftover, ignore_errors=True)
-    shutil.rmtree(shards_dir / ".attempts", ignore_errors=True)
+    _remove_scratch(shards_dir)
     if not report.failed:
         report.catalog = write_catalog(out, shards, run, manifest)
     return report
@@ -310,6 +317,14 @@ def main(argv: list[str] | None = None) -> int:
     except DistributedError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        import ray
+
+        ray.shutdown()  # its workers go, and their glint runs with them: nothing completes after this
+        done = len(list((Path(a.out) / "shards").glob("shard-*")))
+        print(f"interrupted: {done} shard(s) complete in {a.out}; run the same command again to do only the rest",
+              file=sys.stderr)
+        return 130
     print(f"{report.shards} shards: {len(report.ran)} ran, {len(report.skipped)} already complete, "
           f"{sum(report.retried.values())} retries, {len(report.failed)} failed")
     for k, why in sorted(report.failed.items()):
