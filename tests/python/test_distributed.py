@@ -248,6 +248,19 @@ def test_bad_input_fails_before_any_task(ray_cluster, manifest, tmp_path):
         generate(manifest, 3, SEED, tmp_path / "b", worlds=2, episodes_per_task=2, progress=False)
 
 
+def test_an_unreachable_cluster_fails_at_once(manifest, tmp_path):
+    import sys
+
+    env = dict(os.environ, GLINT_BIN=str(GLINT_BIN))
+    for address in ("127.0.0.1:1", "ray://127.0.0.1:1", "nowhere"):
+        done = subprocess.run([sys.executable, "-m", "glint.distributed", str(manifest), "--episodes", "2", "--seed",
+                               "1", "--out", str(tmp_path / "out"), "--address", address], capture_output=True,
+                              text=True, env=env, timeout=120)
+        assert done.returncode == 2, done.stderr
+        assert f"'{address}'" in done.stderr and ("cannot reach" in done.stderr or "HOST:PORT" in done.stderr)
+    assert not list((tmp_path / "out" / "shards").glob("*"))
+
+
 def test_a_shard_that_fails_every_retry_is_named(ray_cluster, manifest, tmp_path):
     from glint.distributed import generate
 

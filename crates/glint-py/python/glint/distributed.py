@@ -152,6 +152,8 @@ def _connect(address: str | None) -> None:
 
     if ray.is_initialized():
         return
+    if address not in (None, "auto"):
+        _probe(address)
     try:
         if address is None:
             ray.init(include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
@@ -159,6 +161,22 @@ def _connect(address: str | None) -> None:
             ray.init(address=address, log_to_driver=False)
     except Exception as e:  # noqa: BLE001 - Ray's connection errors vary by version
         raise DistributedError(f"cannot reach the Ray cluster at '{address or 'a new local one'}': {e}") from e
+
+
+def _probe(address: str, timeout_s: float = 10.0) -> None:
+    """Fails at once where nothing answers at ``address`` (``HOST:PORT`` or
+    ``ray://HOST:PORT``): Ray itself retries an unreachable head for minutes."""
+    import socket
+
+    target = address.split("://", 1)[-1]
+    host, _, port = target.rpartition(":")
+    if not host or not port.isdigit():
+        raise DistributedError(f"the Ray address '{address}' is not HOST:PORT (or ray://HOST:PORT, or auto)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        raise DistributedError(f"cannot reach the Ray cluster at '{address}': {e.strerror or e}; start its head "
+                               "with `ray start --head`, or check the address") from e
 
 
 def _remove_scratch(shards_dir: Path) -> None:
