@@ -129,6 +129,10 @@ def test_twelve_episodes_in_six_shards_equal_one_run_and_resume(twelve, manifest
                    for e in catalog["episodes"] for f in e["files"] if "/lidar-" in f["path"]}
     assert counts == per_episode
     assert set(labelled.unique("world")) == {0}
+    # Through a pyarrow file system, as from object storage: the catalog and files read there.
+    remote = pyarrow.fs.SubTreeFileSystem(str(out.parent), pyarrow.fs.LocalFileSystem())
+    through = lidar_rows(out.name, "roof", filesystem=remote)
+    assert through.groupby("episode").count().to_pandas().set_index("episode")["count()"].to_dict() == per_episode
 
 
 def glint(*args) -> subprocess.CompletedProcess:

@@ -121,7 +121,7 @@ class Dataset:
             for f in e.files:
                 name = Path(f).name
                 if name.startswith("lidar-") and (sensor is None or name.startswith(f"lidar-{sensor}-")):
-                    out.append((e.session / f, e))
+                    out.append((e.session / f, e))  # an episode's `files` are its lidar files
         return out
 
     def _tick_table(self, index: int, kind: str):
@@ -153,6 +153,10 @@ def _read_catalog(path: Path) -> dict[str, Any]:
         catalog = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise DatasetError(f"'{path}' is not a readable glint dataset catalog: {e}") from e
+    return _check_catalog(catalog, path)
+
+
+def _check_catalog(catalog: dict[str, Any], path: Path | str) -> dict[str, Any]:
     if (catalog.get("format"), catalog.get("format_version")) != CATALOG_FORMAT:
         raise DatasetError(f"'{path}' is a '{catalog.get('format')}' catalog version {catalog.get('format_version')}, "
                            f"and this glint reads '{CATALOG_FORMAT[0]}' version {CATALOG_FORMAT[1]}")

@@ -236,18 +236,28 @@ def write_catalog(out: Path, shards: list[Shard], run: dict, manifest: Path) -> 
     return path
 
 
-def lidar_rows(out, sensor: str | None = None):
+def lidar_rows(out, sensor: str | None = None, filesystem=None):
     """Every recorded beam of the dataset at ``out`` (a catalog, or one session) as a Ray Data
     dataset, read from its lidar files (of ``sensor``, the ``<Name>`` of
     ``lidar-<Name>-NNN.parquet``, or every lidar), with ``episode`` and ``world`` columns
-    added."""
+    added. With a ``pyarrow.fs`` file system (S3, GCS, HDFS, …), ``out`` is the catalog's
+    folder in it (``bucket/datasets/showroom``): the catalog is read there, and the files
+    through it."""
     import pyarrow.fs
     import ray.data
 
-    from glint.dataset import Dataset
+    from glint.dataset import Dataset, _check_catalog
 
-    dataset = Dataset(Path(out).resolve())
-    owner = {str(path): (e.index, e.world) for path, e in dataset.lidar_files(sensor)}
+    if filesystem is None:
+        filesystem = pyarrow.fs.LocalFileSystem()
+        dataset = Dataset(Path(out).resolve())
+        owner = {str(path): (e.index, e.world) for path, e in dataset.lidar_files(sensor)}
+    else:
+        root = str(out).rstrip("/")
+        with filesystem.open_input_stream(f"{root}/{CATALOG}") as f:
+            catalog = _check_catalog(json.loads(f.read()), f"{root}/{CATALOG}")
+        owner = {f"{root}/{f['path']}": (e["episode"], e.get("world", 0)) for e in catalog["episodes"]
+                 for f in e["files"] if _is_lidar_file(Path(f["path"]).name, sensor)}
     if not owner:
         raise DistributedError(f"the dataset at '{out}' lists no lidar file{f' of {sensor!r}' if sensor else ''}")
 
@@ -258,8 +268,13 @@ def lidar_rows(out, sensor: str | None = None):
         return batch
 
     files = sorted(owner)
-    return ray.data.read_parquet(files, filesystem=pyarrow.fs.LocalFileSystem(), include_paths=True).map_batches(
+    return ray.data.read_parquet(files, filesystem=filesystem, include_paths=True).map_batches(
         label, batch_format="pandas")
+
+
+def _is_lidar_file(name: str, sensor: str | None) -> bool:
+    return name.startswith("lidar-") and name.endswith(".parquet") and not name.endswith(".poses.parquet") \
+        and not name.endswith(".beams.parquet") and (sensor is None or name.startswith(f"lidar-{sensor}-"))
 
 
 def generate(manifest, episodes: int, seed: int, out, *, episodes_per_task: int = 1, worlds: int = 1,
