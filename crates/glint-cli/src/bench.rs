@@ -316,6 +316,11 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                     r.secondary_echoes
                 );
                 println!("  material / clean                  {:.2}x", r.material_over_clean);
+                println!(
+                    "  physical model, two echoes        {:.3} ms, {:.2}x the seed's (target <= 1.5)",
+                    r.physical_s * 1e3,
+                    r.physical_over_seed
+                );
                 println!("with the binding's capture ({}, {}) in both:", r.capture, r.scope);
                 println!("  clean scan                        {:.3} ms", r.clean_captured_s * 1e3);
                 println!("  material scan, two echoes         {:.3} ms", r.material_captured_s * 1e3);

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use glam::DVec3;
 use glint_core::{RayCaster, Scene};
 use glint_lidar::{
-    LidarBinding, LidarError, Lidars, MaterialLookup, MaterialPreset, MaterialTable, NirMaterial, ReturnParams,
-    ReturnPreset, ScanConfig, SecondaryCapture, SecondaryScope,
+    LidarBinding, LidarError, Lidars, MaterialLookup, MaterialPreset, MaterialTable, NirMaterial, PhysicalModel,
+    ReturnParams, ReturnPreset, ScanConfig, SecondaryCapture, SecondaryScope, slab_optics,
 };
 use glint_mujoco::{Model, WorldBatch};
 
@@ -308,4 +308,33 @@ fn the_flagged_scope_follows_each_worlds_own_materials() {
     lidars.tick(scene, batch.poses(), &caster, 0.02, &[0.0, 0.0], true).unwrap();
     assert_eq!(pass(&lidars, 1), wall);
     assert!(lidars.set_world_materials(2, (scene, &table), &[paint, -1], &[1.0, 1.0]).is_err());
+}
+
+#[test]
+fn the_physical_model_runs_live_on_real_geometry_and_the_seed_model_stays_the_default() {
+    let glass = MaterialPreset::ClearFloatGlass.material();
+    let paint = NirMaterial { f0: 0.0, reflectivity: 0.8, ..MaterialPreset::Diffuse.material() };
+    let table = [("glass", glass), ("paint", paint)];
+    let params = quiet(ReturnPreset::OusterOs1.params());
+    let mut seed = Rig::new(STOREFRONT, ring(360, 0.0), &table, params);
+    assert_eq!(seed.lidars.physical_model(), None);
+    seed.tick();
+    let mut physical = Rig::new(STOREFRONT, ring(360, 0.0), &table, params);
+    let terms = PhysicalModel { noise: false, detection: false, ..PhysicalModel::default() };
+    physical.lidars.set_physical_model(Some(terms)).unwrap();
+    physical.tick();
+    let (s, p) = (seed.lidars.returns(0, 0).unwrap(), physical.lidars.returns(0, 0).unwrap());
+    // Ten degrees off normal: the wall behind the pane, dimmed by Fresnel's T_slab(10°)² (the
+    // seed: T² at every angle).
+    let c = 10f64.to_radians().cos();
+    let pane = slab_optics(&glass, c);
+    assert_eq!(p.geomid[10], physical.geom("wall"));
+    let expected = 0.8_f32 as f64 * c * pane.transmittance.powi(2);
+    assert!((p.reflectivity[10] as f64 / expected - 1.0).abs() < 1e-4, "{} vs {expected}", p.reflectivity[10]);
+    assert_ne!(p.reflectivity[10], s.reflectivity[10]);
+    // Head on, the pane's echo comes from both faces.
+    assert!(p.reflectivity[0] > s.reflectivity[0] * 1.4, "{} vs {}", p.reflectivity[0], s.reflectivity[0]);
+    let bad = PhysicalModel { beam_divergence_deg: f64::NAN, ..PhysicalModel::default() };
+    assert!(physical.lidars.set_physical_model(Some(bad)).unwrap_err().to_string().contains("beam_divergence_deg"));
+    assert_eq!(physical.lidars.physical_model(), Some(terms), "nothing changes on an error");
 }

@@ -32,8 +32,8 @@ use glam::DVec3;
 use glint_core::{Scene, Variant, nearest_name};
 use glint_lidar::{
     BakeSettings, ColourBy, Continuation, LidarBinding, LidarError, MaterialPreset, MaterialTable, Metal, NirMaterial,
-    RETURN_PARAMS, ReturnParams, ReturnPreset, ScanConfig, ScanFields, ScanPreset, SecondaryCapture, SecondaryScope,
-    Spelled, bake_path,
+    PhysicalModel, RETURN_PARAMS, ReturnModelKind, ReturnParams, ReturnPreset, ScanConfig, ScanFields, ScanPreset,
+    SecondaryCapture, SecondaryScope, Spelled, bake_path,
 };
 use glint_lights::{LightsError, RawLight, Rig};
 use serde::Deserialize;
@@ -431,6 +431,9 @@ pub struct Manifest {
     pub return_params: ReturnParams,
     /// The return model's noise seed (`[return_model] seed`, default 0).
     pub seed: u64,
+    /// `[return_model] model = "physical"`: the physical model's terms (each on unless
+    /// `[return_model.physical]` switches it off); `None` for the seed's model (the default).
+    pub physical_model: Option<PhysicalModel>,
     /// What moves the robot in `glint run` (`[controller]`; default: zero control).
     pub controller: Controller,
     /// How each episode's initial state is randomized (`[reset]`; default: not at all).
@@ -508,6 +511,7 @@ impl Manifest {
             .collect::<Result<Vec<_>, ManifestError>>()?;
         let bake = raw.bake.config(path)?;
         let (return_params, seed) = return_model(&raw.return_model, path)?;
+        let physical_model = physical_model(&raw.return_model, path)?;
         let lights = light_rig(&raw, dir, path)?;
         let randomize = randomizations(&raw.randomize, path)?;
         let (variants, variant_assign) = variants::variants(&raw.variants, path)?;
@@ -520,6 +524,7 @@ impl Manifest {
             materials,
             bake,
             return_params,
+            physical_model,
             seed,
             controller,
             reset,
@@ -716,6 +721,8 @@ impl RawBake {
 struct RawReturnModel {
     preset: Option<String>,
     seed: Option<u64>,
+    model: Option<String>,
+    physical: Option<PhysicalModel>,
     params: BTreeMap<String, Written>,
 }
 
@@ -729,9 +736,10 @@ impl<'de> Deserialize<'de> for RawReturnModel {
 
 struct ReturnModelVisitor;
 
-/// Every key of `[return_model]`: the visitor's own two, then the parameters'.
-static RETURN_MODEL_KEYS: LazyLock<Vec<&'static str>> =
-    LazyLock::new(|| ["preset", "seed"].into_iter().chain(RETURN_PARAMS.iter().map(|p| p.key)).collect());
+/// Every key of `[return_model]`: the visitor's own four, then the parameters'.
+static RETURN_MODEL_KEYS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    ["preset", "seed", "model", "physical"].into_iter().chain(RETURN_PARAMS.iter().map(|p| p.key)).collect()
+});
 
 impl<'de> Visitor<'de> for ReturnModelVisitor {
     type Value = RawReturnModel;
@@ -746,6 +754,8 @@ impl<'de> Visitor<'de> for ReturnModelVisitor {
             match key.as_str() {
                 "preset" => raw.preset = Some(map.next_value()?),
                 "seed" => raw.seed = Some(map.next_value()?),
+                "model" => raw.model = Some(map.next_value()?),
+                "physical" => raw.physical = Some(map.next_value()?),
                 _ if RETURN_PARAMS.iter().any(|p| p.key == key) => {
                     raw.params.insert(key, map.next_value()?);
                 }
@@ -787,6 +797,34 @@ fn return_model(raw: &RawReturnModel, path: &Path) -> Result<(ReturnParams, u64)
         source => section(source),
     })?;
     Ok((params, raw.seed.unwrap_or(0)))
+}
+
+/// `[return_model] model` and its `[return_model.physical]` terms: `None` for the seed's
+/// model; a `[return_model.physical]` table without `model = "physical"` is refused, since it
+/// would change nothing.
+fn physical_model(raw: &RawReturnModel, path: &Path) -> Result<Option<PhysicalModel>, ManifestError> {
+    let kind = match &raw.model {
+        None => ReturnModelKind::Seed,
+        Some(name) => spelled(path, "[return_model]", "model", name)?,
+    };
+    match (kind, raw.physical) {
+        (ReturnModelKind::Physical, physical) => {
+            let physical = physical.unwrap_or_default();
+            physical.validate().map_err(|e| ManifestError::Section {
+                path: path.to_path_buf(),
+                table: "[return_model.physical]".into(),
+                error: Box::new(e),
+            })?;
+            Ok(Some(physical))
+        }
+        (_, Some(_)) => Err(ManifestError::Value {
+            path: path.to_path_buf(),
+            message: "[return_model.physical] sets the physical model's terms, and [return_model] model is \"seed\": \
+                      add model = \"physical\", or remove the table"
+                .into(),
+        }),
+        _ => Ok(None),
+    }
 }
 
 /// The value of enumerated setting `key` of `table` called `name`, or the error listing the

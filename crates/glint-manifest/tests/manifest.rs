@@ -503,7 +503,7 @@ fn every_table_names_an_unknown_key_and_the_nearest_valid_one() {
     let err = parse("scene = \"a.xml\"\n[[lidar]]\nzzzzzz = 1\n").unwrap_err();
     assert!(err.ends_with("in [[lidar]] 0; valid keys are name, attach_body, attach_site, mount_offset, preset, video_proxy, secondary_capture, secondary_scope, see_skins, pattern, risley_spin_hz, risley_prism_hz, channels, azimuth_bins, points_per_cycle, rotation_hz, vfov_min_deg, vfov_max_deg, min_range, max_range, geom_group_mask, self_ignore"), "{err}");
     let err = parse("scene = \"a.xml\"\n[return_model]\nzzzzzz = 1\n").unwrap_err();
-    assert!(err.ends_with("valid keys are preset, seed, max_range_at_ref, ref_reflectivity, range_exp, noise_sigma0, grazing_cos_cutoff, intensity_ref_range, detect_floor, near_range_r0, noise_slope_per_m, spec_slope_floor, spec_peak_max, retro_gain, retro_cos_exp, fold_max_slope, range_floor, min_return_separation, max_returns"), "{err}");
+    assert!(err.ends_with("valid keys are preset, seed, model, physical, max_range_at_ref, ref_reflectivity, range_exp, noise_sigma0, grazing_cos_cutoff, intensity_ref_range, detect_floor, near_range_r0, noise_slope_per_m, spec_slope_floor, spec_peak_max, retro_gain, retro_cos_exp, fold_max_slope, range_floor, min_return_separation, max_returns"), "{err}");
     // Tables a program gives are named where they would stand in a manifest.
     let table = |text: &str| text.parse::<toml::Table>().unwrap();
     let source = Path::new("set_lidars");

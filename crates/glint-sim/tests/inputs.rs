@@ -185,3 +185,28 @@ fn an_empty_range_of_hits_is_refused_from_the_manifest_and_from_set_config() {
         std::fs::remove_dir_all(p.parent().unwrap()).ok();
     }
 }
+
+#[test]
+fn the_physical_return_model_is_chosen_in_the_manifest_and_bad_terms_are_named() {
+    let seed = build(&manifest("seed-model", "", "")).unwrap();
+    assert_eq!(seed.physical_model(), None, "the seed's model is the default");
+    let path = manifest(
+        "physical-model",
+        "",
+        "[return_model]\nmodel = \"physical\"\n[return_model.physical]\nfresnel = false\nbeam_divergence_deg = 0.3\n",
+    );
+    let physical = build(&path).unwrap().physical_model().expect("the physical model");
+    assert!(!physical.fresnel && physical.detection && physical.beam_divergence_deg == 0.3);
+    let unknown = refused("model-name", "", "[return_model]\nmodel = \"fancy\"\n");
+    assert!(unknown.contains("fancy") && unknown.contains("physical") && unknown.contains("seed"), "{unknown}");
+    let wide = refused(
+        "divergence",
+        "",
+        "[return_model]\nmodel = \"physical\"\n[return_model.physical]\nbeam_divergence_deg = 45.0\n",
+    );
+    assert!(wide.contains("beam_divergence_deg") && wide.contains("0 to 10"), "{wide}");
+    let stray = refused("stray-table", "", "[return_model.physical]\nnoise = false\n");
+    assert!(stray.contains("model = \"physical\""), "{stray}");
+    let typo = refused("typo", "", "[return_model]\nmodel = \"physical\"\n[return_model.physical]\nfresnell = false\n");
+    assert!(typo.contains("fresnell") && typo.contains("fresnel"), "{typo}");
+}

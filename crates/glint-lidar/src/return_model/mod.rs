@@ -49,7 +49,7 @@ use glam::DVec3;
 use glint_materials::MaterialLookup;
 pub(crate) use glint_materials::{BeamRng, TickKey};
 
-use crate::{Continuation, NirMaterial, ReturnParams};
+use crate::{Continuation, NirMaterial, PhysicalModel, ReturnParams};
 
 mod lanes;
 
@@ -359,12 +359,36 @@ pub(crate) struct ReturnModel {
     /// Below this range every candidate over `detectFloor` is within its `Rmax`, so the
     /// power law need not be evaluated: `Rmax(detectFloor)`.
     sure_range: f64,
+    /// The physical model's terms ([`crate::physical`]), or `None` for the seed's model.
+    physics: Option<PhysicalModel>,
+    /// Its detection threshold in noise sigmas.
+    threshold: f64,
 }
 
 impl ReturnModel {
-    /// The model under `params`.
+    /// The seed's model under `params`.
     pub fn new(params: ReturnParams) -> ReturnModel {
-        ReturnModel { params, sure_range: params.max_range(params.detect_floor) }
+        ReturnModel { params, sure_range: params.max_range(params.detect_floor), physics: None, threshold: 0.0 }
+    }
+
+    /// The model under `params`, physical where `physics` says.
+    pub fn with_physics(params: ReturnParams, physics: Option<PhysicalModel>) -> ReturnModel {
+        let threshold = physics.map_or(0.0, |p| p.threshold_sigmas());
+        ReturnModel { physics, threshold, ..ReturnModel::new(params) }
+    }
+
+    /// The candidate strength of `material` at incidence cosine `c`: the seed's, with the
+    /// diffuse base kept under a retroreflector's lobe when the physical term says.
+    fn strength(&self, material: &NirMaterial, c: f64) -> f64 {
+        let seed = Optics::new(&self.params, material).strength(&self.params, c);
+        match self.physics {
+            Some(p) if p.retro_base && material.retroreflective > 0.0 => {
+                let whole = matches!(material.continuation, Continuation::Opaque | Continuation::Porous);
+                let base = if whole { albedo(material) * c.clamp(0.0, 1.0) } else { 0.0 };
+                seed + material.retroreflective as f64 * base
+            }
+            _ => seed,
+        }
     }
 
     /// Its calibration.
@@ -393,7 +417,7 @@ impl ReturnModel {
         if material.continuation == Continuation::Opaque {
             // Most beams: one candidate, no continuation.
             let c = beam.dir.dot(s.normal).abs();
-            let strength = Optics::new(&self.params, &material).strength(&self.params, c);
+            let strength = self.strength(&material, c);
             let candidate = Candidate { range: s.distance, strength, cos: c, geomid: s.geomid };
             return self.report_one(beam.window, &candidate, rng);
         }
@@ -410,7 +434,7 @@ impl ReturnModel {
         rng: &mut BeamRng,
     ) -> BeamReturn {
         let mut candidates = [Candidate::NONE; MAX_INTERACTIONS];
-        let n = trace(&self.params, beam, first, tracer, materials, rng, &mut candidates);
+        let n = trace(self, beam, first, tracer, materials, rng, &mut candidates);
         self.report(beam.window, &candidates[..n], rng)
     }
 }
@@ -418,7 +442,7 @@ impl ReturnModel {
 /// Fills `candidates` with the candidate echoes of a beam whose first surface and its
 /// material are `first`, in range order, and returns how many.
 fn trace(
-    params: &ReturnParams,
+    model: &ReturnModel,
     beam: &Beam,
     first: (&Surface, &NirMaterial),
     tracer: &mut impl Tracer,
@@ -426,6 +450,7 @@ fn trace(
     rng: &mut BeamRng,
     candidates: &mut [Candidate; MAX_INTERACTIONS],
 ) -> usize {
+    let params = &model.params;
     let mut ncand = 0;
     let mut path = Path::new(beam.origin, beam.dir);
     let mut surface = Some(*first.0);
@@ -442,9 +467,12 @@ fn trace(
             }
             interactions += 1;
         }
-        let crossing = cross(params, &mut path, &s, &material, leaving, || rng.uniform());
+        let crossing = match &model.physics {
+            None => cross(params, &mut path, &s, &material, leaving, || rng.uniform()),
+            Some(physics) => cross_physical(params, physics, &mut path, &s, &material, leaving, || rng.uniform()),
+        };
         if let Some((loss, cos)) = crossing.candidate {
-            let strength = loss * Optics::new(params, &material).strength(params, cos);
+            let strength = loss * model.strength(&material, cos);
             candidates[ncand] = Candidate { range, strength, cos, geomid: s.geomid };
             ncand += 1;
         }
@@ -537,6 +565,54 @@ pub(crate) fn cross(
     Crossing { candidate, next }
 }
 
+/// [`cross`] under the physical model's terms ([`crate::physical`]): Fresnel panes (both
+/// faces' echo, `T_slab(θ)²` through), split footprints on porous surfaces, `F0²` folds,
+/// water's group index and radiance loss. A term switched off crosses as the seed's.
+pub(crate) fn cross_physical(
+    params: &ReturnParams,
+    physics: &PhysicalModel,
+    path: &mut Path,
+    s: &Surface,
+    material: &NirMaterial,
+    leaving: bool,
+    gap: impl FnOnce() -> f64,
+) -> Crossing {
+    if leaving {
+        return cross(params, path, s, material, leaving, gap);
+    }
+    let cos = path.dir.dot(s.normal).abs();
+    let loss = path.loss;
+    let (scale, next) = match material.continuation {
+        Continuation::Slab if physics.fresnel => {
+            let pane = crate::physical::slab_optics(material, cos);
+            path.loss *= pane.transmittance.powi(2);
+            // The seed's glint carries F0; the pane returns R_slab(θ) from both faces.
+            let f0 = material.f0 as f64;
+            (if f0 > 0.0 { pane.reflectance / f0 } else { 0.0 }, Some((LegKind::Straight, s.geomid)))
+        }
+        Continuation::Porous if physics.split_footprints => {
+            let t = material.transmission as f64;
+            path.loss *= t;
+            (1.0 - t, Some((LegKind::Straight, s.geomid)))
+        }
+        Continuation::Specular if physics.two_bounce_mirrors && slope(params, material) <= params.fold_max_slope => {
+            path.loss *= (material.f0 as f64).powi(2);
+            path.dir = fold(path.dir, s.normal);
+            (1.0, Some((LegKind::Folded, -1)))
+        }
+        Continuation::Medium if physics.water => {
+            let crossing = cross(params, path, s, material, leaving, gap);
+            if crossing.next.is_some() {
+                path.index = crate::physical::WATER_GROUP_INDEX;
+                path.loss /= MEDIUM_INDEX * MEDIUM_INDEX;
+            }
+            return crossing;
+        }
+        _ => return cross(params, path, s, material, leaving, gap),
+    };
+    Crossing { candidate: Some((loss * scale, cos)), next }
+}
+
 /// `dir` folded about a surface with unit normal `n`: `d − 2 (d·n) n`. The return model,
 /// the reflected capture and the fold prefetch all cast this same ray.
 pub(crate) fn fold(dir: DVec3, n: DVec3) -> DVec3 {
@@ -602,9 +678,9 @@ impl ReturnModel {
     /// The measured report of the strongest echo and, when the hardware reports two, the next.
     fn measure(&self, primary: &Candidate, second: Option<&Candidate>, rng: &mut BeamRng) -> BeamReturn {
         let params = &self.params;
-        let range = self.noisy(primary.range, rng.normal());
+        let range = self.measured(primary, rng.normal());
         let secondary_range = match second {
-            Some(c) if params.max_returns >= 2 => self.noisy(c.range, rng.normal()),
+            Some(c) if params.max_returns >= 2 => self.measured(c, rng.normal()),
             _ => -1.0,
         };
         BeamReturn {
@@ -613,6 +689,18 @@ impl ReturnModel {
             intensity: self.intensity(primary.range, primary.strength),
             reflectivity: primary.strength as f32,
             geomid: primary.geomid,
+        }
+    }
+
+    /// The measured range of echo `c` given a standard normal draw `z`: [`Self::noisy`], or
+    /// the physical noise of its strength and incidence, folded above `rangeFloor`.
+    fn measured(&self, c: &Candidate, z: f64) -> f32 {
+        match self.physics {
+            Some(p) if p.noise => {
+                let sigma = p.range_sigma(&self.params, c.strength, c.range, c.cos);
+                crate::physical::fold_above(c.range + sigma * z, self.params.range_floor) as f32
+            }
+            _ => self.noisy(c.range, z),
         }
     }
 
@@ -635,6 +723,16 @@ impl ReturnModel {
 
     fn detected(&self, (min_range, max_range): (f64, f64), c: &Candidate, rng: &mut BeamRng) -> bool {
         let params = &self.params;
+        if self.physics.is_some_and(|p| p.detection) {
+            // One draw per candidate, whatever its odds, so a scan's draws do not depend on
+            // which candidates are sure.
+            let u = rng.uniform();
+            let inside = min_range <= c.range && c.range < max_range && c.strength > 0.0;
+            if !inside || u >= crate::physical::detection_probability(params, self.threshold, c.strength, c.range) {
+                return false;
+            }
+            return c.cos >= params.grazing_cos_cutoff || rng.uniform() < c.cos / params.grazing_cos_cutoff;
+        }
         if c.strength < params.detect_floor {
             return false;
         }
@@ -705,8 +803,9 @@ mod tests {
         let first = script.0.remove(0);
         let material = palette.material_at(first.geomid as usize, DVec3::ZERO).unwrap();
         let mut c = [Candidate::NONE; MAX_INTERACTIONS];
+        let model = ReturnModel::new(*params);
         let n =
-            trace(params, &beam(), (&first, &material), &mut script, palette, &mut BeamRng::new(0, 0, 0, 0), &mut c);
+            trace(&model, &beam(), (&first, &material), &mut script, palette, &mut BeamRng::new(0, 0, 0, 0), &mut c);
         c[..n].to_vec()
     }
 
@@ -977,5 +1076,125 @@ mod tests {
             assert!(seeds[i + 1..].iter().all(|b| b != a), "{seeds:?}");
         }
         assert_eq!(episode_seed(7, 2), seeds[4]);
+    }
+
+    // The physical model: each term on its own scene against its formula.
+
+    fn physical_candidates(physics: PhysicalModel, surfaces: Vec<Surface>, palette: &Palette) -> Vec<Candidate> {
+        let mut script = Script(surfaces);
+        let first = script.0.remove(0);
+        let material = palette.material_at(first.geomid as usize, DVec3::ZERO).unwrap();
+        let mut c = [Candidate::NONE; MAX_INTERACTIONS];
+        let model = ReturnModel::with_physics(noiseless(), Some(physics));
+        let n =
+            trace(&model, &beam(), (&first, &material), &mut script, palette, &mut BeamRng::new(0, 0, 0, 0), &mut c);
+        c[..n].to_vec()
+    }
+
+    fn physical_run(params: &ReturnParams, surfaces: Vec<Surface>, palette: &Palette, seed: u64) -> BeamReturn {
+        let mut script = Script(surfaces);
+        let first = script.0.remove(0);
+        let first = palette.material_at(first.geomid as usize, DVec3::ZERO).map(|m| (first, m));
+        let model = ReturnModel::with_physics(*params, Some(PhysicalModel::default()));
+        model.beam_return(&beam(), first, &mut script, palette, &mut BeamRng::new(seed, 0, 0, 0))
+    }
+
+    #[test]
+    fn physical_detection_follows_its_s_curve() {
+        let p = ReturnParams { noise_sigma0: 0.0, noise_slope_per_m: 0.0, ..ReturnPreset::OusterOs1.params() };
+        let physics = PhysicalModel::default();
+        let board = Palette(vec![lambertian(0.1)]);
+        let r50 = p.max_range(0.1);
+        let beams = 20_000;
+        for factor in [0.85, 1.0, 1.1] {
+            let r = factor * r50;
+            let seen = (0..beams).filter(|&k| physical_run(&p, vec![facing(r, 0, 0.0)], &board, k).range > 0.0).count();
+            let expected = physics.detection_probability(&p, 0.1, r);
+            let share = seen as f64 / beams as f64;
+            let tolerance = 4.0 * (expected * (1.0 - expected) / beams as f64).sqrt() + 1e-3;
+            assert!((share - expected).abs() < tolerance, "{factor}: {share} vs {expected}");
+        }
+        // The seed's floor no longer hides a dark plate close by.
+        let dark = Palette(vec![lambertian(0.02)]);
+        assert!(physical_run(&p, vec![facing(1.0, 0, 0.0)], &dark, 1).range > 0.0);
+        assert_eq!(run(&p, vec![facing(1.0, 0, 0.0)], &dark, 1).range, -1.0);
+    }
+
+    #[test]
+    fn physical_noise_is_three_times_wider_on_a_dark_plate_and_grows_with_tilt() {
+        let p = ReturnPreset::OusterOs1.params();
+        let std_of = |palette: &Palette, deg: f64| {
+            let errors: Vec<f64> = (0..20_000)
+                .map(|k| physical_run(&p, vec![facing(10.0, 0, deg)], palette, k).range as f64 - 10.0)
+                .collect();
+            let mean = errors.iter().sum::<f64>() / errors.len() as f64;
+            (errors.iter().map(|e| (e - mean).powi(2)).sum::<f64>() / errors.len() as f64).sqrt()
+        };
+        let (dark, white) = (Palette(vec![lambertian(0.1)]), Palette(vec![lambertian(0.9)]));
+        let ratio = std_of(&dark, 0.0) / std_of(&white, 0.0);
+        assert!((ratio - 3.0).abs() < 0.15, "dark/white σ {ratio}");
+        assert!(std_of(&white, 70.0) > 1.2 * std_of(&white, 0.0));
+    }
+
+    #[test]
+    fn physical_glass_transmits_and_returns_by_fresnel() {
+        for deg in [0.0, 30.0, 60.0, 80.0] {
+            let (surfaces, palette) = glass_then_wall(deg);
+            let c = physical_candidates(PhysicalModel::default(), surfaces, &palette);
+            let pane = crate::slab_optics(&palette.0[0], deg.to_radians().cos());
+            let wall = c.iter().find(|c| c.geomid == 1).expect("the wall behind");
+            assert!(
+                (wall.strength - 0.8_f32 as f64 * pane.transmittance.powi(2)).abs() < 1e-9,
+                "{deg}°: {}",
+                wall.strength
+            );
+        }
+        let (surfaces, palette) = glass_then_wall(0.0);
+        let c = physical_candidates(PhysicalModel::default(), surfaces, &palette);
+        let glint = 0.042f64 / (4.0 * 0.03f64.powi(2));
+        let both_faces = crate::slab_optics(&palette.0[0], 1.0).reflectance;
+        assert!((c[0].strength - glint * both_faces / 0.042_f32 as f64).abs() < 1e-6, "{}", c[0].strength);
+    }
+
+    #[test]
+    fn physical_mirror_phantoms_carry_f0_squared() {
+        let palette = Palette(vec![MaterialPreset::Mirror.material(), lambertian(0.8)]);
+        let wall = Surface { distance: 3.0, geomid: 1, normal: DVec3::NEG_Y };
+        let c = physical_candidates(PhysicalModel::default(), vec![facing(2.0, 0, 45.0), wall], &palette);
+        let phantom = c.iter().find(|c| c.geomid == 1).unwrap();
+        assert!((phantom.strength / 0.8 - 0.9f64.powi(2)).abs() < 1e-6, "{}", phantom.strength);
+        let seed = PhysicalModel { two_bounce_mirrors: false, ..PhysicalModel::default() };
+        let c = physical_candidates(seed, vec![facing(2.0, 0, 45.0), wall], &palette);
+        assert!((c.iter().find(|c| c.geomid == 1).unwrap().strength / 0.8 - 0.9).abs() < 1e-6);
+    }
+
+    #[test]
+    fn physical_foliage_splits_the_footprint() {
+        let hedge = MaterialPreset::Vegetation.material();
+        let palette = Palette(vec![hedge, lambertian(0.9)]);
+        let exit = Surface { distance: 0.5, geomid: 0, normal: DVec3::X };
+        let c = physical_candidates(
+            PhysicalModel::default(),
+            vec![facing(5.0, 0, 0.0), exit, facing(2.0, 1, 0.0)],
+            &palette,
+        );
+        assert_eq!(c.len(), 2, "{c:?}");
+        let t = hedge.transmission as f64;
+        let leaves = Optics::new(&noiseless(), &hedge).strength(&noiseless(), 1.0);
+        assert!((c[0].strength - (1.0 - t) * leaves).abs() < 1e-9);
+        assert!((c[1].strength - t * 0.9_f32 as f64).abs() < 1e-9);
+        // Both detected and 2.5 m apart: a two-echo unit reports canopy and wall together.
+        let p = ReturnParams { max_returns: 2, ..noiseless() };
+        let r = physical_run(&p, vec![facing(5.0, 0, 0.0), exit, facing(2.0, 1, 0.0)], &palette, 3);
+        assert!(r.range > 0.0 && r.secondary_range > 0.0, "{r:?}");
+    }
+
+    #[test]
+    fn physical_water_books_the_group_index() {
+        let palette = Palette(vec![MaterialPreset::StillWater.material(), lambertian(0.9)]);
+        let c =
+            physical_candidates(PhysicalModel::default(), vec![facing(2.0, 0, 0.0), facing(0.10, 1, 0.0)], &palette);
+        let bottom = c.iter().find(|c| c.geomid == 1).unwrap();
+        assert!((bottom.range - (2.0 + 1.341 * 0.10)).abs() < 1e-4, "{}", bottom.range);
     }
 }

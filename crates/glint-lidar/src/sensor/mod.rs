@@ -22,8 +22,8 @@ mod return_pass;
 
 use crate::scan::{Scan, ScanLayout, ScanPart};
 use crate::{
-    Continuation, LidarBinding, LidarError, LidarWarning, MaterialTable, NirMaterial, ReturnParams, ReturnPreset,
-    Returns, ScanConfig, ScanPattern, SecondaryCapture, SecondaryScope, SelfIgnore,
+    Continuation, LidarBinding, LidarError, LidarWarning, MaterialTable, NirMaterial, PhysicalModel, ReturnParams,
+    ReturnPreset, Returns, ScanConfig, ScanPattern, SecondaryCapture, SecondaryScope, SelfIgnore,
 };
 use continuations::{Ahead, LiveTracer, first_leg};
 use return_pass::{Chunk, OneBeam, Plan};
@@ -117,6 +117,8 @@ pub struct Lidars {
     keep_surfaces: bool,
     /// The return model calibration, one set for every sensor.
     params: ReturnParams,
+    /// The physical model's terms, or `None` for the seed's model.
+    physics: Option<PhysicalModel>,
     /// Per world, the seed of the return model's randomness in its episode.
     seeds: Vec<u64>,
     /// Where hits find their NIR material; the return model runs while one is set.
@@ -446,6 +448,7 @@ impl Lidars {
             live: false,
             keep_surfaces: true,
             params: ReturnParams::default(),
+            physics: None,
             seeds: vec![0; nworld.max(1)],
             materials: None,
             geom_flags: vec![geom_flags(scene, &scene.geom_matid, &scene_alpha(scene))],
@@ -557,6 +560,21 @@ impl Lidars {
     pub fn set_return_params(&mut self, params: ReturnParams) -> Result<(), LidarError> {
         params.validate()?;
         self.params = params;
+        Ok(())
+    }
+
+    /// The physical model's terms, or `None` while the seed's model runs (the default).
+    pub fn physical_model(&self) -> Option<PhysicalModel> {
+        self.physics
+    }
+
+    /// Runs the physical return model with `physics`' terms (`None`: the seed's model);
+    /// validated first, nothing changes on an error.
+    pub fn set_physical_model(&mut self, physics: Option<PhysicalModel>) -> Result<(), LidarError> {
+        if let Some(p) = &physics {
+            p.validate()?;
+        }
+        self.physics = physics;
         Ok(())
     }
 
@@ -806,7 +824,7 @@ impl Lidars {
         let plans: Vec<Plan> = palette.iter().map(Some).chain([None]).map(Plan::of_first).collect();
         let first_legs: Vec<Option<LegKind>> = palette.iter().map(|m| first_leg(&self.params, m)).collect();
         let model = self.materials.as_ref().map(|m| ReturnInputs {
-            model: ReturnModel::new(self.params),
+            model: ReturnModel::with_physics(self.params, self.physics),
             seeds: &self.seeds,
             materials: &*m.0,
             palette,
@@ -814,7 +832,8 @@ impl Lidars {
             plans: &plans,
             first_legs: &first_legs,
         });
-        let one_by_one = self.one_by_one();
+        // The lanes do the seed's model; the physical one goes beam by beam.
+        let one_by_one = self.one_by_one() || self.physics.is_some();
         let seeing = self.sensors.iter().any(|s| s.binding.see_skins) && !scene.skin.is_empty();
         let skins: Option<Vec<Vec<SkinSurface>>> = seeing
             .then(|| (0..self.nworld).into_par_iter().map(|w| SkinSurface::pose_world(scene, poses, w)).collect());

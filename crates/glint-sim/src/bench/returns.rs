@@ -40,6 +40,11 @@ pub struct ReturnsReport {
     pub material_s: f64,
     /// `material_s / clean_s`.
     pub material_over_clean: f64,
+    /// The same material revolution under the physical return model (every term on, or the
+    /// manifest's `[return_model.physical]`), seconds.
+    pub physical_s: f64,
+    /// `physical_s / material_s`: the physical model's cost over the seed's (target ≤ 1.5).
+    pub physical_over_seed: f64,
     /// The binding's secondary capture.
     pub capture: String,
     /// Its scope.
@@ -60,7 +65,8 @@ pub struct ReturnsReport {
 
 /// Times a revolution of a manifest's first lidar with the return model (material scan, two
 /// echoes, the bake built in memory) against the clean scan of the same revolution, without
-/// secondary capture and with the binding's own capture in both.
+/// secondary capture and with the binding's own capture in both; and the material scan under
+/// the physical model against the seed's.
 pub fn returns(args: &ReturnsBench) -> Result<ReturnsReport, SimError> {
     let manifest = glint_manifest::Manifest::load(&args.manifest)?;
     let binding =
@@ -79,8 +85,10 @@ pub fn returns(args: &ReturnsBench) -> Result<ReturnsReport, SimError> {
     lidars.set_seed(manifest.seed);
     let pool = pool(args.threads as usize)?;
     // One timed revolution with the capture and the material source given.
-    let mut time = |capture: SecondaryCapture, materials: bool| -> Result<f64, SimError> {
+    let physics = manifest.physical_model.unwrap_or_default();
+    let mut time = |capture: SecondaryCapture, materials: bool, physical: bool| -> Result<f64, SimError> {
         lidars.set_secondary_capture(0, capture, scope)?;
+        lidars.set_physical_model(physical.then_some(physics))?;
         lidars.set_materials(materials.then(|| bake.clone() as Arc<dyn glint_lidar::MaterialLookup>));
         Ok(pool.install(|| {
             median_time(args.repeats, || {
@@ -88,10 +96,11 @@ pub fn returns(args: &ReturnsBench) -> Result<ReturnsReport, SimError> {
             })
         }))
     };
-    let clean_s = time(SecondaryCapture::Off, false)?;
-    let material_s = time(SecondaryCapture::Off, true)?;
-    let clean_captured_s = time(capture, false)?;
-    let material_captured_s = time(capture, true)?;
+    let clean_s = time(SecondaryCapture::Off, false, false)?;
+    let material_s = time(SecondaryCapture::Off, true, false)?;
+    let physical_s = time(SecondaryCapture::Off, true, true)?;
+    let clean_captured_s = time(capture, false, false)?;
+    let material_captured_s = time(capture, true, false)?;
     let (clean, r) = (lidars.scan(0, 0)?, lidars.returns(0, 0)?);
     let report = ReturnsReport {
         manifest: args.manifest.display().to_string(),
@@ -100,6 +109,8 @@ pub fn returns(args: &ReturnsBench) -> Result<ReturnsReport, SimError> {
         clean_s,
         material_s,
         material_over_clean: material_s / clean_s,
+        physical_s,
+        physical_over_seed: physical_s / material_s,
         capture: format!("{capture:?}"),
         scope: format!("{scope:?}"),
         clean_captured_s,

@@ -72,6 +72,7 @@ impl Simulation {
         let task_seconds = manifest.task.as_ref().and_then(|t| t.episode_seconds);
         let options = SimOptions { episode_seconds: options.episode_seconds.or(task_seconds), ..options };
         let mut sim = Simulation::build(model, manifest.lidar, setup, calibration, &options)?;
+        sim.set_physical_model(manifest.physical_model)?;
         sim.warnings.extend(light_warnings);
         if let Some(spec) = spec {
             let plan = VariantPlan { variants: manifest.variants.clone(), assign: manifest.variant_assign.clone() };

@@ -4,7 +4,9 @@
 
 use glam::{DMat3, DVec3};
 use glint_core::RayFilter;
-use glint_lidar::{LidarBinding, ReturnParams, ReturnPreset, Scan, ScanConfig, SecondaryCapture, SecondaryScope};
+use glint_lidar::{
+    LidarBinding, PhysicalModel, ReturnParams, ReturnPreset, Scan, ScanConfig, SecondaryCapture, SecondaryScope,
+};
 
 use super::Simulation;
 use crate::sensors::Sensor;
@@ -73,6 +75,17 @@ impl Simulation {
     /// an error.
     pub fn set_return_params_ex(&mut self, params: ReturnParams) -> Result<(), SimError> {
         Ok(self.sensors.lidars.lidars_mut().set_return_params(params)?)
+    }
+
+    /// Runs the physical return model with `physics`' terms (`None`: the seed's model, the
+    /// default); nothing changes on an error.
+    pub fn set_physical_model(&mut self, physics: Option<PhysicalModel>) -> Result<(), SimError> {
+        Ok(self.sensors.lidars.lidars_mut().set_physical_model(physics)?)
+    }
+
+    /// The physical model's terms, or `None` while the seed's model runs.
+    pub fn physical_model(&self) -> Option<PhysicalModel> {
+        self.sensors.lidars.lidars().physical_model()
     }
 
     /// The return model's calibration.
