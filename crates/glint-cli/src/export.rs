@@ -50,6 +50,11 @@ pub struct ExportArgs {
     /// `--format lerobot`: the task every frame is labelled with (default: the scene's name).
     #[arg(long, value_name = "TEXT")]
     task: Option<String>,
+    /// Return model: `seed` (the seed's formulas) or `physical` (glint's physical model, with
+    /// the manifest's `[return_model.physical]` terms, else every term on). Default: the
+    /// manifest's `[return_model] model`.
+    #[arg(long, value_name = "M", value_parser = parse_model)]
+    model: Option<glint_lidar::ReturnModelKind>,
     /// Return model preset: generic, unitree-l1, livox-mid360 or ouster-os1 (default: the
     /// manifest's `[return_model]`).
     #[arg(long, value_name = "P")]
@@ -86,6 +91,10 @@ enum Format {
 enum Split {
     Revolution,
     Tick,
+}
+
+fn parse_model(s: &str) -> Result<glint_lidar::ReturnModelKind, String> {
+    glint_lidar::ReturnModelKind::from_name(s).map_err(|e| e.to_string())
 }
 
 fn parse_layout(s: &str) -> Result<PointLayout, String> {
@@ -182,9 +191,17 @@ pub fn run(args: ExportArgs) -> Result<()> {
         }
     };
     let seed = args.seed;
+    let physics = match args.model {
+        None => sim.physical_model(),
+        Some(glint_lidar::ReturnModelKind::Physical) => Some(sim.physical_model().unwrap_or_default()),
+        Some(_) => None,
+    };
     let seeds = seed.map_or_else(|| "recorded-seeds".to_string(), |n| format!("seed{n}"));
-    let out =
-        args.out.clone().unwrap_or_else(|| dataset.root().join("variants").join(format!("{}-{preset}-{seeds}", bake)));
+    let model = if physics.is_some() { "-physical" } else { "" };
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| dataset.root().join("variants").join(format!("{}-{preset}{model}-{seeds}", bake)));
     if out.exists() {
         bail!(
             "'{}' already exists: a variant is never overwritten (choose another --seed, --return-preset or --out, \
@@ -199,7 +216,7 @@ pub fn run(args: ExportArgs) -> Result<()> {
         return_preset: preset,
         bake: BakeRecord { name: bake.clone(), path: absolute(path), material_fingerprint: fingerprint, status },
     };
-    let settings = ExportSettings { params, seed, materials: &*saved.bake, skip_damaged: args.skip_damaged };
+    let settings = ExportSettings { params, seed, materials: &*saved.bake, skip_damaged: args.skip_damaged, physics };
     let mut preset_name = String::new();
     for session in dataset.sessions() {
         let part = dataset.part_of(&out, &session);
@@ -266,6 +283,7 @@ fn run_lerobot(args: &ExportArgs) -> Result<()> {
         ("--layout", args.layout.is_some()),
         ("--return-preset", args.return_preset.is_some()),
         ("--seed", args.seed.is_some()),
+        ("--model", args.model.is_some()),
     ];
     if let Some((flag, _)) = unused.iter().find(|(_, given)| *given) {
         bail!("{flag} does not apply to `--format lerobot`, which writes the recorded state, ranges and cameras");
@@ -296,6 +314,9 @@ fn run_lerobot(args: &ExportArgs) -> Result<()> {
 /// `glint export --format mcap`: one MCAP file per episode under `--out` (default
 /// `SESSION/mcap/`, or `SESSION/mcap/<variant>/` for a variant).
 fn run_mcap(args: &ExportArgs) -> Result<()> {
+    if args.model.is_some() {
+        bail!("--model belongs to a variant export (`--bake NAME`); an MCAP export of a variant carries its model");
+    }
     let dataset = Dataset::open(&args.session)?;
     let meta = dataset.meta()?;
     // With --format mcap, --bake names the bake glint's layout reads NIR reflectivity from.

@@ -13,7 +13,7 @@ use glam::{DMat3, DVec3};
 use crate::pattern::{PatternClock, Runner, beam_direction};
 use crate::return_model::{Beam, BeamRng, LegKind, NUDGE, ReturnModel, Surface, TickKey, Tracer};
 use crate::sensor::continuations::first_leg;
-use crate::{BeamReturn, LidarError, MaterialLookup, ReturnParams, ScanConfig, ScanPattern};
+use crate::{BeamReturn, LidarError, MaterialLookup, PhysicalModel, ReturnParams, ScanConfig, ScanPattern};
 
 /// How [`Reprocessor`] answers continuations, in words (for provenance files).
 pub const RECORDED_CONTINUATIONS: &str = "from the recorded secondary columns only: the first straight leg (slab, porous gap) from sec_*, the first folded leg (specular) from refl_*, a refracted leg (into water) approximated from the straight sec_* hit (the bent beam followed to the plane of that hit, the straight distance where it never meets it), no deeper legs; where the recording captured no secondary ray, the beam has no continuation";
@@ -96,6 +96,12 @@ impl<'a> Reprocessor<'a> {
             origin: DVec3::ZERO,
             rot: DMat3::IDENTITY,
         }
+    }
+
+    /// The same reprocessor under the physical model's terms (`None`: the seed's model).
+    pub fn with_physics(mut self, physics: Option<PhysicalModel>) -> Reprocessor<'a> {
+        self.model = ReturnModel::with_physics(self.params, physics);
+        self
     }
 
     /// Starts the episode's next lidar tick, with the sensor at `origin` turned by `rotation`.

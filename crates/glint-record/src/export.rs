@@ -14,8 +14,8 @@ use arrow_array::{ArrayRef, Float32Array, Float64Array, Int32Array, RecordBatch,
 use arrow_schema::{DataType, SchemaRef};
 use glam::DMat3;
 use glint_lidar::{
-    BakeStatus, BeamReturn, MaterialLookup, RECORDED_CONTINUATIONS, RecordedHit, Reprocessor, ReturnParams, Runner,
-    ScanConfig, Spelled,
+    BakeStatus, BeamReturn, MaterialLookup, PhysicalModel, RECORDED_CONTINUATIONS, RecordedHit, Reprocessor,
+    ReturnParams, Runner, ScanConfig, Spelled,
 };
 use parquet::arrow::ArrowWriter;
 use serde::{Deserialize, Serialize};
@@ -49,6 +49,12 @@ pub struct ExportSettings<'a> {
     /// Go on past a missing or damaged source file (or one a killed run left `.partial`),
     /// listing it in [`Augmentation::skipped`]; else it is an error naming it.
     pub skip_damaged: bool,
+    /// The physical return model's terms, or `None` for the seed's model.
+    pub physics: Option<PhysicalModel>,
+}
+
+fn seed_model() -> String {
+    "seed".into()
 }
 
 impl std::fmt::Debug for ExportSettings<'_> {
@@ -137,6 +143,13 @@ pub struct Augmentation {
     pub return_preset: String,
     /// All seventeen return parameters by the seed's names.
     pub return_params: ReturnParams,
+    /// The return model that ran: `seed` or `physical` (variants made before glint had a
+    /// physical model read as `seed`).
+    #[serde(default = "seed_model")]
+    pub return_model: String,
+    /// The physical model's terms, when it ran.
+    #[serde(default)]
+    pub physical_model: Option<PhysicalModel>,
     /// The run seed the episodes' seeds were derived from, or `null`: each episode's recorded
     /// seed (every file lists the seed it was keyed with).
     pub seed: Option<u64>,
@@ -334,7 +347,8 @@ impl FileJob<'_> {
     fn run(&self, reader: LidarReader, poses: &mut PoseCursor, out: &mut VariantWriter) -> Result<Counts, RecordError> {
         let c = &self.config;
         let calibration = (self.settings.params, self.seed);
-        let mut reprocessor = Reprocessor::new(calibration, self.settings.materials, (*c, self.runner), self.sensor);
+        let mut reprocessor = Reprocessor::new(calibration, self.settings.materials, (*c, self.runner), self.sensor)
+            .with_physics(self.settings.physics);
         let split = c.channels.max(1) as u64;
         let mut counts = Counts::default();
         for part in reader {
@@ -531,6 +545,8 @@ fn export_into(
         manifest: provenance.manifest,
         return_preset: provenance.return_preset,
         return_params: settings.params,
+        return_model: if settings.physics.is_some() { "physical" } else { "seed" }.into(),
+        physical_model: settings.physics,
         seed: settings.seed,
         bake: provenance.bake,
         stale,

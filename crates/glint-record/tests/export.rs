@@ -201,7 +201,13 @@ fn provenance(bake: &Bake, model: &Model, table: &MaterialTable) -> Provenance {
 }
 
 fn settings(bake: &Bake, seed: Option<u64>) -> ExportSettings<'_> {
-    ExportSettings { params: ReturnPreset::OusterOs1.params(), seed, materials: bake, skip_damaged: false }
+    ExportSettings {
+        params: ReturnPreset::OusterOs1.params(),
+        seed,
+        materials: bake,
+        skip_damaged: false,
+        physics: None,
+    }
 }
 
 fn close(a: f32, b: f32, tol: f32) -> bool {
@@ -374,6 +380,39 @@ fn an_export_reproduces_the_live_material_scan() {
     assert!(read_augmentation(&out).is_ok(), "the first variant is untouched");
     // The session's own self-check ignores the variants folder.
     assert!(check_session(&rec.session).unwrap().ok());
+}
+
+#[test]
+fn an_export_runs_the_physical_model_and_says_so() {
+    let rec = record("physical");
+    let table = MaterialTable::default();
+    let seed_out = rec.session.join("variants/seed");
+    let seed =
+        export_variant(&rec.session, &seed_out, &settings(&rec.bake, None), provenance(&rec.bake, &rec.model, &table))
+            .unwrap();
+    assert_eq!((seed.return_model.as_str(), seed.physical_model), ("seed", None));
+    let physics = glint_lidar::PhysicalModel { noise: false, ..glint_lidar::PhysicalModel::default() };
+    let out = rec.session.join("variants/physical");
+    let physical_settings = ExportSettings { physics: Some(physics), ..settings(&rec.bake, None) };
+    let aug =
+        export_variant(&rec.session, &out, &physical_settings, provenance(&rec.bake, &rec.model, &table)).unwrap();
+    assert_eq!((aug.return_model.as_str(), aug.physical_model), ("physical", Some(physics)));
+    assert_eq!(read_augmentation(&out).unwrap(), aug);
+    // The same rows and geometry, other measurements: the models differ where the scene has
+    // glass, a mirror and water.
+    let (a, b) = (&seed.files[0], &aug.files[0]);
+    let (x, y) =
+        (read_variant_file(&seed_out.join(&a.variant)).unwrap(), read_variant_file(&out.join(&b.variant)).unwrap());
+    assert_eq!((x.timestamp.clone(), x.bin.clone()), (y.timestamp.clone(), y.bin.clone()));
+    let differ = (0..x.len()).filter(|&r| x.intensity[r] != y.intensity[r]).count();
+    assert!(differ > 0, "the physical model changed nothing");
+    // A variant made before the physical model reads as the seed's.
+    let text = std::fs::read_to_string(seed_out.join(glint_record::AUGMENTATION_FILE)).unwrap();
+    let mut old: serde_json::Value = serde_json::from_str(&text).unwrap();
+    old.as_object_mut().unwrap().remove("return_model");
+    old.as_object_mut().unwrap().remove("physical_model");
+    std::fs::write(seed_out.join(glint_record::AUGMENTATION_FILE), old.to_string()).unwrap();
+    assert_eq!(read_augmentation(&seed_out).unwrap().return_model, "seed");
 }
 
 #[test]

@@ -58,6 +58,9 @@ pub(crate) use lanes::{LANES, LaneReports, Lanes, SurfaceLanes};
 /// Most surfaces a beam interacts with (continuations included).
 pub(crate) const MAX_INTERACTIONS: usize = 4;
 
+/// Most candidates of a beam: its own interactions, and a physical ghost's.
+pub(crate) const MAX_CANDIDATES: usize = 2 * MAX_INTERACTIONS;
+
 /// Most casts per beam (interactions plus far faces of volumes left behind).
 const MAX_CASTS: usize = 8;
 
@@ -433,7 +436,7 @@ impl ReturnModel {
         materials: &(impl MaterialLookup + ?Sized),
         rng: &mut BeamRng,
     ) -> BeamReturn {
-        let mut candidates = [Candidate::NONE; MAX_INTERACTIONS];
+        let mut candidates = [Candidate::NONE; MAX_CANDIDATES];
         let n = trace(self, beam, first, tracer, materials, rng, &mut candidates);
         self.report(beam.window, &candidates[..n], rng)
     }
@@ -448,39 +451,69 @@ fn trace(
     tracer: &mut impl Tracer,
     materials: &(impl MaterialLookup + ?Sized),
     rng: &mut BeamRng,
-    candidates: &mut [Candidate; MAX_INTERACTIONS],
+    candidates: &mut [Candidate; MAX_CANDIDATES],
 ) -> usize {
     let params = &model.params;
     let mut ncand = 0;
-    let mut path = Path::new(beam.origin, beam.dir);
-    let mut surface = Some(*first.0);
-    let mut interactions = 0;
-    for leg in 0..MAX_CASTS {
-        let Some(s) = surface else { break };
-        let (range, point) = path.reach(&s);
-        let found = if leg == 0 { Some(*first.1) } else { materials.material_at(s.geomid as usize, point) };
-        let Some(material) = found else { break };
-        let leaving = path.leaves(&s, &material);
-        if !leaving {
-            if interactions == MAX_INTERACTIONS {
-                break;
+    let mut next_path =
+        Some(Leg { path: Path::new(beam.origin, beam.dir), surface: Some(*first.0), leg: 0, interactions: 0 });
+    // The physical model's ghost: the first pane's reflection, followed once the beam's own
+    // path ends (a ghost's own panes reflect no further ghost).
+    let mut ghost: Option<Leg> = None;
+    let mut ghosted = false;
+    while let Some(Leg { mut path, mut surface, leg: start, mut interactions }) = next_path.take() {
+        for leg in start..MAX_CASTS {
+            let Some(s) = surface else { break };
+            let (range, point) = path.reach(&s);
+            let found = if leg == 0 { Some(*first.1) } else { materials.material_at(s.geomid as usize, point) };
+            let Some(material) = found else { break };
+            let leaving = path.leaves(&s, &material);
+            if !leaving {
+                if interactions == MAX_INTERACTIONS {
+                    break;
+                }
+                interactions += 1;
             }
-            interactions += 1;
+            let crossing = match &model.physics {
+                None => cross(params, &mut path, &s, &material, leaving, || rng.uniform()),
+                Some(physics) => {
+                    let (crossing, reflected) =
+                        cross_physical(params, physics, &mut path, &s, &material, leaving, || rng.uniform());
+                    if let Some((dir, loss)) = reflected.filter(|_| !ghosted) {
+                        ghosted = true;
+                        let mut reflected = Path { dir, loss, ..path };
+                        reflected.set_off(point, range);
+                        let surface = tracer.cast(reflected.origin, dir, LegKind::Folded, leg + 1, -1);
+                        ghost = Some(Leg { path: reflected, surface, leg: leg + 1, interactions });
+                    }
+                    crossing
+                }
+            };
+            if let Some((loss, cos)) = crossing.candidate {
+                let strength = loss * model.strength(&material, cos);
+                candidates[ncand] = Candidate { range, strength, cos, geomid: s.geomid };
+                ncand += 1;
+            }
+            let Some((kind, through)) = crossing.next else { break };
+            path.set_off(point, range);
+            surface = tracer.cast(path.origin, path.dir, kind, leg + 1, through);
         }
-        let crossing = match &model.physics {
-            None => cross(params, &mut path, &s, &material, leaving, || rng.uniform()),
-            Some(physics) => cross_physical(params, physics, &mut path, &s, &material, leaving, || rng.uniform()),
-        };
-        if let Some((loss, cos)) = crossing.candidate {
-            let strength = loss * model.strength(&material, cos);
-            candidates[ncand] = Candidate { range, strength, cos, geomid: s.geomid };
-            ncand += 1;
-        }
-        let Some((kind, through)) = crossing.next else { break };
-        path.set_off(point, range);
-        surface = tracer.cast(path.origin, path.dir, kind, leg + 1, through);
+        next_path = ghost.take();
+    }
+    if model.physics.is_some() {
+        // A ghost's candidates come after the beam's own: echoes are chosen in range order.
+        candidates[..ncand].sort_by(|a, b| a.range.total_cmp(&b.range));
     }
     ncand
+}
+
+/// Where a path stands before a leg: its state, the surface the leg reaches, the leg's index
+/// and the interactions so far.
+struct Leg {
+    path: Path,
+    surface: Option<Surface>,
+    leg: usize,
+    interactions: usize,
 }
 
 impl Path {
@@ -576,15 +609,21 @@ pub(crate) fn cross_physical(
     material: &NirMaterial,
     leaving: bool,
     gap: impl FnOnce() -> f64,
-) -> Crossing {
+) -> (Crossing, Option<(DVec3, f64)>) {
     if leaving {
-        return cross(params, path, s, material, leaving, gap);
+        return (cross(params, path, s, material, leaving, gap), None);
     }
     let cos = path.dir.dot(s.normal).abs();
     let loss = path.loss;
+    let mut reflected = None;
     let (scale, next) = match material.continuation {
         Continuation::Slab if physics.fresnel => {
             let pane = crate::physical::slab_optics(material, cos);
+            // The ghost: the pane's reflection, out and back (R_slab² of the path so far).
+            let ghost = loss * pane.reflectance.powi(2);
+            if ghost > GHOST_FLOOR {
+                reflected = Some((fold(path.dir, s.normal), ghost));
+            }
             path.loss *= pane.transmittance.powi(2);
             // The seed's glint carries F0; the pane returns R_slab(θ) from both faces.
             let f0 = material.f0 as f64;
@@ -606,12 +645,16 @@ pub(crate) fn cross_physical(
                 path.index = crate::physical::WATER_GROUP_INDEX;
                 path.loss /= MEDIUM_INDEX * MEDIUM_INDEX;
             }
-            return crossing;
+            return (crossing, None);
         }
-        _ => return cross(params, path, s, material, leaving, gap),
+        _ => return (cross(params, path, s, material, leaving, gap), None),
     };
-    Crossing { candidate: Some((loss * scale, cos)), next }
+    (Crossing { candidate: Some((loss * scale, cos)), next }, reflected)
 }
+
+/// A pane's reflection weaker than this (in path loss) is not followed as a ghost: below
+/// any strength a detector sees, even off a retroreflector (`retroGain` 800 · 1e−6).
+const GHOST_FLOOR: f64 = 1e-6;
 
 /// `dir` folded about a surface with unit normal `n`: `d − 2 (d·n) n`. The return model,
 /// the reflected capture and the fold prefetch all cast this same ray.
@@ -643,7 +686,7 @@ impl ReturnModel {
     /// Detection, echo merging and measurement of a beam's candidates.
     pub(crate) fn report(&self, window: (f64, f64), candidates: &[Candidate], rng: &mut BeamRng) -> BeamReturn {
         let params = &self.params;
-        let mut echoes = [Candidate::NONE; MAX_INTERACTIONS];
+        let mut echoes = [Candidate::NONE; MAX_CANDIDATES];
         let mut n = 0;
         // Candidates arrive in booked-range order along the path, which is also range order.
         for &c in candidates {
@@ -802,7 +845,7 @@ mod tests {
         let mut script = Script(surfaces);
         let first = script.0.remove(0);
         let material = palette.material_at(first.geomid as usize, DVec3::ZERO).unwrap();
-        let mut c = [Candidate::NONE; MAX_INTERACTIONS];
+        let mut c = [Candidate::NONE; MAX_CANDIDATES];
         let model = ReturnModel::new(*params);
         let n =
             trace(&model, &beam(), (&first, &material), &mut script, palette, &mut BeamRng::new(0, 0, 0, 0), &mut c);
@@ -1084,7 +1127,7 @@ mod tests {
         let mut script = Script(surfaces);
         let first = script.0.remove(0);
         let material = palette.material_at(first.geomid as usize, DVec3::ZERO).unwrap();
-        let mut c = [Candidate::NONE; MAX_INTERACTIONS];
+        let mut c = [Candidate::NONE; MAX_CANDIDATES];
         let model = ReturnModel::with_physics(noiseless(), Some(physics));
         let n =
             trace(&model, &beam(), (&first, &material), &mut script, palette, &mut BeamRng::new(0, 0, 0, 0), &mut c);
@@ -1196,5 +1239,30 @@ mod tests {
             physical_candidates(PhysicalModel::default(), vec![facing(2.0, 0, 0.0), facing(0.10, 1, 0.0)], &palette);
         let bottom = c.iter().find(|c| c.geomid == 1).unwrap();
         assert!((bottom.range - (2.0 + 1.341 * 0.10)).abs() < 1e-4, "{}", bottom.range);
+    }
+
+    #[test]
+    fn physical_panes_show_a_ghost_of_a_retroreflector_where_fresnel_puts_it() {
+        let glass = MaterialPreset::ClearFloatGlass.material();
+        let retro = MaterialPreset::Retroreflector.material();
+        let palette = Palette(vec![glass, retro, lambertian(0.8)]);
+        // A pane 4 m on, turned 30°: its reflection folds the beam to (−0.5, 0.866, 0), onto a
+        // retroreflector 2 m along it facing back; the wall 3 m behind the pane.
+        let pane = facing(4.0, 0, 30.0);
+        let folded = fold(FORWARD, pane.normal);
+        let target = Surface { distance: 2.0, geomid: 1, normal: -folded };
+        let exit = Surface { distance: 0.01, geomid: 0, normal: -pane.normal };
+        let wall = facing(3.0, 2, 0.0);
+        let c = physical_candidates(PhysicalModel::default(), vec![pane, target, exit, wall], &palette);
+        let ghost = c.iter().find(|c| c.geomid == 1).expect("the ghost");
+        let r = crate::slab_optics(&glass, 30f64.to_radians().cos()).reflectance;
+        let head_on = 800.0 + 0.8_f32 as f64; // the retro lobe and its diffuse base
+        assert!((ghost.range - 6.0).abs() < 1e-4, "{}", ghost.range);
+        assert!((ghost.strength / (r * r * head_on) - 1.0).abs() < 1e-6, "{} vs {}", ghost.strength, r * r * head_on);
+        // Booked in range order with the wall behind the pane (7.01 m).
+        assert!(c.windows(2).all(|w| w[0].range <= w[1].range), "{c:?}");
+        assert!(c.iter().any(|c| c.geomid == 2));
+        // The seed's model: no ghost.
+        assert!(candidates(&noiseless(), vec![pane, exit, wall], &palette).iter().all(|c| c.geomid != 1));
     }
 }
