@@ -366,6 +366,39 @@ def test_return_params_and_presets():
         sim.set_return_preset("nope")
 
 
+def test_the_physical_return_model_from_python(tmp_path):
+    sim = glint.Simulation.from_manifest(small_manifest(tmp_path), nworld=1, seed=5)
+    sim.bake()
+    sim.lidar_live = True
+    assert sim.return_model == {"model": "seed"}
+
+    def scan():
+        sim.reset(seed=5)
+        sim.step(np.zeros(sim.nu))
+        s = sim.lidars[0].scan(material=True, intensity=True)
+        return s.ranges.copy(), s.intensity.copy()
+
+    seed = scan()
+    sim.set_return_model("physical", {"fresnel": False, "beam_divergence_deg": 0.3})
+    model = sim.return_model
+    assert model["model"] == "physical" and model["physical"]["fresnel"] is False
+    assert model["physical"]["detection"] is True and model["physical"]["beam_divergence_deg"] == 0.3
+    physical = scan()
+    assert physical[0].shape == seed[0].shape and not np.array_equal(physical[0], seed[0])
+    assert np.array_equal(scan()[0], physical[0]), "the same seed gives the same physical scan"
+    with pytest.raises(glint.SettingError, match="fresnell"):
+        sim.set_return_model("physical", {"fresnell": False})
+    with pytest.raises(glint.LidarError, match="beam_divergence_deg"):
+        sim.set_return_model("physical", {"beam_divergence_deg": 90.0})
+    with pytest.raises(glint.LidarError, match="unknown return model 'fancy'"):
+        sim.set_return_model("fancy")
+    with pytest.raises(glint.SettingError, match="belong to model"):
+        sim.set_return_model("seed", {"noise": False})
+    assert sim.return_model["physical"]["beam_divergence_deg"] == 0.3, "nothing changed on an error"
+    sim.set_return_model("seed")
+    assert np.array_equal(scan()[0], seed[0]), "back to the seed's model, bit for bit"
+
+
 def test_bake_save_load_and_status(tmp_path):
     manifest = small_manifest(tmp_path)
     sim = glint.Simulation.from_manifest(manifest, nworld=2, seed=3)

@@ -677,6 +677,43 @@ impl Simulation {
         self.sim.set_return_params_ex(params).py()
     }
 
+    /// The return model that runs: `{"model": "seed"}`, or `{"model": "physical",
+    /// "physical": {term: value, ...}}` (a glint extension; docs/manifest.md).
+    #[getter]
+    fn return_model<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        match self.sim.physical_model() {
+            None => dict.set_item("model", "seed")?,
+            Some(physics) => {
+                dict.set_item("model", "physical")?;
+                dict.set_item("physical", from_serde(py, &physics)?)?;
+            }
+        }
+        Ok(dict)
+    }
+
+    /// Chooses the return model: "seed" (the default) or "physical", with any of the physical
+    /// model's terms and parameters in `physical` (the others keep their defaults). Nothing
+    /// changes on an error.
+    #[pyo3(signature = (model, physical=None))]
+    fn set_return_model(&mut self, model: &str, physical: Option<Bound<'_, PyDict>>) -> PyResult<()> {
+        let kind = glint_lidar::ReturnModelKind::from_name(model).map_err(from_sim)?;
+        let physics = match (kind, physical) {
+            (glint_lidar::ReturnModelKind::Physical, terms) => Some(match terms {
+                None => glint_lidar::PhysicalModel::default(),
+                Some(terms) => {
+                    let json: String = terms.py().import("json")?.call_method1("dumps", (terms,))?.extract()?;
+                    serde_json::from_str(&json).map_err(|e| raise(Class::SettingError, format!("physical: {e}")))?
+                }
+            }),
+            (_, Some(_)) => {
+                return Err(raise(Class::SettingError, "physical terms belong to model=\"physical\""));
+            }
+            _ => None,
+        };
+        self.sim.set_physical_model(physics).py()
+    }
+
     /// Applies a return-model preset by name ("generic", "unitree-l1", "livox-mid360",
     /// "ouster-os1") or by the seed's index (0 to 3).
     fn set_return_preset(&mut self, preset: Bound<'_, PyAny>) -> PyResult<()> {
