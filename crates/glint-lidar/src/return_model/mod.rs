@@ -1265,4 +1265,40 @@ mod tests {
         // The seed's model: no ghost.
         assert!(candidates(&noiseless(), vec![pane, exit, wall], &palette).iter().all(|c| c.geomid != 1));
     }
+
+    #[test]
+    fn physical_two_echo_share_on_a_hedge_matches_the_split_footprint_prediction() {
+        // A hedge 40 m on and a wall 3 m behind it, OS1 preset (two echoes): the canopy's
+        // (1 − T) and the wall's T share of the beam each clear detection on their own odds, so
+        // the share of beams with both echoes is the product of the two P_d.
+        let p = ReturnPreset::OusterOs1.params();
+        let physics = PhysicalModel::default();
+        let hedge = MaterialPreset::Vegetation.material();
+        let palette = Palette(vec![hedge, lambertian(0.9)]);
+        let exit = Surface { distance: 0.5, geomid: 0, normal: DVec3::X };
+        let scene = || vec![facing(40.0, 0, 0.0), exit, facing(2.5, 1, 0.0)];
+        let t = hedge.transmission as f64;
+        let leaves = (1.0 - t) * Optics::new(&p, &hedge).strength(&p, 1.0);
+        let wall = t * 0.9_f32 as f64;
+        let predicted = physics.detection_probability(&p, leaves, 40.0) * physics.detection_probability(&p, wall, 43.0);
+        let beams = 20_000;
+        let both = (0..beams)
+            .filter(|&k| {
+                let r = physical_run(&p, scene(), &palette, k);
+                r.range > 0.0 && r.secondary_range > 0.0
+            })
+            .count();
+        let share = both as f64 / beams as f64;
+        let tolerance = 4.0 * (predicted * (1.0 - predicted) / beams as f64).sqrt() + 1e-3;
+        assert!((share - predicted).abs() < tolerance, "two-echo share {share}, predicted {predicted}");
+        assert!(share > 0.5, "{share}");
+        // The seed's model: a beam is canopy or wall, never both.
+        let seed_both = (0..2_000)
+            .filter(|&k| {
+                let r = run(&p, scene(), &palette, k);
+                r.range > 0.0 && r.secondary_range > 0.0
+            })
+            .count();
+        assert_eq!(seed_both, 0);
+    }
 }
