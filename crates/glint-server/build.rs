@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use prost::Message;
 
-const PROTOS: &[&str] = &["common.proto", "media.proto", "mujoco.proto", "agent.proto", "lidar.proto", "camera.proto"];
+const PROTOS: &[&str] =
+    &["common.proto", "media.proto", "mujoco.proto", "agent.proto", "lidar.proto", "camera.proto", "glint.proto"];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("proto");

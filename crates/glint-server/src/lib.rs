@@ -23,6 +23,7 @@ mod camera;
 mod codec;
 mod engine;
 mod error;
+mod extensions;
 mod lidar;
 mod scan;
 mod serve;
@@ -38,6 +39,11 @@ pub mod proto {
 
     /// The plain scan message (the services answer with [`crate::ScanAnswer`]).
     pub use crate::scan::LidarScanResponse;
+
+    /// glint's own extensions (`proto/glint.proto`, package `glint.rpc`).
+    pub mod glint {
+        tonic::include_proto!("glint.rpc");
+    }
 
     /// The encoded descriptor set of every `.proto` file, for reflection.
     pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hazel_rpc_descriptor.bin"));

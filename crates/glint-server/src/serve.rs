@@ -11,9 +11,11 @@ use tonic::transport::{Identity, Server, ServerTlsConfig};
 use crate::agent::Agents;
 use crate::camera::Cameras;
 use crate::engine::{Engine, EngineOptions, EngineThread};
+use crate::extensions::GlintLidar;
 use crate::lidar::Lidar;
 use crate::proto::agent_service_server::AgentServiceServer;
 use crate::proto::camera_service_server::CameraServiceServer;
+use crate::proto::glint::glint_lidar_service_server::GlintLidarServiceServer;
 use crate::proto::lidar_service_server::LidarServiceServer;
 use crate::proto::mujoco_service_server::MujocoServiceServer;
 use crate::size::Limit;
@@ -169,7 +171,8 @@ async fn run(
         .add_service(LidarServiceServer::new(Lidar::new(engine.clone(), limit)).max_encoding_message_size(max))
         .add_service(AgentServiceServer::new(agents.clone()).max_encoding_message_size(max))
         .add_service(MujocoServiceServer::new(agents).max_encoding_message_size(max))
-        .add_service(CameraServiceServer::new(Cameras::new(engine.clone(), limit)).max_encoding_message_size(max));
+        .add_service(CameraServiceServer::new(Cameras::new(engine.clone(), limit)).max_encoding_message_size(max))
+        .add_service(GlintLidarServiceServer::new(GlintLidar::new(engine.clone())));
     on_listen(local);
     let served =
         router.serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), shutdown).await;

@@ -141,3 +141,46 @@ fn a_free_running_loop_copies_only_what_readers_ask_for() {
         served.stop().await.unwrap();
     });
 }
+
+#[test]
+fn glints_own_service_sets_and_reports_the_physical_return_model() {
+    use crate::proto::glint::glint_lidar_service_client::GlintLidarServiceClient;
+    use crate::proto::glint::{GetReturnModelRequest, PhysicalModel, ReturnModel};
+
+    runtime().block_on(async {
+        let served: Served = start(&manifest("return-model"), Pace::Lockstep).await.unwrap();
+        let mut glint = GlintLidarServiceClient::new(channel(served.addr).await.unwrap());
+        let get = |mut c: GlintLidarServiceClient<_>| async move {
+            c.get_return_model(GetReturnModelRequest {}).await.unwrap().into_inner()
+        };
+        assert_eq!(get(glint.clone()).await, ReturnModel { model: "seed".into(), physical: None });
+        let all_on = glint
+            .set_return_model(ReturnModel { model: "physical".into(), physical: None })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(all_on.success, "{}", all_on.message);
+        let terms = get(glint.clone()).await.physical.unwrap();
+        assert!(terms.detection && terms.fresnel && terms.beam_divergence_deg == 0.18);
+        let chosen = PhysicalModel { fresnel: false, beam_divergence_deg: 0.3, ..terms };
+        let ack = glint
+            .set_return_model(ReturnModel { model: "physical".into(), physical: Some(chosen) })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(ack.success);
+        assert_eq!(get(glint.clone()).await.physical, Some(chosen));
+        let wide = PhysicalModel { beam_divergence_deg: 45.0, ..chosen };
+        let refused =
+            glint.set_return_model(ReturnModel { model: "physical".into(), physical: Some(wide) }).await.unwrap();
+        let refused = refused.into_inner();
+        assert!(!refused.success && refused.message.contains("beam_divergence_deg"), "{}", refused.message);
+        let unknown = glint.set_return_model(ReturnModel { model: "fancy".into(), physical: None }).await.unwrap();
+        assert!(unknown.into_inner().message.contains("fancy"));
+        assert_eq!(get(glint.clone()).await.physical, Some(chosen), "nothing changed on a refusal");
+        let seed = glint.set_return_model(ReturnModel { model: "seed".into(), physical: None }).await.unwrap();
+        assert!(seed.into_inner().success);
+        assert_eq!(get(glint).await.model, "seed");
+        served.stop().await.unwrap();
+    });
+}

@@ -65,10 +65,14 @@ fn declared(set: &FileDescriptorSet) -> Declared {
     out
 }
 
+/// glint's hazel.rpc declarations (its own `glint.rpc` extensions are not the wheel's).
 fn ours() -> Declared {
-    declared(
-        &FileDescriptorSet::decode(glint_server::proto::FILE_DESCRIPTOR_SET).expect("glint's descriptor set decodes"),
-    )
+    let mut set =
+        FileDescriptorSet::decode(glint_server::proto::FILE_DESCRIPTOR_SET).expect("glint's descriptor set decodes");
+    let before = set.file.len();
+    set.file.retain(|f| f.package() != "glint.rpc");
+    assert_eq!(before - set.file.len(), 1, "glint's extensions are one file, glint.proto");
+    declared(&set)
 }
 
 fn wheel() -> Declared {
