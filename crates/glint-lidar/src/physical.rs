@@ -23,7 +23,7 @@
 use glint_core::spelled;
 use serde::{Deserialize, Serialize};
 
-use crate::{LidarError, NirMaterial, ReturnParams, ReturnPreset};
+use crate::{LidarError, NirMaterial, ReturnParams};
 
 /// Which return model runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -92,13 +92,6 @@ const OS1_FALSE_ALARM_RATE: f64 = 1e-4;
 pub(crate) const WATER_GROUP_INDEX: f64 = 1.341;
 
 impl PhysicalModel {
-    /// The model for a return preset: every term physical; the Ouster OS1's divergence and
-    /// false alarm rate for the presets whose datasheets glint has no figure for (documented
-    /// in docs/return-model.md).
-    pub fn for_preset(_preset: ReturnPreset) -> PhysicalModel {
-        PhysicalModel::default()
-    }
-
     /// Checks the parameters; the error names the one out of range.
     pub fn validate(&self) -> Result<(), LidarError> {
         let d = self.beam_divergence_deg;
@@ -122,19 +115,7 @@ impl PhysicalModel {
     pub fn detection_probability(&self, params: &ReturnParams, s: f64, r: f64) -> f64 {
         detection_probability(params, self.threshold_sigmas(), s, r)
     }
-}
 
-/// [`PhysicalModel::detection_probability`] with the threshold `k` worked out once.
-pub(crate) fn detection_probability(params: &ReturnParams, k: f64, s: f64, r: f64) -> f64 {
-    {
-        let overlap = if params.near_range_r0 > 0.0 { (r / params.near_range_r0).min(1.0).powi(2) } else { 1.0 };
-        let s50 = params.ref_reflectivity * (r / params.max_range_at_ref).powf(1.0 / params.range_exp);
-        let q = s * overlap / s50;
-        normal_cdf(k * (q - 1.0))
-    }
-}
-
-impl PhysicalModel {
     /// The one-sigma range noise of a return of strength `s` at range `r` under incidence
     /// cosine `c`: shot noise scaled from the seed's σ at the reference reflectivity, and
     /// the footprint's stretch of the pulse.
@@ -147,6 +128,13 @@ impl PhysicalModel {
     }
 }
 
+/// [`PhysicalModel::detection_probability`] with the threshold `k` worked out once.
+pub(crate) fn detection_probability(params: &ReturnParams, k: f64, s: f64, r: f64) -> f64 {
+    let overlap = if params.near_range_r0 > 0.0 { (r / params.near_range_r0).min(1.0).powi(2) } else { 1.0 };
+    let s50 = params.ref_reflectivity * (r / params.max_range_at_ref).powf(1.0 / params.range_exp);
+    normal_cdf(k * (s * overlap / s50 - 1.0))
+}
+
 /// A measured range `measured` kept at or above `floor` by folding: a draw that would fall
 /// below the floor lands as far above it (no pile-up of returns at the floor).
 pub(crate) fn fold_above(measured: f64, floor: f64) -> f64 {
@@ -154,8 +142,8 @@ pub(crate) fn fold_above(measured: f64, floor: f64) -> f64 {
 }
 
 /// The refractive index whose normal-incidence Fresnel reflectance is `f0`:
-/// `n = (1 + √F0) / (1 − √F0)`. Glass's 0.042 gives 1.51; a coating's larger F0 (low-E's 0.60)
-/// an effective index whose reflectance rises toward grazing, as a coated pane's does.
+/// `n = (1 + √F0) / (1 − √F0)`. Glass's 0.042 gives 1.515; a coating's larger F0 (low-E's
+/// 0.60) an effective index that reflects most light at every angle, as a coated pane does.
 pub fn index_from_f0(f0: f64) -> f64 {
     let r = f0.clamp(0.0, 0.99).sqrt();
     (1.0 + r) / (1.0 - r)
@@ -255,7 +243,7 @@ fn inverse_normal_cdf(p: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{MaterialPreset, Spelled};
+    use crate::{MaterialPreset, ReturnPreset, Spelled};
 
     #[test]
     fn fresnel_matches_the_textbook_values_for_glass() {

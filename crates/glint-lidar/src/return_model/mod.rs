@@ -766,23 +766,16 @@ impl ReturnModel {
 
     fn detected(&self, (min_range, max_range): (f64, f64), c: &Candidate, rng: &mut BeamRng) -> bool {
         let params = &self.params;
-        if self.physics.is_some_and(|p| p.detection) {
+        let strong_enough = if self.physics.is_some_and(|p| p.detection) {
             // One draw per candidate, whatever its odds, so a scan's draws do not depend on
             // which candidates are sure.
             let u = rng.uniform();
-            let inside = min_range <= c.range && c.range < max_range && c.strength > 0.0;
-            if !inside || u >= crate::physical::detection_probability(params, self.threshold, c.strength, c.range) {
-                return false;
-            }
-            return c.cos >= params.grazing_cos_cutoff || rng.uniform() < c.cos / params.grazing_cos_cutoff;
-        }
-        if c.strength < params.detect_floor {
-            return false;
-        }
-        if c.range >= self.sure_range && c.range >= params.max_range(c.strength) {
-            return false;
-        }
-        if !(min_range <= c.range && c.range < max_range) {
+            c.strength > 0.0 && u < crate::physical::detection_probability(params, self.threshold, c.strength, c.range)
+        } else {
+            // Written as the refusals, so a NaN strength (no material) refuses nothing here.
+            !(c.strength < params.detect_floor || c.range >= self.sure_range && c.range >= params.max_range(c.strength))
+        };
+        if !(strong_enough && min_range <= c.range && c.range < max_range) {
             return false;
         }
         c.cos >= params.grazing_cos_cutoff || rng.uniform() < c.cos / params.grazing_cos_cutoff
