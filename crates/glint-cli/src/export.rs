@@ -130,7 +130,7 @@ pub fn run(args: ExportArgs) -> Result<()> {
         );
     };
     let dataset = Dataset::open(&args.session)?;
-    let meta = dataset.meta()?;
+    let meta = dataset.meta();
     // Held to the end: a session being recorded or salvaged is refused before any work.
     let _reading = dataset.lock_shared("export")?;
     let manifest_path = match &args.manifest {
@@ -318,7 +318,7 @@ fn run_mcap(args: &ExportArgs) -> Result<()> {
         bail!("--model belongs to a variant export (`--bake NAME`); an MCAP export of a variant carries its model");
     }
     let dataset = Dataset::open(&args.session)?;
-    let meta = dataset.meta()?;
+    let meta = dataset.meta();
     // With --format mcap, --bake names the bake glint's layout reads NIR reflectivity from.
     let bake = match &args.bake {
         Some(name) => {

@@ -68,7 +68,7 @@ enum Frame {
 pub fn run(args: PointsArgs) -> Result<()> {
     let dataset = Dataset::open(&args.session)?;
     let session = dataset.session_of(args.episode)?;
-    let meta = dataset.meta()?;
+    let meta = dataset.meta();
     let sensor = match &args.sensor {
         None => meta.sensors.first(),
         Some(s) => meta.sensors.iter().find(|d| &d.name == s || &d.file_name == s || d.index.to_string() == *s),

@@ -22,6 +22,8 @@ const CATALOG_FORMAT: (&str, u32) = ("glint-dataset", 1);
 pub struct Dataset {
     root: PathBuf,
     catalog: Option<Catalog>,
+    /// The session's `meta/info.json`, or the first shard's (read once, at opening).
+    meta: SessionMeta,
 }
 
 /// `dataset.json`, as far as reading needs it.
@@ -77,14 +79,12 @@ impl Dataset {
     /// itself. A catalog's shards must all be there and record the same sensors.
     pub fn open(path: &Path) -> Result<Dataset, RecordError> {
         let Some(catalog_path) = Dataset::catalog_at(path) else {
-            read_session_meta(path)?;
-            return Ok(Dataset { root: path.to_path_buf(), catalog: None });
+            return Ok(Dataset { root: path.to_path_buf(), catalog: None, meta: read_session_meta(path)? });
         };
         let root = catalog_path.parent().map(Path::to_path_buf).unwrap_or_default();
         let catalog = read_catalog(&catalog_path)?;
-        let dataset = Dataset { root, catalog: Some(catalog) };
-        dataset.check_shards(&catalog_path)?;
-        Ok(dataset)
+        let meta = check_shards(&root, &catalog, &catalog_path)?;
+        Ok(Dataset { root, catalog: Some(catalog), meta })
     }
 
     /// The catalog `path` names (a `.json` file itself, or the `dataset.json` in the folder), if
@@ -111,7 +111,7 @@ impl Dataset {
     pub fn sessions(&self) -> Vec<PathBuf> {
         match &self.catalog {
             None => vec![self.root.clone()],
-            Some(c) => c.shards.iter().map(|s| self.shard_dir(s)).collect(),
+            Some(c) => c.shards.iter().map(|s| shard_dir(&self.root, s)).collect(),
         }
     }
 
@@ -120,7 +120,7 @@ impl Dataset {
     pub fn session_of(&self, episode: u32) -> Result<PathBuf, RecordError> {
         let Some(catalog) = &self.catalog else { return Ok(self.root.clone()) };
         match catalog.shards.iter().find(|s| (s.first_episode..s.first_episode + s.episodes).contains(&episode)) {
-            Some(shard) => Ok(self.shard_dir(shard)),
+            Some(shard) => Ok(shard_dir(&self.root, shard)),
             None => Err(RecordError::Setting(format!(
                 "the dataset '{}' has no episode {episode}: its shards hold episodes {}",
                 self.root.display(),
@@ -131,8 +131,8 @@ impl Dataset {
 
     /// The session's description ([`read_session_meta`]); for a catalog, its first shard's
     /// (every shard records the same sensors, as [`Dataset::open`] checked).
-    pub fn meta(&self) -> Result<SessionMeta, RecordError> {
-        read_session_meta(&self.sessions()[0])
+    pub fn meta(&self) -> &SessionMeta {
+        &self.meta
     }
 
     /// Every finished episode, by index, with the session that holds it.
@@ -183,38 +183,41 @@ impl Dataset {
         }
         Ok(mismatches)
     }
+}
 
-    fn shard_dir(&self, shard: &CatalogShard) -> PathBuf {
-        self.root.join("shards").join(&shard.name)
-    }
+fn shard_dir(root: &Path, shard: &CatalogShard) -> PathBuf {
+    root.join("shards").join(&shard.name)
+}
 
-    /// Every shard is a session recording the same sensors as the first.
-    fn check_shards(&self, catalog_path: &Path) -> Result<(), RecordError> {
-        let bad =
-            |reason: String| RecordError::Json { path: catalog_path.to_path_buf(), what: "dataset catalog", reason };
-        let mut first: Option<(PathBuf, Vec<String>)> = None;
-        for session in self.sessions() {
-            if !session.is_dir() {
+/// Every shard of `catalog` is a session recording the same sensors as the first: the first
+/// shard's description.
+fn check_shards(root: &Path, catalog: &Catalog, catalog_path: &Path) -> Result<SessionMeta, RecordError> {
+    let bad = |reason: String| RecordError::Json { path: catalog_path.to_path_buf(), what: "dataset catalog", reason };
+    let sensors = |meta: &SessionMeta| meta.sensors.iter().map(|s| s.file_name.clone()).collect::<Vec<String>>();
+    let mut first: Option<(PathBuf, SessionMeta)> = None;
+    for session in catalog.shards.iter().map(|s| shard_dir(root, s)) {
+        if !session.is_dir() {
+            return Err(bad(format!(
+                "its shard '{}' is missing: run the same `glint.distributed.generate` call again to make it",
+                session.display()
+            )));
+        }
+        let meta = read_session_meta(&session)?;
+        match &first {
+            None => first = Some((session, meta)),
+            Some((dir, head)) if sensors(head) != sensors(&meta) => {
                 return Err(bad(format!(
-                    "its shard '{}' is missing: run the same `glint.distributed.generate` call again to make it",
-                    session.display()
+                    "its shards record different sensors ('{}': {:?}, '{}': {:?})",
+                    dir.display(),
+                    sensors(head),
+                    session.display(),
+                    sensors(&meta)
                 )));
             }
-            let sensors: Vec<String> = read_session_meta(&session)?.sensors.into_iter().map(|s| s.file_name).collect();
-            match &first {
-                None => first = Some((session, sensors)),
-                Some((dir, names)) if *names != sensors => {
-                    return Err(bad(format!(
-                        "its shards record different sensors ('{}': {names:?}, '{}': {sensors:?})",
-                        dir.display(),
-                        session.display()
-                    )));
-                }
-                Some(_) => {}
-            }
+            Some(_) => {}
         }
-        Ok(())
     }
+    first.map(|(_, meta)| meta).ok_or_else(|| bad("it lists no shard".into()))
 }
 
 fn read_catalog(path: &Path) -> Result<Catalog, RecordError> {
@@ -280,7 +283,15 @@ mod tests {
 
     #[test]
     fn episodes_resolve_to_their_shard() {
-        let dataset = Dataset { root: PathBuf::from("/d"), catalog: Some(catalog(&[(0, 2), (2, 2), (6, 2)])) };
+        let meta: SessionMeta = serde_json::from_value(serde_json::json!({
+            "format_version": 1, "glint_version": "0", "created_utc": "", "manifest": "", "scene": "", "seed": 0,
+            "episodes": 6, "seconds_per_episode": 1.0, "worlds": 1, "physics_timestep": 0.002,
+            "lidar_runner_hz": 50.0, "controller": "zero", "mujoco_version": "3.17.0", "sensors": [],
+            "manifest_text": ""
+        }))
+        .unwrap();
+        let catalog = Some(catalog(&[(0, 2), (2, 2), (6, 2)]));
+        let dataset = Dataset { root: PathBuf::from("/d"), catalog, meta };
         assert_eq!(dataset.session_of(3).unwrap(), PathBuf::from("/d/shards/shard-00001"));
         assert_eq!(dataset.session_of(7).unwrap(), PathBuf::from("/d/shards/shard-00002"));
         let missing = dataset.session_of(4).unwrap_err().to_string();

@@ -130,7 +130,7 @@ pub fn export_lerobot(source: &Path, out: &Path, options: &LeRobotOptions) -> Re
         )));
     }
     let dataset = Dataset::open(source)?;
-    let meta = dataset.meta()?;
+    let meta = dataset.meta();
     let records = chosen_episodes(&dataset, options)?;
     let mut warnings = Vec::new();
     let layout = dataset_layout(&records, meta.lidar_runner_hz, &mut warnings)?;
