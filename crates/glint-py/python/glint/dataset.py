@@ -118,10 +118,7 @@ class Dataset:
         """Every lidar file (of ``sensor``, or of every lidar) with its episode."""
         out = []
         for e in self.episodes:
-            for f in e.files:
-                name = Path(f).name
-                if name.startswith("lidar-") and (sensor is None or name.startswith(f"lidar-{sensor}-")):
-                    out.append((e.session / f, e))  # an episode's `files` are its lidar files
+            out.extend((e.session / f, e) for f in e.files if is_lidar_file(Path(f).name, sensor))
         return out
 
     def _tick_table(self, index: int, kind: str):
@@ -146,6 +143,13 @@ class Dataset:
                 episodes.append(Episode(r["index"], world, r.get("seed"), r["status"], session, list(r.get("files", [])),
                                         r.get("state"), r.get("rangefinders")))
         return sorted(episodes, key=lambda e: e.index)
+
+
+def is_lidar_file(name: str, sensor: str | None = None) -> bool:
+    """Whether file ``name`` is a lidar's rows (``lidar-<Name>-NNN.parquet``, of ``sensor``
+    or any), not its pose or beam table nor another table of the episode."""
+    return name.startswith("lidar-") and name.endswith(".parquet") and not name.endswith(
+        (".poses.parquet", ".beams.parquet")) and (sensor is None or name.startswith(f"lidar-{sensor}-"))
 
 
 def _read_catalog(path: Path) -> dict[str, Any]:

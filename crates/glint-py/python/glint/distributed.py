@@ -246,7 +246,7 @@ def lidar_rows(out, sensor: str | None = None, filesystem=None):
     import pyarrow.fs
     import ray.data
 
-    from glint.dataset import Dataset, _check_catalog
+    from glint.dataset import Dataset, _check_catalog, is_lidar_file
 
     if filesystem is None:
         filesystem = pyarrow.fs.LocalFileSystem()
@@ -257,7 +257,7 @@ def lidar_rows(out, sensor: str | None = None, filesystem=None):
         with filesystem.open_input_stream(f"{root}/{CATALOG}") as f:
             catalog = _check_catalog(json.loads(f.read()), f"{root}/{CATALOG}")
         owner = {f"{root}/{f['path']}": (e["episode"], e.get("world", 0)) for e in catalog["episodes"]
-                 for f in e["files"] if _is_lidar_file(Path(f["path"]).name, sensor)}
+                 for f in e["files"] if is_lidar_file(Path(f["path"]).name, sensor)}
     if not owner:
         raise DistributedError(f"the dataset at '{out}' lists no lidar file{f' of {sensor!r}' if sensor else ''}")
 
@@ -270,11 +270,6 @@ def lidar_rows(out, sensor: str | None = None, filesystem=None):
     files = sorted(owner)
     return ray.data.read_parquet(files, filesystem=filesystem, include_paths=True).map_batches(
         label, batch_format="pandas")
-
-
-def _is_lidar_file(name: str, sensor: str | None) -> bool:
-    return name.startswith("lidar-") and name.endswith(".parquet") and not name.endswith(".poses.parquet") \
-        and not name.endswith(".beams.parquet") and (sensor is None or name.startswith(f"lidar-{sensor}-"))
 
 
 def generate(manifest, episodes: int, seed: int, out, *, episodes_per_task: int = 1, worlds: int = 1,
