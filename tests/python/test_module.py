@@ -386,10 +386,18 @@ def test_the_physical_return_model_from_python(tmp_path):
     physical = scan()
     assert physical[0].shape == seed[0].shape and not np.array_equal(physical[0], seed[0])
     assert np.array_equal(scan()[0], physical[0]), "the same seed gives the same physical scan"
+    sim.set_return_model("physical", {"fresnel": False, "beam_divergence_deg": 0.3, "footprint_rays": 7})
+    assert sim.return_model["physical"]["footprint_rays"] == 7
+    footprints = scan()
+    assert np.array_equal(scan()[0], footprints[0]), "the same seed gives the same footprint scan"
+    assert not np.array_equal(footprints[0], physical[0])
+    sim.set_return_model("physical", {"fresnel": False, "beam_divergence_deg": 0.3})
     with pytest.raises(glint.SettingError, match="fresnell"):
         sim.set_return_model("physical", {"fresnell": False})
     with pytest.raises(glint.LidarError, match="beam_divergence_deg"):
         sim.set_return_model("physical", {"beam_divergence_deg": 90.0})
+    with pytest.raises(glint.LidarError, match="footprint_rays"):
+        sim.set_return_model("physical", {"footprint_rays": 0})
     with pytest.raises(glint.LidarError, match="unknown return model 'fancy'"):
         sim.set_return_model("fancy")
     with pytest.raises(glint.SettingError, match="belong to model"):

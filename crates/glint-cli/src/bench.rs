@@ -181,7 +181,8 @@ pub struct ReturnsArgs {
     /// Threads (default 1, so the ratio is not a measure of parallel scaling).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     threads: u32,
-    /// Timed runs per measurement (the median is reported), after one warm-up run.
+    /// Rounds, each timing every measurement once after a warm-up revolution (medians over
+    /// rounds are reported, each ratio taken within a round).
     #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(5..))]
     repeats: u32,
     /// Print one JSON object instead of text.
@@ -320,6 +321,12 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                     "  physical model, two echoes        {:.3} ms, {:.2}x the seed's (target <= 1.5)",
                     r.physical_s * 1e3,
                     r.physical_over_seed
+                );
+                println!(
+                    "  physical, {} footprint sub-rays    {:.3} ms, {:.2}x the seed's (target <= 4)",
+                    bench::BENCH_FOOTPRINT_RAYS,
+                    r.footprints_s * 1e3,
+                    r.footprints_over_seed
                 );
                 println!("with the binding's capture ({}, {}) in both:", r.capture, r.scope);
                 println!("  clean scan                        {:.3} ms", r.clean_captured_s * 1e3);

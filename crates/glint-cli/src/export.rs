@@ -191,11 +191,20 @@ pub fn run(args: ExportArgs) -> Result<()> {
         }
     };
     let seed = args.seed;
-    let physics = match args.model {
+    let mut physics = match args.model {
         None => sim.physical_model(),
         Some(glint_lidar::ReturnModelKind::Physical) => Some(sim.physical_model().unwrap_or_default()),
         Some(_) => None,
     };
+    if let Some(p) = physics.as_mut().filter(|p| p.footprint_rays > 1) {
+        eprintln!(
+            "warning: the manifest's footprint_rays = {} casts sub-rays around each beam, and a recording keeps each \
+             beam's own surfaces only: this export runs the physical model without footprints (footprint_rays = 1 in \
+             augmentation.json)",
+            p.footprint_rays
+        );
+        p.footprint_rays = 1;
+    }
     let seeds = seed.map_or_else(|| "recorded-seeds".to_string(), |n| format!("seed{n}"));
     let model = if physics.is_some() { "-physical" } else { "" };
     let out = args

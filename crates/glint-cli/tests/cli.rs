@@ -399,7 +399,7 @@ fn bench_returns_compares_material_and_clean_scans() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
     assert_eq!(v["beams"], 65_536);
     assert_eq!(v["capture"], "Both");
-    for key in ["material_over_clean", "material_over_clean_captured", "physical_over_seed"] {
+    for key in ["material_over_clean", "material_over_clean_captured", "physical_over_seed", "footprints_over_seed"] {
         let ratio = v[key].as_f64().unwrap();
         assert!(ratio.is_finite() && ratio > 0.0, "{key} = {ratio}");
     }

@@ -96,7 +96,10 @@ pub use config::{
 pub use error::{LidarError, LidarWarning};
 pub use params::{RETURN_PARAMS, ReturnParam, ReturnParams, ReturnPreset};
 pub use pattern::{DEFAULT_RUNNER_HZ, Runner, angles, beam_direction, effective_rotation_hz};
-pub use physical::{PhysicalModel, ReturnModelKind, SlabOptics, fresnel, index_from_f0, slab_optics};
+pub use physical::{
+    MAX_FOOTPRINT_RAYS, PhysicalModel, ReturnModelKind, SlabOptics, footprint_offsets, fresnel, index_from_f0,
+    slab_optics,
+};
 pub use reprocess::{RECORDED_CONTINUATIONS, RecordedHit, Reprocessed, Reprocessor};
 pub use return_model::BeamReturn;
 pub use scan::{Returns, Scan, SecondaryHits, Surfaces};

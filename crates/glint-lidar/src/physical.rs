@@ -60,11 +60,18 @@ pub struct PhysicalModel {
     pub water: bool,
     /// Retroreflectors keep their diffuse base.
     pub retro_base: bool,
+    /// Intensity saturates: a photon-counting detector's `I_sat (1 − e^(−I / I_sat))`, with
+    /// `I_sat = specPeakMax` (the seed's brightest glint at `intensityRefRange`).
+    pub saturation: bool,
     /// Full beam divergence, FWHM (degrees).
     pub beam_divergence_deg: f64,
     /// The detector's false alarm rate per range bin, which places its threshold `k` noise
     /// sigmas up and so sets how steep the detection curve is.
     pub false_alarm_rate: f64,
+    /// Sub-rays per beam over its divergence cone (1: the beam's axis alone, off; at most
+    /// [`MAX_FOOTPRINT_RAYS`]). Their echoes are summed into one waveform per beam: edges
+    /// give mixed returns and two echoes ([`footprint_offsets`]).
+    pub footprint_rays: u32,
 }
 
 impl Default for PhysicalModel {
@@ -78,11 +85,16 @@ impl Default for PhysicalModel {
             split_footprints: true,
             water: true,
             retro_base: true,
+            saturation: true,
             beam_divergence_deg: OS1_DIVERGENCE_DEG,
             false_alarm_rate: OS1_FALSE_ALARM_RATE,
+            footprint_rays: 1,
         }
     }
 }
+
+/// Most sub-rays a beam's footprint is cut into.
+pub const MAX_FOOTPRINT_RAYS: u32 = 32;
 
 /// The Ouster OS1's beam divergence (datasheet, FWHM, 128 channels).
 const OS1_DIVERGENCE_DEG: f64 = 0.18;
@@ -102,6 +114,13 @@ impl PhysicalModel {
         if !(f.is_finite() && f > 0.0 && f < 0.5) {
             return Err(LidarError::OutOfRange { field: "false_alarm_rate", value: f, range: "above 0, below 0.5" });
         }
+        if !(1..=MAX_FOOTPRINT_RAYS).contains(&self.footprint_rays) {
+            return Err(LidarError::OutOfRange {
+                field: "footprint_rays",
+                value: self.footprint_rays as f64,
+                range: "1 (off) to 32 sub-rays per beam",
+            });
+        }
         Ok(())
     }
 
@@ -120,19 +139,105 @@ impl PhysicalModel {
     /// cosine `c`: shot noise scaled from the seed's σ at the reference reflectivity, and
     /// the footprint's stretch of the pulse.
     pub fn range_sigma(&self, params: &ReturnParams, s: f64, r: f64, c: f64) -> f64 {
+        self.spread_sigma(params, (s, r, c), 0.0)
+    }
+
+    /// [`PhysicalModel::range_sigma`] of a pulse whose parts' ranges spread by `spread` (one
+    /// sigma, m): the pulse is stretched by the larger of its tilt's stretch and that spread
+    /// (a footprint over an edge is stretched without being tilted).
+    pub(crate) fn spread_sigma(&self, params: &ReturnParams, (s, r, c): (f64, f64, f64), spread: f64) -> f64 {
         let shot = params.noise_sigma(r).powi(2) * params.ref_reflectivity / s.max(1e-9);
         let c = c.clamp(1e-6, 1.0);
         let tan = (1.0 - c * c).sqrt() / c;
-        let stretch = r * self.beam_divergence_deg.to_radians() * tan / 2.0;
+        let stretch = (r * self.beam_divergence_deg.to_radians() * tan / 2.0).max(spread);
         (shot + stretch * stretch).sqrt()
     }
 }
 
+/// The directions of a beam's `n` footprint sub-rays, as angular offsets (radians) along two
+/// axes across the beam, each carrying `1 / n` of its energy. The beam is a circular Gaussian
+/// whose full width at half maximum is `divergence_deg` (per-axis `σ = FWHM / 2.3548`);
+/// sub-ray 0 is its axis, and sub-ray `k ≥ 1` stands for the `k`-th of `n` equal-energy
+/// annuli, at the radius whose square is the annulus' mean `r²` (so the set keeps the beam's
+/// second moment but the first annulus' small share), turned by the golden angle from the
+/// one before.
+pub fn footprint_offsets(n: u32, divergence_deg: f64) -> Vec<(f64, f64)> {
+    let sigma = divergence_deg.to_radians() / (8.0 * std::f64::consts::LN_2).sqrt();
+    let golden = std::f64::consts::PI * (3.0 - 5f64.sqrt());
+    // ∫ −ln(1 − u) du over the energy quantiles [a, b]: with v = 1 − u, F(v) = v − v ln v.
+    let f = |v: f64| if v > 0.0 { v - v * v.ln() } else { 0.0 };
+    let n = n.max(1);
+    (0..n)
+        .map(|k| {
+            if k == 0 {
+                return (0.0, 0.0);
+            }
+            let (a, b) = (k as f64 / n as f64, (k + 1) as f64 / n as f64);
+            let mean_log = (f(1.0 - a) - f(1.0 - b)) / (b - a);
+            let radius = sigma * (2.0 * mean_log).sqrt();
+            let angle = golden * k as f64;
+            (radius * angle.cos(), radius * angle.sin())
+        })
+        .collect()
+}
+
 /// [`PhysicalModel::detection_probability`] with the threshold `k` worked out once.
 pub(crate) fn detection_probability(params: &ReturnParams, k: f64, s: f64, r: f64) -> f64 {
-    let overlap = if params.near_range_r0 > 0.0 { (r / params.near_range_r0).min(1.0).powi(2) } else { 1.0 };
-    let s50 = params.ref_reflectivity * (r / params.max_range_at_ref).powf(1.0 / params.range_exp);
-    normal_cdf(k * (s * overlap / s50 - 1.0))
+    normal_cdf(k * (s * overlap(params, r) / s50(params, r) - 1.0))
+}
+
+/// The receiver's overlap at range `r`, `min(1, r / nearRangeR0)²`.
+#[inline]
+fn overlap(params: &ReturnParams, r: f64) -> f64 {
+    if params.near_range_r0 > 0.0 { (r / params.near_range_r0).min(1.0).powi(2) } else { 1.0 }
+}
+
+/// The strength detected half the time at range `r`: the seed's law solved for the strength.
+fn s50(params: &ReturnParams, r: f64) -> f64 {
+    params.ref_reflectivity * (r / params.max_range_at_ref).powf(1.0 / params.range_exp)
+}
+
+/// Where detection is certain, found without the power law or the error function: per
+/// eighth of a power of two of the range, the strength above which `P_d` is 1 to the last
+/// bit at every range below the eighth's top. Most echoes of a scan are that strong; the
+/// others take [`detection_probability`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct SureDetection([f64; SURE_STEPS]);
+
+/// The range steps [`SureDetection`] covers: eighths of the powers of two from 2⁻⁴ m to 2¹² m.
+const SURE_STEPS: usize = 16 * 8;
+const SURE_FIRST_OCTAVE: i64 = -4;
+
+impl SureDetection {
+    /// The certain strengths under `params` with threshold `k`: at `k (q − 1) ≥ 9`,
+    /// `Φ` rounds to 1 (its complement is below 1e−19), so a uniform draw in `[0, 1)` is
+    /// always under it.
+    pub(crate) fn new(params: &ReturnParams, k: f64) -> SureDetection {
+        let q_sure = 1.0 + 9.0 / k;
+        SureDetection(std::array::from_fn(|i| {
+            let (octave, eighth) = ((i / 8) as i64 + SURE_FIRST_OCTAVE, i % 8);
+            let top = 2f64.powi(octave as i32) * (1.0 + (eighth + 1) as f64 / 8.0);
+            q_sure * s50(params, top)
+        }))
+    }
+
+    /// Whether a candidate of strength `s` at range `r` is detected for sure (false: maybe).
+    #[inline]
+    pub(crate) fn sure(&self, params: &ReturnParams, s: f64, r: f64) -> bool {
+        // A positive normal `r` is (1 + m) 2^e: its step from the exponent and the
+        // mantissa's top three bits.
+        let bits = r.to_bits();
+        let e = ((bits >> 52) & 0x7ff) as i64 - 1023;
+        let step = (e - SURE_FIRST_OCTAVE) * 8 + ((bits >> 49) & 7) as i64;
+        r > 0.0 && (0..SURE_STEPS as i64).contains(&step) && s * overlap(params, r) >= self.0[step as usize]
+    }
+}
+
+/// The reported intensity of a return of linear intensity `linear` on a detector that
+/// saturates at `i_sat`: `I_sat (1 − e^(−I / I_sat))`, the mean count of a photon-counting
+/// (SPAD) detector, linear for faint returns and never above `I_sat`.
+pub(crate) fn saturated(linear: f64, i_sat: f64) -> f64 {
+    if i_sat > 0.0 { i_sat * -(-linear / i_sat).exp_m1() } else { linear }
 }
 
 /// A measured range `measured` kept at or above `floor` by folding: a draw that would fall
@@ -285,6 +390,29 @@ mod tests {
     }
 
     #[test]
+    fn sure_detection_is_only_where_the_probability_is_one() {
+        let m = PhysicalModel::default();
+        for params in [ReturnPreset::OusterOs1.params(), ReturnPreset::Generic.params()] {
+            let k = m.threshold_sigmas();
+            let sure = SureDetection::new(&params, k);
+            let mut found = 0;
+            for i in 0..400 {
+                let r = 0.01 * 1.04f64.powi(i);
+                for s in [1e-4, 1e-3, 0.01, 0.05, 0.1, 0.5, 0.9, 3.0, 800.0] {
+                    if sure.sure(&params, s, r) {
+                        found += 1;
+                        assert_eq!(detection_probability(&params, k, s, r), 1.0, "{s} at {r} m");
+                    }
+                }
+            }
+            assert!(found > 1000, "{found}");
+            for r in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e-30] {
+                assert!(!sure.sure(&params, 0.5, r), "{r}");
+            }
+        }
+    }
+
+    #[test]
     fn noise_follows_the_signal_and_the_footprint() {
         let params = ReturnPreset::OusterOs1.params();
         let m = PhysicalModel { beam_divergence_deg: 0.0, ..PhysicalModel::default() };
@@ -299,7 +427,41 @@ mod tests {
     }
 
     #[test]
+    fn intensity_saturates_smoothly_below_its_ceiling() {
+        assert!((saturated(1.0, 900.0) - 1.0).abs() < 1e-3, "faint returns are linear");
+        assert!((saturated(900.0, 900.0) - 900.0 * (1.0 - (-1f64).exp())).abs() < 1e-9);
+        assert!(saturated(1e6, 900.0) <= 900.0 && saturated(1e6, 900.0) > 899.0, "never above the ceiling");
+        assert!(saturated(500.0, 900.0) > saturated(400.0, 900.0), "monotonic");
+    }
+
+    #[test]
+    fn footprint_sub_rays_keep_the_beams_second_moment() {
+        let fwhm: f64 = 0.18;
+        let sigma = fwhm.to_radians() / 2.354_820;
+        for n in [2, 7, 19, 32] {
+            let offsets = footprint_offsets(n, fwhm);
+            assert_eq!(offsets.len(), n as usize);
+            assert_eq!(offsets[0], (0.0, 0.0));
+            // A circular Gaussian of per-axis σ has E[r²] = 2σ²; the axis stands for the
+            // first annulus, whose share ∫₀^{1/n} −ln(1 − u) du of it goes missing.
+            let mean_r2 = offsets.iter().map(|(x, y)| x * x + y * y).sum::<f64>() / n as f64;
+            let v = 1.0 - 1.0 / n as f64;
+            let first_share = 1.0 - (v - v * v.ln());
+            let expected = 2.0 * sigma * sigma * (1.0 - first_share);
+            assert!((mean_r2 - expected).abs() < 1e-6 * expected, "{n}: {mean_r2} {expected}");
+            // Radii grow outward.
+            let radius = |k: usize| offsets[k].0.hypot(offsets[k].1);
+            assert!((2..n as usize).all(|k| radius(k) > radius(k - 1)));
+        }
+        assert_eq!(footprint_offsets(1, fwhm), vec![(0.0, 0.0)]);
+    }
+
+    #[test]
     fn parameters_out_of_range_are_named() {
+        for footprint_rays in [0, 33] {
+            let bad = PhysicalModel { footprint_rays, ..PhysicalModel::default() };
+            assert!(bad.validate().unwrap_err().to_string().contains("footprint_rays"));
+        }
         let bad = PhysicalModel { beam_divergence_deg: -1.0, ..PhysicalModel::default() };
         assert!(bad.validate().unwrap_err().to_string().contains("beam_divergence_deg"));
         let bad = PhysicalModel { false_alarm_rate: 0.0, ..PhysicalModel::default() };

@@ -7,7 +7,7 @@ use glam::DVec3;
 use glint_core::{RayCaster, Scene};
 use glint_lidar::{
     LidarBinding, LidarError, Lidars, MaterialLookup, MaterialPreset, MaterialTable, NirMaterial, PhysicalModel,
-    ReturnParams, ReturnPreset, ScanConfig, SecondaryCapture, SecondaryScope, slab_optics,
+    ReturnParams, ReturnPreset, ScanConfig, SecondaryCapture, SecondaryScope, footprint_offsets, slab_optics,
 };
 use glint_mujoco::{Model, WorldBatch};
 
@@ -337,4 +337,90 @@ fn the_physical_model_runs_live_on_real_geometry_and_the_seed_model_stays_the_de
     let bad = PhysicalModel { beam_divergence_deg: f64::NAN, ..PhysicalModel::default() };
     assert!(physical.lidars.set_physical_model(Some(bad)).unwrap_err().to_string().contains("beam_divergence_deg"));
     assert_eq!(physical.lidars.physical_model(), Some(terms), "nothing changes on an error");
+}
+
+/// A white plate whose edge runs vertically through the sensor's forward axis (the plate on
+/// the left, +y) 5 m on, and a white wall `gap` metres behind it.
+fn edge(gap: f64) -> String {
+    format!(
+        r#"<mujoco>
+  <asset><material name="white" rgba="0.8 0.8 0.8 1"/></asset>
+  <worldbody>
+    <site name="lidar" pos="0 0 1"/>
+    <geom name="plate" type="box" pos="5.01 1 1" size="0.01 1 1" material="white"/>
+    <geom name="wall" type="box" pos="{} 0 1" size="0.1 5 1" material="white"/>
+  </worldbody>
+</mujoco>"#,
+        5.1 + gap
+    )
+}
+
+/// The beams of a 0.01° ring within `half_width_deg` of the plate's edge (azimuth 0), as
+/// (azimuth in degrees, primary range, secondary range, primary strength), after one tick of
+/// the physical model (noise off) with `footprint_rays` sub-rays.
+fn across_the_edge(gap: f64, footprint_rays: u32, half_width_deg: f64) -> Vec<(f64, f32, f32, f32)> {
+    let white = NirMaterial { f0: 0.0, reflectivity: 0.8, ..MaterialPreset::Diffuse.material() };
+    let bins = 36_000;
+    let mut rig = Rig::new(&edge(gap), ring(bins, 0.0), &[("white", white)], quiet(ReturnPreset::OusterOs1.params()));
+    let terms = PhysicalModel { noise: false, footprint_rays, ..PhysicalModel::default() };
+    rig.lidars.set_physical_model(Some(terms)).unwrap();
+    rig.tick();
+    let r = rig.lidars.returns(0, 0).unwrap();
+    let step = 360.0 / bins as f64;
+    (0..bins as usize)
+        .map(|k| {
+            let azimuth = if k as f64 * step > 180.0 { k as f64 * step - 360.0 } else { k as f64 * step };
+            (azimuth, r.range[k], r.secondary_range[k], r.reflectivity[k])
+        })
+        .filter(|(azimuth, ..)| azimuth.abs() <= half_width_deg)
+        .collect()
+}
+
+#[test]
+fn footprints_give_two_echoes_across_an_edge_in_sevenths_of_the_beam() {
+    // Without footprints, every beam sees one surface: the plate left of the edge, the wall right.
+    let axis = across_the_edge(2.0, 1, 0.5);
+    assert!(axis.iter().all(|b| b.2 < 0.0), "no beam has two echoes along its axis alone");
+    let beams = across_the_edge(2.0, 7, 0.5);
+    let plate_strength = 0.8f32; // ρ · cos θ, θ ≈ 0: the plate's and the wall's alike
+    assert!(axis.iter().filter(|b| b.0 > 0.05).all(|b| (b.1 - 5.0).abs() < 1e-3));
+    let two: Vec<_> = beams.iter().filter(|b| b.2 > 0.0).collect();
+    // A band of two-echo beams straddling the edge, no wider than the footprint's outer
+    // sub-ray (0.185° off the axis of an OS1 beam).
+    let outer = footprint_offsets(7, 0.18).iter().map(|o| o.0.hypot(o.1).to_degrees()).fold(0.0, f64::max);
+    assert!(two.len() >= 10, "{} two-echo beams", two.len());
+    assert!(two.iter().any(|b| b.0 > 0.0) && two.iter().any(|b| b.0 < 0.0));
+    assert!(two.iter().all(|b| b.0.abs() < outer + 0.01), "{:?}", two.iter().map(|b| b.0).collect::<Vec<_>>());
+    for &&(azimuth, primary, secondary, strength) in &two {
+        let mut ranges = [primary, secondary];
+        ranges.sort_by(f32::total_cmp);
+        assert!((ranges[0] - 5.0).abs() < 1e-2 && (ranges[1] - 7.0).abs() < 1e-2, "{azimuth}: {ranges:?}");
+        // The primary is the stronger part of the beam, whole sevenths of a whole beam's
+        // strength: four to six of them (a range dims intensity, not strength).
+        let sevenths = strength / plate_strength * 7.0;
+        assert!((sevenths - sevenths.round()).abs() < 0.02 && (4.0..=6.0).contains(&sevenths.round()), "{sevenths}");
+    }
+}
+
+#[test]
+fn footprints_over_an_edge_closer_than_the_separation_give_mixed_returns_between_the_surfaces() {
+    // The wall 0.4 m behind the plate: one pulse per beam (minReturnSeparation 1 m).
+    let in_between = |beams: &[(f64, f32, f32, f32)]| {
+        beams.iter().filter(|b| b.1 > 5.0 + 0.02 && b.1 < 5.4 - 0.02).map(|b| b.1).collect::<Vec<_>>()
+    };
+    assert!(in_between(&across_the_edge(0.4, 1, 0.5)).is_empty());
+    let beams = across_the_edge(0.4, 7, 0.5);
+    let mixed = in_between(&beams);
+    assert!(mixed.len() >= 10, "{mixed:?}");
+    // Flying points: at the energy-weighted mean of the two ranges, so at k / 7 of the way
+    // for k sub-rays on the wall (the strength of both alike, ρ 0.8 head on).
+    for r in &mixed {
+        let k = (r - 5.0) / 0.4 * 7.0;
+        assert!((k - k.round()).abs() < 0.05, "{r} is not a sevenths mix");
+    }
+    // Away from the edge, the footprint changes nothing a flat surface shows.
+    let far = across_the_edge(0.4, 1, 0.5);
+    for (a, b) in far.iter().zip(&beams).filter(|(a, _)| a.0.abs() > 0.3) {
+        assert!((a.1 - b.1).abs() < 1e-4 && (a.3 / b.3 - 1.0).abs() < 1e-4, "{a:?} {b:?}");
+    }
 }

@@ -453,6 +453,13 @@ pub fn export_variant(
     settings: &ExportSettings,
     provenance: Provenance,
 ) -> Result<Augmentation, RecordError> {
+    if let Some(p) = settings.physics.filter(|p| p.footprint_rays > 1) {
+        return Err(RecordError::Setting(format!(
+            "footprint_rays = {} casts sub-rays around each beam, and a recording keeps each beam's own surfaces \
+             only: export with footprint_rays = 1, or run the scene with footprints live",
+            p.footprint_rays
+        )));
+    }
     let meta = read_session_meta(session)?;
     let _reading = SessionLock::shared(session, "export")?;
     let (mut files, partial) = session_files(session)?;

@@ -398,6 +398,15 @@ fn an_export_runs_the_physical_model_and_says_so() {
         export_variant(&rec.session, &out, &physical_settings, provenance(&rec.bake, &rec.model, &table)).unwrap();
     assert_eq!((aug.return_model.as_str(), aug.physical_model), ("physical", Some(physics)));
     assert_eq!(read_augmentation(&out).unwrap(), aug);
+    // Footprints need the scene around each beam, which a recording does not keep.
+    let wide = ExportSettings {
+        physics: Some(glint_lidar::PhysicalModel { footprint_rays: 7, ..physics }),
+        ..physical_settings
+    };
+    let refused = rec.session.join("variants/footprints");
+    let e = export_variant(&rec.session, &refused, &wide, provenance(&rec.bake, &rec.model, &table)).unwrap_err();
+    assert!(e.to_string().contains("footprint_rays = 7") && e.to_string().contains("footprint_rays = 1"), "{e}");
+    assert!(!refused.exists(), "a refused export wrote {}", refused.display());
     // The same rows and geometry, other measurements: the models differ where the scene has
     // glass, a mirror and water.
     let (a, b) = (&seed.files[0], &aug.files[0]);

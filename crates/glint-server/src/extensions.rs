@@ -30,8 +30,10 @@ fn to_wire(p: &PhysicalModel) -> WirePhysical {
         split_footprints: p.split_footprints,
         water: p.water,
         retro_base: p.retro_base,
+        saturation: p.saturation,
         beam_divergence_deg: p.beam_divergence_deg,
         false_alarm_rate: p.false_alarm_rate,
+        footprint_rays: p.footprint_rays,
     }
 }
 
@@ -44,8 +46,11 @@ fn from_wire(w: &WirePhysical) -> PhysicalModel {
         split_footprints: w.split_footprints,
         water: w.water,
         retro_base: w.retro_base,
+        saturation: w.saturation,
         beam_divergence_deg: w.beam_divergence_deg,
         false_alarm_rate: w.false_alarm_rate,
+        // Proto3's unset 0 is the axis alone, as 1 is.
+        footprint_rays: w.footprint_rays.max(1),
     }
 }
 

@@ -162,7 +162,8 @@ fn glints_own_service_sets_and_reports_the_physical_return_model() {
         assert!(all_on.success, "{}", all_on.message);
         let terms = get(glint.clone()).await.physical.unwrap();
         assert!(terms.detection && terms.fresnel && terms.beam_divergence_deg == 0.18);
-        let chosen = PhysicalModel { fresnel: false, beam_divergence_deg: 0.3, ..terms };
+        assert_eq!(terms.footprint_rays, 1);
+        let chosen = PhysicalModel { fresnel: false, beam_divergence_deg: 0.3, footprint_rays: 7, ..terms };
         let ack = glint
             .set_return_model(ReturnModel { model: "physical".into(), physical: Some(chosen) })
             .await
@@ -175,6 +176,11 @@ fn glints_own_service_sets_and_reports_the_physical_return_model() {
             glint.set_return_model(ReturnModel { model: "physical".into(), physical: Some(wide) }).await.unwrap();
         let refused = refused.into_inner();
         assert!(!refused.success && refused.message.contains("beam_divergence_deg"), "{}", refused.message);
+        let many = PhysicalModel { footprint_rays: 33, ..chosen };
+        let refused =
+            glint.set_return_model(ReturnModel { model: "physical".into(), physical: Some(many) }).await.unwrap();
+        let refused = refused.into_inner();
+        assert!(!refused.success && refused.message.contains("footprint_rays"), "{}", refused.message);
         let unknown = glint.set_return_model(ReturnModel { model: "fancy".into(), physical: None }).await.unwrap();
         assert!(unknown.into_inner().message.contains("fancy"));
         assert_eq!(get(glint.clone()).await.physical, Some(chosen), "nothing changed on a refusal");

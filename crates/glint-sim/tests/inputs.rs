@@ -193,10 +193,12 @@ fn the_physical_return_model_is_chosen_in_the_manifest_and_bad_terms_are_named()
     let path = manifest(
         "physical-model",
         "",
-        "[return_model]\nmodel = \"physical\"\n[return_model.physical]\nfresnel = false\nbeam_divergence_deg = 0.3\n",
+        "[return_model]\nmodel = \"physical\"\n[return_model.physical]\nfresnel = false\nbeam_divergence_deg = 0.3\n\
+         footprint_rays = 7\n",
     );
     let physical = build(&path).unwrap().physical_model().expect("the physical model");
     assert!(!physical.fresnel && physical.detection && physical.beam_divergence_deg == 0.3);
+    assert_eq!(physical.footprint_rays, 7);
     let unknown = refused("model-name", "", "[return_model]\nmodel = \"fancy\"\n");
     assert!(unknown.contains("fancy") && unknown.contains("physical") && unknown.contains("seed"), "{unknown}");
     let wide = refused(
@@ -205,6 +207,12 @@ fn the_physical_return_model_is_chosen_in_the_manifest_and_bad_terms_are_named()
         "[return_model]\nmodel = \"physical\"\n[return_model.physical]\nbeam_divergence_deg = 45.0\n",
     );
     assert!(wide.contains("beam_divergence_deg") && wide.contains("0 to 10"), "{wide}");
+    let many = refused(
+        "footprints",
+        "",
+        "[return_model]\nmodel = \"physical\"\n[return_model.physical]\nfootprint_rays = 64\n",
+    );
+    assert!(many.contains("footprint_rays") && many.contains("1 (off) to 32"), "{many}");
     let stray = refused("stray-table", "", "[return_model.physical]\nnoise = false\n");
     assert!(stray.contains("model = \"physical\""), "{stray}");
     let typo = refused("typo", "", "[return_model]\nmodel = \"physical\"\n[return_model.physical]\nfresnell = false\n");

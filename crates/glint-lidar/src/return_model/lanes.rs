@@ -345,6 +345,7 @@ mod tests {
                             strength: lanes.strength[k][i],
                             cos: lanes.cos[k][i],
                             geomid: lanes.geomid[k][i],
+                            spread: 0.0,
                         };
                         let mut beam = key.beam(lanes.beam[i]);
                         let one = match count {

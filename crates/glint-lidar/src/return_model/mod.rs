@@ -162,6 +162,26 @@ impl Strength {
     }
 }
 
+/// The instruction sets this CPU has, found once.
+static ARCH: std::sync::LazyLock<pulp::Arch> = std::sync::LazyLock::new(pulp::Arch::new);
+
+/// [`Optics::strength`] as an operation `pulp` compiles for each instruction set (a struct
+/// rather than a closure, which is inlined into the compiled copies only sometimes).
+struct StrengthOp<'a> {
+    optics: &'a Optics,
+    params: &'a ReturnParams,
+    c: f64,
+}
+
+impl pulp::WithSimd for StrengthOp<'_> {
+    type Output = f64;
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) -> f64 {
+        self.optics.strength_here(self.params, self.c)
+    }
+}
+
 /// Beyond this exponent the glint is below 1e−34 of its peak, and counts as none.
 const GLINT_CUTOFF: f64 = 80.0;
 
@@ -221,9 +241,17 @@ impl Optics {
     }
 
     /// The candidate strength `S` at incidence cosine `c`: [`Strength::full`] of an opaque
-    /// or porous surface, [`Strength::glint_only`] of the others, to the bit.
+    /// or porous surface, [`Strength::glint_only`] of the others, to the bit. Run with the
+    /// CPU's fused multiply-add where it has one: the portable build's `mul_add` in
+    /// [`exp_neg`] is otherwise a library call, with the same (exactly rounded) result.
     #[inline]
     pub(crate) fn strength(&self, params: &ReturnParams, c: f64) -> f64 {
+        ARCH.dispatch(StrengthOp { optics: self, params, c })
+    }
+
+    /// [`Optics::strength`] on the instruction set of its caller.
+    #[inline(always)]
+    fn strength_here(&self, params: &ReturnParams, c: f64) -> f64 {
         let c = c.clamp(0.0, 1.0);
         let x = glint_exponent(self.inv_m2, c);
         let e = exp_neg(x.min(GLINT_CUTOFF));
@@ -304,10 +332,13 @@ pub(crate) struct Candidate {
     pub(crate) strength: f64,
     pub(crate) cos: f64,
     pub(crate) geomid: i32,
+    /// The strength-weighted spread of the ranges summed into it (m): 0 for one ray's echo,
+    /// the footprint's own spread for a beam's waveform ([`ReturnModel::footprint_report`]).
+    pub(crate) spread: f64,
 }
 
 impl Candidate {
-    const NONE: Candidate = Candidate { range: 0.0, strength: 0.0, cos: 0.0, geomid: -1 };
+    const NONE: Candidate = Candidate { range: 0.0, strength: 0.0, cos: 0.0, geomid: -1, spread: 0.0 };
 }
 
 /// The probability that a return of strength `s` at range `r` and incidence cosine `c` is
@@ -366,18 +397,26 @@ pub(crate) struct ReturnModel {
     physics: Option<PhysicalModel>,
     /// Its detection threshold in noise sigmas.
     threshold: f64,
+    /// Where its detection is certain.
+    sure: crate::physical::SureDetection,
 }
 
 impl ReturnModel {
     /// The seed's model under `params`.
     pub fn new(params: ReturnParams) -> ReturnModel {
-        ReturnModel { params, sure_range: params.max_range(params.detect_floor), physics: None, threshold: 0.0 }
+        ReturnModel::with_physics(params, None)
     }
 
     /// The model under `params`, physical where `physics` says.
     pub fn with_physics(params: ReturnParams, physics: Option<PhysicalModel>) -> ReturnModel {
         let threshold = physics.map_or(0.0, |p| p.threshold_sigmas());
-        ReturnModel { physics, threshold, ..ReturnModel::new(params) }
+        let sure = crate::physical::SureDetection::new(&params, threshold.max(1.0));
+        ReturnModel { params, sure_range: params.max_range(params.detect_floor), physics, threshold, sure }
+    }
+
+    /// The physical model's terms, `None` under the seed's.
+    pub(crate) fn physics(&self) -> Option<&PhysicalModel> {
+        self.physics.as_ref()
     }
 
     /// The candidate strength of `material` at incidence cosine `c`: the seed's, with the
@@ -421,10 +460,74 @@ impl ReturnModel {
             // Most beams: one candidate, no continuation.
             let c = beam.dir.dot(s.normal).abs();
             let strength = self.strength(&material, c);
-            let candidate = Candidate { range: s.distance, strength, cos: c, geomid: s.geomid };
+            let candidate = Candidate { range: s.distance, strength, cos: c, geomid: s.geomid, spread: 0.0 };
             return self.report_one(beam.window, &candidate, rng);
         }
         self.traced_return(beam, (&s, &material), tracer, materials, rng)
+    }
+
+    /// Appends to `out` the candidates of one sub-ray of a beam's footprint (along `beam`,
+    /// first surface and material `first`), their strengths weighed by its share `weight` of
+    /// the beam's energy: the candidates [`ReturnModel::beam_return`] would report from.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn footprint_candidates(
+        &self,
+        beam: &Beam,
+        first: Option<(Surface, NirMaterial)>,
+        tracer: &mut impl Tracer,
+        materials: &(impl MaterialLookup + ?Sized),
+        rng: &mut BeamRng,
+        weight: f64,
+        out: &mut Vec<Candidate>,
+    ) {
+        let Some((s, material)) = first else { return };
+        if material.continuation == Continuation::Opaque {
+            let cos = beam.dir.dot(s.normal).abs();
+            let strength = weight * self.strength(&material, cos);
+            out.push(Candidate { range: s.distance, strength, cos, geomid: s.geomid, spread: 0.0 });
+            return;
+        }
+        let mut candidates = [Candidate::NONE; MAX_CANDIDATES];
+        let n = trace(self, beam, (&s, &material), tracer, materials, rng, &mut candidates);
+        out.extend(candidates[..n].iter().map(|c| Candidate { strength: c.strength * weight, ..*c }));
+    }
+
+    /// The report of a beam from its footprint sub-rays' candidates (`candidates`, in any
+    /// order; reordered): one waveform, in which an echo nearer than `minReturnSeparation`
+    /// to the one before joins its pulse (the pulse's strength the sum, its range and
+    /// incidence the strength-weighted means, its geom the strongest part's, its spread the
+    /// parts' range spread), the pulses then detected, merged and measured as
+    /// [`ReturnModel::report`] does. A foreground edge and the background behind it closer
+    /// than the separation give one pulse between them (a mixed return), farther apart two.
+    pub(crate) fn footprint_report(
+        &self,
+        window: (f64, f64),
+        candidates: &mut [Candidate],
+        rng: &mut BeamRng,
+    ) -> BeamReturn {
+        candidates.sort_by(|a, b| a.range.total_cmp(&b.range));
+        let mut pulses = [Candidate::NONE; MAX_CANDIDATES];
+        let mut npulse = 0;
+        let mut rest = &candidates[..];
+        while !rest.is_empty() {
+            let mut end = 1;
+            while end < rest.len() && rest[end].range - rest[end - 1].range < self.params.min_return_separation {
+                end += 1;
+            }
+            let pulse = pulse(&rest[..end]);
+            rest = &rest[end..];
+            if npulse < MAX_CANDIDATES {
+                pulses[npulse] = pulse;
+                npulse += 1;
+            } else if let Some(weakest) = pulses.iter_mut().min_by(|a, b| a.strength.total_cmp(&b.strength)) {
+                // More pulses than a beam keeps: the weakest gives way, range order kept.
+                if pulse.strength > weakest.strength {
+                    *weakest = pulse;
+                    pulses.sort_by(|a, b| a.range.total_cmp(&b.range));
+                }
+            }
+        }
+        self.report(window, &pulses[..npulse], rng)
     }
 
     /// [`ReturnModel::beam_return`] of a beam whose first surface is not opaque.
@@ -491,7 +594,7 @@ fn trace(
             };
             if let Some((loss, cos)) = crossing.candidate {
                 let strength = loss * model.strength(&material, cos);
-                candidates[ncand] = Candidate { range, strength, cos, geomid: s.geomid };
+                candidates[ncand] = Candidate { range, strength, cos, geomid: s.geomid, spread: 0.0 };
                 ncand += 1;
             }
             let Some((kind, through)) = crossing.next else { break };
@@ -505,6 +608,21 @@ fn trace(
         candidates[..ncand].sort_by(|a, b| a.range.total_cmp(&b.range));
     }
     ncand
+}
+
+/// The pulse of a footprint's waveform made of the echoes `parts` (in range order, at least
+/// one), as a candidate.
+fn pulse(parts: &[Candidate]) -> Candidate {
+    let strength: f64 = parts.iter().map(|c| c.strength).sum();
+    let strongest = parts.iter().max_by(|a, b| a.strength.total_cmp(&b.strength)).unwrap_or(&parts[0]);
+    // No positive strength (zero, or NaN from a surface without optics): nothing to weigh by.
+    if strength.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+        return Candidate { strength, ..*strongest };
+    }
+    let mean = |f: fn(&Candidate) -> f64| parts.iter().map(|c| c.strength * f(c)).sum::<f64>() / strength;
+    let range = mean(|c| c.range);
+    let variance = mean(|c| c.range * c.range + c.spread * c.spread) - range * range;
+    Candidate { range, strength, cos: mean(|c| c.cos), geomid: strongest.geomid, spread: variance.max(0.0).sqrt() }
 }
 
 /// Where a path stands before a leg: its state, the surface the leg reaches, the leg's index
@@ -729,7 +847,7 @@ impl ReturnModel {
         BeamReturn {
             range,
             secondary_range,
-            intensity: self.intensity(primary.range, primary.strength),
+            intensity: self.reported_intensity(primary.range, primary.strength),
             reflectivity: primary.strength as f32,
             geomid: primary.geomid,
         }
@@ -740,7 +858,7 @@ impl ReturnModel {
     fn measured(&self, c: &Candidate, z: f64) -> f32 {
         match self.physics {
             Some(p) if p.noise => {
-                let sigma = p.range_sigma(&self.params, c.strength, c.range, c.cos);
+                let sigma = p.spread_sigma(&self.params, (c.strength, c.range, c.cos), c.spread);
                 crate::physical::fold_above(c.range + sigma * z, self.params.range_floor) as f32
             }
             _ => self.noisy(c.range, z),
@@ -752,6 +870,17 @@ impl ReturnModel {
     fn noisy(&self, range: f64, z: f64) -> f32 {
         let measured = range + self.params.noise_sigma(range) * z;
         measured.max(self.params.range_floor) as f32
+    }
+
+    /// [`Self::intensity`], saturated where the physical model says.
+    fn reported_intensity(&self, range: f64, strength: f64) -> f32 {
+        match self.physics {
+            Some(p) if p.saturation => {
+                let linear = self.intensity(range, strength) as f64;
+                crate::physical::saturated(linear, self.params.spec_peak_max) as f32
+            }
+            _ => self.intensity(range, strength),
+        }
     }
 
     /// The intensity of an echo booked at `range` with strength `strength`:
@@ -770,7 +899,9 @@ impl ReturnModel {
             // One draw per candidate, whatever its odds, so a scan's draws do not depend on
             // which candidates are sure.
             let u = rng.uniform();
-            c.strength > 0.0 && u < crate::physical::detection_probability(params, self.threshold, c.strength, c.range)
+            c.strength > 0.0
+                && (self.sure.sure(params, c.strength, c.range)
+                    || u < crate::physical::detection_probability(params, self.threshold, c.strength, c.range))
         } else {
             // Written as the refusals, so a NaN strength (no material) refuses nothing here.
             !(c.strength < params.detect_floor || c.range >= self.sure_range && c.range >= params.max_range(c.strength))
@@ -1133,6 +1264,24 @@ mod tests {
         let first = palette.material_at(first.geomid as usize, DVec3::ZERO).map(|m| (first, m));
         let model = ReturnModel::with_physics(*params, Some(PhysicalModel::default()));
         model.beam_return(&beam(), first, &mut script, palette, &mut BeamRng::new(seed, 0, 0, 0))
+    }
+
+    #[test]
+    fn physical_intensity_saturates_on_bright_close_returns_only() {
+        let p = noiseless();
+        let sign = Palette(vec![MaterialPreset::Retroreflector.material()]);
+        let board = Palette(vec![lambertian(0.5)]);
+        // A retroreflector at 2 m: 800 · (5 / 2)² = 5000 linear, at most specPeakMax reported.
+        let bright = physical_run(&p, vec![facing(2.0, 0, 0.0)], &sign, 0).intensity as f64;
+        let linear = run(&p, vec![facing(2.0, 0, 0.0)], &sign, 0).intensity as f64;
+        assert!((linear - 5000.0).abs() < 5.0, "{linear}");
+        let expected = p.spec_peak_max * (1.0 - (-linear / p.spec_peak_max).exp());
+        // (The physical strength keeps the sign's diffuse base: a few parts in 10⁵ more.)
+        assert!((bright / expected - 1.0).abs() < 1e-4 && bright < p.spec_peak_max, "{bright} vs {expected}");
+        // A grey board at 20 m is faint: within 0.01 % of the seed's.
+        let (faint, seed) =
+            (physical_run(&p, vec![facing(20.0, 0, 0.0)], &board, 0), run(&p, vec![facing(20.0, 0, 0.0)], &board, 0));
+        assert!((faint.intensity / seed.intensity - 1.0).abs() < 1e-4, "{} vs {}", faint.intensity, seed.intensity);
     }
 
     #[test]

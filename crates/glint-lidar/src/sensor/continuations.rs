@@ -192,12 +192,12 @@ impl GroupContext<'_> {
     }
 
     /// Looks up the first surfaces' classes, and casts as packets the continuations the
-    /// return model and the capture will want: straight on through slabs and porous
-    /// surfaces (from the sensor origin, one batch per geom crossed), into media, and off
-    /// plane mirrors.
+    /// return model and the pass-through capture (`capture`) will want: straight on through
+    /// slabs and porous surfaces (from the sensor origin, one batch per geom crossed), into
+    /// media, and off plane mirrors (and panes, for the physical model's ghosts).
     pub(super) fn prefetch(
         &self,
-        part: &ScanPart,
+        capture: bool,
         rays: &Rays,
         world: usize,
         ext: &mut ExtraScratch,
@@ -214,8 +214,12 @@ impl GroupContext<'_> {
                 ext.material.resize(n, NO_MATERIAL);
             }
         }
-        let capture = part.pass_through.is_some();
         let legs = self.tick.model.as_ref().map_or(&[][..], |m| m.first_legs);
+        // The physical model's ghost off a pane is the pane's fold: cast with the mirrors'.
+        let ghosts = self.tick.model.as_ref().filter(|m| m.model.physics().is_some_and(|p| p.fresnel));
+        let ghost_of = |index: u32| {
+            ghosts.and_then(|m| m.palette.get(index as usize)).is_some_and(|m| m.continuation == Continuation::Slab)
+        };
         ext.folds.clear();
         for r in 0..n {
             let (index, g) = (ext.material[r], rays.geomid[r]);
@@ -232,6 +236,9 @@ impl GroupContext<'_> {
             }
             match leg {
                 Some(LegKind::Folded) => ext.folds.push(r),
+                Some(LegKind::Straight) if ghost_of(index) && rays.dirs[r].dot(rays.normal[r]) <= 0.0 => {
+                    ext.folds.push(r)
+                }
                 // Entering the medium from outside (the model leaves it on a far face).
                 Some(LegKind::Refracted) if rays.dirs[r].dot(rays.normal[r]) <= 0.0 => ext.bent.push(r),
                 _ => {}

@@ -13,11 +13,13 @@ use rayon::prelude::*;
 use std::sync::Arc;
 
 use crate::pattern::{PatternClock, angles, beam_direction};
+use crate::physical::footprint_offsets;
 use glint_materials::MaterialLookup;
 
 use crate::return_model::{BeamRng, LegKind, Optics, ReturnModel, Surface};
 
 pub(crate) mod continuations;
+mod footprint;
 mod return_pass;
 
 use crate::scan::{Scan, ScanLayout, ScanPart};
@@ -102,6 +104,8 @@ struct ExtraScratch {
     /// One batch of continuations: ray indices and directions.
     rays: Vec<usize>,
     dirs: Vec<DVec3>,
+    /// The physical model's footprint sub-rays.
+    footprints: footprint::Footprints,
 }
 
 const NO_MATERIAL: u32 = u32::MAX;
@@ -823,6 +827,9 @@ impl Lidars {
             palette.iter().map(|material| Optics::new(&self.params, material)).chain([Optics::NONE]).collect();
         let plans: Vec<Plan> = palette.iter().map(Some).chain([None]).map(Plan::of_first).collect();
         let first_legs: Vec<Option<LegKind>> = palette.iter().map(|m| first_leg(&self.params, m)).collect();
+        let footprint: Vec<(f64, f64)> = self.physics.map_or(vec![(0.0, 0.0)], |p| {
+            footprint_offsets(p.footprint_rays, p.beam_divergence_deg).iter().map(|(a, b)| (a.tan(), b.tan())).collect()
+        });
         let model = self.materials.as_ref().map(|m| ReturnInputs {
             model: ReturnModel::with_physics(self.params, self.physics),
             seeds: &self.seeds,
@@ -831,6 +838,7 @@ impl Lidars {
             optics: &optics,
             plans: &plans,
             first_legs: &first_legs,
+            footprint: &footprint,
         });
         // The lanes do the seed's model; the physical one goes beam by beam.
         let one_by_one = self.one_by_one() || self.physics.is_some();
@@ -881,6 +889,9 @@ struct ReturnInputs<'a> {
     plans: &'a [Plan],
     /// The continuation the model casts first off each palette entry's surfaces.
     first_legs: &'a [Option<LegKind>],
+    /// The tangents of the angular offsets of a beam's footprint sub-rays, its axis first
+    /// (the axis alone: no footprint).
+    footprint: &'a [(f64, f64)],
 }
 
 /// Sets `ray_of` to the inverse of `order`: `ray_of[order[r]] = r`.
@@ -1081,12 +1092,14 @@ impl GroupContext<'_> {
             return Ok(part.hits());
         }
         let rays = Rays { origin, dirs, dist, geomid, normal };
-        self.prefetch(&part, &rays, job.world, ext)?;
+        self.prefetch(part.pass_through.is_some(), &rays, job.world, ext)?;
         let mut live = LiveTracer { prepared: self.prepared, world: job.world, exclude: self.exclude };
         if let (Some(m), (clean, Some(returns))) = (&self.tick.model, part.clean_and_returns()) {
             let key = BeamRng::tick_key(m.seeds[job.world], self.tick.sensor as u64, job.tick);
             let first_beam = (job.units.0 % sensor.units()) as usize * (c.beam_count() / sensor.units() as usize);
-            if self.tick.one_by_one {
+            if m.footprint.len() > 1 {
+                self.model_footprints(m, returns, order, &rays, ext, &mut live, (key, first_beam))?;
+            } else if self.tick.one_by_one {
                 self.model_one_by_one(m, returns, order, &rays, ext, &mut live, (key, first_beam));
             } else {
                 self.model_group(m, (clean, returns), (order, ray_of), &rays, ext, &mut live, (key, first_beam));

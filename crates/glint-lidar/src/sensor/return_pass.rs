@@ -334,6 +334,7 @@ impl Chunk {
                 strength: lanes.strength[k][i],
                 cos: lanes.cos[k][i],
                 geomid: lanes.geomid[k][i],
+                spread: 0.0,
             };
             let how = match self.plan[i] {
                 Plan::Nothing => {

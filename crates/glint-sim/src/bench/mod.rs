@@ -17,7 +17,7 @@ pub use patterns::Pattern;
 pub use rangefinder::{RangefinderBench, RangefinderReport, rangefinder};
 pub use rays::{RaysBench, RaysReport, rays};
 pub use record::{RecordBench, RecordReport, record};
-pub use returns::{ReturnsBench, ReturnsReport, returns};
+pub use returns::{BENCH_FOOTPRINT_RAYS, ReturnsBench, ReturnsReport, returns};
 pub use variants::{VariantsBench, VariantsReport, variants};
 
 use crate::SimError;

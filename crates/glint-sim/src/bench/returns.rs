@@ -3,13 +3,14 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use glint_core::RayCaster;
 use glint_lidar::{Bake, Lidars, ReturnParams, ScanConfig, SecondaryCapture};
 use glint_mujoco::{Model, WorldBatch};
 use serde::Serialize;
 
-use super::{median_time, pool};
+use super::{median, pool};
 use crate::SimError;
 
 /// What to scan.
@@ -20,7 +21,7 @@ pub struct ReturnsBench {
     pub manifest: PathBuf,
     /// Threads (1 keeps the ratio free of parallel scaling).
     pub threads: u32,
-    /// Timed runs per measurement (the median is reported).
+    /// Rounds, each timing every measurement once (medians over rounds are reported).
     pub repeats: u32,
 }
 
@@ -38,13 +39,19 @@ pub struct ReturnsReport {
     pub clean_s: f64,
     /// A material revolution (two echoes) without secondary capture (median), seconds.
     pub material_s: f64,
-    /// `material_s / clean_s`.
+    /// `material_s / clean_s`, the median of each round's ratio.
     pub material_over_clean: f64,
     /// The same material revolution under the physical return model (every term on, or the
     /// manifest's `[return_model.physical]`), seconds.
     pub physical_s: f64,
-    /// `physical_s / material_s`: the physical model's cost over the seed's (target ≤ 1.5).
+    /// `physical_s / material_s` (the median of each round's): the physical model's cost
+    /// over the seed's (target ≤ 1.5).
     pub physical_over_seed: f64,
+    /// The physical revolution with beam-divergence footprints of
+    /// [`BENCH_FOOTPRINT_RAYS`] sub-rays per beam, seconds.
+    pub footprints_s: f64,
+    /// `footprints_s / material_s`, the median of each round's (target ≤ 4).
+    pub footprints_over_seed: f64,
     /// The binding's secondary capture.
     pub capture: String,
     /// Its scope.
@@ -53,7 +60,7 @@ pub struct ReturnsReport {
     pub clean_captured_s: f64,
     /// A material revolution with the binding's capture (median), seconds.
     pub material_captured_s: f64,
-    /// `material_captured_s / clean_captured_s`.
+    /// `material_captured_s / clean_captured_s`, the median of each round's.
     pub material_over_clean_captured: f64,
     /// Beams with a clean hit.
     pub clean_hits: usize,
@@ -62,6 +69,9 @@ pub struct ReturnsReport {
     /// Beams with a second echo.
     pub secondary_echoes: usize,
 }
+
+/// Sub-rays per beam of the footprint measurement.
+pub const BENCH_FOOTPRINT_RAYS: u32 = 7;
 
 /// Times a revolution of a manifest's first lidar with the return model (material scan, two
 /// echoes, the bake built in memory) against the clean scan of the same revolution, without
@@ -84,23 +94,45 @@ pub fn returns(args: &ReturnsBench) -> Result<ReturnsReport, SimError> {
     lidars.set_return_params(ReturnParams { max_returns: 2, ..manifest.return_params })?;
     lidars.set_seed(manifest.seed);
     let pool = pool(args.threads as usize)?;
-    // One timed revolution with the capture and the material source given.
     let physics = manifest.physical_model.unwrap_or_default();
-    let mut time = |capture: SecondaryCapture, materials: bool, physical: bool| -> Result<f64, SimError> {
-        lidars.set_secondary_capture(0, capture, scope)?;
-        lidars.set_physical_model(physical.then_some(physics))?;
-        lidars.set_materials(materials.then(|| bake.clone() as Arc<dyn glint_lidar::MaterialLookup>));
-        Ok(pool.install(|| {
-            median_time(args.repeats, || {
-                lidars.tick(&scene, batch.poses(), &caster, 0.01, &[0.0], true).expect("validated at binding");
-            })
-        }))
+    let footprints = glint_lidar::PhysicalModel { footprint_rays: BENCH_FOOTPRINT_RAYS, ..physics };
+    // Each measurement: the capture, whether the material source is given, the physical model.
+    let runs = [
+        (SecondaryCapture::Off, false, None),
+        (SecondaryCapture::Off, true, None),
+        (SecondaryCapture::Off, true, Some(physics)),
+        (SecondaryCapture::Off, true, Some(footprints)),
+        (capture, false, None),
+        (capture, true, None),
+    ];
+    // In rounds, each measurement once per round (after a warm-up revolution): a machine whose
+    // speed drifts slows every measurement of a round alike, so each ratio is taken within a
+    // round, and the medians over rounds are reported.
+    let mut times = vec![Vec::new(); runs.len()];
+    for _ in 0..args.repeats {
+        for (i, &(capture, materials, physical)) in runs.iter().enumerate() {
+            lidars.set_secondary_capture(0, capture, scope)?;
+            lidars.set_physical_model(physical)?;
+            lidars.set_materials(materials.then(|| bake.clone() as Arc<dyn glint_lidar::MaterialLookup>));
+            let mut tick = || lidars.tick(&scene, batch.poses(), &caster, 0.01, &[0.0], true);
+            pool.install(|| -> Result<(), SimError> {
+                tick()?;
+                let start = Instant::now();
+                tick()?;
+                times[i].push(start.elapsed().as_secs_f64());
+                Ok(())
+            })?;
+        }
+    }
+    let median_of = |i: usize| median(&mut times[i].clone());
+    let ratio = |a: usize, b: usize| {
+        let mut per_round: Vec<f64> = times[a].iter().zip(&times[b]).map(|(x, y)| x / y).collect();
+        median(&mut per_round)
     };
-    let clean_s = time(SecondaryCapture::Off, false, false)?;
-    let material_s = time(SecondaryCapture::Off, true, false)?;
-    let physical_s = time(SecondaryCapture::Off, true, true)?;
-    let clean_captured_s = time(capture, false, false)?;
-    let material_captured_s = time(capture, true, false)?;
+    let (clean_s, material_s, physical_s, footprints_s) = (median_of(0), median_of(1), median_of(2), median_of(3));
+    let (clean_captured_s, material_captured_s) = (median_of(4), median_of(5));
+    let (material_over_clean, physical_over_seed, footprints_over_seed) = (ratio(1, 0), ratio(2, 1), ratio(3, 1));
+    let material_over_clean_captured = ratio(5, 4);
     let (clean, r) = (lidars.scan(0, 0)?, lidars.returns(0, 0)?);
     let report = ReturnsReport {
         manifest: args.manifest.display().to_string(),
@@ -108,14 +140,16 @@ pub fn returns(args: &ReturnsBench) -> Result<ReturnsReport, SimError> {
         threads: args.threads,
         clean_s,
         material_s,
-        material_over_clean: material_s / clean_s,
+        material_over_clean,
         physical_s,
-        physical_over_seed: physical_s / material_s,
+        physical_over_seed,
+        footprints_s,
+        footprints_over_seed,
         capture: format!("{capture:?}"),
         scope: format!("{scope:?}"),
         clean_captured_s,
         material_captured_s,
-        material_over_clean_captured: material_captured_s / clean_captured_s,
+        material_over_clean_captured,
         clean_hits: clean.hits(),
         material_echoes: r.range.iter().filter(|&&x| x >= 0.0).count(),
         secondary_echoes: r.secondary_range.iter().filter(|&&x| x >= 0.0).count(),
