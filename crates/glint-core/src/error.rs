@@ -68,6 +68,12 @@ pub enum CoreError {
         /// What was expected, in words.
         expected: String,
     },
+    /// A cast's reach was not a positive distance.
+    #[error("a cast's reach must be a positive distance in units of the ray's direction, not {reach}")]
+    BadReach {
+        /// The reach given.
+        reach: f64,
+    },
     /// A world index was past the end of the batch.
     #[error("world {world} does not exist (the batch has {nworld} worlds)")]
     NoSuchWorld {

@@ -172,12 +172,14 @@ impl Renderer {
             skip_geom: -1,
             trusted: true,
         };
-        s.prepared[view.slot].cast(cast, HitsMut { dist: &mut dist, geomid: &mut geomid, normal: &mut normal })?;
+        // Distances are in units of the ray to the point (1 is the point itself): only what
+        // lies before the point can block it, so the walk goes no farther.
+        let hits = HitsMut { dist: &mut dist, geomid: &mut geomid, normal: &mut normal };
+        s.prepared[view.slot].cast_within(cast, 1.0 - SAME_POINT, hits)?;
         let mut out = vec![0.0; pixel.len()];
         for (i, &r) in wanted.iter().enumerate() {
             let (z, point) = candidates[r].expect("wanted");
-            // Distances are in units of the ray to the point: 1 is the point itself.
-            let blocked = geomid[i] >= 0 && dist[i] < 1.0 - SAME_POINT;
+            let blocked = geomid[i] >= 0;
             let seen = !blocked || self.sees(s, view, (second, point), (draws.gap)(r));
             out[r] = sensor.triangulate(z, pixel[r] % width, f[0], seen, (draws.noise)(r));
         }

@@ -96,7 +96,8 @@ impl RayCaster {
             }
         }
         let eligible = filter.eligible(scene);
-        let q = Query { scene, poses, eligible: &eligible, batch, world0, skip_geom: -1, own: false };
+        let q =
+            Query { scene, poses, eligible: &eligible, batch, world0, skip_geom: -1, own: false, reach: f64::INFINITY };
         let nray = batch.nray;
         let bad_ray = AtomicBool::new(false);
         dist.par_chunks_mut(CHUNK)
@@ -163,7 +164,16 @@ impl RayCaster {
         let batch = RayBatch { nray: 1, pnt: &[pnt], vec: &[vec], bodyexclude: &[bodyexclude] };
         batch.validate(1)?;
         let eligible = filter.eligible(scene);
-        let q = Query { scene, poses, eligible: &eligible, batch: &batch, world0: w, skip_geom: -1, own: false };
+        let q = Query {
+            scene,
+            poses,
+            eligible: &eligible,
+            batch: &batch,
+            world0: w,
+            skip_geom: -1,
+            own: false,
+            reach: f64::INFINITY,
+        };
         Ok(with_isa!(isa => self.cast(isa, &q, 0, 0)))
     }
 
@@ -181,7 +191,16 @@ impl RayCaster {
         self.check_worlds(poses, 0..poses.nworld, batch, out.len(), Checks::Rays)?;
         batch.check_shape("max_dist", max_dist.len(), poses.nworld)?;
         let eligible = filter.eligible(scene);
-        let q = Query { scene, poses, eligible: &eligible, batch, world0: 0, skip_geom: -1, own: false };
+        let q = Query {
+            scene,
+            poses,
+            eligible: &eligible,
+            batch,
+            world0: 0,
+            skip_geom: -1,
+            own: false,
+            reach: f64::INFINITY,
+        };
         let nray = batch.nray;
         out.par_chunks_mut(CHUNK).enumerate().for_each(|(chunk, out)| {
             with_isa!(isa => {

@@ -27,7 +27,7 @@ impl RayCaster {
         let (xpos, xmat) = q.poses.geoms(q.world0 + w);
         let usable = |g: usize| q.usable(g, exclude);
 
-        let mut best = Best { t: f64::INFINITY, g: -1, n: DVec3::ZERO };
+        let mut best = Best { t: q.reach, g: -1, n: DVec3::ZERO };
         for &g in &set.planes {
             let g = g as usize;
             if usable(g)

@@ -102,7 +102,7 @@ impl RayCaster {
             geoms: &set.tlas_geoms,
             boxes: &self.tlas_boxes[q.world0 + w],
             p,
-            best: PacketBest::new(OWN),
+            best: PacketBest::new(OWN, q.reach),
             packet_tmax: 0.0,
         };
         // What the one-ray path answers for a plane (the walk with own origins keeps normals
@@ -142,8 +142,9 @@ pub(super) struct PacketBest {
 }
 
 impl PacketBest {
-    fn new(unit: bool) -> Self {
-        PacketBest { t: [f64::INFINITY; PACKET], g: [-1.0; PACKET], n: [[0.0; PACKET]; 3], unit }
+    /// No hit yet, on rays that reach `reach`.
+    fn new(unit: bool, reach: f64) -> Self {
+        PacketBest { t: [reach; PACKET], g: [-1.0; PACKET], n: [[0.0; PACKET]; 3], unit }
     }
 
     /// Whether a hit on geom `g` at `t` [`beats`] ray `r`'s best so far.

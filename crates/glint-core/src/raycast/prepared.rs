@@ -108,6 +108,18 @@ impl<'a> PreparedRays<'a> {
     /// what is wrong, for arrays of the wrong length, a world that does not exist, or (unless
     /// `cast.trusted`) a ray with a non-finite origin or a zero or non-finite direction.
     pub fn cast(&self, cast: Cast, out: HitsMut) -> Result<(), CoreError> {
+        self.cast_within(cast, f64::INFINITY, out)
+    }
+
+    /// [`PreparedRays::cast`] of surfaces nearer than `reach` only (in units of each
+    /// direction's length): a ray whose first surface lies at `reach` or beyond is a miss.
+    /// The walk prunes everything past `reach` from the start, so a visibility test (is
+    /// anything between here and there?) costs far less than a closest hit. Fails as `cast`
+    /// does, and for a `reach` that is NaN or not positive.
+    pub fn cast_within(&self, cast: Cast, reach: f64, out: HitsMut) -> Result<(), CoreError> {
+        if !(reach > 0.0) {
+            return Err(CoreError::BadReach { reach });
+        }
         let Cast { world, origins, dirs, exclude_body, skip_geom, trusted } = cast;
         let shared;
         let (origins, own) = match origins {
@@ -139,7 +151,7 @@ impl<'a> PreparedRays<'a> {
         if !trusted && !batch.chunk_ok(0, nray) {
             batch.validate(1)?;
         }
-        let q = Query { own, ..self.query(&batch, world, skip_geom) };
+        let q = Query { own, reach, ..self.query(&batch, world, skip_geom) };
         let mut packet = Packet::empty();
         // One choice of instruction set per cast: every packet of it takes that path.
         with_isa!(isa => {
@@ -159,7 +171,7 @@ impl<'a> PreparedRays<'a> {
             for r in 0..nray {
                 let origin = origins[if own { r } else { 0 }];
                 let hit = RayHit { dist: dist[r], geomid: geomid[r], normal: normal[r] };
-                let met = self.meet_skins(skins, world, skip_geom, (origin, dirs[r]), hit);
+                let met = self.meet_skins(skins, world, skip_geom, (origin, dirs[r]), hit, reach);
                 (dist[r], geomid[r], normal[r]) = (met.dist, met.geomid, met.normal);
             }
         }
@@ -174,12 +186,13 @@ impl<'a> PreparedRays<'a> {
         skip_geom: i32,
         (origin, dir): (DVec3, DVec3),
         hit: RayHit,
+        reach: f64,
     ) -> RayHit {
         let Some(posed) = skins.per_world.get(world) else { return hit };
         let ngeom = self.scene.ngeom();
         let skipped = usize::try_from(skip_geom).ok().and_then(|g| g.checked_sub(ngeom));
         let admit = |p: &SkinSurface| skins.admitted.get(p.skin) == Some(&true) && Some(p.skin) != skipped;
-        let reach = if hit.geomid >= 0 { hit.dist } else { f64::INFINITY };
+        let reach = if hit.geomid >= 0 { hit.dist } else { reach };
         match nearest_skin(posed, admit, origin, dir, reach) {
             Some(h) if h.t < reach => RayHit { dist: h.t, geomid: (ngeom + h.skin) as i32, normal: h.face_normal },
             _ => hit,
@@ -199,7 +212,7 @@ impl<'a> PreparedRays<'a> {
         let q = self.query(&batch, world, skip_geom);
         let mut hit = with_isa!(isa => self.caster.cast(isa, &q, 0, 0));
         if let Some(skins) = &self.skins {
-            hit = self.meet_skins(skins, world, skip_geom, (origin, dir), hit);
+            hit = self.meet_skins(skins, world, skip_geom, (origin, dir), hit, f64::INFINITY);
         }
         (hit.geomid >= 0).then_some(hit)
     }
@@ -213,6 +226,7 @@ impl<'a> PreparedRays<'a> {
             world0: world,
             skip_geom,
             own: false,
+            reach: f64::INFINITY,
         }
     }
 

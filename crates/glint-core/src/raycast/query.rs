@@ -19,6 +19,9 @@ pub(super) struct Query<'a> {
     pub(super) skip_geom: i32,
     /// Whether packets carry each ray's own origin (a cast with `Origins::Each`).
     pub(super) own: bool,
+    /// Only surfaces nearer than this (in units of each direction's length) are hit; the
+    /// others are misses. Infinite for closest hits anywhere.
+    pub(super) reach: f64,
 }
 
 impl Query<'_> {

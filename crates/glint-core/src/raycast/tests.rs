@@ -470,3 +470,54 @@ fn admitted_skins_are_met_before_the_geoms_behind_them() {
     let behind = caster.prepare(&scene, &poses, &RayFilter::default()).unwrap().with_skins(&skins, vec![true]);
     assert_eq!(behind.cast_one(up).map(|h| (h.geomid, h.dist)), Some((0, 4.0)));
 }
+
+/// A cast within a reach answers the closest hit where it is nearer than the reach and a
+/// miss where it is not, in packets (shared and own origins) and one by one, planes included.
+#[test]
+fn casts_within_a_reach_see_only_what_lies_nearer() {
+    let (scene, poses) = cluttered_scene();
+    let caster = RayCaster::new(&scene, &poses);
+    let prepared = caster.prepare(&scene, &poses, &RayFilter::default()).unwrap();
+    let mut checked = [0usize; 2];
+    for fan in 0..16 {
+        let (yaw, pitch) = (0.39 * fan as f64, 0.25 * ((fan % 5) as f64 - 2.0));
+        let dirs: Vec<DVec3> = (0..96)
+            .map(|k| {
+                let (a, b) = (yaw + 0.01 * (k % 12) as f64, pitch + 0.012 * (k / 12) as f64);
+                // Lengths other than 1: distances are in units of the direction.
+                DVec3::new(a.cos() * b.cos(), a.sin() * b.cos(), b.sin()) * (0.5 + (k % 3) as f64)
+            })
+            .collect();
+        // Mixed: a single ray (a run of one) and the fan as packets, from one origin and each
+        // from its own.
+        let origins: Vec<DVec3> = (0..dirs.len()).map(|k| DVec3::new(0.3, -0.2, 0.1 + 0.001 * k as f64)).collect();
+        for each in [false, true] {
+            let o = if each { Origins::Each(&origins) } else { Origins::Shared(origins[0]) };
+            let n = dirs.len();
+            let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
+            prepared.cast(cast(o, &dirs), out(&mut dist, &mut geomid, &mut normal)).unwrap();
+            let reach = 2.0 + fan as f64;
+            let (mut d2, mut g2, mut n2) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
+            prepared.cast_within(cast(o, &dirs), reach, out(&mut d2, &mut g2, &mut n2)).unwrap();
+            for k in 0..n {
+                if geomid[k] >= 0 && dist[k] < reach {
+                    assert_eq!((g2[k], d2[k], n2[k]), (geomid[k], dist[k], normal[k]), "fan {fan} ray {k}");
+                    checked[1] += 1;
+                } else {
+                    assert_eq!(g2[k], -1, "fan {fan} ray {k}: {} beyond the reach {reach}", dist[k]);
+                    checked[0] += 1;
+                }
+            }
+        }
+    }
+    assert!(checked[0] > 300 && checked[1] > 300, "hits and cut-off rays both tested: {checked:?}");
+    let (mut dist, mut geomid, mut normal) = (vec![0.0; 1], vec![0; 1], vec![DVec3::ZERO; 1]);
+    for bad in [0.0, -1.0, f64::NAN] {
+        let e = prepared.cast_within(
+            cast(Origins::Shared(DVec3::ZERO), &[DVec3::X]),
+            bad,
+            out(&mut dist, &mut geomid, &mut normal),
+        );
+        assert!(e.unwrap_err().to_string().contains("reach"), "{bad}");
+    }
+}
