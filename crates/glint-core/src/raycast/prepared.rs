@@ -117,7 +117,7 @@ impl<'a> PreparedRays<'a> {
     /// anything between here and there?) costs far less than a closest hit. Fails as `cast`
     /// does, and for a `reach` that is NaN or not positive.
     pub fn cast_within(&self, cast: Cast, reach: f64, out: HitsMut) -> Result<(), CoreError> {
-        if !(reach > 0.0) {
+        if reach.is_nan() || reach <= 0.0 {
             return Err(CoreError::BadReach { reach });
         }
         let Cast { world, origins, dirs, exclude_body, skip_geom, trusted } = cast;

@@ -58,8 +58,12 @@ pub(crate) use lanes::{LANES, LaneReports, Lanes, SurfaceLanes};
 /// Most surfaces a beam interacts with (continuations included).
 pub(crate) const MAX_INTERACTIONS: usize = 4;
 
-/// Most candidates of a beam: its own interactions, and a physical ghost's.
-pub(crate) const MAX_CANDIDATES: usize = 2 * MAX_INTERACTIONS;
+/// Most ghosts of a beam under the physical model: one per pane of its own path, for its
+/// first two panes (double glazing).
+const MAX_GHOSTS: usize = 2;
+
+/// Most candidates of a beam: its own interactions, and its physical ghosts'.
+pub(crate) const MAX_CANDIDATES: usize = (1 + MAX_GHOSTS) * MAX_INTERACTIONS;
 
 /// Most casts per beam (interactions plus far faces of volumes left behind).
 const MAX_CASTS: usize = 8;
@@ -458,12 +462,15 @@ impl ReturnModel {
         let Some((s, material)) = first else { return BeamReturn::NONE };
         if material.continuation == Continuation::Opaque {
             // Most beams: one candidate, no continuation.
-            let c = beam.dir.dot(s.normal).abs();
-            let strength = self.strength(&material, c);
-            let candidate = Candidate { range: s.distance, strength, cos: c, geomid: s.geomid, spread: 0.0 };
-            return self.report_one(beam.window, &candidate, rng);
+            return self.report_one(beam.window, &self.opaque_candidate(beam, &s, &material), rng);
         }
         self.traced_return(beam, (&s, &material), tracer, materials, rng)
+    }
+
+    /// The one candidate of a beam along `beam` whose first surface `s` is opaque `material`.
+    fn opaque_candidate(&self, beam: &Beam, s: &Surface, material: &NirMaterial) -> Candidate {
+        let cos = beam.dir.dot(s.normal).abs();
+        Candidate { range: s.distance, strength: self.strength(material, cos), cos, geomid: s.geomid, spread: 0.0 }
     }
 
     /// Appends to `out` the candidates of one sub-ray of a beam's footprint (along `beam`,
@@ -482,9 +489,8 @@ impl ReturnModel {
     ) {
         let Some((s, material)) = first else { return };
         if material.continuation == Continuation::Opaque {
-            let cos = beam.dir.dot(s.normal).abs();
-            let strength = weight * self.strength(&material, cos);
-            out.push(Candidate { range: s.distance, strength, cos, geomid: s.geomid, spread: 0.0 });
+            let c = self.opaque_candidate(beam, &s, &material);
+            out.push(Candidate { strength: weight * c.strength, ..c });
             return;
         }
         let mut candidates = [Candidate::NONE; MAX_CANDIDATES];
@@ -560,11 +566,13 @@ fn trace(
     let mut ncand = 0;
     let mut next_path =
         Some(Leg { path: Path::new(beam.origin, beam.dir), surface: Some(*first.0), leg: 0, interactions: 0 });
-    // The physical model's ghost: the first pane's reflection, followed once the beam's own
-    // path ends (a ghost's own panes reflect no further ghost).
-    let mut ghost: Option<Leg> = None;
-    let mut ghosted = false;
+    // The physical model's ghosts: each pane's reflection (of the beam's first
+    // `MAX_GHOSTS` panes), followed once the beam's own path ends, in the order the panes
+    // were met (a ghost's own panes reflect no further ghost: R⁴ and weaker).
+    let mut ghosts: [Option<Leg>; MAX_GHOSTS] = [const { None }; MAX_GHOSTS];
+    let (mut nghost, mut next_ghost) = (0, 0);
     while let Some(Leg { mut path, mut surface, leg: start, mut interactions }) = next_path.take() {
+        let on_ghost = next_ghost > 0;
         for leg in start..MAX_CASTS {
             let Some(s) = surface else { break };
             let (range, point) = path.reach(&s);
@@ -582,12 +590,12 @@ fn trace(
                 Some(physics) => {
                     let (crossing, reflected) =
                         cross_physical(params, physics, &mut path, &s, &material, leaving, || rng.uniform());
-                    if let Some((dir, loss)) = reflected.filter(|_| !ghosted) {
-                        ghosted = true;
+                    if let Some((dir, loss)) = reflected.filter(|_| !on_ghost && nghost < MAX_GHOSTS) {
                         let mut reflected = Path { dir, loss, ..path };
                         reflected.set_off(point, range);
                         let surface = tracer.cast(reflected.origin, dir, LegKind::Folded, leg + 1, -1);
-                        ghost = Some(Leg { path: reflected, surface, leg: leg + 1, interactions });
+                        ghosts[nghost] = Some(Leg { path: reflected, surface, leg: leg + 1, interactions });
+                        nghost += 1;
                     }
                     crossing
                 }
@@ -601,7 +609,10 @@ fn trace(
             path.set_off(point, range);
             surface = tracer.cast(path.origin, path.dir, kind, leg + 1, through);
         }
-        next_path = ghost.take();
+        if next_ghost < nghost {
+            next_path = ghosts[next_ghost].take();
+            next_ghost += 1;
+        }
     }
     if model.physics.is_some() {
         // A ghost's candidates come after the beam's own: echoes are chosen in range order.
@@ -1406,6 +1417,35 @@ mod tests {
         assert!(c.iter().any(|c| c.geomid == 2));
         // The seed's model: no ghost.
         assert!(candidates(&noiseless(), vec![pane, exit, wall], &palette).iter().all(|c| c.geomid != 1));
+    }
+
+    #[test]
+    fn physical_double_glazing_shows_a_ghost_of_each_pane() {
+        let glass = MaterialPreset::ClearFloatGlass.material();
+        let retro = MaterialPreset::Retroreflector.material();
+        let palette = Palette(vec![glass, retro, lambertian(0.8), glass, retro]);
+        // Two parallel panes turned 30° (4 m on, and 1 m past the first's far face), each
+        // folding the beam onto a retroreflector 2 m along its fold; the wall 3 m behind.
+        // Surfaces in cast order: the first pane, its ghost's target, its far face, the
+        // second pane, its ghost's target, its far face, the wall.
+        let first = facing(4.0, 0, 30.0);
+        let folded = fold(FORWARD, first.normal);
+        let target = |geomid: i32| Surface { distance: 2.0, geomid, normal: -folded };
+        let exit = |geomid: i32| Surface { distance: 0.01, geomid, normal: -first.normal };
+        let second = Surface { distance: 1.0, geomid: 3, normal: first.normal };
+        let surfaces = vec![first, target(1), exit(0), second, target(4), exit(3), facing(3.0, 2, 0.0)];
+        let c = physical_candidates(PhysicalModel::default(), surfaces, &palette);
+        let pane = crate::slab_optics(&glass, 30f64.to_radians().cos());
+        let head_on = 800.0 + 0.8_f32 as f64;
+        let ghost = |geomid: i32| *c.iter().find(|c| c.geomid == geomid).expect("a ghost");
+        assert!((ghost(1).range - 6.0).abs() < 1e-4, "{}", ghost(1).range);
+        assert!((ghost(4).range - 7.01).abs() < 1e-4, "{}", ghost(4).range);
+        let r2 = pane.reflectance.powi(2);
+        assert!((ghost(1).strength / (r2 * head_on) - 1.0).abs() < 1e-6);
+        // The second pane's ghost went through the first pane both ways.
+        let expected = pane.transmittance.powi(2) * r2 * head_on;
+        assert!((ghost(4).strength / expected - 1.0).abs() < 1e-6, "{} vs {expected}", ghost(4).strength);
+        assert!(c.windows(2).all(|w| w[0].range <= w[1].range), "{c:?}");
     }
 
     #[test]
