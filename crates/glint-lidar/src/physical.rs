@@ -135,6 +135,18 @@ impl PhysicalModel {
         detection_probability(params, self.threshold_sigmas(), s, r)
     }
 
+    /// The range at which a return of strength `s` is detected with probability `p` (beyond
+    /// `nearRangeR0`, where the overlap is whole): `R50(s) · (1 + Φ⁻¹(p) / k)^(−rangeExp)`,
+    /// `R50(s)` the seed's `Rmax(s)`. `None` where no range gives `p` (a `p` outside (0, 1),
+    /// or one so low that the threshold is never missed).
+    pub fn range_at_probability(&self, params: &ReturnParams, s: f64, p: f64) -> Option<f64> {
+        if !(p > 0.0 && p < 1.0) {
+            return None;
+        }
+        let q = 1.0 + inverse_normal_cdf(p) / self.threshold_sigmas();
+        (q > 0.0).then(|| params.max_range(s) * q.powf(-params.range_exp))
+    }
+
     /// The one-sigma range noise of a return of strength `s` at range `r` under incidence
     /// cosine `c`: shot noise scaled from the seed's σ at the reference reflectivity, and
     /// the footprint's stretch of the pulse.
@@ -387,6 +399,21 @@ mod tests {
         // A ρ 0.02 plate at 1 m: seen (the seed's floor of 0.03 drops it).
         assert!(m.detection_probability(&params, 0.02, 1.0) > 0.999);
         assert!((m.threshold_sigmas() - 3.719).abs() < 1e-3);
+    }
+
+    #[test]
+    fn a_datasheet_range_quoted_at_a_probability_is_found_on_the_s_curve() {
+        let params = ReturnPreset::OusterOs1.params();
+        let m = PhysicalModel::default();
+        for p in [0.1, 0.5, 0.9, 0.95, 0.99] {
+            let r = m.range_at_probability(&params, 0.1, p).unwrap();
+            assert!((m.detection_probability(&params, 0.1, r) - p).abs() < 1e-6, "{p} at {r} m");
+        }
+        // The seed's law is the 50 % contour; the 90 % contour lies 0.912 × nearer (k = 3.72).
+        let ratio = m.range_at_probability(&params, 0.8, 0.9).unwrap() / params.max_range(0.8);
+        assert!((ratio - 0.912).abs() < 1e-3, "{ratio}");
+        assert_eq!(m.range_at_probability(&params, 0.8, 1.0), None);
+        assert_eq!(m.range_at_probability(&params, 0.8, f64::NAN), None);
     }
 
     #[test]
