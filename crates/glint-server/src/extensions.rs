@@ -21,37 +21,33 @@ impl GlintLidar {
     }
 }
 
+/// The physical model's fields, field for field between glint's type and the wire's: one
+/// list for both directions.
+macro_rules! physical_fields {
+    ($from:expr => $to:ident) => {
+        $to {
+            detection: $from.detection,
+            noise: $from.noise,
+            fresnel: $from.fresnel,
+            two_bounce_mirrors: $from.two_bounce_mirrors,
+            split_footprints: $from.split_footprints,
+            water: $from.water,
+            retro_base: $from.retro_base,
+            saturation: $from.saturation,
+            beam_divergence_deg: $from.beam_divergence_deg,
+            false_alarm_rate: $from.false_alarm_rate,
+            footprint_rays: $from.footprint_rays,
+        }
+    };
+}
+
 fn to_wire(p: &PhysicalModel) -> WirePhysical {
-    WirePhysical {
-        detection: p.detection,
-        noise: p.noise,
-        fresnel: p.fresnel,
-        two_bounce_mirrors: p.two_bounce_mirrors,
-        split_footprints: p.split_footprints,
-        water: p.water,
-        retro_base: p.retro_base,
-        saturation: p.saturation,
-        beam_divergence_deg: p.beam_divergence_deg,
-        false_alarm_rate: p.false_alarm_rate,
-        footprint_rays: p.footprint_rays,
-    }
+    physical_fields!(p => WirePhysical)
 }
 
 fn from_wire(w: &WirePhysical) -> PhysicalModel {
-    PhysicalModel {
-        detection: w.detection,
-        noise: w.noise,
-        fresnel: w.fresnel,
-        two_bounce_mirrors: w.two_bounce_mirrors,
-        split_footprints: w.split_footprints,
-        water: w.water,
-        retro_base: w.retro_base,
-        saturation: w.saturation,
-        beam_divergence_deg: w.beam_divergence_deg,
-        false_alarm_rate: w.false_alarm_rate,
-        // Proto3's unset 0 is the axis alone, as 1 is.
-        footprint_rays: w.footprint_rays.max(1),
-    }
+    // Proto3's unset 0 is the axis alone, as 1 is.
+    PhysicalModel { footprint_rays: w.footprint_rays.max(1), ..physical_fields!(w => PhysicalModel) }
 }
 
 /// The request's model: `None` for the seed's, the terms for the physical one (every term on
