@@ -6,6 +6,11 @@
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Float64Array, RecordBatch};
+use arrow_schema::SchemaRef;
+use parquet::arrow::ArrowWriter;
 
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesBuilder};
@@ -83,6 +88,63 @@ pub(crate) fn zstd_properties() -> WriterPropertiesBuilder {
         .set_compression(Compression::ZSTD(zstd_level()))
         .set_statistics_enabled(EnabledStatistics::Chunk)
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+}
+
+/// A Parquet file of float64 columns written a row group at a time and hashed as written:
+/// what a pose table and a tick table (state, rangefinders) are underneath.
+pub(crate) struct Float64Table {
+    /// The file while written (`….partial`, or a recovery's temporary name).
+    pub(crate) partial: PathBuf,
+    writer: ArrowWriter<HashWriter>,
+    schema: SchemaRef,
+    /// Column-major rows not yet in a row group.
+    cols: Vec<Vec<f64>>,
+    rows: u64,
+}
+
+impl Float64Table {
+    /// Creates `partial` (which must not exist) for the columns of `schema`, all float64.
+    pub(crate) fn create(partial: PathBuf, schema: SchemaRef) -> Result<Float64Table, RecordError> {
+        let file = File::create_new(&partial).map_err(|e| RecordError::io("create", &partial, e))?;
+        let writer = ArrowWriter::try_new(HashWriter::new(file), schema.clone(), Some(zstd_properties().build()))
+            .map_err(|e| RecordError::write(&partial, e))?;
+        let cols = vec![Vec::new(); schema.fields().len()];
+        Ok(Float64Table { partial, writer, schema, cols, rows: 0 })
+    }
+
+    /// Appends one row, a value per column in the schema's order.
+    pub(crate) fn push(&mut self, row: impl IntoIterator<Item = f64>) -> Result<(), RecordError> {
+        for (col, v) in self.cols.iter_mut().zip(row) {
+            col.push(v);
+        }
+        self.rows += 1;
+        if self.cols[0].len() >= ROW_GROUP_ROWS { self.write_group() } else { Ok(()) }
+    }
+
+    /// The rows appended so far.
+    pub(crate) fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    fn write_group(&mut self) -> Result<(), RecordError> {
+        if self.cols[0].is_empty() {
+            return Ok(());
+        }
+        let arrays: Vec<ArrayRef> =
+            self.cols.iter_mut().map(|c| Arc::new(Float64Array::from(std::mem::take(c))) as ArrayRef).collect();
+        let batch =
+            RecordBatch::try_new(self.schema.clone(), arrays).map_err(|e| RecordError::write(&self.partial, e))?;
+        self.writer.write(&batch).map_err(|e| self.writer.inner().error(&self.partial, e))?;
+        self.writer.flush().map_err(|e| self.writer.inner().error(&self.partial, e))
+    }
+
+    /// Writes the last rows and the footer, syncs the file (still under its partial name) and
+    /// returns its SHA-256.
+    pub(crate) fn finish(mut self) -> Result<String, RecordError> {
+        self.write_group()?;
+        self.writer.finish().map_err(|e| self.writer.inner().error(&self.partial, e))?;
+        self.writer.inner_mut().finish(&self.partial)
+    }
 }
 
 /// Lower-case hex of `bytes`.

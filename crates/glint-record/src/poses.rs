@@ -7,16 +7,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::types::Float64Type;
-use arrow_array::{Array, ArrayRef, Float64Array, PrimitiveArray, RecordBatch};
+use arrow_array::{Array, PrimitiveArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use glam::{DMat3, DQuat, DVec3};
-use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 
 use crate::RecordError;
-use crate::files::{HashWriter, zstd_properties};
+use crate::files::Float64Table;
 use crate::journal::TickLog;
-use crate::schema::{READ_BATCH_ROWS, ROW_GROUP_ROWS};
+use crate::schema::READ_BATCH_ROWS;
 use crate::sidecar::ColumnDescription;
 
 /// The pose table's columns: (name, unit, meaning), every one float64.
@@ -74,17 +73,13 @@ pub(crate) fn pose_mismatch(schema: &Schema) -> Option<String> {
 
 /// One sensor's pose table of one episode, being written.
 pub(crate) struct PoseWriter {
-    /// `…poses.parquet.partial` while writing.
-    pub partial: PathBuf,
     /// `…poses.parquet` once finished.
     pub path: PathBuf,
-    writer: ArrowWriter<HashWriter>,
+    /// The table, `…poses.parquet.partial` while writing.
+    table: Float64Table,
     /// The pose log (see [`crate::journal`]) that keeps the rows salvageable until the table
     /// is finished; none for a table rebuilt by `glint recover`.
     log: Option<TickLog>,
-    schema: SchemaRef,
-    cols: [Vec<f64>; 8],
-    rows: u64,
 }
 
 /// What a finished pose table is.
@@ -100,19 +95,19 @@ impl PoseWriter {
     /// on it.
     pub(crate) fn create(partial: PathBuf, path: PathBuf) -> Result<PoseWriter, RecordError> {
         let mut writer = PoseWriter::without_log(partial, path)?;
-        writer.log = Some(TickLog::create(&writer.partial)?);
+        writer.log = Some(TickLog::create(writer.partial())?);
         Ok(writer)
     }
 
     /// Creates `partial` (which must not exist) and opens a Parquet writer on it, with no
     /// pose log.
     pub(crate) fn without_log(partial: PathBuf, path: PathBuf) -> Result<PoseWriter, RecordError> {
-        let file = File::create_new(&partial).map_err(|e| RecordError::io("create", &partial, e))?;
-        let props = zstd_properties().build();
-        let schema = pose_schema();
-        let writer = ArrowWriter::try_new(HashWriter::new(file), schema.clone(), Some(props))
-            .map_err(|e| RecordError::write(&partial, e))?;
-        Ok(PoseWriter { partial, path, writer, log: None, schema, cols: Default::default(), rows: 0 })
+        Ok(PoseWriter { path, table: Float64Table::create(partial, pose_schema())?, log: None })
+    }
+
+    /// The table's name while it is written.
+    pub(crate) fn partial(&self) -> &Path {
+        &self.table.partial
     }
 
     /// Appends the pose of one tick.
@@ -127,31 +122,14 @@ impl PoseWriter {
 
     /// Appends one row as the pose table holds it (time, position, quaternion w x y z).
     pub(crate) fn push_row(&mut self, row: [f64; 8]) -> Result<(), RecordError> {
-        for (col, v) in self.cols.iter_mut().zip(row) {
-            col.push(v);
-        }
-        self.rows += 1;
-        if self.cols[0].len() >= ROW_GROUP_ROWS { self.write_group() } else { Ok(()) }
-    }
-
-    fn write_group(&mut self) -> Result<(), RecordError> {
-        if self.cols[0].is_empty() {
-            return Ok(());
-        }
-        let arrays: Vec<ArrayRef> =
-            self.cols.iter_mut().map(|c| Arc::new(Float64Array::from(std::mem::take(c))) as ArrayRef).collect();
-        let batch =
-            RecordBatch::try_new(self.schema.clone(), arrays).map_err(|e| RecordError::write(&self.partial, e))?;
-        self.writer.write(&batch).map_err(|e| self.writer.inner().error(&self.partial, e))?;
-        self.writer.flush().map_err(|e| self.writer.inner().error(&self.partial, e))
+        self.table.push(row)
     }
 
     /// Writes the last rows and the footer, syncs the file (still `.partial`) and hashes it.
-    pub(crate) fn close(mut self) -> Result<PosesDone, RecordError> {
-        self.write_group()?;
-        self.writer.finish().map_err(|e| self.writer.inner().error(&self.partial, e))?;
-        let sha256 = self.writer.inner_mut().finish(&self.partial)?;
-        Ok(PosesDone { rows: self.rows, sha256, log: self.log.map(|l| l.path) })
+    pub(crate) fn close(self) -> Result<PosesDone, RecordError> {
+        let rows = self.table.rows();
+        let sha256 = self.table.finish()?;
+        Ok(PosesDone { rows, sha256, log: self.log.map(|l| l.path) })
     }
 }
 

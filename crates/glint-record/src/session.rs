@@ -626,7 +626,7 @@ impl Episode {
             ticks = ticks.max(w.ticks);
             let (partial, path) = (w.partial.clone(), w.path.clone());
             let done = w.close()?;
-            let (pose_partial, pose_final) = (p.partial.clone(), p.path.clone());
+            let (pose_partial, pose_final) = (p.partial().to_path_buf(), p.path.clone());
             let pose_done = p.close()?;
             let config: &ScanConfig = &configs[i].scan;
             let beams = write_beams_beside(&path, config, done.rows)?;

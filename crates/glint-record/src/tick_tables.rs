@@ -19,17 +19,15 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Float64Type;
-use arrow_array::{ArrayRef, Float64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde::{Deserialize, Serialize};
 
 use crate::RecordError;
-use crate::files::{HashWriter, file_sha256, zstd_properties};
+use crate::files::{Float64Table, file_sha256};
 use crate::journal::{TICKS_SUFFIX, side_path};
 use crate::reader::footer;
-use crate::schema::{READ_BATCH_ROWS, ROW_GROUP_ROWS};
+use crate::schema::READ_BATCH_ROWS;
 use crate::session::{with_suffix, write_json};
 use crate::sidecar::{ColumnDescription, FORMAT_VERSION};
 
@@ -213,16 +211,12 @@ fn schema(names: &[String]) -> SchemaRef {
 /// An episode's tick table, being written.
 pub(crate) struct TickTableWriter {
     kind: TickTable,
-    partial: PathBuf,
     path: PathBuf,
     names: Vec<String>,
-    writer: ArrowWriter<HashWriter>,
+    /// The table, `.partial` while writing: timestamp, then a column per name.
+    table: Float64Table,
     /// The log that keeps the rows salvageable; none for a table rebuilt by `glint recover`.
     log: Option<(PathBuf, File)>,
-    schema: SchemaRef,
-    /// Column-major rows not yet in a row group: timestamp first.
-    cols: Vec<Vec<f64>>,
-    rows: u64,
 }
 
 impl TickTableWriter {
@@ -236,7 +230,7 @@ impl TickTableWriter {
     ) -> Result<TickTableWriter, RecordError> {
         let path = dir.join(kind.file(index));
         let mut writer = TickTableWriter::without_log(kind, with_suffix(&path, ".partial"), path, names)?;
-        let log_path = side_path(&writer.partial, TICKS_SUFFIX);
+        let log_path = side_path(&writer.table.partial, TICKS_SUFFIX);
         let mut file = File::create_new(&log_path).map_err(|e| RecordError::io("create", &log_path, e))?;
         let header = serde_json::to_vec(names).expect("strings encode as JSON");
         let mut bytes = kind.magic().to_vec();
@@ -257,12 +251,8 @@ impl TickTableWriter {
         if let Some(parent) = partial.parent() {
             std::fs::create_dir_all(parent).map_err(|e| RecordError::io("create", parent, e))?;
         }
-        let file = File::create_new(&partial).map_err(|e| RecordError::io("create", &partial, e))?;
-        let schema = schema(names);
-        let writer = ArrowWriter::try_new(HashWriter::new(file), schema.clone(), Some(zstd_properties().build()))
-            .map_err(|e| RecordError::write(&partial, e))?;
-        let cols = vec![Vec::new(); names.len() + 1];
-        Ok(TickTableWriter { kind, partial, path, names: names.to_vec(), writer, log: None, schema, cols, rows: 0 })
+        let table = Float64Table::create(partial, schema(names))?;
+        Ok(TickTableWriter { kind, path, names: names.to_vec(), table, log: None })
     }
 
     /// The value columns' names.
@@ -288,43 +278,25 @@ impl TickTableWriter {
     }
 
     fn push_row(&mut self, timestamp: f64, values: &[f64]) -> Result<(), RecordError> {
-        self.cols[0].push(timestamp);
-        for (col, &v) in self.cols[1..].iter_mut().zip(values) {
-            col.push(v);
-        }
-        self.rows += 1;
-        if self.cols[0].len() >= ROW_GROUP_ROWS { self.write_group() } else { Ok(()) }
-    }
-
-    fn write_group(&mut self) -> Result<(), RecordError> {
-        if self.cols[0].is_empty() {
-            return Ok(());
-        }
-        let arrays: Vec<ArrayRef> =
-            self.cols.iter_mut().map(|c| Arc::new(Float64Array::from(std::mem::take(c))) as ArrayRef).collect();
-        let batch =
-            RecordBatch::try_new(self.schema.clone(), arrays).map_err(|e| RecordError::write(&self.partial, e))?;
-        self.writer.write(&batch).map_err(|e| self.writer.inner().error(&self.partial, e))?;
-        self.writer.flush().map_err(|e| self.writer.inner().error(&self.partial, e))
+        self.table.push(std::iter::once(timestamp).chain(values.iter().copied()))
     }
 
     /// Finishes the table: its last rows and footer, its sidecar (with `status`), the rename
     /// from `.partial`, and its log removed. Returns the sidecar.
-    pub(crate) fn finish(mut self, episode: u32, status: &str) -> Result<TickTableSidecar, RecordError> {
-        self.write_group()?;
-        self.writer.finish().map_err(|e| self.writer.inner().error(&self.partial, e))?;
-        let sha256 = self.writer.inner_mut().finish(&self.partial)?;
+    pub(crate) fn finish(self, episode: u32, status: &str) -> Result<TickTableSidecar, RecordError> {
+        let (partial, rows) = (self.table.partial.clone(), self.table.rows());
+        let sha256 = self.table.finish()?;
         let sidecar = TickTableSidecar {
             format_version: FORMAT_VERSION,
             file: self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
             episode,
             status: status.into(),
-            rows: self.rows,
+            rows,
             sha256,
             columns: columns(self.kind, &self.names),
         };
         write_json(&self.path.with_extension("json"), &sidecar)?;
-        std::fs::rename(&self.partial, &self.path).map_err(|e| RecordError::io("rename", &self.partial, e))?;
+        std::fs::rename(&partial, &self.path).map_err(|e| RecordError::io("rename", &partial, e))?;
         if let Some((log, _)) = &self.log {
             std::fs::remove_file(log).map_err(|e| RecordError::io("remove", log, e))?;
         }
@@ -388,8 +360,7 @@ pub(crate) fn salvage_table(kind: TickTable, partial: &Path, index: u32) -> Resu
     for row in &rows {
         writer.push_row(row[0], &row[1..])?;
     }
-    writer.write_group()?;
-    writer.writer.finish().map_err(|e| writer.writer.inner().error(&temp, e))?;
+    writer.table.finish()?;
     std::fs::rename(&temp, &path).map_err(|e| RecordError::io("rename", &temp, e))?;
     write_sidecar_of(kind, &path, index, &names, rows.len() as u64)?;
     remove_if_present(partial)?;
@@ -565,7 +536,7 @@ mod tests {
         for k in 0..5 {
             w.push(0.1 * k as f64, &[k as f64, -1.0, 0.5]).unwrap();
         }
-        let partial = w.partial.clone();
+        let partial = w.table.partial.clone();
         std::mem::forget(w); // killed: no footer, no rename
         let log = side_path(&partial, TICKS_SUFFIX);
         // A torn last row is dropped.
