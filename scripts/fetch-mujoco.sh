@@ -24,7 +24,7 @@ wheels="$root/.deps/wheels"
 mkdir -p "$wheels"
 if ! ls "$wheels"/mujoco-$version-*.whl >/dev/null 2>&1; then
   echo "fetching the mujoco==$version wheel (once) ..." >&2
-  python3 -m pip download --quiet --no-deps --only-binary=:all: "mujoco==$version" -d "$wheels"
+  python3 -m pip download --quiet --no-cache-dir --no-deps --only-binary=:all: "mujoco==$version" -d "$wheels"
 fi
 wheel=$(ls "$wheels"/mujoco-$version-*.whl | head -n 1)
 

@@ -31,7 +31,26 @@ if [ -z "$base" ]; then
   exit 1
 fi
 rm -rf "$venv"
+# The installed set is about 5.3 GB; one package at a time (below) needs room for it and the
+# largest wheel besides (cuDNN, under 1 GB), where one pip call would hold every download
+# (about 3 GB more) until the end.
+need_mb=6500
+mkdir -p "$(dirname "$venv")"
+free_mb=$(df -Pm "$(dirname "$venv")" | awk 'NR == 2 { print $4 }')
+if [ "${free_mb:-0}" -lt "$need_mb" ]; then
+  echo "error: LeRobot and PyTorch need about $need_mb MB free in $(dirname "$venv"), and only $free_mb MB" \
+    "are: free some space (an old target/ or ~/.cache/pip) and run make test again." >&2
+  exit 1
+fi
 "$base" -m venv "$venv"
 echo "installing LeRobot 0.6.1 and its pinned dependencies into $venv with $base (once, about 5 GB) ..." >&2
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$pins"
+pip=("$venv/bin/python" -m pip --disable-pip-version-check --no-cache-dir)
+# The pins are the whole closure, so each goes in without its dependencies; no cache, so the
+# wheels do not stay behind beside what they installed.
+grep -o '^[A-Za-z0-9_.-]*==[^ ]*' "$pins" | while read -r pin; do
+  "${pip[@]}" install --quiet --no-deps "$pin"
+done
+# Then the set as pip resolves it: a pin missing from the closure fails here, by name.
+"${pip[@]}" install --quiet -r "$pins"
+"${pip[@]}" check >&2
 cp "$pins" "$stamp"

@@ -37,6 +37,6 @@ if ! python3 -m venv "$venv" >/dev/null 2>&1; then
   exit 1
 fi
 echo "installing $pins into $venv (once) ..." >&2
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check $pins
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps $nodeps
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir $pins
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir --no-deps $nodeps
 echo "$pins $nodeps" > "$stamp"
