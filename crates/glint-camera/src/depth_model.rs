@@ -375,6 +375,12 @@ impl DepthSensor {
         self.model != SensorModel::None || self.debug_channel != DebugChannel::Depth
     }
 
+    /// Whether each pixel's depth comes from the model's own rays alone (time of flight's
+    /// sub-pixel and zone rays, with no debug channel): the clean centre rays are not needed.
+    pub fn casts_its_own_rays(&self) -> bool {
+        matches!(self.model, SensorModel::IToF | SensorModel::DToFSparse) && self.debug_channel == DebugChannel::Depth
+    }
+
     /// The depth a triangulating device (active stereo, structured light) reports for a
     /// pixel whose depth is `z` (0: nothing hit), at column `col`, with the camera's focal
     /// length `fx` in pixels, where `seen` says whether the second viewpoint sees the point
@@ -409,28 +415,7 @@ impl DepthSensor {
     /// phasors, with standard normal draws `noise` (one per frequency); `None` where the
     /// summed amplitude is below the detect floor or above saturation.
     pub fn itof_range(&self, returns: &[(f64, f64)], noise: [f64; 2]) -> Option<f64> {
-        let phasor = |mhz: f64| {
-            let k = 4.0 * std::f64::consts::PI * mhz / C_M_PER_US;
-            returns.iter().fold((0.0, 0.0), |(re, im), &(r, a)| (re + a * (k * r).cos(), im + a * (k * r).sin()))
-        };
-        let (re, im) = phasor(self.modulation_mhz);
-        let amplitude = re.hypot(im);
-        if amplitude <= 0.0 || amplitude < self.detect_floor || (self.saturation > 0.0 && amplitude > self.saturation) {
-            return None;
-        }
-        // Phase noise falls as 1/√A; in range it scales with the wrap length (1/f).
-        let sigma = self.range_noise / amplitude.sqrt();
-        let wrapped = |(re, im): (f64, f64), mhz: f64, draw: f64| {
-            let wrap = C_M_PER_US / (2.0 * mhz);
-            let noise = sigma * self.modulation_mhz / mhz * draw;
-            (im.atan2(re).rem_euclid(std::f64::consts::TAU) / std::f64::consts::TAU * wrap + noise).rem_euclid(wrap)
-        };
-        let first = wrapped((re, im), self.modulation_mhz, noise[0]);
-        if self.modulation2_mhz <= 0.0 {
-            return Some(first);
-        }
-        let second = wrapped(phasor(self.modulation2_mhz), self.modulation2_mhz, noise[1]);
-        Some(unwrap_two(first, self.modulation_mhz, second, self.modulation2_mhz))
+        ItofPhase::of(self).range(returns, noise)
     }
 
     /// iToF: the farthest range one frequency (or the pair's common divisor) tells apart.
@@ -444,23 +429,165 @@ impl DepthSensor {
     }
 }
 
-/// The range within the pair's unambiguous range whose wraps at both frequencies best agree
-/// with `r1` (wrapped at `f1`) and `r2` (at `f2`).
-fn unwrap_two(r1: f64, f1: f64, r2: f64, f2: f64) -> f64 {
-    let (w1, w2) = (C_M_PER_US / (2.0 * f1), C_M_PER_US / (2.0 * f2));
-    let reach = C_M_PER_US / (2.0 * gcd_mhz(f1, f2));
-    let mut best = (f64::INFINITY, r1);
-    let mut k = 0.0;
-    while k * w1 < reach {
-        let candidate = r1 + k * w1;
-        let miss = (candidate - r2).rem_euclid(w2);
-        let miss = miss.min(w2 - miss);
-        if miss < best.0 {
-            best = (miss, candidate);
+/// An iToF sensor's constants, worked out once for a band of pixels: the divisions and
+/// the unwrapping's step count stay out of the per-pixel work.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ItofPhase {
+    /// Phase per metre (there and back) and wrap length at the first frequency.
+    k1: f64,
+    w1: f64,
+    /// The same at the second frequency (`k2 = 0`: one frequency), and `1 / w2`.
+    k2: f64,
+    w2: f64,
+    per_w2: f64,
+    /// Wraps of `w1` within the pair's unambiguous range, `1 / w1`, and whether the first
+    /// frequency is a whole multiple of the second (then `w2 = steps · w1`).
+    unwrap_steps: u32,
+    per_w1: f64,
+    second_divides_first: bool,
+    /// The second frequency's noise per unit of the first's (f1 / f2).
+    noise_ratio: f64,
+    range_noise: f64,
+    detect_floor: f64,
+    saturation: f64,
+}
+
+impl ItofPhase {
+    pub(crate) fn of(sensor: &DepthSensor) -> ItofPhase {
+        let (f1, f2) = (sensor.modulation_mhz, sensor.modulation2_mhz);
+        let wrap = |mhz: f64| C_M_PER_US / (2.0 * mhz);
+        let two = f2 > 0.0;
+        let reach = if two { wrap(gcd_mhz(f1, f2)) } else { wrap(f1) };
+        let mut unwrap_steps = 0;
+        while f64::from(unwrap_steps) * wrap(f1) < reach {
+            unwrap_steps += 1;
         }
-        k += 1.0;
+        ItofPhase {
+            k1: itof_wavenumber(f1),
+            w1: wrap(f1),
+            k2: if two { itof_wavenumber(f2) } else { 0.0 },
+            w2: if two { wrap(f2) } else { 0.0 },
+            per_w2: if two { 1.0 / wrap(f2) } else { 0.0 },
+            unwrap_steps,
+            per_w1: 1.0 / wrap(f1),
+            second_divides_first: two && (f1 / f2).fract() == 0.0 && (f1 / f2) as u32 == unwrap_steps,
+            noise_ratio: if two { f1 / f2 } else { 0.0 },
+            range_noise: sensor.range_noise,
+            detect_floor: sensor.detect_floor,
+            saturation: sensor.saturation,
+        }
     }
-    best.1
+
+    /// [`DepthSensor::itof_range`].
+    pub(crate) fn range(&self, returns: &[(f64, f64)], noise: [f64; 2]) -> Option<f64> {
+        let &(reference, _) = returns.first()?;
+        let (re, im) = relative_phasor(returns, reference, self.k1);
+        let amplitude = (re * re + im * im).sqrt();
+        if amplitude <= 0.0 || amplitude < self.detect_floor || (self.saturation > 0.0 && amplitude > self.saturation) {
+            return None;
+        }
+        // Phase noise falls as 1/√A; in range it scales with the wrap length (1/f). The
+        // summed phasor's phase is the reference's plus its own angle (k · wrap = 2π).
+        let sigma = self.range_noise / amplitude.sqrt();
+        let first = wrap_into(reference + small_atan2(im, re) / self.k1 + sigma * noise[0], self.w1);
+        if self.k2 == 0.0 {
+            return Some(first);
+        }
+        let (re2, im2) = relative_phasor(returns, reference, self.k2);
+        let second = wrap_into_per(
+            reference + small_atan2(im2, re2) / self.k2 + sigma * self.noise_ratio * noise[1],
+            self.w2,
+            self.per_w2,
+        );
+        Some(self.unwrap(first, second))
+    }
+
+    /// The range within the pair's unambiguous range whose wraps at both frequencies best
+    /// agree with `r1` (wrapped at the first) and `r2` (at the second).
+    fn unwrap(&self, r1: f64, r2: f64) -> f64 {
+        if self.second_divides_first {
+            // The candidates r1 + k·w1 (k < steps) tile one wrap of the second frequency, so
+            // the nearest to r2 is a rounding away.
+            let k = ((r2 - r1) * self.per_w1).round().rem_euclid(f64::from(self.unwrap_steps));
+            return r1 + k * self.w1;
+        }
+        let mut best = (f64::INFINITY, r1);
+        for k in 0..self.unwrap_steps {
+            let candidate = r1 + f64::from(k) * self.w1;
+            let miss = wrap_into_per(candidate - r2, self.w2, self.per_w2);
+            let miss = miss.min(self.w2 - miss);
+            if miss < best.0 {
+                best = (miss, candidate);
+            }
+        }
+        best.1
+    }
+}
+
+/// iToF: the phase a return's range turns per metre at modulation `mhz` (there and back).
+fn itof_wavenumber(mhz: f64) -> f64 {
+    4.0 * std::f64::consts::PI * mhz / C_M_PER_US
+}
+
+/// The sum of returns `(range, amplitude)` as phasors at wavenumber `k`, each turned by its
+/// range's difference from `reference`: the sum's phase is then the sum at the reference's
+/// range. A pixel's sub-pixel returns mostly lie within millimetres of each other, so their
+/// small turns take a polynomial instead of libm's `sin_cos` (which was a fifth of an iToF
+/// frame).
+fn relative_phasor(returns: &[(f64, f64)], reference: f64, k: f64) -> (f64, f64) {
+    returns.iter().fold((0.0, 0.0), |(re, im), &(range, amplitude)| {
+        let (sin, cos) = small_sin_cos(k * (range - reference));
+        (re + amplitude * cos, im + amplitude * sin)
+    })
+}
+
+/// `x.sin_cos()` within a few ulps: Taylor's series to x¹¹ where |x| ≤ 1/4 (truncation below
+/// 1e-17; to x⁷ within 1/32), libm beyond.
+fn small_sin_cos(x: f64) -> (f64, f64) {
+    if x.abs() > 0.25 {
+        return x.sin_cos();
+    }
+    // The series' coefficients ±1/n!, multiplied rather than divided (a division costs a
+    // dozen multiplications).
+    const SIN: [f64; 5] = [-1.0 / 6.0, 1.0 / 120.0, -1.0 / 5040.0, 1.0 / 362_880.0, -1.0 / 39_916_800.0];
+    const COS: [f64; 5] = [-1.0 / 2.0, 1.0 / 24.0, -1.0 / 720.0, 1.0 / 40_320.0, -1.0 / 3_628_800.0];
+    let x2 = x * x;
+    // Within 1/32 (most sub-pixel returns) the terms past x⁷ are below 1e-16.
+    let terms = if x2 <= 1.0 / 1024.0 { 3 } else { 5 };
+    let horner = |c: &[f64; 5]| c[..terms].iter().rev().fold(0.0, |acc, &ci| acc * x2 + ci) * x2;
+    (x + x * horner(&SIN), 1.0 + horner(&COS))
+}
+
+/// `y.atan2(x)` within a few ulps: Taylor's series to t¹⁷ where the angle is small
+/// (`x > 0`, |y/x| ≤ 1/8: truncation below 1e-17; to t⁹ within 1/64), libm beyond.
+fn small_atan2(y: f64, x: f64) -> f64 {
+    if x <= 0.0 || y.abs() > 0.125 * x {
+        return y.atan2(x);
+    }
+    const ATAN: [f64; 8] =
+        [-1.0 / 3.0, 1.0 / 5.0, -1.0 / 7.0, 1.0 / 9.0, -1.0 / 11.0, 1.0 / 13.0, -1.0 / 15.0, 1.0 / 17.0];
+    let t = y / x;
+    let t2 = t * t;
+    // Most pixels' returns agree to millimetres: their angles take half the terms.
+    let terms = if t2 <= 1.0 / 4096.0 { &ATAN[..4] } else { &ATAN[..] };
+    t + t * t2 * terms.iter().rev().fold(0.0, |acc, &c| acc * t2 + c)
+}
+
+/// `x.rem_euclid(w)` for `w > 0` without `fmod`, which is slow: in `[0, w)`.
+fn wrap_into(x: f64, w: f64) -> f64 {
+    wrap_into_per(x, w, 1.0 / w)
+}
+
+/// `wrap_into` with `per_w = 1 / w` given, for loops over one `w`.
+fn wrap_into_per(x: f64, w: f64, per_w: f64) -> f64 {
+    let r = x - (x * per_w).floor() * w;
+    if r >= w {
+        r - w
+    } else if r < 0.0 {
+        r + w
+    } else {
+        r
+    }
 }
 
 /// The greatest common divisor of two frequencies, to 1 kHz.
@@ -709,6 +836,45 @@ mod tests {
         assert!(mixed > 1.0 && mixed < 1.1, "{mixed}");
         let floor = DepthSensor { detect_floor: 0.5, ..two };
         assert!(floor.itof_range(&[(1.0, 0.4)], [0.0; 2]).is_none());
+    }
+
+    #[test]
+    fn small_turns_match_libm_and_the_relative_sum_has_the_absolute_phase() {
+        for i in -1000..=1000 {
+            let x = i as f64 * 3e-4;
+            let (sin, cos) = small_sin_cos(x);
+            assert!((sin - x.sin()).abs() < 1e-15 && (cos - x.cos()).abs() < 1e-15, "{x}");
+        }
+        // Sub-pixel returns millimetres apart, one at an edge a metre behind.
+        let returns = [(2.000, 0.3), (2.003, 0.2), (2.001, 0.25), (3.1, 0.1)];
+        let k = itof_wavenumber(200.0);
+        let absolute =
+            returns.iter().fold((0.0, 0.0), |(re, im), &(r, a)| (re + a * (k * r).cos(), im + a * (k * r).sin()));
+        let (re, im) = relative_phasor(&returns, 2.0, k);
+        assert!((re.hypot(im) - absolute.0.hypot(absolute.1)).abs() < 1e-12);
+        let turn = (im.atan2(re) + k * 2.0 - absolute.1.atan2(absolute.0)).rem_euclid(std::f64::consts::TAU);
+        assert!(turn.min(std::f64::consts::TAU - turn) < 1e-9, "{turn}");
+        for i in -1000..=1000 {
+            let y = i as f64 * 2e-4;
+            assert!((small_atan2(y, 1.3) - y.atan2(1.3)).abs() < 1e-15, "{y}");
+        }
+        assert_eq!(small_atan2(1.0, -1.0), 1f64.atan2(-1.0));
+        // A whole-multiple pair unwraps by rounding, as the search over every wrap does.
+        let pair = ItofPhase::of(&DepthSensor::preset(DepthPreset::AzureKinectNfov));
+        let search = ItofPhase { second_divides_first: false, ..pair };
+        assert!(pair.second_divides_first && pair.unwrap_steps == 8);
+        for truth in [0.01, 0.3, 0.749, 0.751, 2.2, 4.9, 5.98] {
+            for noise in [-0.05, 0.0, 0.05] {
+                let (r1, r2) = (wrap_into(truth + noise, pair.w1), wrap_into(truth - noise, pair.w2));
+                assert!((pair.unwrap(r1, r2) - search.unwrap(r1, r2)).abs() < 1e-12, "{truth} {noise}");
+            }
+        }
+        for (x, w) in [(-0.2, 1.5), (3.1, 1.5), (1.5, 1.5), (-1e-18, 1.5), (0.0, 0.7)] {
+            let r = wrap_into(x, w);
+            // std's rem_euclid gives w itself for -1e-18: equal modulo w.
+            let apart = (r - x.rem_euclid(w)).abs();
+            assert!((0.0..w).contains(&r) && apart.min(w - apart) < 1e-12, "{x} {w}: {r}");
+        }
     }
 
     #[test]

@@ -109,12 +109,16 @@ pub(crate) fn surface_return(m: &NirMaterial, cos: f64) -> (f64, f64) {
     // the diffuse term's scale: F0·exp(−tan²θ/σ²)/(4 σ² cos⁵θ). Head-on a matte surface
     // (σ 1) adds F0/4, a polished one (σ 0.05) a glint a hundred times F0. None past 6σ.
     let cos = cos.abs().max(1e-3);
-    let tan2 = (1.0 - cos * cos) / (cos * cos);
+    // Two divisions, not four: this runs for every sub-pixel ray.
+    let per_cos2 = (cos * cos).recip();
+    let tan2 = per_cos2 - 1.0;
     let s2 = slope * slope;
     if tan2 > 36.0 * s2 {
         return (diffuse, 0.0);
     }
-    (diffuse, f64::from(m.f0) * (-tan2 / s2).exp() / (4.0 * s2 * cos.powi(5)))
+    let per_s2 = s2.recip();
+    let per_cos5 = per_cos2 * per_cos2 * per_cos2 * cos;
+    (diffuse, f64::from(m.f0) * (-tan2 * per_s2).exp() * 0.25 * per_s2 * per_cos5)
 }
 
 /// The return of an opaque surface of material `m` (geom `geom`) met at incidence cosine

@@ -420,6 +420,14 @@ impl Renderer {
         let view =
             View { slot: job.slot, w, model: &model, options, pos: s.poses.cam_xpos[cam], mat: s.poses.cam_xmat[cam] };
         let (pixel, origins, dirs) = band_rays(&model, view.pos, &view.mat, job.rows);
+        if job.rgb.is_none() && job.seg.is_none() && options.depth_sensor.casts_its_own_rays() {
+            // Time of flight's depth comes from its own rays: no centre rays to trace.
+            if let Some(depth) = job.depth {
+                let measured = self.time_of_flight_band(s, &view, (&pixel, job.rows.0))?;
+                pixel.iter().zip(measured).for_each(|(&p, z)| depth[p] = z);
+            }
+            return Ok(());
+        }
         let mut traced = self.trace(s, &view, origins, dirs, (-1, true))?;
         let prepared = &s.prepared[job.slot];
         let t = &traced;
@@ -1341,7 +1349,7 @@ fn band_rays(
 /// The world-frame origins and directions of `view`'s rays through image points `points`
 /// (pixels from the top left corner), in units of optical-axis depth.
 fn view_rays(view: &View, points: impl Iterator<Item = (f64, f64)>) -> (Vec<DVec3>, Vec<DVec3>) {
-    let (mut origins, mut dirs) = (Vec::new(), Vec::new());
+    let (mut origins, mut dirs) = (Vec::with_capacity(points.size_hint().0), Vec::with_capacity(points.size_hint().0));
     for (u, v) in points {
         let (o, d) = view.model.ray_at(u, v);
         origins.push(view.pos + view.mat * o);

@@ -7,7 +7,7 @@ use glint_core::{Cast, CastOne, HitsMut, Origins, Spelled};
 use glint_materials::{Continuation, NirMaterial};
 
 use super::{Renderer, Shared, Traced, View, material, view_rays};
-use crate::depth_model::{DebugChannel, SensorModel, TargetOrder, poisson_draw, uniform_draw};
+use crate::depth_model::{DebugChannel, ItofPhase, SensorModel, TargetOrder, poisson_draw, uniform_draw};
 use crate::light_path::{Echo, Hit, Path, follow, opaque_echo};
 use crate::{CameraError, DepthSensor, Projection, normal_draw, pixel_key};
 
@@ -72,30 +72,7 @@ impl Renderer {
                 };
                 self.triangulate_band(s, view, sensor, (pixel, t, &paths), &draws)?
             }
-            SensorModel::IToF => {
-                let keys: Vec<[u64; 2]> = pixel.iter().map(|&p| [key(p, PHASE_SALT), key(p, PHASE_SALT + 1)]).collect();
-                self.itof_band(s, view, sensor, (pixel, row0), &keys)?
-            }
-            SensorModel::DToFSparse => {
-                let cells = &s.zone_depths[view.w][view.slot];
-                let n = sensor.zones as usize;
-                let mut out = Vec::with_capacity(pixel.len());
-                for &p in pixel {
-                    let zone = zone_of(sensor, view, p % width, row0 + p / width);
-                    let cell = &cells[zone.1 * n + zone.0];
-                    let z = match cell.get() {
-                        Some(&z) => z,
-                        None => {
-                            // Two bands may both compute a zone: the same draws, the same depth.
-                            let z = self.dtof_zone(s, view, sensor, zone, frame)?;
-                            let _ = cell.set(z);
-                            z
-                        }
-                    };
-                    out.push(z);
-                }
-                out
-            }
+            SensorModel::IToF | SensorModel::DToFSparse => self.time_of_flight_band(s, view, (pixel, row0))?,
         };
         for (r, &p) in pixel.iter().enumerate() {
             depth[p] = match sensor.debug_channel {
@@ -104,6 +81,42 @@ impl Renderer {
             };
         }
         Ok(())
+    }
+
+    /// What an iToF or dToF sensor reports at the band's pixels (`pixel`, image rows from
+    /// `row0`): from its own sub-pixel or zone rays, without the band's centre rays.
+    pub(super) fn time_of_flight_band(
+        &self,
+        s: &Shared,
+        view: &View,
+        (pixel, row0): (&[usize], usize),
+    ) -> Result<Vec<f32>, CameraError> {
+        let sensor = &view.options.depth_sensor;
+        let width = view.model.width;
+        let frame = s.depth_noise.get(view.w).copied().unwrap_or(0);
+        let key = |p: usize, salt: u64| pixel_key(frame ^ salt, view.model.camera, row0 * width + p);
+        if sensor.model == SensorModel::IToF {
+            let keys: Vec<[u64; 2]> = pixel.iter().map(|&p| [key(p, PHASE_SALT), key(p, PHASE_SALT + 1)]).collect();
+            return self.itof_band(s, view, sensor, (pixel, row0), &keys);
+        }
+        let cells = &s.zone_depths[view.w][view.slot];
+        let n = sensor.zones as usize;
+        let mut out = Vec::with_capacity(pixel.len());
+        for &p in pixel {
+            let zone = zone_of(sensor, view, p % width, row0 + p / width);
+            let cell = &cells[zone.1 * n + zone.0];
+            let z = match cell.get() {
+                Some(&z) => z,
+                None => {
+                    // Two bands may both compute a zone: the same draws, the same depth.
+                    let z = self.dtof_zone(s, view, sensor, zone, frame)?;
+                    let _ = cell.set(z);
+                    z
+                }
+            };
+            out.push(z);
+        }
+        Ok(out)
     }
 
     /// The light path of ray `r` of `t`, or none where the ray meets nothing.
@@ -287,20 +300,28 @@ impl Renderer {
         let (n, width) = (sensor.subpixels as usize, view.model.width);
         let per_pixel = n * n;
         let at = |p: usize| ((p % width) as f64, (row0 + p / width) as f64);
-        let points = pixel.iter().flat_map(|&p| {
+        let offsets: Vec<(f64, f64)> =
+            (0..per_pixel).map(|i| (((i % n) as f64 + 0.5) / n as f64, ((i / n) as f64 + 0.5) / n as f64)).collect();
+        let mut points = Vec::with_capacity(pixel.len() * per_pixel);
+        for &p in pixel {
             let (col, row) = at(p);
-            (0..per_pixel).map(move |i| {
-                let (i, j) = (i % n, i / n);
-                (col + (i as f64 + 0.5) / n as f64, row + (j as f64 + 0.5) / n as f64)
-            })
-        });
+            points.extend(offsets.iter().map(|&(i, j)| (col + i, row + j)));
+        }
         // The sub-pixel rays' returns in pixel order (rays are visited in order), each
         // carrying its share of the pixel; `ends[r]` closes pixel r's.
         let (mut returns, mut ends) = (Vec::with_capacity(pixel.len() * per_pixel), vec![0; pixel.len()]);
-        self.sub_echoes(s, view, points.collect(), &mut |k, e| {
-            returns.push((e.range, e.strength / per_pixel as f64));
-            ends[k / per_pixel] = returns.len();
+        let share = 1.0 / per_pixel as f64;
+        // Ray k belongs to pixel r while k < next (counted up, not divided: this runs for
+        // every sub-pixel ray).
+        let (mut r, mut next) = (0, per_pixel);
+        self.sub_echoes(s, view, points, &mut |k, e| {
+            while k >= next {
+                (r, next) = (r + 1, next + per_pixel);
+            }
+            returns.push((e.range, e.strength * share));
+            ends[r] = returns.len();
         })?;
+        let phase = ItofPhase::of(sensor);
         let mut out = Vec::with_capacity(pixel.len());
         let mut start = 0;
         for (r, &p) in pixel.iter().enumerate() {
@@ -309,7 +330,7 @@ impl Renderer {
             start = end;
             let (col, row) = at(p);
             let (_, center) = view.model.ray_at(col + 0.5, row + 0.5);
-            let measured = sensor.itof_range(mine, keys[r].map(normal_draw));
+            let measured = phase.range(mine, keys[r].map(normal_draw));
             out.push(measured.map_or(0.0, |range| sensor.gate(range / center.length())));
         }
         Ok(out)
@@ -356,9 +377,10 @@ impl Renderer {
                 continue;
             }
             let per_depth = dirs[k].length();
-            let (dir, m) = (dirs[k] / per_depth, self.nir(s, g));
+            let (dir, m) = (dirs[k] * per_depth.recip(), self.nir(s, g));
             if m.continuation == Continuation::Opaque {
-                let cos = normal[k].normalize_or_zero().dot(dir).abs();
+                let n = normal[k].length();
+                let cos = if n > 0.0 { (normal[k].dot(dir) / n).abs() } else { 0.0 };
                 visit(k, &opaque_echo(&m, cos, dist[k] * per_depth, g));
                 continue;
             }
