@@ -436,8 +436,11 @@ pub(crate) struct ItofPhase {
     /// Phase per metre (there and back) and wrap length at the first frequency.
     k1: f64,
     w1: f64,
-    /// The same at the second frequency (`k2 = 0`: one frequency), and `1 / w2`.
+    /// `1 / k1`, and the same at the second frequency (`k2 = 0`: one frequency) with
+    /// `1 / k2` and `1 / w2`.
+    per_k1: f64,
     k2: f64,
+    per_k2: f64,
     w2: f64,
     per_w2: f64,
     /// Wraps of `w1` within the pair's unambiguous range, `1 / w1`, and whether the first
@@ -465,7 +468,9 @@ impl ItofPhase {
         ItofPhase {
             k1: itof_wavenumber(f1),
             w1: wrap(f1),
+            per_k1: itof_wavenumber(f1).recip(),
             k2: if two { itof_wavenumber(f2) } else { 0.0 },
+            per_k2: if two { itof_wavenumber(f2).recip() } else { 0.0 },
             w2: if two { wrap(f2) } else { 0.0 },
             per_w2: if two { 1.0 / wrap(f2) } else { 0.0 },
             unwrap_steps,
@@ -489,13 +494,13 @@ impl ItofPhase {
         // Phase noise falls as 1/√A; in range it scales with the wrap length (1/f). The
         // summed phasor's phase is the reference's plus its own angle (k · wrap = 2π).
         let sigma = self.range_noise / amplitude.sqrt();
-        let first = wrap_into(reference + small_atan2(im, re) / self.k1 + sigma * noise[0], self.w1);
+        let first = wrap_into(reference + small_atan2(im, re) * self.per_k1 + sigma * noise[0], self.w1, self.per_w1);
         if self.k2 == 0.0 {
             return Some(first);
         }
         let (re2, im2) = relative_phasor(returns, reference, self.k2);
-        let second = wrap_into_per(
-            reference + small_atan2(im2, re2) / self.k2 + sigma * self.noise_ratio * noise[1],
+        let second = wrap_into(
+            reference + small_atan2(im2, re2) * self.per_k2 + sigma * self.noise_ratio * noise[1],
             self.w2,
             self.per_w2,
         );
@@ -514,7 +519,7 @@ impl ItofPhase {
         let mut best = (f64::INFINITY, r1);
         for k in 0..self.unwrap_steps {
             let candidate = r1 + f64::from(k) * self.w1;
-            let miss = wrap_into_per(candidate - r2, self.w2, self.per_w2);
+            let miss = wrap_into(candidate - r2, self.w2, self.per_w2);
             let miss = miss.min(self.w2 - miss);
             if miss < best.0 {
                 best = (miss, candidate);
@@ -553,9 +558,12 @@ fn small_sin_cos(x: f64) -> (f64, f64) {
     const COS: [f64; 5] = [-1.0 / 2.0, 1.0 / 24.0, -1.0 / 720.0, 1.0 / 40_320.0, -1.0 / 3_628_800.0];
     let x2 = x * x;
     // Within 1/32 (most sub-pixel returns) the terms past x⁷ are below 1e-16.
-    let terms = if x2 <= 1.0 / 1024.0 { 3 } else { 5 };
-    let horner = |c: &[f64; 5]| c[..terms].iter().rev().fold(0.0, |acc, &ci| acc * x2 + ci) * x2;
-    (x + x * horner(&SIN), 1.0 + horner(&COS))
+    let (sin, cos) = if x2 <= 1.0 / 1024.0 {
+        (horner(&SIN[..3], x2), horner(&COS[..3], x2))
+    } else {
+        (horner(&SIN, x2), horner(&COS, x2))
+    };
+    (x + x * x2 * sin, 1.0 + x2 * cos)
 }
 
 /// `y.atan2(x)` within a few ulps: Taylor's series to t¹⁷ where the angle is small
@@ -569,17 +577,18 @@ fn small_atan2(y: f64, x: f64) -> f64 {
     let t = y / x;
     let t2 = t * t;
     // Most pixels' returns agree to millimetres: their angles take half the terms.
-    let terms = if t2 <= 1.0 / 4096.0 { &ATAN[..4] } else { &ATAN[..] };
-    t + t * t2 * terms.iter().rev().fold(0.0, |acc, &c| acc * t2 + c)
+    let series = if t2 <= 1.0 / 4096.0 { horner(&ATAN[..4], t2) } else { horner(&ATAN, t2) };
+    t + t * t2 * series
 }
 
-/// `x.rem_euclid(w)` for `w > 0` without `fmod`, which is slow: in `[0, w)`.
-fn wrap_into(x: f64, w: f64) -> f64 {
-    wrap_into_per(x, w, 1.0 / w)
+/// `c[0] + c[1]·x + c[2]·x² + …` by Horner's rule; inlined, so a constant `c` unrolls.
+#[inline(always)]
+fn horner(c: &[f64], x: f64) -> f64 {
+    c.iter().rev().fold(0.0, |acc, &ci| acc * x + ci)
 }
 
-/// `wrap_into` with `per_w = 1 / w` given, for loops over one `w`.
-fn wrap_into_per(x: f64, w: f64, per_w: f64) -> f64 {
+/// `x.rem_euclid(w)` for `w > 0` with `per_w = 1 / w`, without `fmod` (slow): in `[0, w)`.
+fn wrap_into(x: f64, w: f64, per_w: f64) -> f64 {
     let r = x - (x * per_w).floor() * w;
     if r >= w {
         r - w
@@ -865,12 +874,13 @@ mod tests {
         assert!(pair.second_divides_first && pair.unwrap_steps == 8);
         for truth in [0.01, 0.3, 0.749, 0.751, 2.2, 4.9, 5.98] {
             for noise in [-0.05, 0.0, 0.05] {
-                let (r1, r2) = (wrap_into(truth + noise, pair.w1), wrap_into(truth - noise, pair.w2));
+                let (r1, r2) =
+                    (wrap_into(truth + noise, pair.w1, pair.per_w1), wrap_into(truth - noise, pair.w2, pair.per_w2));
                 assert!((pair.unwrap(r1, r2) - search.unwrap(r1, r2)).abs() < 1e-12, "{truth} {noise}");
             }
         }
         for (x, w) in [(-0.2, 1.5), (3.1, 1.5), (1.5, 1.5), (-1e-18, 1.5), (0.0, 0.7)] {
-            let r = wrap_into(x, w);
+            let r = wrap_into(x, w, 1.0 / w);
             // std's rem_euclid gives w itself for -1e-18: equal modulo w.
             let apart = (r - x.rem_euclid(w)).abs();
             assert!((0.0..w).contains(&r) && apart.min(w - apart) < 1e-12, "{x} {w}: {r}");

@@ -419,15 +419,16 @@ impl Renderer {
         let cam = w * s.scene.ncam() + model.camera;
         let view =
             View { slot: job.slot, w, model: &model, options, pos: s.poses.cam_xpos[cam], mat: s.poses.cam_xmat[cam] };
-        let (pixel, origins, dirs) = band_rays(&model, view.pos, &view.mat, job.rows);
         if job.rgb.is_none() && job.seg.is_none() && options.depth_sensor.casts_its_own_rays() {
             // Time of flight's depth comes from its own rays: no centre rays to trace.
             if let Some(depth) = job.depth {
+                let pixel = band_pixels(model.width, job.rows);
                 let measured = self.time_of_flight_band(s, &view, (&pixel, job.rows.0))?;
                 pixel.iter().zip(measured).for_each(|(&p, z)| depth[p] = z);
             }
             return Ok(());
         }
+        let (pixel, origins, dirs) = band_rays(&model, view.pos, &view.mat, job.rows);
         let mut traced = self.trace(s, &view, origins, dirs, (-1, true))?;
         let prepared = &s.prepared[job.slot];
         let t = &traced;
@@ -1323,27 +1324,42 @@ fn band_rays(
     model: &CameraModel,
     cam_pos: DVec3,
     cam_mat: &DMat3,
-    (r0, r1): (usize, usize),
+    rows: (usize, usize),
 ) -> (Vec<usize>, Option<Vec<DVec3>>, Vec<DVec3>) {
-    let n = (r1 - r0) * model.width;
+    let n = (rows.1 - rows.0) * model.width;
     let ortho = matches!(model.projection, Projection::Orthographic { .. });
     let (mut pixel, mut dirs) = (Vec::with_capacity(n), Vec::with_capacity(n));
     let mut origins = ortho.then(|| Vec::with_capacity(n));
+    in_tiles(model.width, rows, |col, row| {
+        let (o, d) = model.pixel_ray(col, row);
+        pixel.push((row - rows.0) * model.width + col);
+        if let Some(origins) = &mut origins {
+            origins.push(cam_pos + *cam_mat * o);
+        }
+        dirs.push(*cam_mat * d);
+    });
+    (pixel, origins, dirs)
+}
+
+/// The pixels of [`band_rays`] alone, in the same order.
+fn band_pixels(width: usize, rows: (usize, usize)) -> Vec<usize> {
+    let mut pixel = Vec::with_capacity((rows.1 - rows.0) * width);
+    in_tiles(width, rows, |col, row| pixel.push((row - rows.0) * width + col));
+    pixel
+}
+
+/// Visits rows `[r0, r1)` of an image `width` wide as `(col, row)` in 8 × 4 tiles, the
+/// order rays are cast in: neighbouring rays walk the BVH together.
+fn in_tiles(width: usize, (r0, r1): (usize, usize), mut visit: impl FnMut(usize, usize)) {
     for tr in (r0..r1).step_by(TILE.1) {
-        for tc in (0..model.width).step_by(TILE.0) {
+        for tc in (0..width).step_by(TILE.0) {
             for row in tr..(tr + TILE.1).min(r1) {
-                for col in tc..(tc + TILE.0).min(model.width) {
-                    let (o, d) = model.pixel_ray(col, row);
-                    pixel.push((row - r0) * model.width + col);
-                    if let Some(origins) = &mut origins {
-                        origins.push(cam_pos + *cam_mat * o);
-                    }
-                    dirs.push(*cam_mat * d);
+                for col in tc..(tc + TILE.0).min(width) {
+                    visit(col, row);
                 }
             }
         }
     }
-    (pixel, origins, dirs)
 }
 
 /// The world-frame origins and directions of `view`'s rays through image points `points`

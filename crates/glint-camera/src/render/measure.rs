@@ -356,15 +356,12 @@ impl Renderer {
             }
             return Ok(());
         }
-        let (origins, dirs) = view_rays(view, points.into_iter());
+        let (origins, dirs) = sub_rays(view, &points);
         let n = dirs.len();
         let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
-        // A pinhole's rays share its centre (the core's faster packets); an orthographic
-        // camera's start apart.
-        let pinhole = matches!(view.model.projection, Projection::Perspective { .. });
         let packet = Cast {
             world: view.w,
-            origins: if pinhole { Origins::Shared(view.pos) } else { Origins::Each(&origins) },
+            origins: origins.as_ref().map_or(Origins::Shared(view.pos), |o| Origins::Each(o)),
             dirs: &dirs,
             exclude_body: -1,
             skip_geom: -1,
@@ -386,7 +383,8 @@ impl Renderer {
             }
             let first = Hit { dist: dist[k] * per_depth, geom: g, normal: normal[k] };
             let (nir, cast) = (|g| self.nir(s, g), |o, d, skip| cast(s, view, o, d, skip));
-            follow((origins[k], dir), (first, m), &nir, &cast, 0.0).echoes.iter().for_each(|e| visit(k, e));
+            let origin = origins.as_ref().map_or(view.pos, |o| o[k]);
+            follow((origin, dir), (first, m), &nir, &cast, 0.0).echoes.iter().for_each(|e| visit(k, e));
         }
         Ok(())
     }
@@ -465,6 +463,19 @@ impl Matched {
 }
 
 /// The first surface from `origin` along unit `dir` in `view`'s world, passing geom `skip`.
+/// The rays through image points `points` of `view`: world-frame origins (none for a
+/// pinhole, whose rays share its centre: the core's faster packets) and directions. A
+/// pinhole's direction is linear in the image point, so each costs two multiply-adds.
+fn sub_rays(view: &View, points: &[(f64, f64)]) -> (Option<Vec<DVec3>>, Vec<DVec3>) {
+    let Projection::Perspective { f, c } = view.model.projection else {
+        let (origins, dirs) = view_rays(view, points.iter().copied());
+        return (Some(origins), dirs);
+    };
+    let (per_u, per_v) = (view.mat * DVec3::new(1.0 / f[0], 0.0, 0.0), view.mat * DVec3::new(0.0, -1.0 / f[1], 0.0));
+    let at_zero = view.mat * DVec3::new(-c[0] / f[0], c[1] / f[1], -1.0);
+    (None, points.iter().map(|&(u, v)| at_zero + per_u * u + per_v * v).collect())
+}
+
 fn cast(s: &Shared, view: &View, origin: DVec3, dir: DVec3, skip: i32) -> Option<Hit> {
     let ray = CastOne { world: view.w, origin, dir, exclude_body: -1, skip_geom: skip };
     s.prepared[view.slot].cast_one(ray).map(|h| Hit { dist: h.dist, geom: h.geomid, normal: h.normal })
