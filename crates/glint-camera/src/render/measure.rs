@@ -38,7 +38,7 @@ impl PixelRay {
     /// Ray `r` of `t`, cast from `view`.
     fn of(view: &View, t: &Traced, r: usize) -> PixelRay {
         let per_depth = t.dirs[r].length();
-        PixelRay { origin: t.origin(view.pos, r), dir: t.dirs[r] / per_depth, per_depth }
+        PixelRay { origin: t.origin(view.pos, r), dir: t.dirs[r] * per_depth.recip(), per_depth }
     }
 }
 
@@ -173,7 +173,15 @@ impl Renderer {
                 },
             })
             .collect();
-        let wanted: Vec<usize> = (0..pixel.len()).filter(|&r| candidates[r].is_some()).collect();
+        // What each pixel reads if the second viewpoint sees its point; a pixel that reads
+        // nothing even then (past the disparity limit or the range gate) needs no ray.
+        let mut out: Vec<f32> = (0..pixel.len())
+            .map(|r| {
+                candidates[r]
+                    .map_or(0.0, |(z, _)| sensor.triangulate(z, pixel[r] % width, f[0], true, (draws.noise)(r)))
+            })
+            .collect();
+        let wanted: Vec<usize> = (0..pixel.len()).filter(|&r| out[r] != 0.0).collect();
         let dirs: Vec<DVec3> = wanted.iter().map(|&r| candidates[r].expect("wanted").1 - second).collect();
         let n = dirs.len();
         let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
@@ -189,12 +197,11 @@ impl Renderer {
         // lies before the point can block it, so the walk goes no farther.
         let hits = HitsMut { dist: &mut dist, geomid: &mut geomid, normal: &mut normal };
         s.prepared[view.slot].cast_within(cast, 1.0 - SAME_POINT, hits)?;
-        let mut out = vec![0.0; pixel.len()];
         for (i, &r) in wanted.iter().enumerate() {
-            let (z, point) = candidates[r].expect("wanted");
-            let blocked = geomid[i] >= 0;
-            let seen = !blocked || self.sees(s, view, (second, point), (draws.gap)(r));
-            out[r] = sensor.triangulate(z, pixel[r] % width, f[0], seen, (draws.noise)(r));
+            let (_, point) = candidates[r].expect("wanted");
+            if geomid[i] >= 0 && !self.sees(s, view, (second, point), (draws.gap)(r)) {
+                out[r] = 0.0;
+            }
         }
         Ok(out)
     }
@@ -260,8 +267,7 @@ impl Renderer {
         }
         let ray = PixelRay::of(view, t, r);
         let range = t.dist[r] * ray.per_depth;
-        let cos = t.normal[r].normalize_or_zero().dot(ray.dir).abs();
-        Some((ray, opaque_echo(&m, cos, range, g)))
+        Some((ray, opaque_echo(&m, incidence_cos(t.normal[r], ray.dir), range, g)))
     }
 
     /// Whether a viewpoint at `from` sees `point`: the first surface toward it, past the
@@ -376,9 +382,7 @@ impl Renderer {
             let per_depth = dirs[k].length();
             let (dir, m) = (dirs[k] * per_depth.recip(), self.nir(s, g));
             if m.continuation == Continuation::Opaque {
-                let n = normal[k].length();
-                let cos = if n > 0.0 { (normal[k].dot(dir) / n).abs() } else { 0.0 };
-                visit(k, &opaque_echo(&m, cos, dist[k] * per_depth, g));
+                visit(k, &opaque_echo(&m, incidence_cos(normal[k], dir), dist[k] * per_depth, g));
                 continue;
             }
             let first = Hit { dist: dist[k] * per_depth, geom: g, normal: normal[k] };
@@ -463,6 +467,12 @@ impl Matched {
 }
 
 /// The first surface from `origin` along unit `dir` in `view`'s world, passing geom `skip`.
+/// |cos| of the angle between a surface's `normal` (any length; zero: none) and unit `dir`.
+fn incidence_cos(normal: DVec3, dir: DVec3) -> f64 {
+    let n = normal.length();
+    if n > 0.0 { (normal.dot(dir) / n).abs() } else { 0.0 }
+}
+
 /// The rays through image points `points` of `view`: world-frame origins (none for a
 /// pinhole, whose rays share its centre: the core's faster packets) and directions. A
 /// pinhole's direction is linear in the image point, so each costs two multiply-adds.
