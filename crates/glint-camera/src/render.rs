@@ -233,6 +233,9 @@ struct Shared<'a> {
     /// Per world (empty for worlds not drawn), per geom: whether a geom drawn after it on the
     /// same body overlaps it, so that their surfaces may coincide.
     ties: Vec<Vec<bool>>,
+    /// Per world (empty for worlds not drawn), per geom: [`Renderer::plain`], worked out
+    /// once a render rather than through the world fields for every ray.
+    plain: Vec<Vec<bool>>,
     /// Per world (empty for worlds not drawn), per camera slot: the geom the scene is
     /// mirrored in, if the slot draws one.
     mirrors: Vec<Vec<Option<usize>>>,
@@ -365,8 +368,16 @@ impl Renderer {
             .collect::<Result<Vec<_>, _>>()?;
         // Per world, whether any of its cameras is drawn (the others need nothing prepared).
         let drawn: Vec<bool> = (0..nworld).map(|w| (0..layout.cameras.len()).any(|slot| wanted(w, slot))).collect();
-        let ties =
+        let ties: Vec<Vec<bool>> =
             (0..nworld).map(|w| if drawn[w] { coincident_candidates(scene, poses, w) } else { Vec::new() }).collect();
+        let plain = (0..nworld)
+            .map(|w: usize| {
+                let tie = |g: usize| ties[w].get(g).copied().unwrap_or(false);
+                let opaque =
+                    |g| alpha_of(fields, w, fields.geom_rgba(w, g), geom_material(scene, fields, w, g)) >= OPAQUE_ALPHA;
+                if drawn[w] { (0..scene.ngeom()).map(|g| opaque(g) && !tie(g)).collect() } else { Vec::new() }
+            })
+            .collect();
         let mirrors = (0..nworld)
             .map(|w| {
                 let first = |options: &CameraOptions| mirror(scene, fields, caster.shapes(w), w, options);
@@ -397,6 +408,7 @@ impl Renderer {
             headlight,
             fields,
             ties,
+            plain,
             mirrors,
             skins,
             depth_noise,
@@ -429,7 +441,7 @@ impl Renderer {
             return Ok(());
         }
         let (pixel, origins, dirs) = band_rays(&model, view.pos, &view.mat, job.rows);
-        let mut traced = self.trace(s, &view, origins, dirs, (-1, true))?;
+        let mut traced = self.trace(s, &view, origins, dirs, (-1, true), job.rgb.is_some())?;
         let prepared = &s.prepared[job.slot];
         let t = &traced;
         let mut depth = job.depth;
@@ -479,7 +491,8 @@ impl Renderer {
     /// as `ngeom + skin` unless a transparent geom is in front). Sites are added apart
     /// ([`Renderer::add_sites`]): depth and segmentation do not see them. The rays pass
     /// through geom `skip_geom` (−1: none); unless `trusted`, a ray that is not finite is an
-    /// error.
+    /// error. Without `colour` (depth and segmentation alone) the far clipping distances
+    /// are not worked out.
     fn trace(
         &self,
         s: &Shared,
@@ -487,6 +500,7 @@ impl Renderer {
         origins: Option<Vec<DVec3>>,
         dirs: Vec<DVec3>,
         (skip_geom, trusted): (i32, bool),
+        colour: bool,
     ) -> Result<Traced, CameraError> {
         let (w, n) = (view.w, dirs.len());
         let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
@@ -529,7 +543,12 @@ impl Renderer {
             }
         }
         let decor_of = vec![None; n];
-        let far = (0..n).map(|r| self.far(s, view, origin(r), dirs[r])).collect();
+        // The far clipping distance matters to colour alone (depth is the exact distance).
+        let far = if colour {
+            (0..n).map(|r| self.far(s, view, origin(r), dirs[r])).collect()
+        } else {
+            vec![f64::INFINITY; n]
+        };
         Ok(Traced { origins, dirs, dist, geomid, normal, seg_of, skin_of, decor_of, layers, far })
     }
 
@@ -724,14 +743,17 @@ impl Renderer {
     ) -> Result<Traced, CameraError> {
         let ortho = matches!(view.model.projection, Projection::Orthographic { .. });
         let (origins, dirs) = view_rays(view, points);
-        self.trace(s, view, ortho.then_some(origins), dirs, (-1, true))
+        self.trace(s, view, ortho.then_some(origins), dirs, (-1, true), true)
     }
 
     /// Whether geom `g` in world `w` is drawn opaque and alone where rays meet it (the rays
     /// need no more than the core's first hit there).
     #[inline]
     fn plain(&self, s: &Shared, w: usize, g: usize) -> bool {
-        geom_alpha(s, w, g) >= OPAQUE_ALPHA && !s.ties[w].get(g).copied().unwrap_or(false)
+        match s.plain[w].get(g) {
+            Some(&plain) => plain,
+            None => geom_alpha(s, w, g) >= OPAQUE_ALPHA && !s.ties[w].get(g).copied().unwrap_or(false),
+        }
     }
 
     /// Follows ray `r` from its first hit `(dist, geom, normal)` through the surfaces MuJoCo's
@@ -876,7 +898,7 @@ impl Renderer {
             (0..on_mirror.len()).filter(|&k| !is_box || seen.normal[on_mirror[k]].dot(normal) > 0.5).collect();
         let origins: Vec<DVec3> = which.iter().map(|&k| seen.points[on_mirror[k]]).collect();
         let dirs: Vec<DVec3> = which.iter().map(|&k| mirrored(seen.dirs[on_mirror[k]])).collect();
-        let mut t = self.trace(s, view, Some(origins), dirs, (g as i32, false))?;
+        let mut t = self.trace(s, view, Some(origins), dirs, (g as i32, false), true)?;
         // `mjr_render` sets every light, the headlight among them, under the mirror matrix:
         // the mirrored scene is lit as the scene itself is.
         let lights = scene_lights(s, w, cam_pos, view.mat * DVec3::NEG_Z);
@@ -1844,6 +1866,7 @@ mod tests {
             headlight,
             fields: &SceneFields,
             ties: vec![Vec::new()],
+            plain: vec![Vec::new()],
             mirrors: vec![Vec::new()],
             skins: vec![Vec::new()],
             depth_noise: &[],
