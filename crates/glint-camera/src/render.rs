@@ -371,11 +371,9 @@ impl Renderer {
         let ties: Vec<Vec<bool>> =
             (0..nworld).map(|w| if drawn[w] { coincident_candidates(scene, poses, w) } else { Vec::new() }).collect();
         let plain = (0..nworld)
-            .map(|w: usize| {
-                let tie = |g: usize| ties[w].get(g).copied().unwrap_or(false);
-                let opaque =
-                    |g| alpha_of(fields, w, fields.geom_rgba(w, g), geom_material(scene, fields, w, g)) >= OPAQUE_ALPHA;
-                if drawn[w] { (0..scene.ngeom()).map(|g| opaque(g) && !tie(g)).collect() } else { Vec::new() }
+            .map(|w| {
+                let plain = |g| plain_geom(scene, fields, &ties[w], w, g);
+                if drawn[w] { (0..scene.ngeom()).map(plain).collect() } else { Vec::new() }
             })
             .collect();
         let mirrors = (0..nworld)
@@ -752,7 +750,7 @@ impl Renderer {
     fn plain(&self, s: &Shared, w: usize, g: usize) -> bool {
         match s.plain[w].get(g) {
             Some(&plain) => plain,
-            None => geom_alpha(s, w, g) >= OPAQUE_ALPHA && !s.ties[w].get(g).copied().unwrap_or(false),
+            None => plain_geom(s.scene, s.fields, &s.ties[w], w, g),
         }
     }
 
@@ -1440,7 +1438,17 @@ fn alpha_of(fields: &dyn WorldFields, w: usize, rgba: [f32; 4], material: Option
 /// Geom `g`'s alpha in world `w` as MuJoCo's renderer draws it.
 #[inline]
 fn geom_alpha(s: &Shared, w: usize, g: usize) -> f32 {
-    alpha_of(s.fields, w, s.fields.geom_rgba(w, g), material(s, w, g))
+    geom_alpha_in(s.scene, s.fields, w, g)
+}
+
+/// [`geom_alpha`] from the scene and the world fields.
+fn geom_alpha_in(scene: &Scene, fields: &dyn WorldFields, w: usize, g: usize) -> f32 {
+    alpha_of(fields, w, fields.geom_rgba(w, g), geom_material(scene, fields, w, g))
+}
+
+/// [`Renderer::plain`] of geom `g` in world `w`, whose coincidence candidates are `ties`.
+fn plain_geom(scene: &Scene, fields: &dyn WorldFields, ties: &[bool], w: usize, g: usize) -> bool {
+    geom_alpha_in(scene, fields, w, g) >= OPAQUE_ALPHA && !ties.get(g).copied().unwrap_or(false)
 }
 
 /// Site `k`'s material, if it has one the model defines.

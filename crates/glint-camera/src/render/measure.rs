@@ -54,9 +54,7 @@ impl Renderer {
         depth: &mut [f32],
     ) -> Result<(), CameraError> {
         let sensor = &view.options.depth_sensor;
-        let width = view.model.width;
-        let frame = s.depth_noise.get(view.w).copied().unwrap_or(0);
-        let key = |p: usize, salt: u64| pixel_key(frame ^ salt, view.model.camera, row0 * width + p);
+        let key = band_keys(s, view, row0);
         // The centre rays' paths, which the debug channels read.
         let paths: Vec<PixelPath> = if sensor.debug_channel != DebugChannel::Depth {
             (0..t.len()).map(|r| self.center_path(s, view, t, r, uniform_draw(key(pixel[r], GAP_SALT)))).collect()
@@ -93,12 +91,12 @@ impl Renderer {
     ) -> Result<Vec<f32>, CameraError> {
         let sensor = &view.options.depth_sensor;
         let width = view.model.width;
-        let frame = s.depth_noise.get(view.w).copied().unwrap_or(0);
-        let key = |p: usize, salt: u64| pixel_key(frame ^ salt, view.model.camera, row0 * width + p);
         if sensor.model == SensorModel::IToF {
+            let key = band_keys(s, view, row0);
             let keys: Vec<[u64; 2]> = pixel.iter().map(|&p| [key(p, PHASE_SALT), key(p, PHASE_SALT + 1)]).collect();
             return self.itof_band(s, view, sensor, (pixel, row0), &keys);
         }
+        let frame = noise_frame(s, view);
         let cells = &s.zone_depths[view.w][view.slot];
         let n = sensor.zones as usize;
         let mut out = Vec::with_capacity(pixel.len());
@@ -467,6 +465,18 @@ impl Matched {
 }
 
 /// The first surface from `origin` along unit `dir` in `view`'s world, passing geom `skip`.
+/// The frame number `view`'s world keys its depth noise by.
+fn noise_frame(s: &Shared, view: &View) -> u64 {
+    s.depth_noise.get(view.w).copied().unwrap_or(0)
+}
+
+/// The keyed draw's key of a band's pixel `p` (from image row `row0`) for `salt`: one per
+/// (episode's frame, camera, pixel, salt), whatever the band and the thread.
+fn band_keys<'a>(s: &'a Shared, view: &'a View, row0: usize) -> impl Fn(usize, u64) -> u64 + 'a {
+    let frame = noise_frame(s, view);
+    move |p, salt| pixel_key(frame ^ salt, view.model.camera, row0 * view.model.width + p)
+}
+
 /// |cos| of the angle between a surface's `normal` (any length; zero: none) and unit `dir`.
 fn incidence_cos(normal: DVec3, dir: DVec3) -> f64 {
     let n = normal.length();
