@@ -7,6 +7,10 @@ use crate::CoreError;
 use crate::bvh::{Aabb, Bvh, inverse_direction};
 use crate::primitives::MINVAL;
 
+mod packet;
+
+pub(crate) use packet::LocalRays;
+
 /// How a [`TriangleSet`] stores its triangles' vertices; all arithmetic runs in double
 /// precision on the stored values.
 pub(crate) trait Vertices: Copy {

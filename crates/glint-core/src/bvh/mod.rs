@@ -15,5 +15,5 @@ mod validate;
 pub use aabb::Aabb;
 pub(crate) use aabb::inverse_direction;
 pub(crate) use nodes::{Node4, WIDTH};
-pub(crate) use traverse::Visitor;
+pub(crate) use traverse::{MaskedVisitor, Visitor};
 pub use tree::Bvh;

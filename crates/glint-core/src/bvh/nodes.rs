@@ -22,7 +22,7 @@ pub(crate) struct Node4 {
     pub(super) count: [u32; WIDTH],
     /// Binary node each lane stands for (for refits).
     pub(super) src: [u32; WIDTH],
-    pub(super) nchild: u32,
+    pub(crate) nchild: u32,
 }
 
 /// A node of the binary tree: a leaf over a run of the primitive order, or an interior node

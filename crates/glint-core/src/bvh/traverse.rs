@@ -10,6 +10,16 @@ use super::tree::Bvh;
 /// Traversal stack entries kept on the stack (about 21 levels of a 4-wide tree).
 const STACK: usize = 64;
 
+/// A packet's traversal: which of its rays enter each of a node's boxes, and what to do
+/// with a primitive for the rays that entered its leaf.
+pub(crate) trait MaskedVisitor {
+    /// Per lane of `node`: the rays of `mask` (bit per ray) that enter its box, and a lower
+    /// bound of their entry distances (the order children are visited in).
+    fn enter4(&self, node: &Node4, mask: u32) -> [(u32, f64); WIDTH];
+    /// Handles one primitive of a visited leaf for the rays of `mask`.
+    fn prim(&mut self, prim: u32, mask: u32);
+}
+
 /// A traversal's decisions: which of a node's boxes it enters, and what to do with a
 /// primitive.
 pub(crate) trait Visitor {
@@ -71,6 +81,14 @@ impl Bvh {
             }
         }
         self.walk(&mut Any { origin, inv_dir, tmax, hit })
+    }
+
+    /// A packet's traversal driven by `v`, starting with the rays of `mask`: each subtree is
+    /// entered by the rays that enter its box, nearer subtrees first, and each leaf's
+    /// primitives are handed over with the rays that reached them.
+    #[inline(always)]
+    pub(crate) fn walk_masked(&self, mask: u32, v: &mut impl MaskedVisitor) {
+        self.wide.walk_masked(&self.prims, mask, v)
     }
 
     /// Front-to-back traversal driven by `v`: subtrees whose box `v.entry4` rejects are
@@ -139,6 +157,60 @@ impl Bvh4 {
             }
         }
         false
+    }
+}
+
+impl Bvh4 {
+    /// [`Bvh::walk_masked`]: the stack holds (index, count, rays) entries.
+    #[inline(always)]
+    fn walk_masked(&self, prims: &[u32], mask: u32, v: &mut impl MaskedVisitor) {
+        if self.nodes.is_empty() || mask == 0 {
+            return;
+        }
+        let mut stack = [(0u32, 0u32, 0u32); STACK];
+        let mut spill: Vec<(u32, u32, u32)> = Vec::new();
+        stack[0] = (0, 0, mask);
+        let mut top = 1usize;
+        loop {
+            let (index, count, rays) = match spill.pop() {
+                Some(entry) => entry,
+                None if top > 0 => {
+                    top -= 1;
+                    stack[top]
+                }
+                None => break,
+            };
+            if count > 0 {
+                for &p in &prims[index as usize..(index + count) as usize] {
+                    v.prim(p, rays);
+                }
+                continue;
+            }
+            let node = &self.nodes[index as usize];
+            let entered = v.enter4(node, rays);
+            let mut order = [(0.0f64, 0usize); WIDTH];
+            let mut n = 0;
+            for (l, &(rays, tl)) in entered.iter().enumerate().take(node.nchild as usize) {
+                if rays != 0 {
+                    let mut k = n;
+                    while k > 0 && order[k - 1].0 < tl {
+                        order[k] = order[k - 1];
+                        k -= 1;
+                    }
+                    order[k] = (tl, l);
+                    n += 1;
+                }
+            }
+            for &(_, l) in &order[..n] {
+                let entry = (node.child[l], node.count[l], entered[l].0);
+                if spill.is_empty() && top < STACK {
+                    stack[top] = entry;
+                    top += 1;
+                } else {
+                    spill.push(entry);
+                }
+            }
+        }
     }
 }
 

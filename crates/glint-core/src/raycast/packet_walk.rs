@@ -12,6 +12,7 @@ use crate::GeomType;
 use crate::bvh::{Aabb, Node4, Visitor, WIDTH};
 use crate::isa::{Isa, Lanes, Mask};
 use crate::lanes::{self, LANES};
+use crate::mesh::LocalRays;
 use crate::packet::{PACKET, Packet, fold_lanes};
 use crate::primitives::{self, to_local};
 
@@ -127,6 +128,8 @@ impl RayCaster {
 
 /// Rays of a packet from which a box is tested on all the packet's lanes at once.
 const SHARED_BOX_LANES: u32 = 4;
+/// Rays of a packet from which they walk a mesh together rather than one by one.
+const MESH_PACKET_LANES: u32 = 2;
 
 /// Closest hits so far of a packet's rays (structure of arrays).
 pub(super) struct PacketBest {
@@ -252,6 +255,38 @@ impl<I: Isa, const OWN: bool> PacketWalk<'_, I, OWN> {
 }
 
 impl<I: Isa, const OWN: bool> PacketWalk<'_, I, OWN> {
+    /// The rays of `mask` against mesh `g`, walking its BVH together: what `intersect_geom`
+    /// answers each, to the bit (the walk's distance and triangle, the normal rotated into
+    /// the world frame and normalized).
+    #[inline(never)]
+    fn mesh(&mut self, g: usize, mask: u32) {
+        self.isa.run(
+            #[inline(always)]
+            || self.mesh_on(g, mask),
+        )
+    }
+
+    /// [`PacketWalk::mesh`]'s body, compiled for `I`.
+    #[inline(always)]
+    fn mesh_on(&mut self, g: usize, mask: u32) {
+        let tris = self.geo.shapes.mesh(self.geo.scene, g).triangles();
+        let (pos, rot) = (self.xpos[g], &self.xmat[g]);
+        let p = self.p;
+        let shared = to_local(rot, p.o - pos);
+        let origin = |r: usize| if OWN { to_local(rot, p.origin(r) - pos) } else { shared };
+        let mut rays = LocalRays::new(origin, |r| to_local(rot, p.dir(r)), &self.best.t);
+        let mut found = tris.closest_packet::<I, OWN>(self.isa, &mut rays, mask);
+        while found != 0 {
+            let r = found.trailing_zeros() as usize;
+            found &= found - 1;
+            let (t, i) = rays.hit(r);
+            // Normalized where the packet hands normals out as offered; else once, in `write`.
+            let n = *rot * tris.stored_normal(i);
+            self.best.offer(r, g, t, if OWN { n.normalize() } else { n });
+        }
+        self.update_tmax();
+    }
+
     /// The rays of `mask`, all from the packet's origin, against box `g` on all lanes at once:
     /// what `intersect_local` answers each, to the bit (MuJoCo's bounding-sphere test, then
     /// the entry-face decision where it is clear and the six-face loop where it is not), with
@@ -395,6 +430,10 @@ impl<I: Isa, const OWN: bool> PacketWalk<'_, I, OWN> {
             return false;
         }
         let kind = self.geo.shapes.geom_type[g];
+        if kind == GeomType::Mesh && mask.count_ones() >= MESH_PACKET_LANES {
+            self.mesh(g, mask);
+            return false;
+        }
         // A few rays are quicker one at a time than on all the packet's lanes.
         if !OWN && kind == GeomType::Box && mask.count_ones() >= SHARED_BOX_LANES {
             self.shared_box(g, mask);

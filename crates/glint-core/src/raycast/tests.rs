@@ -521,3 +521,123 @@ fn casts_within_a_reach_see_only_what_lies_nearer() {
         assert!(e.unwrap_err().to_string().contains("reach"), "{bad}");
     }
 }
+
+/// A wavy sheet of `n × n` quads (two triangles each, edges shared, so rays meet edges and
+/// vertices) and a closed octahedron, as mesh geoms at two poses each, over a plane; and a
+/// pyramid apart.
+fn mesh_scene() -> (Scene, Poses) {
+    let n = 24;
+    let mut vert = Vec::new();
+    for j in 0..=n {
+        for i in 0..=n {
+            let (x, y) = (i as f32 / n as f32 - 0.5, j as f32 / n as f32 - 0.5);
+            vert.push([x, y, 0.1 * (7.0 * x).sin() * (5.0 * y).cos()]);
+        }
+    }
+    let at = |i: u32, j: u32| j * (n + 1) + i;
+    let mut face = Vec::new();
+    for j in 0..n {
+        for i in 0..n {
+            face.push([at(i, j), at(i + 1, j), at(i + 1, j + 1)]);
+            face.push([at(i, j), at(i + 1, j + 1), at(i, j + 1)]);
+        }
+    }
+    let sheet = crate::Mesh::new("sheet".into(), vert, face, Vec::new()).unwrap();
+    let octa_vert =
+        vec![[0.3, 0.0, 0.0], [-0.3, 0.0, 0.0], [0.0, 0.3, 0.0], [0.0, -0.3, 0.0], [0.0, 0.0, 0.3], [0.0, 0.0, -0.3]];
+    let octa_face = vec![[0, 2, 4], [2, 1, 4], [1, 3, 4], [3, 0, 4], [2, 0, 5], [1, 2, 5], [3, 1, 5], [0, 3, 5]];
+    let octahedron = crate::Mesh::new("octahedron".into(), octa_vert, octa_face, Vec::new()).unwrap();
+    // A pyramid whose four sides start at the apex: a ray down its axis meets all four at
+    // the apex at exactly the same distance (u = v = 0, det = ±2).
+    let pyramid_vert =
+        vec![[0.0, 0.0, 0.0], [1.0, 1.0, -1.0], [-1.0, 1.0, -1.0], [-1.0, -1.0, -1.0], [1.0, -1.0, -1.0]];
+    let pyramid_face = vec![[0, 1, 2], [0, 2, 3], [0, 3, 4], [0, 4, 1], [1, 4, 3], [1, 3, 2]];
+    let pyramid = crate::Mesh::new("pyramid".into(), pyramid_vert, pyramid_face, Vec::new()).unwrap();
+    let mut scene = Scene {
+        geom_type: vec![
+            GeomType::Plane,
+            GeomType::Mesh,
+            GeomType::Mesh,
+            GeomType::Mesh,
+            GeomType::Mesh,
+            GeomType::Mesh,
+        ],
+        geom_size: vec![DVec3::new(0.0, 0.0, 1.0), DVec3::ONE, DVec3::ONE, DVec3::ONE, DVec3::ONE, DVec3::ONE],
+        geom_dataid: vec![-1, 0, 1, 0, 1, 2],
+        mesh: vec![sheet, octahedron, pyramid],
+        body_parentid: vec![0],
+        body_rootid: vec![0],
+        body_weldid: vec![0],
+        body_name: vec!["world".into()],
+        ..Scene::default()
+    };
+    let n = scene.geom_type.len();
+    scene.geom_group = vec![0; n];
+    scene.geom_bodyid = vec![0; n];
+    scene.geom_contype = vec![1; n];
+    scene.geom_conaffinity = vec![1; n];
+    scene.geom_matid = vec![-1; n];
+    scene.geom_rgba = vec![[1.0; 4]; n];
+    scene.geom_name = (0..n).map(|g| format!("g{g}")).collect();
+    scene.validate().unwrap();
+    let mut poses = Poses::new(&scene, 1);
+    let placed = [
+        (DVec3::new(0.0, 0.0, -1.0), DMat3::IDENTITY),
+        (DVec3::new(0.0, 0.0, 2.0), DMat3::from_euler(glam::EulerRot::ZYX, 0.3, 0.2, -0.1)),
+        (DVec3::new(0.2, 0.1, 1.2), DMat3::from_euler(glam::EulerRot::ZYX, 0.7, -0.4, 0.9)),
+        (DVec3::new(-0.3, 0.2, 2.6), DMat3::from_euler(glam::EulerRot::ZYX, 2.0, 0.5, 0.3)),
+        (DVec3::new(0.1, -0.35, 1.6), DMat3::from_euler(glam::EulerRot::ZYX, -0.6, 1.1, 0.0)),
+        (DVec3::new(5.0, 0.0, 0.0), DMat3::IDENTITY),
+    ];
+    for (g, (pos, rot)) in placed.into_iter().enumerate() {
+        (poses.geom_xpos[g], poses.geom_xmat[g]) = (pos, rot);
+    }
+    (scene, poses)
+}
+
+/// Packets walk a mesh's BVH together (each node's boxes and each leaf's triangles on all
+/// the rays that reach them): every ray's answer equals its own walk's to the bit, from a
+/// shared origin (a camera's rays) and from each ray's own (shadow rays), through the
+/// sheet's shared edges and vertices and the octahedron's front and back faces.
+#[test]
+fn packets_through_meshes_see_what_single_rays_see() {
+    let (scene, poses) = mesh_scene();
+    let caster = RayCaster::new(&scene, &poses);
+    let prepared = caster.prepare(&scene, &poses, &RayFilter::default()).unwrap();
+    let mut seen = [0usize; 5];
+    for tile in 0..36 {
+        let (u0, v0) = (-0.6 + 0.2 * (tile % 6) as f64, -0.6 + 0.2 * (tile / 6) as f64);
+        // A tile of an image looking up the z axis, 8 × 8 rays; the sheet's grid lines lie
+        // on some of them exactly (0.5 / 24 apart at the sheet's height).
+        let dirs: Vec<DVec3> =
+            (0..64).map(|k| DVec3::new(u0 + 0.025 * (k % 8) as f64, v0 + 0.025 * (k / 8) as f64, 1.0)).collect();
+        let shared = DVec3::new(0.01 * (tile % 3) as f64, 0.0, 0.0);
+        let wobble = |k: usize| DVec3::new(0.002 * (k % 5) as f64, -0.003 * (k % 7) as f64, 0.01 * (k % 3) as f64);
+        let origins: Vec<DVec3> = (0..dirs.len()).map(|k| shared + wobble(k)).collect();
+        for each in [false, true] {
+            let n = dirs.len();
+            let (mut dist, mut geomid, mut normal) = (vec![0.0; n], vec![0; n], vec![DVec3::ZERO; n]);
+            let from = if each { Origins::Each(&origins) } else { Origins::Shared(shared) };
+            prepared.cast(cast(from, &dirs), out(&mut dist, &mut geomid, &mut normal)).unwrap();
+            for k in 0..n {
+                let o = if each { origins[k] } else { shared };
+                let single = prepared.cast_one(one(o, dirs[k]));
+                assert_eq!(geomid[k], single.map_or(-1, |h| h.geomid), "tile {tile} ray {k} own origins {each}");
+                if let Some(h) = single {
+                    assert_eq!((dist[k].to_bits(), normal[k]), (h.dist.to_bits(), h.normal), "tile {tile} ray {k}");
+                    seen[h.geomid as usize] += 1;
+                }
+            }
+        }
+    }
+    assert!(seen[1..5].iter().all(|&s| s > 50), "every mesh geom met by many rays: {seen:?}");
+    // Down the pyramid's axis, in a packet with rays beside it: the four sides tie at the
+    // apex, and the first of them in the mesh's own order is the answer, as one by one.
+    let apex_up = DVec3::new(5.0, 0.0, 3.0);
+    let dirs: Vec<DVec3> = (0..8).map(|k| DVec3::new(0.01 * (k % 4) as f64, 0.01 * (k / 4) as f64, -1.0)).collect();
+    let (mut dist, mut geomid, mut normal) = (vec![0.0; 8], vec![0; 8], vec![DVec3::ZERO; 8]);
+    prepared.cast(cast(Origins::Shared(apex_up), &dirs), out(&mut dist, &mut geomid, &mut normal)).unwrap();
+    let single = prepared.cast_one(one(apex_up, dirs[0])).unwrap();
+    assert_eq!((dist[0], geomid[0], normal[0]), (3.0, 5, single.normal));
+    assert_eq!(single.normal, DVec3::new(0.0, 1.0, 1.0).normalize(), "the first side, (apex, +x+y, −x+y)");
+}
