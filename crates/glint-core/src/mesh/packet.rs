@@ -15,8 +15,10 @@ use crate::primitives::MINVAL;
 
 /// Up to [`PACKET`] rays in a mesh's frame, and each one's closest hit so far.
 pub(crate) struct LocalRays {
-    /// Origins by axis: each ray's own (`OWN`), or the shared one in every lane.
+    /// Origins by axis, each ray's own (read by the `OWN` walk).
     origin: [[f64; PACKET]; 3],
+    /// The origin the rays share (read by the other walk).
+    shared: DVec3,
     dir: [[f64; PACKET]; 3],
     inv: [[f64; PACKET]; 3],
     /// Each ray's reach: its closest hit's distance so far, or the limit it came with.
@@ -28,9 +30,15 @@ pub(crate) struct LocalRays {
 }
 
 impl LocalRays {
-    /// Rays `r` from `origin(r)` along `dir(r)` (in the mesh's frame) that reach `tmax[r]`.
+    /// Rays `r` of `mask` from `origin(r)` along `dir(r)` (in the mesh's frame) that reach
+    /// `tmax[r]`; the other lanes are left at zero (the walk reads none of their answers).
     #[inline(always)]
-    pub(crate) fn new(origin: impl Fn(usize) -> DVec3, dir: impl Fn(usize) -> DVec3, tmax: &[f64; PACKET]) -> Self {
+    pub(crate) fn new(
+        mask: u32,
+        origin: impl Fn(usize) -> DVec3,
+        dir: impl Fn(usize) -> DVec3,
+        tmax: &[f64; PACKET],
+    ) -> Self {
         let mut rays = LocalRays {
             origin: [[0.0; PACKET]; 3],
             dir: [[0.0; PACKET]; 3],
@@ -38,8 +46,12 @@ impl LocalRays {
             tmax: *tmax,
             best: [-1.0; PACKET],
             best_source: [f64::INFINITY; PACKET],
+            shared: origin(mask.trailing_zeros() as usize % PACKET),
         };
-        for r in 0..PACKET {
+        let mut todo = mask;
+        while todo != 0 {
+            let r = todo.trailing_zeros() as usize;
+            todo &= todo - 1;
             let (o, d) = (origin(r), dir(r));
             let inv = inverse_direction(d);
             for a in 0..3 {
@@ -90,7 +102,7 @@ impl<I: Isa, V: Vertices, const OWN: bool> MeshWalk<'_, I, V, OWN> {
     /// Block `b` of the rays' origins along axis `a`.
     #[inline(always)]
     fn origin(&self, a: usize, b: usize) -> I::F {
-        if OWN { lanes::load(self.isa, &self.rays.origin[a], b) } else { self.isa.splat(self.rays.origin[a][0]) }
+        if OWN { lanes::load(self.isa, &self.rays.origin[a], b) } else { self.isa.splat(self.rays.shared[a]) }
     }
 }
 
@@ -149,8 +161,7 @@ impl<I: Isa, V: Vertices, const OWN: bool> MaskedVisitor for MeshWalk<'_, I, V, 
         let shared = if OWN {
             None
         } else {
-            let o = DVec3::new(self.rays.origin[0][0], self.rays.origin[1][0], self.rays.origin[2][0]);
-            let s = o - v0;
+            let s = self.rays.shared - v0;
             let q = s.cross(e1);
             Some((s, q, e2.dot(q)))
         };

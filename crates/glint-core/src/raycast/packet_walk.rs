@@ -129,7 +129,7 @@ impl RayCaster {
 /// Rays of a packet from which a box is tested on all the packet's lanes at once.
 const SHARED_BOX_LANES: u32 = 4;
 /// Rays of a packet from which they walk a mesh together rather than one by one.
-const MESH_PACKET_LANES: u32 = 2;
+const MESH_PACKET_LANES: u32 = 4;
 
 /// Closest hits so far of a packet's rays (structure of arrays).
 pub(super) struct PacketBest {
@@ -274,7 +274,7 @@ impl<I: Isa, const OWN: bool> PacketWalk<'_, I, OWN> {
         let p = self.p;
         let shared = to_local(rot, p.o - pos);
         let origin = |r: usize| if OWN { to_local(rot, p.origin(r) - pos) } else { shared };
-        let mut rays = LocalRays::new(origin, |r| to_local(rot, p.dir(r)), &self.best.t);
+        let mut rays = LocalRays::new(mask, origin, |r| to_local(rot, p.dir(r)), &self.best.t);
         let mut found = tris.closest_packet::<I, OWN>(self.isa, &mut rays, mask);
         while found != 0 {
             let r = found.trailing_zeros() as usize;
