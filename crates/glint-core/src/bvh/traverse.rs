@@ -100,6 +100,96 @@ impl Bvh {
     }
 }
 
+/// A walk's stack of entries (index, count and, for a packet, its rays): count 0 is a
+/// wide node, otherwise a leaf run. A small array serves every realistic tree (it is zeroed
+/// on each walk, so its size is paid per ray: one ray's entries carry no rays); deeper trees
+/// spill into a vector, newest entries first.
+struct WalkStack<E> {
+    fixed: [E; STACK],
+    top: usize,
+    spill: Vec<E>,
+}
+
+/// An entry of a [`WalkStack`].
+trait StackEntry: Copy {
+    fn new(index: u32, count: u32, rays: u32) -> Self;
+    /// Index, count and rays.
+    fn parts(self) -> (u32, u32, u32);
+}
+
+impl StackEntry for (u32, u32) {
+    #[inline(always)]
+    fn new(index: u32, count: u32, _: u32) -> Self {
+        (index, count)
+    }
+    #[inline(always)]
+    fn parts(self) -> (u32, u32, u32) {
+        (self.0, self.1, 0)
+    }
+}
+
+impl StackEntry for (u32, u32, u32) {
+    #[inline(always)]
+    fn new(index: u32, count: u32, rays: u32) -> Self {
+        (index, count, rays)
+    }
+    #[inline(always)]
+    fn parts(self) -> (u32, u32, u32) {
+        self
+    }
+}
+
+impl<E: StackEntry> WalkStack<E> {
+    /// The root node, reached by `rays`.
+    #[inline(always)]
+    fn new(rays: u32) -> Self {
+        let mut fixed = [E::new(0, 0, 0); STACK];
+        fixed[0] = E::new(0, 0, rays);
+        WalkStack { fixed, top: 1, spill: Vec::new() }
+    }
+
+    /// The next entry's index, count and rays.
+    #[inline(always)]
+    fn pop(&mut self) -> Option<(u32, u32, u32)> {
+        match self.spill.pop() {
+            Some(entry) => Some(entry.parts()),
+            None if self.top > 0 => {
+                self.top -= 1;
+                Some(self.fixed[self.top].parts())
+            }
+            None => None,
+        }
+    }
+
+    /// Pushes the children of `node` that `entered(l)` admits (their entry distance and
+    /// rays), farthest first, so that the nearest is popped first.
+    #[inline(always)]
+    fn push_children(&mut self, node: &Node4, entered: impl Fn(usize) -> Option<(f64, u32)>) {
+        let mut order = [(0.0f64, 0usize, 0u32); WIDTH];
+        let mut n = 0;
+        for l in 0..node.nchild as usize {
+            if let Some((tl, rays)) = entered(l) {
+                let mut k = n;
+                while k > 0 && order[k - 1].0 < tl {
+                    order[k] = order[k - 1];
+                    k -= 1;
+                }
+                order[k] = (tl, l, rays);
+                n += 1;
+            }
+        }
+        for &(_, l, rays) in &order[..n] {
+            let entry = E::new(node.child[l], node.count[l], rays);
+            if self.spill.is_empty() && self.top < STACK {
+                self.fixed[self.top] = entry;
+                self.top += 1;
+            } else {
+                self.spill.push(entry);
+            }
+        }
+    }
+}
+
 impl Bvh4 {
     /// Front-to-back traversal: nearer lanes first; `v.prim` returns true to stop.
     #[inline(always)]
@@ -107,21 +197,8 @@ impl Bvh4 {
         if self.nodes.is_empty() {
             return false;
         }
-        // Entries are (index, count): count 0 is a wide node, otherwise a leaf run. A small
-        // array serves every realistic tree (it is zeroed on each walk, so its size is paid
-        // per ray); deeper trees spill into a vector, newest entries first.
-        let mut stack = [(0u32, 0u32); STACK];
-        let mut spill: Vec<(u32, u32)> = Vec::new();
-        let mut top = 1usize;
-        loop {
-            let (index, count) = match spill.pop() {
-                Some(entry) => entry,
-                None if top > 0 => {
-                    top -= 1;
-                    stack[top]
-                }
-                None => break,
-            };
+        let mut stack = WalkStack::<(u32, u32)>::new(0);
+        while let Some((index, count, _)) = stack.pop() {
             if count > 0 {
                 for &p in &prims[index as usize..(index + count) as usize] {
                     if v.prim(p) {
@@ -132,54 +209,19 @@ impl Bvh4 {
             }
             let node = &self.nodes[index as usize];
             let t = v.entry4(node);
-            // Gather entered lanes, then push them farthest first.
-            let mut order = [(0.0f64, 0usize); WIDTH];
-            let mut n = 0;
-            for (l, &tl) in t.iter().enumerate().take(node.nchild as usize) {
-                if tl < f64::INFINITY {
-                    let mut k = n;
-                    while k > 0 && order[k - 1].0 < tl {
-                        order[k] = order[k - 1];
-                        k -= 1;
-                    }
-                    order[k] = (tl, l);
-                    n += 1;
-                }
-            }
-            for &(_, l) in &order[..n] {
-                let entry = (node.child[l], node.count[l]);
-                if spill.is_empty() && top < STACK {
-                    stack[top] = entry;
-                    top += 1;
-                } else {
-                    spill.push(entry);
-                }
-            }
+            stack.push_children(node, |l| (t[l] < f64::INFINITY).then_some((t[l], 0)));
         }
         false
     }
-}
 
-impl Bvh4 {
-    /// [`Bvh::walk_masked`]: the stack holds (index, count, rays) entries.
+    /// [`Bvh::walk_masked`].
     #[inline(always)]
     fn walk_masked(&self, prims: &[u32], mask: u32, v: &mut impl MaskedVisitor) {
         if self.nodes.is_empty() || mask == 0 {
             return;
         }
-        let mut stack = [(0u32, 0u32, 0u32); STACK];
-        let mut spill: Vec<(u32, u32, u32)> = Vec::new();
-        stack[0] = (0, 0, mask);
-        let mut top = 1usize;
-        loop {
-            let (index, count, rays) = match spill.pop() {
-                Some(entry) => entry,
-                None if top > 0 => {
-                    top -= 1;
-                    stack[top]
-                }
-                None => break,
-            };
+        let mut stack = WalkStack::<(u32, u32, u32)>::new(mask);
+        while let Some((index, count, rays)) = stack.pop() {
             if count > 0 {
                 for &p in &prims[index as usize..(index + count) as usize] {
                     v.prim(p, rays);
@@ -188,28 +230,7 @@ impl Bvh4 {
             }
             let node = &self.nodes[index as usize];
             let entered = v.enter4(node, rays);
-            let mut order = [(0.0f64, 0usize); WIDTH];
-            let mut n = 0;
-            for (l, &(rays, tl)) in entered.iter().enumerate().take(node.nchild as usize) {
-                if rays != 0 {
-                    let mut k = n;
-                    while k > 0 && order[k - 1].0 < tl {
-                        order[k] = order[k - 1];
-                        k -= 1;
-                    }
-                    order[k] = (tl, l);
-                    n += 1;
-                }
-            }
-            for &(_, l) in &order[..n] {
-                let entry = (node.child[l], node.count[l], entered[l].0);
-                if spill.is_empty() && top < STACK {
-                    stack[top] = entry;
-                    top += 1;
-                } else {
-                    spill.push(entry);
-                }
-            }
+            stack.push_children(node, |l| (entered[l].0 != 0).then_some((entered[l].1, entered[l].0)));
         }
     }
 }

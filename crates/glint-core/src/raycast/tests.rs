@@ -213,6 +213,20 @@ fn prepared_casts_match_batched_casts_and_name_bad_input() {
 
 /// Primitives of every kind scattered around the origin, turned every which way, and a
 /// floor plane, all on the world body.
+/// Puts every geom of `scene` (types, sizes and data ids set) on the world body in group 0,
+/// colliding, white, without a material, named `g<id>`; checks the scene.
+fn on_world_body(scene: &mut Scene) {
+    let n = scene.geom_type.len();
+    scene.geom_group = vec![0; n];
+    scene.geom_bodyid = vec![0; n];
+    scene.geom_contype = vec![1; n];
+    scene.geom_conaffinity = vec![1; n];
+    scene.geom_matid = vec![-1; n];
+    scene.geom_rgba = vec![[1.0; 4]; n];
+    scene.geom_name = (0..n).map(|g| format!("g{g}")).collect();
+    scene.validate().unwrap();
+}
+
 fn cluttered_scene() -> (Scene, Poses) {
     let kinds = [GeomType::Box, GeomType::Sphere, GeomType::Capsule, GeomType::Cylinder, GeomType::Ellipsoid];
     let mut scene = Scene {
@@ -232,16 +246,8 @@ fn cluttered_scene() -> (Scene, Poses) {
         let pos = DVec3::new(6.0 * (0.7 * f).sin(), 6.0 * (1.3 * f).cos(), 2.0 * (0.37 * f).sin());
         placed.push((pos, DMat3::from_euler(glam::EulerRot::ZYX, 0.4 * f, 0.9 * f, 0.2 * f)));
     }
-    let n = scene.geom_type.len();
-    scene.geom_group = vec![0; n];
-    scene.geom_bodyid = vec![0; n];
-    scene.geom_contype = vec![1; n];
-    scene.geom_conaffinity = vec![1; n];
-    scene.geom_dataid = vec![-1; n];
-    scene.geom_matid = vec![-1; n];
-    scene.geom_rgba = vec![[1.0; 4]; n];
-    scene.geom_name = (0..n).map(|g| format!("g{g}")).collect();
-    scene.validate().unwrap();
+    scene.geom_dataid = vec![-1; scene.geom_type.len()];
+    on_world_body(&mut scene);
     let mut poses = Poses::new(&scene, 1);
     for (g, (pos, rot)) in placed.into_iter().enumerate() {
         (poses.geom_xpos[g], poses.geom_xmat[g]) = (pos, rot);
@@ -571,15 +577,7 @@ fn mesh_scene() -> (Scene, Poses) {
         body_name: vec!["world".into()],
         ..Scene::default()
     };
-    let n = scene.geom_type.len();
-    scene.geom_group = vec![0; n];
-    scene.geom_bodyid = vec![0; n];
-    scene.geom_contype = vec![1; n];
-    scene.geom_conaffinity = vec![1; n];
-    scene.geom_matid = vec![-1; n];
-    scene.geom_rgba = vec![[1.0; 4]; n];
-    scene.geom_name = (0..n).map(|g| format!("g{g}")).collect();
-    scene.validate().unwrap();
+    on_world_body(&mut scene);
     let mut poses = Poses::new(&scene, 1);
     let placed = [
         (DVec3::new(0.0, 0.0, -1.0), DMat3::IDENTITY),
