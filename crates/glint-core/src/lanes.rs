@@ -3,6 +3,8 @@
 //! lanes. The lanes' arithmetic is IEEE's, operation by operation, so lane code gives the
 //! one-ray path's values to the bit on every instruction set.
 
+use glam::DVec3;
+
 pub(crate) use crate::isa::LANES;
 use crate::isa::{Isa, Lanes};
 use crate::packet::PACKET;
@@ -31,6 +33,25 @@ pub(crate) fn least<F: Lanes>(v: F) -> f64 {
 #[inline(always)]
 pub(crate) fn greatest<F: Lanes>(v: F) -> f64 {
     fold_tree(v.to_array(), |a, b| if b > a { b } else { a })
+}
+
+/// `v` on every lane, by axis.
+#[inline(always)]
+pub(crate) fn splat3<I: Isa>(isa: I, v: DVec3) -> [I::F; 3] {
+    [isa.splat(v.x), isa.splat(v.y), isa.splat(v.z)]
+}
+
+/// `a · b` of vectors by axis on lanes, in glam's order (`a.x b.x + a.y b.y + a.z b.z`), so
+/// the values equal the one-ray path's.
+#[inline(always)]
+pub(crate) fn dot<F: Lanes>(a: &[F; 3], b: &[F; 3]) -> F {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+
+/// `a × b` of vectors by axis on lanes, in glam's order.
+#[inline(always)]
+pub(crate) fn cross<F: Lanes>(a: &[F; 3], b: &[F; 3]) -> [F; 3] {
+    [a[1] * b[2] - b[1] * a[2], a[2] * b[0] - b[2] * a[0], a[0] * b[1] - b[0] * a[1]]
 }
 
 #[inline(always)]

@@ -120,10 +120,16 @@ impl<I: Isa, V: Vertices, const OWN: bool> MaskedVisitor for MeshWalk<'_, I, V, 
             if bits == 0 {
                 continue;
             }
-            let inv: [I::F; 3] = std::array::from_fn(|a| lanes::load(isa, &rays.inv[a], b));
-            let o: [I::F; 3] = std::array::from_fn(|a| self.origin(a, b));
+            // Written out, not through `array::from_fn`: a closure it left out of line would
+            // lose `I` (`Isa::run`).
+            let inv = [
+                lanes::load(isa, &rays.inv[0], b),
+                lanes::load(isa, &rays.inv[1], b),
+                lanes::load(isa, &rays.inv[2], b),
+            ];
+            let o = [self.origin(0, b), self.origin(1, b), self.origin(2, b)];
             // The slab each ray enters first, by its direction's sign (as `ray_entry4`).
-            let negative: [I::M; 3] = std::array::from_fn(|a| inv[a].is_sign_negative());
+            let negative = [inv[0].is_sign_negative(), inv[1].is_sign_negative(), inv[2].is_sign_negative()];
             let (tmax, active) = (lanes::load(isa, &rays.tmax, b), isa.of_bits(bits));
             for l in 0..nchild {
                 let (mut near, mut far) = (splat(0.0), tmax);
@@ -176,35 +182,22 @@ impl<I: Isa, V: Vertices, const OWN: bool> MaskedVisitor for MeshWalk<'_, I, V, 
                 lanes::load(isa, &rays.dir[1], b),
                 lanes::load(isa, &rays.dir[2], b),
             ];
-            // p = d × e2, det = e1 · p (glam's cross and dot, operation by operation).
-            let p = [
-                d[1] * splat(e2.z) - splat(e2.y) * d[2],
-                d[2] * splat(e2.x) - splat(e2.z) * d[0],
-                d[0] * splat(e2.y) - splat(e2.x) * d[1],
-            ];
-            let det = splat(e1.x) * p[0] + splat(e1.y) * p[1] + splat(e1.z) * p[2];
+            // Triangle::intersect's products, glam's cross and dot operation by operation.
+            let p = lanes::cross(&d, &lanes::splat3(isa, e2));
+            let det = lanes::dot(&lanes::splat3(isa, e1), &p);
             let inv = splat(1.0) / det;
             let (s, q, e2q) = match shared {
-                Some((s, q, e2q)) => {
-                    ([splat(s.x), splat(s.y), splat(s.z)], [splat(q.x), splat(q.y), splat(q.z)], splat(e2q))
-                }
+                Some((s, q, e2q)) => (lanes::splat3(isa, s), lanes::splat3(isa, q), splat(e2q)),
                 None => {
-                    let s = [
-                        self.origin(0, b) - splat(v0.x),
-                        self.origin(1, b) - splat(v0.y),
-                        self.origin(2, b) - splat(v0.z),
-                    ];
-                    let q = [
-                        s[1] * splat(e1.z) - splat(e1.y) * s[2],
-                        s[2] * splat(e1.x) - splat(e1.z) * s[0],
-                        s[0] * splat(e1.y) - splat(e1.x) * s[1],
-                    ];
-                    let e2q = splat(e2.x) * q[0] + splat(e2.y) * q[1] + splat(e2.z) * q[2];
-                    (s, q, e2q)
+                    let o = [self.origin(0, b), self.origin(1, b), self.origin(2, b)];
+                    let v0 = lanes::splat3(isa, v0);
+                    let s = [o[0] - v0[0], o[1] - v0[1], o[2] - v0[2]];
+                    let q = lanes::cross(&s, &lanes::splat3(isa, e1));
+                    (s, q, lanes::dot(&lanes::splat3(isa, e2), &q))
                 }
             };
-            let u = (s[0] * p[0] + s[1] * p[1] + s[2] * p[2]) * inv;
-            let v = (d[0] * q[0] + d[1] * q[1] + d[2] * q[2]) * inv;
+            let u = lanes::dot(&s, &p) * inv;
+            let v = lanes::dot(&d, &q) * inv;
             let t = e2q * inv;
             let (zero, one) = (splat(0.0), splat(1.0));
             let hit = !det.abs().simd_lt(splat(MINVAL))

@@ -325,7 +325,11 @@ impl<I: Isa, const OWN: bool> PacketWalk<'_, I, OWN> {
             let d = [lanes::load(isa, dx, b), lanes::load(isa, dy, b), lanes::load(isa, dz, b)];
             // Written out, not through `array::from_fn` or `fold`: a closure they left out of
             // line would lose `I` (`Isa::run`).
-            let lvec = [dot_lanes(isa, rot.x_axis, &d), dot_lanes(isa, rot.y_axis, &d), dot_lanes(isa, rot.z_axis, &d)];
+            let lvec = [
+                lanes::dot(&lanes::splat3(isa, rot.x_axis), &d),
+                lanes::dot(&lanes::splat3(isa, rot.y_axis), &d),
+                lanes::dot(&lanes::splat3(isa, rot.z_axis), &d),
+            ];
             let (t, face, unclear) = match &entry {
                 Some(entry) => entry.lanes(isa, lvec),
                 None => primitives::box_lanes8(isa, size, lpnt, lvec),
@@ -392,13 +396,6 @@ impl<I: Isa, const OWN: bool> PacketWalk<'_, I, OWN> {
             self.update_tmax();
         }
     }
-}
-
-/// `a · d` on lanes, in `to_local`'s order of operations, so the values equal the one-ray
-/// path's.
-#[inline(always)]
-fn dot_lanes<I: Isa>(isa: I, a: DVec3, d: &[I::F; 3]) -> I::F {
-    isa.splat(a.x) * d[0] + isa.splat(a.y) * d[1] + isa.splat(a.z) * d[2]
 }
 
 impl<I: Isa, const OWN: bool> Visitor for PacketWalk<'_, I, OWN> {
