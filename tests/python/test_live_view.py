@@ -51,11 +51,14 @@ def stop_run(proc: subprocess.Popen) -> None:
     proc.wait(timeout=HANG_GUARD_S)
 
 
-def channels_of(ws) -> dict[str, dict]:
-    """The channels the server advertises, by topic."""
+def channels_of(ws, *topics: str) -> dict[str, dict]:
+    """The channels the server advertises, by topic, once each of `topics` (by default the
+    lidar's cloud) has been. The server opens its channels one by one, so a client that
+    connects meanwhile sees them in several `advertise` messages."""
+    wanted = set(topics or ("/roof/points",))
     found: dict[str, dict] = {}
     deadline = time.monotonic() + HANG_GUARD_S
-    while "/roof/points" not in found and time.monotonic() < deadline:
+    while not wanted <= found.keys() and time.monotonic() < deadline:
         msg = ws.recv(timeout=HANG_GUARD_S)
         if isinstance(msg, str):
             op = json.loads(msg)
@@ -85,12 +88,12 @@ def test_a_client_decodes_the_runs_mcap_messages(tmp_path):
     try:
         assert url.startswith("ws://127.0.0.1:")
         with connect(url, subprotocols=["foxglove.sdk.v1"], max_size=None) as ws:
-            channels = channels_of(ws)
+            subs = {1: "/roof/points", 2: "/tf", 3: "/roof/points/glint", 4: "/tf_static"}
+            channels = channels_of(ws, *subs.values())
             for topic in ("/roof/points", "/tf"):
                 c = channels[topic]
                 assert c["encoding"] == "cdr" and c["schemaEncoding"] == "ros2msg", c
             assert channels["/roof/points"]["schemaName"] == "sensor_msgs/msg/PointCloud2"
-            subs = {1: "/roof/points", 2: "/tf", 3: "/roof/points/glint", 4: "/tf_static"}
             ws.send(json.dumps({"op": "subscribe", "subscriptions": [
                 {"id": i, "channelId": channels[t]["id"]} for i, t in subs.items()]}))
             got = receive(ws, subs, {"/roof/points": 4, "/tf": 10, "/roof/points/glint": 3, "/tf_static": 2})

@@ -77,8 +77,8 @@ def test_a_client_seeks_and_receives_the_episode_in_time_order(session):
             assert "playbackControl" in info["capabilities"] and "time" in info["capabilities"], info
             assert (info["dataStartTime"], info["dataEndTime"]) == ({"sec": start // 10**9, "nsec": start % 10**9},
                                                                    {"sec": end // 10**9, "nsec": end % 10**9})
-            channels = channels_of(ws)
             subs = {1: "/roof/points", 2: "/tf"}
+            channels = channels_of(ws, *subs.values())
             ws.send(json.dumps({"op": "subscribe", "subscriptions": [
                 {"id": i, "channelId": channels[t]["id"]} for i, t in subs.items()]}))
             ws.send(playback_request(0, 4.0, seek, "seek-1"))
