@@ -4,7 +4,7 @@
 
 use rand::RngCore;
 
-use super::{BeamReturn, GLINT_CUTOFF, Optics, ReturnModel, TickKey, exp_neg, glint_exponent, retro};
+use super::{ARCH, BeamReturn, GLINT_CUTOFF, Optics, ReturnModel, TickKey, exp_neg, glint_exponent, retro};
 use crate::ReturnParams;
 use glint_materials::ZIGGURAT;
 
@@ -57,14 +57,38 @@ impl SurfaceLanes {
         }
     }
 
-    /// The strengths of the first `n` lanes, into `out[..n]`.
-    #[inline(always)]
+    /// The strengths of the first `n` lanes, into `out[..n]`, with the CPU's fused
+    /// multiply-add where it has one, as [`Optics::strength`] (the portable build's `mul_add`
+    /// is otherwise a library call per term of every lane's glint).
     pub(crate) fn strengths(&self, params: &ReturnParams, n: usize, out: &mut [f64; LANES]) {
+        ARCH.dispatch(StrengthsOp { lanes: self, params, n, out });
+    }
+
+    /// [`SurfaceLanes::strengths`] on the instruction set of its caller.
+    #[inline(always)]
+    fn strengths_here(&self, params: &ReturnParams, n: usize, out: &mut [f64; LANES]) {
         for (i, s) in out.iter_mut().enumerate().take(n) {
             let o = Optics { lambert: self.lambert[i], f0: self.f0[i], inv_m2: self.inv_m2[i], blend: self.blend[i] };
             let x = glint_exponent(o.inv_m2, self.c[i]);
             *s = o.combine(params, self.c[i], x, exp_neg(x.min(GLINT_CUTOFF)), self.retro_term[i]);
         }
+    }
+}
+
+/// [`SurfaceLanes::strengths`] as an operation `pulp` compiles for each instruction set.
+struct StrengthsOp<'a> {
+    lanes: &'a SurfaceLanes,
+    params: &'a ReturnParams,
+    n: usize,
+    out: &'a mut [f64; LANES],
+}
+
+impl pulp::WithSimd for StrengthsOp<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) {
+        self.lanes.strengths_here(self.params, self.n, self.out);
     }
 }
 
