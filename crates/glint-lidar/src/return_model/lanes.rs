@@ -200,6 +200,8 @@ impl ReturnModel {
     /// lanes do not do (a grazing surface's detection draw, the reflectivity's power law)
     /// comes out [`Quick::Scalar`], for the caller to report one by one. Normal draws past
     /// the ziggurat's common case are made after the loop, for the few lanes that need them.
+    /// Under the physical model every lane is left to the one-beam path (its detection draw
+    /// and its noise are the candidates' own); the lanes then serve for the strengths.
     pub(crate) fn report_lanes<const COUNT: usize>(
         &self,
         window: (f64, f64),
@@ -207,6 +209,10 @@ impl ReturnModel {
         lanes: &Lanes,
         out: &mut LaneReports,
     ) {
+        if self.physics.is_some() {
+            out.state = [Quick::Scalar; LANES];
+            return;
+        }
         let params = &self.params;
         let zig = &*ZIGGURAT;
         let two_reported = params.max_returns >= 2;

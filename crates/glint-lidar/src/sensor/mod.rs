@@ -825,7 +825,8 @@ impl Lidars {
         // One entry past the palette's stands for no material.
         let optics: Vec<Optics> =
             palette.iter().map(|material| Optics::new(&self.params, material)).chain([Optics::NONE]).collect();
-        let plans: Vec<Plan> = palette.iter().map(Some).chain([None]).map(Plan::of_first).collect();
+        let plans: Vec<Plan> =
+            palette.iter().map(Some).chain([None]).map(|m| Plan::of_first(m, self.physics)).collect();
         let first_legs: Vec<Option<LegKind>> = palette.iter().map(|m| first_leg(&self.params, m)).collect();
         let footprint: Vec<(f64, f64)> = self.physics.map_or(vec![(0.0, 0.0)], |p| {
             footprint_offsets(p.footprint_rays, p.beam_divergence_deg).iter().map(|(a, b)| (a.tan(), b.tan())).collect()
@@ -840,8 +841,7 @@ impl Lidars {
             first_legs: &first_legs,
             footprint: &footprint,
         });
-        // The lanes do the seed's model; the physical one goes beam by beam.
-        let one_by_one = self.one_by_one() || self.physics.is_some();
+        let one_by_one = self.one_by_one();
         let seeing = self.sensors.iter().any(|s| s.binding.see_skins) && !scene.skin.is_empty();
         let skins: Option<Vec<Vec<SkinSurface>>> = seeing
             .then(|| (0..self.nworld).into_par_iter().map(|w| SkinSurface::pose_world(scene, poses, w)).collect());

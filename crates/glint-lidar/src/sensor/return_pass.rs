@@ -9,7 +9,7 @@ use crate::return_model::{
     Beam, BeamReturn, BeamRng, Candidate, LANES, LaneReports, Lanes, Path, SurfaceLanes, TickKey, cross,
 };
 use crate::scan::{CleanPart, ReturnsPart};
-use crate::{Continuation, NirMaterial, ScanConfig};
+use crate::{Continuation, NirMaterial, PhysicalModel, ScanConfig};
 
 /// How the return model goes about one beam of a group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,13 +28,20 @@ pub(super) enum Plan {
 }
 
 impl Plan {
-    /// The plan of a beam by its first surface's material (`None`: no material).
-    pub(super) fn of_first(material: Option<&NirMaterial>) -> Plan {
-        match material.map(|material| material.continuation) {
-            None => Plan::Nothing,
-            Some(Continuation::Opaque) => Plan::First,
-            Some(Continuation::Porous) => Plan::Traced,
-            Some(_) => Plan::Crossing,
+    /// The plan of a beam by its first surface's material (`None`: no material), under the
+    /// seed's model or `physics`. The physical model crosses surfaces by its own terms, and
+    /// keeps a retroreflector's diffuse base, which the lanes' strengths leave out: beams
+    /// whose first surface is either are traced.
+    pub(super) fn of_first(material: Option<&NirMaterial>, physics: Option<PhysicalModel>) -> Plan {
+        let Some(material) = material else { return Plan::Nothing };
+        match material.continuation {
+            Continuation::Opaque if physics.is_some_and(|p| p.retro_base) && material.retroreflective > 0.0 => {
+                Plan::Traced
+            }
+            Continuation::Opaque => Plan::First,
+            Continuation::Porous => Plan::Traced,
+            _ if physics.is_some() => Plan::Traced,
+            _ => Plan::Crossing,
         }
     }
 }
@@ -381,8 +388,8 @@ mod tests {
     use glint_mujoco::{Model as Mujoco, WorldBatch};
 
     use crate::{
-        Bake, BakeSettings, LidarBinding, Lidars, MaterialPreset, MaterialTable, Metal, NirMaterial, ReturnPreset,
-        ScanConfig, ScanPreset,
+        Bake, BakeSettings, LidarBinding, Lidars, MaterialPreset, MaterialTable, Metal, NirMaterial, PhysicalModel,
+        ReturnPreset, ScanConfig, ScanPreset,
     };
 
     /// The showroom's materials, as its manifest authors them.
@@ -431,9 +438,14 @@ mod tests {
             lidars.set_seed(7);
             // Ouster: two echoes, every range under the reflectivity's sure range. Generic:
             // one echo, and beyond about 6 m the power law, which the lanes leave to the
-            // one-beam path.
-            for preset in [ReturnPreset::OusterOs1, ReturnPreset::Generic] {
+            // one-beam path. Each under the seed's model and the physical one, whose reports
+            // the group path makes one beam at a time from the lanes' strengths.
+            let cases = [ReturnPreset::OusterOs1, ReturnPreset::Generic]
+                .into_iter()
+                .flat_map(|preset| [None, Some(PhysicalModel::default())].map(|physics| (preset, physics)));
+            for (preset, physics) in cases {
                 lidars.set_return_preset(preset);
+                lidars.set_physical_model(physics).unwrap();
                 let (mut reports, mut cast) = (Vec::new(), Vec::new());
                 for one_by_one in [false, true] {
                     lidars.one_by_one = one_by_one;
@@ -454,7 +466,7 @@ mod tests {
                     });
                     reports.push(beams.collect::<Vec<_>>());
                 }
-                let case = format!("{preset:?} at {rotation_hz} Hz");
+                let case = format!("{preset:?} at {rotation_hz} Hz, physical model {physics:?}");
                 assert!(reports[0] == reports[1], "{case}");
                 assert_eq!(cast.len() % 64, 0);
                 if rotation_hz > 0.0 {
