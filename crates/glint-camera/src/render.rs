@@ -230,9 +230,9 @@ struct Shared<'a> {
     lights: &'a [Vec<Light>],
     headlight: Headlight,
     fields: &'a dyn WorldFields,
-    /// Per world (empty for worlds not drawn), per geom: whether a geom drawn after it on the
-    /// same body overlaps it, so that their surfaces may coincide.
-    ties: Vec<Vec<bool>>,
+    /// Per world (empty for worlds not drawn), per geom: the geoms drawn after it on the same
+    /// body that overlap it, so that their surfaces may coincide with its own.
+    ties: Vec<Vec<Vec<u32>>>,
     /// Per world (empty for worlds not drawn), per geom: [`Renderer::plain`], worked out
     /// once a render rather than through the world fields for every ray.
     plain: Vec<Vec<bool>>,
@@ -368,7 +368,7 @@ impl Renderer {
             .collect::<Result<Vec<_>, _>>()?;
         // Per world, whether any of its cameras is drawn (the others need nothing prepared).
         let drawn: Vec<bool> = (0..nworld).map(|w| (0..layout.cameras.len()).any(|slot| wanted(w, slot))).collect();
-        let ties: Vec<Vec<bool>> =
+        let ties: Vec<Vec<Vec<u32>>> =
             (0..nworld).map(|w| if drawn[w] { coincident_candidates(scene, poses, w) } else { Vec::new() }).collect();
         let plain = (0..nworld)
             .map(|w| {
@@ -773,8 +773,24 @@ impl Renderer {
         let (mut t, mut g, mut n) = first;
         let mut seg = -1;
         let mut passed: Vec<i32> = Vec::new();
-        let cast = |from: f64, skip: i32| {
-            prepared.cast_one(CastOne { world: w, origin: origin + dir * from, dir, exclude_body: -1, skip_geom: skip })
+        let ray_from = |from: f64, skip: i32| CastOne {
+            world: w,
+            origin: origin + dir * from,
+            dir,
+            exclude_body: -1,
+            skip_geom: skip,
+        };
+        let cast = |from: f64, skip: i32| prepared.cast_one(ray_from(from, skip));
+        // The surface of a geom drawn later that coincides with geom `g`'s at `t` (within
+        // 2·COINCIDENT·t of `t`'s near side): only the geoms that overlap it can have one,
+        // the nearest first, the first drawn among equals.
+        let coincident = |ties: &[Vec<u32>], t: f64, g: usize| {
+            let (from, window) = (t - COINCIDENT * t, 2.0 * COINCIDENT * t);
+            ties.get(g)?
+                .iter()
+                .filter_map(|&p| prepared.cast_geom(ray_from(from, -1), p as usize, 2.0 * window))
+                .filter(|h| h.dist <= window)
+                .min_by(|a, b| a.dist.total_cmp(&b.dist).then(a.geomid.cmp(&b.geomid)))
         };
         for _ in 0..MAX_LAYERS {
             if g < 0 {
@@ -783,9 +799,7 @@ impl Renderer {
             let gu = g as usize;
             if passed.contains(&g) {
                 // The far side of a geom already passed: culled, as MuJoCo culls back faces.
-            } else if s.ties[w].get(gu).copied().unwrap_or(false)
-                && let Some(h) = cast(t - COINCIDENT * t, g).filter(|h| h.geomid > g && h.dist <= 2.0 * COINCIDENT * t)
-            {
+            } else if let Some(h) = coincident(&s.ties[w], t, gu) {
                 (t, g, n) = (t - COINCIDENT * t + h.dist, h.geomid, h.normal);
                 continue;
             } else {
@@ -1447,8 +1461,8 @@ fn geom_alpha_in(scene: &Scene, fields: &dyn WorldFields, w: usize, g: usize) ->
 }
 
 /// [`Renderer::plain`] of geom `g` in world `w`, whose coincidence candidates are `ties`.
-fn plain_geom(scene: &Scene, fields: &dyn WorldFields, ties: &[bool], w: usize, g: usize) -> bool {
-    geom_alpha_in(scene, fields, w, g) >= OPAQUE_ALPHA && !ties.get(g).copied().unwrap_or(false)
+fn plain_geom(scene: &Scene, fields: &dyn WorldFields, ties: &[Vec<u32>], w: usize, g: usize) -> bool {
+    geom_alpha_in(scene, fields, w, g) >= OPAQUE_ALPHA && ties.get(g).is_none_or(|later| later.is_empty())
 }
 
 /// Site `k`'s material, if it has one the model defines.
@@ -1669,10 +1683,10 @@ fn order(s: &Shared, object: Object) -> usize {
     }
 }
 
-/// Per geom of world `w`: whether a geom of the same body, drawn after it (a higher id), has
-/// world bounds that overlap its own, so that their surfaces may coincide (robosuite's
-/// collision and visual geoms of one part). Planes pair only with planes.
-fn coincident_candidates(scene: &Scene, poses: &Poses, w: usize) -> Vec<bool> {
+/// Per geom of world `w`: the geoms of the same body, drawn after it (higher ids), whose world
+/// bounds overlap its own, so that their surfaces may coincide (robosuite's collision and
+/// visual geoms of one part). Planes pair only with planes.
+fn coincident_candidates(scene: &Scene, poses: &Poses, w: usize) -> Vec<Vec<u32>> {
     let n = scene.ngeom();
     let (xpos, xmat) = poses.geoms(w);
     let bounds: Vec<Option<(DVec3, DVec3)>> = (0..n)
@@ -1690,10 +1704,10 @@ fn coincident_candidates(scene: &Scene, poses: &Poses, w: usize) -> Vec<bool> {
             by_body.entry(scene.geom_bodyid[g]).or_default().push(g);
         }
     }
-    let mut tie = vec![false; n];
+    let mut later = vec![Vec::new(); n];
     for geoms in by_body.values().filter(|v| v.len() > 1) {
         for (i, &a) in geoms.iter().enumerate() {
-            tie[a] = geoms[i + 1..].iter().any(|&b| match (bounds[a], bounds[b]) {
+            let overlaps = |b: usize| match (bounds[a], bounds[b]) {
                 (Some((ca, ha)), Some((cb, hb))) => {
                     let d = (ca - cb).abs();
                     let reach = ha + hb + DVec3::splat(1e-9);
@@ -1701,10 +1715,11 @@ fn coincident_candidates(scene: &Scene, poses: &Poses, w: usize) -> Vec<bool> {
                 }
                 (None, None) => true,
                 _ => false,
-            });
+            };
+            later[a] = geoms[i + 1..].iter().filter(|&&b| overlaps(b)).map(|&b| b as u32).collect();
         }
     }
-    tie
+    later
 }
 
 /// The geom `mjr_render` mirrors the scene in for a camera that draws with `options` in world

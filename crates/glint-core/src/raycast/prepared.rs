@@ -5,10 +5,11 @@ use glam::DVec3;
 
 use super::batch::RayBatch;
 use super::caster::RayCaster;
+use super::dispatch::intersect_geom;
 use super::filter::RayFilter;
 use super::hits::{HitsMut, RayHit};
 use super::query::Query;
-use crate::isa::with_isa;
+use crate::isa::{Isa, with_isa};
 use crate::packet::{PACKET, Packet};
 use crate::{CoreError, Poses, Scene, SkinSurface, nearest_skin};
 
@@ -215,6 +216,24 @@ impl<'a> PreparedRays<'a> {
             hit = self.meet_skins(skins, world, skip_geom, (origin, dir), hit, f64::INFINITY);
         }
         (hit.geomid >= 0).then_some(hit)
+    }
+
+    /// The hit of one ray on geom `geom` alone, nearer than `reach` (in units of the
+    /// direction's length), as [`PreparedRays::cast_one`] would find that geom's surface:
+    /// `None` where it misses, where the filter leaves the geom out, or for a world or geom
+    /// that does not exist. `ray`'s excluded body and skipped geom are not consulted. For
+    /// asking whether a surface known to overlap another (a visual geom over its collision
+    /// twin) meets the ray where that one does, without a walk of the scene.
+    pub fn cast_geom(&self, ray: CastOne, geom: usize, reach: f64) -> Option<RayHit> {
+        let CastOne { world, origin, dir, .. } = ray;
+        if world >= self.poses.nworld || !self.eligible.get(geom).copied().unwrap_or(false) {
+            return None;
+        }
+        let geo = self.caster.set(world).geometry(self.scene);
+        let (xpos, xmat) = self.poses.geoms(world);
+        let hit =
+            with_isa!(isa => isa.run(|| intersect_geom(isa, geo, geom, xpos[geom], &xmat[geom], origin, dir, reach)));
+        hit.filter(|&(dist, _)| dist < reach).map(|(dist, normal)| RayHit { dist, geomid: geom as i32, normal })
     }
 
     fn query<'q>(&'q self, batch: &'q RayBatch<'q>, world: usize, skip_geom: i32) -> Query<'q> {

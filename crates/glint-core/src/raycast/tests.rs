@@ -295,6 +295,42 @@ fn rays_each_from_its_own_origin_see_what_single_rays_see() {
     assert!(prepared.cast(cast(Origins::Each(&bad), &dirs), out(&mut dist, &mut geomid, &mut normal)).is_err());
 }
 
+/// A ray cast on one geom alone finds that geom's surface as the scene's cast does (to the
+/// bit), whatever lies in front of it; nothing past its reach, nothing the filter leaves
+/// out, nothing for a geom or world that does not exist.
+#[test]
+fn a_ray_on_one_geom_alone_finds_its_surface_as_the_scene_cast_does() {
+    let (scene, poses) = cluttered_scene();
+    let caster = RayCaster::new(&scene, &poses);
+    let prepared = caster.prepare(&scene, &poses, &RayFilter::default()).unwrap();
+    let origin = DVec3::new(0.3, -0.2, 0.1);
+    let mut met = 0;
+    for k in 0..400 {
+        let (a, b) = (0.0157 * k as f64, 0.6 * ((k % 9) as f64 / 4.0 - 1.0));
+        let ray = one(origin, DVec3::new(a.cos() * b.cos(), a.sin() * b.cos(), b.sin()));
+        let Some(hit) = prepared.cast_one(ray) else { continue };
+        let g = hit.geomid as usize;
+        assert_eq!(prepared.cast_geom(ray, g, f64::INFINITY), Some(hit), "ray {k}");
+        assert_eq!(prepared.cast_geom(ray, g, hit.dist * (1.0 + 1e-9)), Some(hit), "ray {k}");
+        assert_eq!(prepared.cast_geom(ray, g, hit.dist * (1.0 - 1e-9)), None, "ray {k}: past its reach");
+        // Behind the first surface: the geom it hides is still found alone.
+        let behind = prepared.cast_one(CastOne { skip_geom: hit.geomid, ..ray });
+        if let Some(behind) = behind.filter(|h| h.geomid != 0) {
+            let alone = prepared.cast_geom(ray, behind.geomid as usize, f64::INFINITY);
+            assert_eq!(alone.map(|h| h.geomid), Some(behind.geomid), "ray {k}");
+            assert!(alone.unwrap().dist <= behind.dist, "ray {k}");
+        }
+        met += 1;
+    }
+    assert!(met > 100, "{met} rays met a geom");
+    let down = one(DVec3::ZERO, DVec3::NEG_Z);
+    assert_eq!(prepared.cast_geom(down, 0, f64::INFINITY).map(|h| h.dist), Some(3.0), "the plane");
+    let no_static = caster.prepare(&scene, &poses, &RayFilter { flg_static: false, ..RayFilter::default() }).unwrap();
+    assert_eq!(no_static.cast_geom(down, 0, f64::INFINITY), None, "a geom the filter leaves out");
+    assert_eq!(prepared.cast_geom(down, scene.ngeom(), f64::INFINITY), None, "no such geom");
+    assert_eq!(prepared.cast_geom(CastOne { world: 1, ..down }, 0, f64::INFINITY), None, "no such world");
+}
+
 /// The trusted casts answer good rays as the checked ones do, and bad rays (which they
 /// do not look for) without panicking, in packets and one by one.
 #[test]
