@@ -785,10 +785,10 @@ impl Renderer {
         // 2·COINCIDENT·t of `t`'s near side): only the geoms that overlap it can have one,
         // the nearest first, the first drawn among equals.
         let coincident = |ties: &[Vec<u32>], t: f64, g: usize| {
-            let (from, window) = (t - COINCIDENT * t, 2.0 * COINCIDENT * t);
+            let (ray, window) = (ray_from(t - COINCIDENT * t, -1), 2.0 * COINCIDENT * t);
             ties.get(g)?
                 .iter()
-                .filter_map(|&p| prepared.cast_geom(ray_from(from, -1), p as usize, 2.0 * window))
+                .filter_map(|&p| prepared.cast_geom(ray, p as usize, 2.0 * window))
                 .filter(|h| h.dist <= window)
                 .min_by(|a, b| a.dist.total_cmp(&b.dist).then(a.geomid.cmp(&b.geomid)))
         };

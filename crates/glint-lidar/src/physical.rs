@@ -104,6 +104,12 @@ const OS1_FALSE_ALARM_RATE: f64 = 1e-4;
 pub(crate) const WATER_GROUP_INDEX: f64 = 1.341;
 
 impl PhysicalModel {
+    /// Whether a candidate on `material` gets the retroreflector's diffuse base on top of the
+    /// seed's strength (the seed's lobe alone otherwise).
+    pub(crate) fn adds_retro_base(&self, material: &NirMaterial) -> bool {
+        self.retro_base && material.retroreflective > 0.0
+    }
+
     /// Checks the parameters; the error names the one out of range.
     pub fn validate(&self) -> Result<(), LidarError> {
         let d = self.beam_divergence_deg;

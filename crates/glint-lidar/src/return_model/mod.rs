@@ -428,7 +428,7 @@ impl ReturnModel {
     fn strength(&self, material: &NirMaterial, c: f64) -> f64 {
         let seed = Optics::new(&self.params, material).strength(&self.params, c);
         match self.physics {
-            Some(p) if p.retro_base && material.retroreflective > 0.0 => {
+            Some(p) if p.adds_retro_base(material) => {
                 let whole = matches!(material.continuation, Continuation::Opaque | Continuation::Porous);
                 let base = if whole { albedo(material) * c.clamp(0.0, 1.0) } else { 0.0 };
                 seed + material.retroreflective as f64 * base

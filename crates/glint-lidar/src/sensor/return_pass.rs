@@ -35,9 +35,7 @@ impl Plan {
     pub(super) fn of_first(material: Option<&NirMaterial>, physics: Option<PhysicalModel>) -> Plan {
         let Some(material) = material else { return Plan::Nothing };
         match material.continuation {
-            Continuation::Opaque if physics.is_some_and(|p| p.retro_base) && material.retroreflective > 0.0 => {
-                Plan::Traced
-            }
+            Continuation::Opaque if physics.is_some_and(|p| p.adds_retro_base(material)) => Plan::Traced,
             Continuation::Opaque => Plan::First,
             Continuation::Porous => Plan::Traced,
             _ if physics.is_some() => Plan::Traced,
