@@ -11,6 +11,7 @@ use super::hits::{HitsMut, RayHit};
 use super::query::Query;
 use crate::isa::{Isa, with_isa};
 use crate::packet::{PACKET, Packet};
+use crate::primitives;
 use crate::{CoreError, Poses, Scene, SkinSurface, nearest_skin};
 
 impl RayCaster {
@@ -218,6 +219,11 @@ impl<'a> PreparedRays<'a> {
         (hit.geomid >= 0).then_some(hit)
     }
 
+    /// Whether the filter lets rays meet geom `geom` (false for a geom that does not exist).
+    pub fn admits(&self, geom: usize) -> bool {
+        self.eligible.get(geom).copied().unwrap_or(false)
+    }
+
     /// The hit of one ray on geom `geom` alone, nearer than `reach` (in units of the
     /// direction's length), as [`PreparedRays::cast_one`] would find that geom's surface:
     /// `None` where it misses, where the filter leaves the geom out, or for a world or geom
@@ -226,11 +232,15 @@ impl<'a> PreparedRays<'a> {
     /// twin) meets the ray where that one does, without a walk of the scene.
     pub fn cast_geom(&self, ray: CastOne, geom: usize, reach: f64) -> Option<RayHit> {
         let CastOne { world, origin, dir, .. } = ray;
-        if world >= self.poses.nworld || !self.eligible.get(geom).copied().unwrap_or(false) {
+        if world >= self.poses.nworld || !self.admits(geom) {
             return None;
         }
         let geo = self.caster.set(world).geometry(self.scene);
         let (xpos, xmat) = self.poses.geoms(world);
+        let (kind, size) = (geo.shapes.geom_type[geom], geo.shapes.geom_size[geom]);
+        if primitives::segment_misses(kind, size, origin - xpos[geom], dir, reach) {
+            return None;
+        }
         let hit =
             with_isa!(isa => isa.run(|| intersect_geom(isa, geo, geom, xpos[geom], &xmat[geom], origin, dir, reach)));
         hit.filter(|&(dist, _)| dist < reach).map(|(dist, normal)| RayHit { dist, geomid: geom as i32, normal })
