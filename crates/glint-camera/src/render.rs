@@ -3,8 +3,8 @@
 
 use glam::{DMat3, DVec3, Vec3};
 use glint_core::{
-    Cast, CastOne, GeomType, HitsMut, NGROUP, Origins, Poses, PreparedRays, RayCaster, RayFilter, Scene, Shapes,
-    SkinSurface, Texture, TextureKind, barycentric, intersect_primitive,
+    Cast, CastOne, GeomType, HitsMut, NGROUP, Origins, Poses, PreparedRays, RayCaster, RayFilter, RayHit, Scene,
+    Shapes, SkinSurface, Texture, TextureKind, barycentric, intersect_primitive,
 };
 use glint_materials::{Continuation, MaterialTable, NirMaterial};
 use rayon::prelude::*;
@@ -232,7 +232,7 @@ struct Shared<'a> {
     fields: &'a dyn WorldFields,
     /// Per world (empty for worlds not drawn), per geom: the geoms drawn after it on the same
     /// body that overlap it, so that their surfaces may coincide with its own.
-    ties: Vec<Vec<Vec<u32>>>,
+    ties: Vec<Vec<Vec<Tie>>>,
     /// Per world (empty for worlds not drawn), per geom: [`Renderer::plain`], worked out
     /// once a render rather than through the world fields for every ray.
     plain: Vec<Vec<bool>>,
@@ -368,8 +368,9 @@ impl Renderer {
             .collect::<Result<Vec<_>, _>>()?;
         // Per world, whether any of its cameras is drawn (the others need nothing prepared).
         let drawn: Vec<bool> = (0..nworld).map(|w| (0..layout.cameras.len()).any(|slot| wanted(w, slot))).collect();
-        let ties: Vec<Vec<Vec<u32>>> =
-            (0..nworld).map(|w| if drawn[w] { coincident_candidates(scene, poses, w) } else { Vec::new() }).collect();
+        let ties: Vec<Vec<Vec<Tie>>> = (0..nworld)
+            .map(|w| if drawn[w] { coincident_candidates(scene, caster.shapes(w), poses, w) } else { Vec::new() })
+            .collect();
         let plain = (0..nworld)
             .map(|w| {
                 let plain = |g| plain_geom(scene, fields, &ties[w], w, g);
@@ -784,11 +785,19 @@ impl Renderer {
         // The surface of a geom drawn later that coincides with geom `g`'s at `t` (within
         // 2·COINCIDENT·t of `t`'s near side): only the geoms that overlap it can have one,
         // the nearest first, the first drawn among equals.
-        let coincident = |ties: &[Vec<u32>], t: f64, g: usize| {
+        let coincident = |ties: &[Vec<Tie>], (t, n): (f64, DVec3), g: usize| {
             let (ray, window) = (ray_from(t - COINCIDENT * t, -1), 2.0 * COINCIDENT * t);
             ties.get(g)?
                 .iter()
-                .filter_map(|&p| prepared.cast_geom(ray, p as usize, 2.0 * window))
+                .filter_map(|tie| {
+                    let p = tie.geom as usize;
+                    // A twin's surface is this one: met where this one is, without a cast.
+                    if tie.twin {
+                        let twin = RayHit { dist: COINCIDENT * t, geomid: p as i32, normal: n };
+                        return prepared.admits(p).then_some(twin);
+                    }
+                    prepared.cast_geom(ray, p, 2.0 * window)
+                })
                 .filter(|h| h.dist <= window)
                 .min_by(|a, b| a.dist.total_cmp(&b.dist).then(a.geomid.cmp(&b.geomid)))
         };
@@ -799,7 +808,7 @@ impl Renderer {
             let gu = g as usize;
             if passed.contains(&g) {
                 // The far side of a geom already passed: culled, as MuJoCo culls back faces.
-            } else if let Some(h) = coincident(&s.ties[w], t, gu) {
+            } else if let Some(h) = coincident(&s.ties[w], (t, n), gu) {
                 (t, g, n) = (t - COINCIDENT * t + h.dist, h.geomid, h.normal);
                 continue;
             } else {
@@ -1461,7 +1470,7 @@ fn geom_alpha_in(scene: &Scene, fields: &dyn WorldFields, w: usize, g: usize) ->
 }
 
 /// [`Renderer::plain`] of geom `g` in world `w`, whose coincidence candidates are `ties`.
-fn plain_geom(scene: &Scene, fields: &dyn WorldFields, ties: &[Vec<u32>], w: usize, g: usize) -> bool {
+fn plain_geom(scene: &Scene, fields: &dyn WorldFields, ties: &[Vec<Tie>], w: usize, g: usize) -> bool {
     geom_alpha_in(scene, fields, w, g) >= OPAQUE_ALPHA && ties.get(g).is_none_or(|later| later.is_empty())
 }
 
@@ -1683,10 +1692,19 @@ fn order(s: &Shared, object: Object) -> usize {
     }
 }
 
-/// Per geom of world `w`: the geoms of the same body, drawn after it (higher ids), whose world
-/// bounds overlap its own, so that their surfaces may coincide (robosuite's collision and
-/// visual geoms of one part). Planes pair only with planes.
-fn coincident_candidates(scene: &Scene, poses: &Poses, w: usize) -> Vec<Vec<u32>> {
+/// A geom drawn after another on the same body whose surface may coincide with the other's.
+#[derive(Clone, Copy, Debug)]
+struct Tie {
+    geom: u32,
+    /// The same shape at the same pose (a collision geom and its visual copy): the surfaces
+    /// are one, so a ray meets the later one wherever it meets the other.
+    twin: bool,
+}
+
+/// Per geom of world `w` (shaped as `shapes`): the geoms of the same body, drawn after it
+/// (higher ids), whose world bounds overlap its own, so that their surfaces may coincide
+/// (robosuite's collision and visual geoms of one part). Planes pair only with planes.
+fn coincident_candidates(scene: &Scene, shapes: &Shapes, poses: &Poses, w: usize) -> Vec<Vec<Tie>> {
     let n = scene.ngeom();
     let (xpos, xmat) = poses.geoms(w);
     let bounds: Vec<Option<(DVec3, DVec3)>> = (0..n)
@@ -1716,7 +1734,18 @@ fn coincident_candidates(scene: &Scene, poses: &Poses, w: usize) -> Vec<Vec<u32>
                 (None, None) => true,
                 _ => false,
             };
-            later[a] = geoms[i + 1..].iter().filter(|&&b| overlaps(b)).map(|&b| b as u32).collect();
+            let twin = |b: usize| {
+                shapes.geom_type[a] == shapes.geom_type[b]
+                    && shapes.geom_size[a] == shapes.geom_size[b]
+                    && shapes.geom_dataid[a] == shapes.geom_dataid[b]
+                    && xpos[a] == xpos[b]
+                    && xmat[a] == xmat[b]
+            };
+            later[a] = geoms[i + 1..]
+                .iter()
+                .filter(|&&b| overlaps(b))
+                .map(|&b| Tie { geom: b as u32, twin: twin(b) })
+                .collect();
         }
     }
     later

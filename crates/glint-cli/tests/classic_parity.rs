@@ -223,9 +223,27 @@ fn of_coincident_geoms_the_one_drawn_later_shows() {
         <geom name="collision" type="box" size="0.5 0.3 0.3" rgba="0.8 0.1 0.1 1" group="0"/>
         <geom name="visual" type="box" size="0.5 0.3 0.3" rgba="0.1 0.2 0.8 1" group="1"/>
       </body>"#;
-    let (ours, _) = compare("coincident", &scene("coincident", "", body));
+    let path = scene("coincident", "", body);
+    let (ours, _) = compare("coincident", &path);
     let centre = at(&ours, (SIDE / 2, SIDE / 2));
     assert!(centre[2] > centre[0], "the visual (blue) geom shows: {centre:?}");
+    // With the visual geom's group off, the collision geom shows.
+    let mut sim = Simulation::from_xml_file(&path, Vec::new(), SimOptions::default()).unwrap();
+    let cam = sim.camera_index("cam").unwrap();
+    let groups = [true, false, false, false, false, false];
+    let options =
+        CameraOptions { resolution: Some((SIDE, SIDE)), enabled_geom_groups: groups, ..CameraOptions::new(cam) };
+    sim.set_cameras(vec![options]).unwrap();
+    let centre = at(&sim.render().unwrap().rgb, (SIDE / 2, SIDE / 2));
+    assert!(centre[0] > centre[2], "the collision (red) geom shows: {centre:?}");
+    // Not a twin: a thinner visual box whose front face is the collision box's.
+    let body = r#"<body pos="0 0 0.3">
+        <geom name="collision" type="box" size="0.5 0.3 0.3" rgba="0.8 0.1 0.1 1" group="0"/>
+        <geom name="visual" type="box" size="0.5 0.15 0.3" pos="0 -0.15 0" rgba="0.1 0.2 0.8 1" group="1"/>
+      </body>"#;
+    let (ours, _) = compare("coincident-face", &scene("coincident-face", "", body));
+    let centre = at(&ours, (SIDE / 2, SIDE / 2));
+    assert!(centre[2] > centre[0], "the visual (blue) face shows: {centre:?}");
 }
 
 #[test]
