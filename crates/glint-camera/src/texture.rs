@@ -75,11 +75,11 @@ fn bilinear(texels: &[Vec3], width: usize, height: usize, s: f64, t: f64, wrap: 
     // The texel at or before the sample and the one after it, wrapped or clamped (one
     // division per axis: this runs twice per textured pixel).
     let pair = |i: f64, n: usize| -> (usize, usize) {
-        let i = i as i64;
         if wrap {
-            let a = i.rem_euclid(n as i64) as usize;
+            let a = wrap_index(i, n);
             (a, if a + 1 == n { 0 } else { a + 1 })
         } else {
+            let i = i as i64;
             (i.clamp(0, n as i64 - 1) as usize, (i + 1).clamp(0, n as i64 - 1) as usize)
         }
     };
@@ -89,6 +89,25 @@ fn bilinear(texels: &[Vec3], width: usize, height: usize, s: f64, t: f64, wrap: 
     let top = at(xa, ya).lerp(at(xb, ya), fx);
     let bottom = at(xa, yb).lerp(at(xb, yb), fx);
     top.lerp(bottom, fy)
+}
+
+/// Whole `i` (a texel index, any sign) modulo `n`, without an integer division (a repeated
+/// texture's coordinates run far past one repeat, and this runs four times per lookup):
+/// `i - k·n` is exact for whole numbers below 2⁵³, and a `k` off by one from rounding is
+/// corrected.
+#[inline]
+fn wrap_index(i: f64, n: usize) -> usize {
+    let n = n as f64;
+    if (0.0..n).contains(&i) {
+        return i as usize;
+    }
+    let mut a = i - (i / n).floor() * n;
+    if a < 0.0 {
+        a += n;
+    } else if a >= n {
+        a -= n;
+    }
+    a as usize
 }
 
 /// The sRGB transfer function's inverse (IEC 61966-2-1), as OpenGL applies it to an sRGB
@@ -196,6 +215,15 @@ impl Sampler {
 #[cfg(test)]
 mod tests {
     use glint_core::{Texture, TextureKind};
+
+    #[test]
+    fn texel_indices_wrap_as_the_euclidean_remainder() {
+        for n in [1usize, 2, 3, 7, 64, 255, 256, 4096] {
+            for i in (-100_000i64..100_000).step_by(7).chain([i64::from(i32::MIN), 1 << 40, -(1 << 40) - 3]) {
+                assert_eq!(super::wrap_index(i as f64, n), i.rem_euclid(n as i64) as usize, "{i} mod {n}");
+            }
+        }
+    }
 
     #[test]
     fn srgb_textures_are_linearised_and_linear_ones_are_not() {
