@@ -136,7 +136,10 @@ impl Sampler {
             .collect();
         let base = Level { width: texture.width.max(1), height: texture.height.max(1), texels };
         let mut levels = vec![base];
-        if texture.kind == TextureKind::TwoD {
+        // A cube texture given as one image is that image on every face (`mjr_uploadTexture`),
+        // mipmapped as a 2D image is.
+        let one_image_cube = texture.kind != TextureKind::TwoD && levels[0].height < 6 * levels[0].width;
+        if texture.kind == TextureKind::TwoD || one_image_cube {
             while levels.last().is_some_and(|l| l.width > 1 || l.height > 1) {
                 let next = levels.last().map(Level::half).expect("a level");
                 levels.push(next);
@@ -190,20 +193,15 @@ impl Sampler {
         if ma <= 0.0 {
             return Vec3::ZERO;
         }
-        let level = &self.levels[0];
-        let side = level.width;
-        if level.height < 6 * side {
-            // A cube texture given as one image: all faces show it.
-            return level.bilinear(
-                (sc / ma + 1.0) / 2.0 * side as f64,
-                (tc / ma + 1.0) / 2.0 * level.height as f64,
-                false,
-            );
-        }
+        let side = self.levels[0].width;
         let (u, v) = ((sc / ma + 1.0) / 2.0, (tc / ma + 1.0) / 2.0);
         // A face coordinate changes by (|r| / ma)² per radian at most (at the face's edge).
         let stretch = r.length_squared() / (ma * ma);
         let texels = angle * stretch * side as f64 / 2.0;
+        if self.levels[0].height < 6 * side {
+            // A cube texture given as one image: all faces show it, each mipmapped.
+            return self.trilinear(texels, |l| l.bilinear(u * l.width as f64, v * l.height as f64, false));
+        }
         self.trilinear(texels, |l| {
             let side = l.width;
             let face_texels = &l.texels[face * side * side..(face + 1) * side * side];
@@ -234,6 +232,26 @@ mod tests {
         let srgb = super::Sampler::new(&texture(true)).sample_2d(0.5, 0.5, 0.0);
         // sRGB 128 is 21.6 % linear light; the ends stay where they are.
         assert!((srgb.x - 0.2158).abs() < 1e-3 && srgb.y == 0.0 && (srgb.z - 1.0).abs() < 1e-6, "{srgb}");
+    }
+
+    #[test]
+    fn a_cube_texture_of_one_image_is_mipmapped_on_every_face() {
+        // A black-and-white checkerboard of single texels, as one image.
+        let side = 64;
+        let data = (0..side * side).flat_map(|i| [if (i % side + i / side) % 2 == 0 { 255u8 } else { 0 }; 3]).collect();
+        let texture = Texture { kind: TextureKind::Cube, width: side, height: side, nchannel: 3, data, srgb: false };
+        let sampler = super::Sampler::new(&texture);
+        for dir in
+            [glam::DVec3::new(1.0, 0.13, -0.27), glam::DVec3::new(0.21, -1.0, 0.37), glam::DVec3::new(0.3, -0.2, 1.0)]
+        {
+            // A pixel spanning many texels sees their average, as GL_LINEAR_MIPMAP_LINEAR does.
+            let far = sampler.sample_cube(dir, 0.5);
+            assert!((far.x - 0.5).abs() < 0.02, "{dir}: {far}");
+        }
+        // A pixel within one texel, at its centre, sees that texel.
+        let centre = 1.0 / side as f64;
+        let texel = sampler.sample_cube(glam::DVec3::new(1.0, centre, centre), 1e-4);
+        assert!(texel.x < 0.02 || texel.x > 0.98, "a texel centre: {texel}");
     }
 
     #[test]
