@@ -21,6 +21,12 @@ struct Level {
 }
 
 impl Level {
+    /// Whether this base level of a cube texture is one image that every face shows (else
+    /// six faces stacked), as `mjr_uploadTexture` tells them apart.
+    fn is_one_cube_face(&self) -> bool {
+        self.height < 6 * self.width
+    }
+
     /// Bilinear lookup at (s, t) in texel units, wrapping (2D) or clamping (cube faces).
     fn bilinear(&self, s: f64, t: f64, wrap: bool) -> Vec3 {
         bilinear(&self.texels, self.width, self.height, s, t, wrap)
@@ -138,7 +144,7 @@ impl Sampler {
         let mut levels = vec![base];
         // A cube texture given as one image is that image on every face (`mjr_uploadTexture`),
         // mipmapped as a 2D image is.
-        let one_image_cube = texture.kind != TextureKind::TwoD && levels[0].height < 6 * levels[0].width;
+        let one_image_cube = texture.kind != TextureKind::TwoD && levels[0].is_one_cube_face();
         if texture.kind == TextureKind::TwoD || one_image_cube {
             while levels.last().is_some_and(|l| l.width > 1 || l.height > 1) {
                 let next = levels.last().map(Level::half).expect("a level");
@@ -198,7 +204,7 @@ impl Sampler {
         // A face coordinate changes by (|r| / ma)² per radian at most (at the face's edge).
         let stretch = r.length_squared() / (ma * ma);
         let texels = angle * stretch * side as f64 / 2.0;
-        if self.levels[0].height < 6 * side {
+        if self.levels[0].is_one_cube_face() {
             // A cube texture given as one image: all faces show it, each mipmapped.
             return self.trilinear(texels, |l| l.bilinear(u * l.width as f64, v * l.height as f64, false));
         }
