@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 use crate::CameraError;
 use crate::camera::{CameraModel, CameraOptions, Layout, Projection};
-use crate::shade::{Light, MAX_LIGHTS, NO_LIGHT_AMBIENT, Surface};
+use crate::shade::{Lamp, Light, MAX_LIGHTS, NO_LIGHT_AMBIENT, Surface};
 use crate::skins;
 use crate::texture::Sampler;
 
@@ -207,6 +207,31 @@ impl Traced {
             (Some(decor), _) => decor,
             (_, Some((k, face))) => Object::Skin(k, face),
             _ => Object::Geom(self.geomid[r].max(0) as usize),
+        }
+    }
+
+    /// Rays `which` of these (distinct and increasing) with their transparent layers, as a
+    /// trace of those rays alone would give them.
+    fn select(&self, which: &[usize]) -> Traced {
+        fn pick<T: Copy>(v: &[T], which: &[usize]) -> Vec<T> {
+            which.iter().map(|&r| v[r]).collect()
+        }
+        let mut renumber = vec![None; self.len()];
+        for (k, &r) in which.iter().enumerate() {
+            renumber[r] = Some(k);
+        }
+        let layers = self.layers.iter().filter_map(|l| renumber[l.ray].map(|ray| Layer { ray, ..*l })).collect();
+        Traced {
+            origins: self.origins.as_deref().map(|o| pick(o, which)),
+            dirs: pick(&self.dirs, which),
+            dist: pick(&self.dist, which),
+            geomid: pick(&self.geomid, which),
+            normal: pick(&self.normal, which),
+            seg_of: pick(&self.seg_of, which),
+            skin_of: pick(&self.skin_of, which),
+            decor_of: pick(&self.decor_of, which),
+            layers,
+            far: pick(&self.far, which),
         }
     }
 
@@ -591,7 +616,8 @@ impl Renderer {
         let points: Vec<DVec3> = (0..n).map(|r| t.origin(view.pos, r) + t.dirs[r] * t.dist[r]).collect();
         let forward = view.mat * DVec3::NEG_Z;
         let lights = scene_lights(s, w, view.pos, forward);
-        let shadowed = self.shadows(s, view.slot, w, &lights, view.options, &points, &drawn, &t.normal)?;
+        let lit: Vec<Lit> = (0..n).map(|r| if drawn[r] { Lit::of(s, w, t.object(r)) } else { Lit::No }).collect();
+        let shadowed = self.shadows(s, view.slot, w, &lights, view.options, &points, &lit, &t.normal)?;
         let (footprint, ortho) = view.model.pixel_footprint();
         let dirs = &t.dirs;
         let spread = |r: usize, dist: f64| if ortho { footprint } else { footprint * (dirs[r] * dist).length() };
@@ -703,7 +729,7 @@ impl Renderer {
         // pixel's own object takes its colour, and each other object is shaded at its first
         // sample, which its others share.
         let mut source: Vec<Option<usize>> = vec![None; points.len()];
-        let mut shaded_at = Vec::new();
+        let mut shaded_at: Vec<usize> = Vec::new();
         for (e, &r) in edges.iter().enumerate() {
             let own = traced.key(r);
             for j in 0..4 {
@@ -714,15 +740,13 @@ impl Renderer {
                 source[i] = match (0..j).find(|&p| t.key(4 * e + p) == t.key(i)) {
                     Some(p) => source[4 * e + p],
                     None => {
-                        shaded_at.push(points[i]);
+                        shaded_at.push(i);
                         Some(shaded_at.len() - 1)
                     }
                 };
             }
         }
-        let mut others = self.trace_at(s, view, shaded_at.into_iter())?;
-        self.add_decor(s, view, decor, &mut others);
-        let shaded = self.color(s, view, &mut others)?;
+        let shaded = self.color(s, view, &mut t.select(&shaded_at))?;
         for (e, &r) in edges.iter().enumerate() {
             let own = color[r].clamp(Vec3::ZERO, Vec3::ONE);
             let sum: Vec3 =
@@ -844,7 +868,7 @@ impl Renderer {
         &self,
         s: &Shared,
         w: usize,
-        lights: &[Light],
+        lights: &[Lamp],
         options: &CameraOptions,
         (color, layers): (&mut [Vec3], &mut Vec<Layer>),
         head: DVec3,
@@ -960,19 +984,20 @@ impl Renderer {
     }
 
     /// For each light, which rays' surfaces are in its shadow (empty for lights that cast
-    /// none): a ray from each lit surface toward the light, blocked by any geom before it. A
-    /// shadow ray the ray core refuses (a surface point or a direction that is not finite) is
-    /// an error, never a band drawn without its shadows.
+    /// none): a ray from each lit surface toward the light, blocked by any geom before it,
+    /// where the light can reach the surface (it faces the light and, lit at its point, lies
+    /// within a spot's cone). A shadow ray the ray core refuses (a surface point or a
+    /// direction that is not finite) is an error, never a band drawn without its shadows.
     #[allow(clippy::too_many_arguments)]
     fn shadows(
         &self,
         s: &Shared,
         slot: usize,
         w: usize,
-        lights: &[Light],
+        lights: &[Lamp],
         options: &CameraOptions,
         points: &[DVec3],
-        drawn: &[bool],
+        lit: &[Lit],
         normal: &[DVec3],
     ) -> Result<Vec<Vec<bool>>, CameraError> {
         let n = points.len();
@@ -990,7 +1015,12 @@ impl Renderer {
                 let mut reach = Vec::with_capacity(n);
                 for r in 0..n {
                     let (l, d) = light.toward(points[r]);
-                    if drawn[r] && normal[r].dot(l) > 0.0 {
+                    let reached = match lit[r] {
+                        Lit::No => false,
+                        Lit::AtPoint => !light.beyond_cone(l),
+                        Lit::AtCorners => true,
+                    };
+                    if reached && normal[r].dot(l) > 0.0 {
                         which.push(r);
                         origins.push(points[r] + normal[r] * SHADOW_OFFSET);
                         dirs.push(l);
@@ -1029,7 +1059,7 @@ impl Renderer {
         s: &Shared,
         w: usize,
         hit: &Hit,
-        lights: &[Light],
+        lights: &[Lamp],
         options: &CameraOptions,
         in_shadow: Option<&dyn Fn(usize) -> bool>,
     ) -> Vec3 {
@@ -1061,10 +1091,11 @@ impl Renderer {
             Object::Geom(_) => on_mesh.as_ref().and_then(|m| mesh_corners(s, w, m)),
             Object::Site(_) | Object::Tendon(_) => None,
         };
+        let views = corners.as_ref().map(|c| c.pos.map(|p| (hit.eye - p).normalize_or_zero()));
         for (l, light) in lights.iter().enumerate() {
-            let c = match &corners {
-                Some(corners) => corners.light(light, hit.eye, &surface),
-                None => light.contribution(hit.point, hit.normal, hit.view, &surface),
+            let c = match (&corners, &views) {
+                (Some(corners), Some(views)) => corners.light(light, views, &surface),
+                _ => light.contribution(hit.point, hit.normal, hit.view, &surface),
             };
             if let Some(in_shadow) = in_shadow.filter(|_| options.use_shadows && light.castshadow) {
                 if !in_shadow(l) {
@@ -1419,10 +1450,10 @@ fn view_rays(view: &View, points: impl Iterator<Item = (f64, f64)>) -> (Vec<DVec
 
 /// World `w`'s lights as the classic renderer takes them: the headlight first, then the
 /// scene's lights, at most eight.
-fn scene_lights(s: &Shared, w: usize, cam_pos: DVec3, forward: DVec3) -> Vec<Light> {
+fn scene_lights(s: &Shared, w: usize, cam_pos: DVec3, forward: DVec3) -> Vec<Lamp> {
     let h = s.headlight;
     let head = h.active.then(|| Light::headlight(cam_pos, forward, h.ambient, h.diffuse, h.specular));
-    head.into_iter().chain(s.lights[w].iter().copied()).take(MAX_LIGHTS).collect()
+    head.into_iter().chain(s.lights[w].iter().copied()).take(MAX_LIGHTS).map(Lamp::new).collect()
 }
 
 /// Geom `g`'s material in world `w`, if it has one the model defines.
@@ -1490,14 +1521,9 @@ struct Corners {
 }
 
 impl Corners {
-    /// `light`'s contribution, the viewer at `eye`.
-    fn light(&self, light: &Light, eye: DVec3, surface: &Surface) -> Vec3 {
-        (0..3)
-            .map(|k| {
-                let p = self.pos[k];
-                light.contribution(p, self.normal[k], (eye - p).normalize_or_zero(), surface) * self.bary[k] as f32
-            })
-            .sum()
+    /// `light`'s contribution, `views` the unit directions from the corners to the viewer.
+    fn light(&self, light: &Lamp, views: &[DVec3; 3], surface: &Surface) -> Vec3 {
+        (0..3).map(|k| light.contribution(self.pos[k], self.normal[k], views[k], surface) * self.bary[k] as f32).sum()
     }
 }
 
@@ -1514,6 +1540,28 @@ fn skin_corners(s: &Shared, w: usize, (k, face): (usize, usize), point: DVec3) -
         false => f.map(|i| DVec3::from(mesh.normal[i].map(f64::from))),
     };
     Some(Corners { pos, normal, bary })
+}
+
+/// Where a surface takes its light: nowhere (no surface), at the point a ray meets
+/// (primitives, planes, height fields), or at the corners of the face met (meshes and
+/// skins: the classic renderer lights vertices), so that a spot's cone decides at the point
+/// only in the first case.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Lit {
+    No,
+    AtPoint,
+    AtCorners,
+}
+
+impl Lit {
+    /// How `object` of world `w` is lit.
+    fn of(s: &Shared, w: usize, object: Object) -> Lit {
+        match object {
+            Object::Skin(..) => Lit::AtCorners,
+            Object::Geom(g) if s.caster.shapes(w).geom_type[g] == GeomType::Mesh => Lit::AtCorners,
+            _ => Lit::AtPoint,
+        }
+    }
 }
 
 /// Where a pixel's ray met a mesh geom: the mesh, the face and the point in the mesh's
@@ -1883,6 +1931,11 @@ mod tests {
     /// A ball of radius 1 at (0, 0, 5) under a spot light at (0, 0, 10) shining down:
     /// which of `points` (on surfaces facing up) are in its shadow.
     fn shadows_of(points: &[DVec3]) -> Result<Vec<Vec<bool>>, CameraError> {
+        shadows_under_spot(points, 180.0, Lit::AtPoint)
+    }
+
+    /// [`shadows_of`] with the spot's cutoff (degrees) and the surfaces lit as `lit` says.
+    fn shadows_under_spot(points: &[DVec3], cutoff: f32, lit: Lit) -> Result<Vec<Vec<bool>>, CameraError> {
         let scene = Scene {
             geom_type: vec![GeomType::Sphere],
             geom_size: vec![DVec3::new(1.0, 0.0, 0.0)],
@@ -1932,13 +1985,26 @@ mod tests {
             diffuse: Vec3::ONE,
             specular: Vec3::ZERO,
             attenuation: [1.0, 0.0, 0.0],
-            cutoff: 180.0,
+            cutoff,
             exponent: 0.0,
             castshadow: true,
         };
         let options = CameraOptions { use_shadows: true, ..CameraOptions::new(0) };
         let n = points.len();
-        Renderer::new(&[]).shadows(&s, 0, 0, &[spot], &options, points, &vec![true; n], &vec![DVec3::Z; n])
+        Renderer::new(&[]).shadows(&s, 0, 0, &[Lamp::new(spot)], &options, points, &vec![lit; n], &vec![DVec3::Z; n])
+    }
+
+    #[test]
+    fn a_spot_casts_shadow_rays_where_it_can_light_the_surface() {
+        // 6.8° off the spot's axis, outside its 5° cone, and behind the ball from it.
+        let beside = [DVec3::new(1.2, 0.0, 0.0)];
+        // Lit at the point itself, the spot gives it no light: no shadow ray is cast.
+        assert_eq!(shadows_under_spot(&beside, 5.0, Lit::AtPoint).unwrap(), vec![vec![false]]);
+        // Lit at its face's corners (a mesh), a corner may lie within the cone: the shadow is
+        // found.
+        assert_eq!(shadows_under_spot(&beside, 5.0, Lit::AtCorners).unwrap(), vec![vec![true]]);
+        // Within a wider cone the point is lit, and shadowed.
+        assert_eq!(shadows_under_spot(&beside, 10.0, Lit::AtPoint).unwrap(), vec![vec![true]]);
     }
 
     #[test]

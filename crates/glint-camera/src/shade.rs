@@ -136,37 +136,74 @@ impl Light {
     }
 
     /// The light's contribution at `p` (unit normal `n`, unit direction to the viewer `v`)
+    /// on `surface`, before texturing: [`Lamp::contribution`].
+    pub fn contribution(&self, p: DVec3, n: DVec3, v: DVec3, surface: &Surface) -> Vec3 {
+        Lamp::new(*self).contribution(p, n, v, surface)
+    }
+}
+
+/// A light ready to shade many points: what every lookup would otherwise work out again (its
+/// unit direction and the cosine of its spot cutoff) worked out once.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Lamp {
+    light: Light,
+    unit_dir: DVec3,
+    cos_cutoff: f32,
+}
+
+impl std::ops::Deref for Lamp {
+    type Target = Light;
+
+    fn deref(&self) -> &Light {
+        &self.light
+    }
+}
+
+impl Lamp {
+    pub(crate) fn new(light: Light) -> Lamp {
+        Lamp { light, unit_dir: light.dir.normalize_or_zero(), cos_cutoff: light.cutoff.to_radians().cos() }
+    }
+
+    /// Whether a spot light shines nowhere along `l` (the unit direction toward it from a
+    /// point): the point lies outside its cone, where it gives no light at all.
+    #[inline]
+    pub(crate) fn beyond_cone(&self, l: DVec3) -> bool {
+        self.light.light_type == 0 && self.light.cutoff < 180.0 && (((-l).dot(self.unit_dir)) as f32) < self.cos_cutoff
+    }
+
+    /// The light's contribution at `p` (unit normal `n`, unit direction to the viewer `v`)
     /// on `surface`, before texturing: OpenGL's attenuation × spot × (ambient + diffuse +
     /// specular).
     #[inline]
-    pub fn contribution(&self, p: DVec3, n: DVec3, v: DVec3, surface: &Surface) -> Vec3 {
-        if !self.lights() {
+    pub(crate) fn contribution(&self, p: DVec3, n: DVec3, v: DVec3, surface: &Surface) -> Vec3 {
+        let light = &self.light;
+        if !light.lights() {
             return Vec3::ZERO;
         }
-        let (l, dist) = self.toward(p);
+        let (l, dist) = light.toward(p);
+        if self.beyond_cone(l) {
+            return Vec3::ZERO;
+        }
         let mut scale = 1.0f32;
-        if self.light_type == 0 {
-            let [c, lin, q] = self.attenuation.map(f64::from);
+        if light.light_type == 0 {
+            let [c, lin, q] = light.attenuation.map(f64::from);
             let att = c + lin * dist + q * dist * dist;
             scale = if att > 0.0 { (1.0 / att) as f32 } else { 1.0 };
-            if self.cutoff < 180.0 {
-                let cos = (-l).dot(self.dir.normalize_or_zero());
-                if (cos as f32) < self.cutoff.to_radians().cos() {
-                    return Vec3::ZERO;
-                }
-                scale *= power(cos.max(0.0) as f32, self.exponent);
+            if light.cutoff < 180.0 {
+                let cos = (-l).dot(self.unit_dir);
+                scale *= power(cos.max(0.0) as f32, light.exponent);
             }
         }
         let ndl = n.dot(l);
-        let mut c = self.ambient * surface.color;
+        let mut c = light.ambient * surface.color;
         if ndl > 0.0 {
-            c += self.diffuse * surface.color * ndl as f32;
-            if surface.specular > 0.0 && self.specular != Vec3::ZERO {
+            c += light.diffuse * surface.color * ndl as f32;
+            if surface.specular > 0.0 && light.specular != Vec3::ZERO {
                 let ndh = n.dot((l + v).normalize_or_zero()).max(0.0) as f32;
                 // Below 1 − 7 / shininess the highlight is under e⁻⁷ of the light's specular:
                 // less than a unit of 8-bit colour, so the power is not worth taking.
                 if ndh > 0.0 && ndh >= 1.0 - 7.0 / surface.shininess.max(7.0) {
-                    c += self.specular * surface.specular * power(ndh, surface.shininess);
+                    c += light.specular * surface.specular * power(ndh, surface.shininess);
                 }
             }
         }
