@@ -18,9 +18,15 @@ struct Level {
     width: usize,
     height: usize,
     texels: Vec<Vec3>,
+    /// `1 / width` and `1 / height`, for wrapping texel indices without a division.
+    per_size: [f64; 2],
 }
 
 impl Level {
+    fn new(width: usize, height: usize, texels: Vec<Vec3>) -> Level {
+        Level { width, height, texels, per_size: [1.0 / width as f64, 1.0 / height as f64] }
+    }
+
     /// Whether this base level of a cube texture is one image that every face shows (else
     /// six faces stacked), as `mjr_uploadTexture` tells them apart.
     fn is_one_cube_face(&self) -> bool {
@@ -29,7 +35,7 @@ impl Level {
 
     /// Bilinear lookup at (s, t) in texel units, wrapping (2D) or clamping (cube faces).
     fn bilinear(&self, s: f64, t: f64, wrap: bool) -> Vec3 {
-        bilinear(&self.texels, self.width, self.height, s, t, wrap)
+        bilinear(&self.texels, self.width, self.height, s, t, wrap.then_some(self.per_size))
     }
 
     /// The next mip level as Mesa's `glGenerateMipmap` makes it (a linear blit from this
@@ -47,19 +53,16 @@ impl Level {
                 texels.push(self.bilinear(s, t, false));
             }
         }
-        Level { width: w, height: h, texels }
+        Level::new(w, h, texels)
     }
 
     /// The next level of a cube texture (six square faces stacked): each face halved alone.
     fn half_faces(&self) -> Level {
         let side = self.width;
-        let faces: Vec<Level> = self
-            .texels
-            .chunks_exact(side * side)
-            .map(|f| Level { width: side, height: side, texels: f.to_vec() }.half())
-            .collect();
+        let faces: Vec<Level> =
+            self.texels.chunks_exact(side * side).map(|f| Level::new(side, side, f.to_vec()).half()).collect();
         let w = faces[0].width;
-        Level { width: w, height: 6 * w, texels: faces.into_iter().flat_map(|f| f.texels).collect() }
+        Level::new(w, 6 * w, faces.into_iter().flat_map(|f| f.texels).collect())
     }
 }
 
@@ -73,41 +76,41 @@ fn log2_approx(x: f64) -> f64 {
     exponent + (-0.344_845 * m + 2.024_658) * m - 1.674_873
 }
 
-/// Bilinear lookup at (s, t) in texel units in a `width` × `height` image.
-fn bilinear(texels: &[Vec3], width: usize, height: usize, s: f64, t: f64, wrap: bool) -> Vec3 {
+/// Bilinear lookup at (s, t) in texel units in a `width` × `height` image, wrapping
+/// (`wrap`: `1 / width` and `1 / height`) or clamping at its edges.
+fn bilinear(texels: &[Vec3], width: usize, height: usize, s: f64, t: f64, wrap: Option<[f64; 2]>) -> Vec3 {
     let (x, y) = (s - 0.5, t - 0.5);
     let (x0, y0) = (x.floor(), y.floor());
     let (fx, fy) = ((x - x0) as f32, (y - y0) as f32);
-    // The texel at or before the sample and the one after it, wrapped or clamped (one
-    // division per axis: this runs twice per textured pixel).
-    let pair = |i: f64, n: usize| -> (usize, usize) {
-        if wrap {
-            let a = wrap_index(i, n);
+    // The texel at or before the sample and the one after it, wrapped or clamped.
+    let pair = |i: f64, n: usize, axis: usize| -> (usize, usize) {
+        if let Some(per_size) = wrap {
+            let a = wrap_index(i, n, per_size[axis]);
             (a, if a + 1 == n { 0 } else { a + 1 })
         } else {
             let i = i as i64;
             (i.clamp(0, n as i64 - 1) as usize, (i + 1).clamp(0, n as i64 - 1) as usize)
         }
     };
-    let (xa, xb) = pair(x0, width);
-    let (ya, yb) = pair(y0, height);
+    let (xa, xb) = pair(x0, width, 0);
+    let (ya, yb) = pair(y0, height, 1);
     let at = |x: usize, y: usize| texels[y * width + x];
     let top = at(xa, ya).lerp(at(xb, ya), fx);
     let bottom = at(xa, yb).lerp(at(xb, yb), fx);
     top.lerp(bottom, fy)
 }
 
-/// Whole `i` (a texel index, any sign) modulo `n`, without an integer division (a repeated
-/// texture's coordinates run far past one repeat, and this runs four times per lookup):
-/// `i - k·n` is exact for whole numbers below 2⁵³, and a `k` off by one from rounding is
-/// corrected.
+/// Whole `i` (a texel index, any sign) modulo `n` (`per_n` = 1 / n), without a division (a
+/// repeated texture's coordinates run far past one repeat, and this runs four times per
+/// lookup): `i - k·n` is exact for whole numbers below 2⁵³, and a `k` off by one from
+/// rounding is corrected.
 #[inline]
-fn wrap_index(i: f64, n: usize) -> usize {
+fn wrap_index(i: f64, n: usize, per_n: f64) -> usize {
     let n = n as f64;
     if (0.0..n).contains(&i) {
         return i as usize;
     }
-    let mut a = i - (i / n).floor() * n;
+    let mut a = i - (i * per_n).floor() * n;
     if a < 0.0 {
         a += n;
     } else if a >= n {
@@ -140,7 +143,7 @@ impl Sampler {
                 Vec3::new(c(0), c(1), c(2))
             })
             .collect();
-        let base = Level { width: texture.width.max(1), height: texture.height.max(1), texels };
+        let base = Level::new(texture.width.max(1), texture.height.max(1), texels);
         let mut levels = vec![base];
         // A cube texture given as one image is that image on every face (`mjr_uploadTexture`),
         // mipmapped as a 2D image is.
@@ -211,7 +214,7 @@ impl Sampler {
         self.trilinear(texels, |l| {
             let side = l.width;
             let face_texels = &l.texels[face * side * side..(face + 1) * side * side];
-            bilinear(face_texels, side, side, u * side as f64, v * side as f64, false)
+            bilinear(face_texels, side, side, u * side as f64, v * side as f64, None)
         })
     }
 }
@@ -224,7 +227,8 @@ mod tests {
     fn texel_indices_wrap_as_the_euclidean_remainder() {
         for n in [1usize, 2, 3, 7, 64, 255, 256, 4096] {
             for i in (-100_000i64..100_000).step_by(7).chain([i64::from(i32::MIN), 1 << 40, -(1 << 40) - 3]) {
-                assert_eq!(super::wrap_index(i as f64, n), i.rem_euclid(n as i64) as usize, "{i} mod {n}");
+                let wrapped = super::wrap_index(i as f64, n, 1.0 / n as f64);
+                assert_eq!(wrapped, i.rem_euclid(n as i64) as usize, "{i} mod {n}");
             }
         }
     }
