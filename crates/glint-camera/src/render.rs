@@ -1091,11 +1091,15 @@ impl Renderer {
             Object::Geom(_) => on_mesh.as_ref().and_then(|m| mesh_corners(s, w, m)),
             Object::Site(_) | Object::Tendon(_) => None,
         };
-        let views = corners.as_ref().map(|c| c.pos.map(|p| (hit.eye - p).normalize_or_zero()));
+        // The corners' directions to the viewer, the same for every light.
+        let corners = corners.map(|c| {
+            let views = c.pos.map(|p| (hit.eye - p).normalize_or_zero());
+            (c, views)
+        });
         for (l, light) in lights.iter().enumerate() {
-            let c = match (&corners, &views) {
-                (Some(corners), Some(views)) => corners.light(light, views, &surface),
-                _ => light.contribution(hit.point, hit.normal, hit.view, &surface),
+            let c = match &corners {
+                Some((corners, views)) => corners.light(light, views, &surface),
+                None => light.contribution(hit.point, hit.normal, hit.view, &surface),
             };
             if let Some(in_shadow) = in_shadow.filter(|_| options.use_shadows && light.castshadow) {
                 if !in_shadow(l) {
